@@ -1,0 +1,114 @@
+//! epoll in its three trigger modes: level, edge (`EPOLLET`) and one-shot (`EPOLLONESHOT`).
+//!
+//! Kernel quirks handled here:
+//!
+//! a. epoll watches open file *descriptions*, not descriptor numbers. A descriptor closed
+//!    without `EPOLL_CTL_DEL` stays watched while a dup or a forked child holds the file,
+//!    and its events keep coming under the old number. The queue therefore always deletes
+//!    before it closes ([`crate::Queue::close`]), and stale reports are filtered by the
+//!    generation in the token.
+//! b. After close-and-reuse, the kernel forgot the old registration: `MOD` fails with
+//!    `ENOENT` and is retried as `ADD`. After `dup2` over a watched number, `ADD` fails with
+//!    `EEXIST` and is retried as `MOD` (libevent's epoll.c does the same).
+//! c. `DEL` of a descriptor the kernel already dropped (closed: `EBADF`; forgotten:
+//!    `ENOENT`) is success: the registration is gone either way.
+//! d. `EPOLLRDHUP` is always asked for, so a half-closed peer reads as `HUP` even on a
+//!    descriptor watched only for writing.
+//! e. `EPOLLONESHOT` disarms the registration after one report; the queue re-arms it
+//!    with `MOD`, which is exactly the re-activation cost Strebelow & Prehofer measure.
+
+use super::{Poller, Ready};
+use crate::{sys, Interest};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+/// The trigger mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Level,
+    Edge,
+    Oneshot,
+}
+
+pub(crate) struct Epoll {
+    epfd: OwnedFd,
+    mode: Mode,
+    buf: Vec<libc::epoll_event>,
+}
+
+impl Epoll {
+    pub(crate) fn new(mode: Mode) -> io::Result<Epoll> {
+        Ok(Epoll { epfd: sys::epoll_create()?, mode, buf: Vec::new() })
+    }
+
+    fn flags(&self) -> u32 {
+        match self.mode {
+            Mode::Level => 0,
+            Mode::Edge => libc::EPOLLET as u32,
+            Mode::Oneshot => libc::EPOLLONESHOT as u32,
+        }
+    }
+}
+
+/// Watches `fd` in `epfd`, replacing any earlier watch: `ADD` first when `fresh`, else `MOD`,
+/// each retried as the other on `EEXIST`/`ENOENT` (quirk b).
+pub(crate) fn upsert(epfd: RawFd, fd: RawFd, events: u32, data: u64, fresh: bool) -> io::Result<()> {
+    let (first, second, retry_on) = if fresh {
+        (libc::EPOLL_CTL_ADD, libc::EPOLL_CTL_MOD, libc::EEXIST)
+    } else {
+        (libc::EPOLL_CTL_MOD, libc::EPOLL_CTL_ADD, libc::ENOENT)
+    };
+    match sys::epoll_ctl(epfd, first, fd, events, data) {
+        Err(e) if e.raw_os_error() == Some(retry_on) => sys::epoll_ctl(epfd, second, fd, events, data),
+        r => r,
+    }
+}
+
+/// Re-arms a one-shot watch with `MOD`. A descriptor closed meanwhile (`EBADF`, or
+/// `ENOENT` once the kernel dropped it) is not re-added: its number may belong to another
+/// file by now.
+pub(crate) fn rearm(epfd: RawFd, fd: RawFd, events: u32, data: u64) -> io::Result<()> {
+    match sys::epoll_ctl(epfd, libc::EPOLL_CTL_MOD, fd, events, data) {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::EBADF)) => Ok(()),
+        r => r,
+    }
+}
+
+/// Stops watching `fd` in `epfd`; a descriptor the kernel already dropped is fine (quirk c).
+pub(crate) fn remove(epfd: RawFd, fd: RawFd) -> io::Result<()> {
+    match sys::epoll_ctl(epfd, libc::EPOLL_CTL_DEL, fd, 0, 0) {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::EBADF)) => Ok(()),
+        r => r,
+    }
+}
+
+impl Poller for Epoll {
+    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, fresh: bool) -> io::Result<()> {
+        upsert(self.epfd.as_raw_fd(), fd, sys::epoll_events(interest) | self.flags(), token, fresh)
+    }
+
+    fn delete(&mut self, fd: RawFd, _token: u64) -> io::Result<()> {
+        remove(self.epfd.as_raw_fd(), fd)
+    }
+
+    fn rearm(&mut self, fd: RawFd, token: u64, interest: Interest) -> io::Result<()> {
+        rearm(self.epfd.as_raw_fd(), fd, sys::epoll_events(interest) | self.flags(), token)
+    }
+
+    fn needs_rearm(&self) -> bool {
+        self.mode == Mode::Oneshot
+    }
+
+    fn wait(&mut self, out: &mut Vec<Ready>, max: usize, timeout: Option<Duration>) -> io::Result<()> {
+        let max = max.clamp(1, 1024);
+        if self.buf.len() < max {
+            self.buf.resize(max, libc::epoll_event { events: 0, u64: 0 });
+        }
+        let n = sys::epoll_wait(self.epfd.as_raw_fd(), &mut self.buf[..max], sys::timeout_ms(timeout))?;
+        out.extend(
+            self.buf[..n].iter().map(|ev| Ready { token: ev.u64, state: sys::state_from_epoll(ev.events) }),
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,200 @@
+//! Backends: one file each, selected at run time (libev's model, not mio's compile-time one).
+//!
+//! A backend is the small [`Poller`] contract below. It knows nothing of FIFO order,
+//! coalescing, generations or overflow: the [`crate::Queue`] does all of that once, for every
+//! backend. A backend only watches descriptors under a 64-bit token and reports
+//! `(token, state)` pairs.
+
+use crate::{Interest, State};
+use std::fmt;
+use std::io;
+use std::os::fd::RawFd;
+use std::str::FromStr;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+pub(crate) mod epoll;
+mod poll;
+mod select;
+mod uring;
+
+/// One readiness report from a backend.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ready {
+    pub token: u64,
+    pub state: State,
+}
+
+/// What every backend does. Tokens are opaque to the backend.
+pub(crate) trait Poller: Send {
+    /// Watches `fd` for `interest` under `token`, replacing what was watched for `fd` before.
+    /// `fresh` says whether the queue believes `fd` is new to the backend; a backend must
+    /// still cope when it is wrong (the descriptor was closed and its number reused, so the
+    /// kernel forgot it; or it was dup2'ed over).
+    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, fresh: bool) -> io::Result<()>;
+
+    /// Stops watching `fd`. A descriptor the kernel already forgot (closed) is not an error.
+    /// After this returns, the backend holds no reference to the open file (io_uring: the
+    /// poll request is cancelled), so `close(fd)` really closes it.
+    fn delete(&mut self, fd: RawFd, token: u64) -> io::Result<()>;
+
+    /// Re-arms a registration after it was reported. Only one-shot backends need it.
+    fn rearm(&mut self, _fd: RawFd, _token: u64, _interest: Interest) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// True for backends that disarm a registration when they report it.
+    fn needs_rearm(&self) -> bool {
+        false
+    }
+
+    /// Waits up to `timeout` (`None`: forever, zero: not at all) for readiness and appends
+    /// reports to `out`, at most `max` where the mechanism lets the caller choose (a backend
+    /// whose reports are already in memory, like io_uring's ring, may append more). Returns
+    /// `Interrupted` on `EINTR`; the queue retries. May return with nothing appended before
+    /// the timeout (a spurious wake-up).
+    fn wait(&mut self, out: &mut Vec<Ready>, max: usize, timeout: Option<Duration>) -> io::Result<()>;
+
+    /// Events may have been lost inside the backend (io_uring CQ overflow with `EBADR`):
+    /// returns and clears the flag; the queue answers with a full rescan.
+    fn take_lost(&mut self) -> bool {
+        false
+    }
+}
+
+/// The readiness mechanisms hintq can run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// io_uring multishot `POLL_ADD`: hints are posted into the shared completion ring and
+    /// reaped without a system call when already there. Edge-native.
+    Uring,
+    /// epoll, level-triggered. State-based.
+    Epoll,
+    /// epoll, edge-triggered (`EPOLLET`). Edge-native.
+    EpollEt,
+    /// epoll with `EPOLLONESHOT`, re-armed with `EPOLL_CTL_MOD` at the next
+    /// `get_next_event` after the event was delivered (or at the next `declare_interest`).
+    EpollOneshot,
+    /// `poll(2)`: the interest array goes to the kernel on every call. O(registered).
+    Poll,
+    /// `select(2)`: shadow fd_sets copied per call, results scanned word by word.
+    /// Descriptors must be below `FD_SETSIZE` (1024).
+    Select,
+}
+
+/// An unknown backend name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseBackendError(String);
+
+impl fmt::Display for ParseBackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = Backend::ALL.iter().map(|b| b.name()).collect();
+        write!(f, "unknown backend {:?}; expected one of: {}", self.0, names.join(", "))
+    }
+}
+impl std::error::Error for ParseBackendError {}
+
+impl From<ParseBackendError> for io::Error {
+    fn from(e: ParseBackendError) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidInput, e)
+    }
+}
+
+impl Backend {
+    /// Every backend, in the order `hintq backends` lists them.
+    pub const ALL: [Backend; 6] = [
+        Backend::Uring,
+        Backend::Epoll,
+        Backend::EpollEt,
+        Backend::EpollOneshot,
+        Backend::Poll,
+        Backend::Select,
+    ];
+
+    /// The name used by `HINTQ_BACKEND`, `--backend` and `hq_queue_new`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Uring => "uring",
+            Backend::Epoll => "epoll",
+            Backend::EpollEt => "epoll-et",
+            Backend::EpollOneshot => "epoll-oneshot",
+            Backend::Poll => "poll",
+            Backend::Select => "select",
+        }
+    }
+
+    /// True if the backend reports arrivals rather than states (see the crate docs).
+    pub fn is_edge(self) -> bool {
+        matches!(self, Backend::Uring | Backend::EpollEt)
+    }
+
+    /// Whether this kernel lets the backend run, and if not, why.
+    pub fn probe(self) -> Result<(), String> {
+        match self {
+            Backend::Uring => uring::probe().clone(),
+            _ => Ok(()),
+        }
+    }
+
+    /// The backends this kernel supports.
+    pub fn supported() -> Vec<Backend> {
+        Backend::ALL.into_iter().filter(|b| b.probe().is_ok()).collect()
+    }
+
+    /// `uring` where the kernel allows it, else `epoll`. When io_uring is refused (disabled
+    /// by `kernel.io_uring_disabled`, filtered by seccomp, too old), says so once on
+    /// standard error.
+    pub fn recommended() -> Backend {
+        match Backend::Uring.probe() {
+            Ok(()) => Backend::Uring,
+            Err(why) => {
+                warn_once_fallback(&why);
+                Backend::Epoll
+            }
+        }
+    }
+
+    /// The backend named by `HINTQ_BACKEND`, or [`Backend::recommended`] when it is unset
+    /// or empty. An unknown name is an `InvalidInput` error.
+    pub fn from_env() -> io::Result<Backend> {
+        match std::env::var("HINTQ_BACKEND") {
+            Ok(name) if !name.is_empty() => Ok(name.parse()?),
+            _ => Ok(Backend::recommended()),
+        }
+    }
+
+    /// Builds the backend, falling back to epoll (with one warning) when io_uring is refused.
+    pub(crate) fn open(self) -> io::Result<(Backend, Box<dyn Poller>)> {
+        if let Err(why) = self.probe() {
+            warn_once_fallback(&why);
+            return Backend::Epoll.open();
+        }
+        let p: Box<dyn Poller> = match self {
+            Backend::Uring => Box::new(uring::Uring::new()?),
+            Backend::Epoll => Box::new(epoll::Epoll::new(epoll::Mode::Level)?),
+            Backend::EpollEt => Box::new(epoll::Epoll::new(epoll::Mode::Edge)?),
+            Backend::EpollOneshot => Box::new(epoll::Epoll::new(epoll::Mode::Oneshot)?),
+            Backend::Poll => Box::new(poll::Poll::new()),
+            Backend::Select => Box::new(select::Select::new()),
+        };
+        Ok((self, p))
+    }
+}
+
+fn warn_once_fallback(why: &str) {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| eprintln!("hintq: io_uring unavailable ({why}); falling back to epoll"));
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Backend {
+    type Err = ParseBackendError;
+    fn from_str(s: &str) -> Result<Backend, ParseBackendError> {
+        Backend::ALL.into_iter().find(|b| b.name() == s).ok_or_else(|| ParseBackendError(s.to_string()))
+    }
+}

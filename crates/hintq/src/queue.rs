@@ -1,0 +1,539 @@
+//! The per-thread HINTS queue of the paper (§6): the INTERESTED sets, the FIFO of pending
+//! hints with one pending element per registration, and the descriptor-order scan used when
+//! the FIFO overflows.
+
+use crate::backend::{Backend, Poller, Ready};
+use crate::group::GroupLink;
+use crate::{sys, Event, Interest, State, Waker};
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Tokens carry `generation << 32 | fd`. Generation 0 marks the queue's own internal
+/// descriptors (waker, group sets); registrations start at 1. Bit 63 marks registrations of
+/// a [`crate::Group`], whose generations come from the group.
+pub(crate) const GROUP_BIT: u64 = 1 << 63;
+const TOKEN_WAKER: u64 = 0;
+pub(crate) const TOKEN_GROUP_SHARED: u64 = 1;
+pub(crate) const TOKEN_GROUP_OWN: u64 = 2;
+
+pub(crate) fn token(fd: RawFd, gen: u32) -> u64 {
+    (u64::from(gen) << 32) | u64::from(fd as u32)
+}
+
+pub(crate) fn untoken(token: u64) -> (RawFd, u32) {
+    (token as u32 as RawFd, ((token & !GROUP_BIT) >> 32) as u32)
+}
+
+/// The next generation in 1..2^31 (0 is internal, bit 31 would collide with [`GROUP_BIT`]).
+pub(crate) fn next_gen(gen: u32) -> u32 {
+    if gen >= (1 << 31) - 1 {
+        1
+    } else {
+        gen + 1
+    }
+}
+
+/// How many descriptors one `poll(2)` of the overflow scan covers.
+const SCAN_CHUNK: usize = 256;
+
+/// Counters a queue keeps about itself; see [`Queue::stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Events handed to the application.
+    pub delivered: u64,
+    /// Reports merged into an already pending event of the same registration.
+    pub coalesced: u64,
+    /// Reports dropped because their registration was revoked (or replaced) meanwhile.
+    pub stale: u64,
+    /// Times the FIFO was full when a new hint arrived.
+    pub overflows: u64,
+    /// Events found by the descriptor-order overflow scan.
+    pub scanned: u64,
+    /// One-shot re-arms (`EPOLL_CTL_MOD` on `epoll-oneshot` and group sets).
+    pub rearms: u64,
+    /// Calls into the backend's wait.
+    pub waits: u64,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    gen: u32,
+    interest: Interest,
+    /// The FIFO holds an element for this registration.
+    pending: bool,
+    /// Reported by a one-shot backend and not re-armed yet.
+    disarmed: bool,
+    /// States of reports coalesced into the pending element.
+    extra: State,
+}
+
+#[derive(Clone, Copy)]
+struct Entry {
+    token: u64,
+    state: State,
+}
+
+/// Builds a [`Queue`] with non-default settings.
+#[derive(Clone, Debug)]
+pub struct Builder {
+    backend: Backend,
+    capacity: usize,
+}
+
+impl Builder {
+    /// A builder for a queue on `backend`.
+    pub fn new(backend: Backend) -> Builder {
+        Builder { backend, capacity: usize::MAX }
+    }
+
+    /// Bounds the FIFO to `n` pending events (at least 1). Coalescing already bounds it by
+    /// the number of registrations; a smaller bound makes the queue overflow under load,
+    /// after which events are found by a descriptor-order scan (see the crate docs).
+    pub fn capacity(mut self, n: usize) -> Builder {
+        self.capacity = n.max(1);
+        self
+    }
+
+    /// Creates the queue.
+    ///
+    /// # Errors
+    /// The backend's set-up failure (`EMFILE` for the epoll or io_uring instance, say).
+    /// An io_uring refused by the kernel is not an error: the queue falls back to epoll.
+    pub fn build(self) -> io::Result<Queue> {
+        let (backend, poller) = self.backend.open()?;
+        Ok(Queue {
+            backend,
+            poller,
+            slots: Vec::new(),
+            fifo: VecDeque::new(),
+            live: 0,
+            capacity: self.capacity,
+            ready: Vec::new(),
+            rearm: Vec::new(),
+            overflow: None,
+            scan_cursor: 0,
+            scan_buf: Vec::new(),
+            registered: 0,
+            waker: None,
+            woken: false,
+            group: None,
+            stats: Stats::default(),
+        })
+    }
+}
+
+/// A per-thread queue of readiness events: the paper's HINTS queue and INTERESTED sets.
+///
+/// `Send` but not `Sync`: one thread uses it at a time. To wait on the same descriptors from
+/// several threads, give each thread its own queue and use a [`crate::Group`].
+pub struct Queue {
+    backend: Backend,
+    poller: Box<dyn Poller>,
+    slots: Vec<Slot>,
+    fifo: VecDeque<Entry>,
+    /// FIFO elements whose registration is still current.
+    live: usize,
+    capacity: usize,
+    ready: Vec<Ready>,
+    rearm: Vec<(RawFd, u32)>,
+    /// `Some(n)`: the FIFO overflowed and `n` registrations remain to be scanned before the
+    /// queue returns to FIFO-only delivery.
+    overflow: Option<usize>,
+    scan_cursor: usize,
+    scan_buf: Vec<libc::pollfd>,
+    registered: usize,
+    waker: Option<Arc<OwnedFd>>,
+    woken: bool,
+    pub(crate) group: Option<GroupLink>,
+    stats: Stats,
+}
+
+impl Queue {
+    /// A queue on `backend` with default settings. See [`Builder`].
+    pub fn new(backend: Backend) -> io::Result<Queue> {
+        Builder::new(backend).build()
+    }
+
+    /// The backend actually in use (epoll when io_uring was asked for but refused).
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Counters about this queue.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Number of descriptors with declared interest.
+    pub fn registered(&self) -> usize {
+        self.registered
+    }
+
+    /// Sets (replaces) this thread's interest in `fd` and returns the descriptor's current
+    /// state. An empty `interest` revokes: no event of the old registration is delivered
+    /// after this returns.
+    ///
+    /// The returned state is read *after* interest took effect, so readiness is never lost
+    /// between an `accept` and this call: whatever is ready when it returns is either in the
+    /// returned state or arrives as an event (perhaps both: a duplicate, which is allowed).
+    /// A revoke returns an empty state.
+    ///
+    /// # Errors
+    /// `InvalidInput` for a negative descriptor, or one the backend cannot watch (at or
+    /// above 1024 on `select`); `EBADF` if `fd` is not open; other OS errors from the
+    /// backend (`ENOMEM`, `ENOSPC` for the epoll watch limit) with their errno.
+    pub fn declare_interest(&mut self, fd: RawFd, interest: Interest) -> io::Result<State> {
+        if fd < 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("negative descriptor {fd}")));
+        }
+        let i = fd as usize;
+        if interest.is_empty() {
+            if self.slots.get(i).is_some_and(|s| !s.interest.is_empty()) {
+                let gen = self.slots[i].gen;
+                self.revoke_slot(i);
+                self.poller.delete(fd, token(fd, gen))?;
+            }
+            return Ok(State::empty());
+        }
+        if i >= self.slots.len() {
+            self.slots.resize(i + 1, Slot::default());
+        }
+        let fresh = self.slots[i].interest.is_empty();
+        if fresh {
+            self.slots[i].gen = next_gen(self.slots[i].gen);
+        }
+        let gen = self.slots[i].gen;
+        self.poller.set(fd, token(fd, gen), interest, fresh)?;
+        let slot = &mut self.slots[i];
+        slot.interest = interest;
+        slot.disarmed = false;
+        if fresh {
+            self.registered += 1;
+        }
+        match sys::current_state(fd) {
+            Ok(state) => Ok(state),
+            Err(e) => {
+                self.revoke_slot(i);
+                self.poller.delete(fd, token(fd, gen))?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Revokes interest in `fd` and closes it, in that order (so io_uring's poll is
+    /// cancelled and epoll forgets the file even if a dup of it lives on).
+    ///
+    /// # Errors
+    /// As for a revoke, then `close(2)`'s error. The descriptor is closed in every case.
+    pub fn close(&mut self, fd: RawFd) -> io::Result<()> {
+        let revoked = self.declare_interest(fd, Interest::empty());
+        // SAFETY: the caller gives up `fd`; it is closed exactly once, here.
+        let closed = sys::cvt(unsafe { libc::close(fd) }).map(drop);
+        revoked.and(closed)
+    }
+
+    /// True if `ev` belongs to a registration that is still live: false once its descriptor
+    /// was revoked or closed through this queue, even if the number was declared again.
+    /// Use it while walking a batch whose handlers may close descriptors of later events.
+    pub fn is_current(&self, ev: &Event) -> bool {
+        if let Some(g) = &self.group {
+            if ev.gen & (1 << 31) != 0 {
+                return g.is_current(ev.fd, ev.gen & !(1 << 31));
+            }
+        }
+        self.slots.get(ev.fd as usize).is_some_and(|s| s.gen == ev.gen && !s.interest.is_empty())
+    }
+
+    /// A handle that wakes this queue's `get_next_event` from any thread.
+    ///
+    /// # Errors
+    /// Creating or registering the eventfd behind it.
+    pub fn waker(&mut self) -> io::Result<Waker> {
+        if self.waker.is_none() {
+            let fd = sys::eventfd()?;
+            self.poller.set(fd.as_raw_fd(), TOKEN_WAKER, Interest::READ, true)?;
+            self.waker = Some(Arc::new(fd));
+        }
+        Ok(Waker::new(Arc::clone(self.waker.as_ref().expect("created above"))))
+    }
+
+    /// Registers an internal descriptor (a group's epoll set) under an internal token.
+    pub(crate) fn watch_internal(&mut self, fd: RawFd, tok: u64) -> io::Result<()> {
+        self.poller.set(fd, tok, Interest::READ, true)
+    }
+
+    /// Dequeues up to `events.len()` events in FIFO order into `events` and returns how
+    /// many. Returns at once if any are pending; otherwise waits until one arrives, the
+    /// timeout passes (`Ok(0)`), or a [`Waker`] fires (`Ok(0)` when nothing else arrived).
+    /// `None` waits without limit; `Some(Duration::ZERO)` never blocks.
+    ///
+    /// Each event's state is the descriptor's state when it was collected, limited to the
+    /// declared interest plus `HUP` and `ERR`. A signal arriving meanwhile does not end the
+    /// call: `EINTR` is retried with the remaining timeout.
+    ///
+    /// # Errors
+    /// `InvalidInput` if `events` is empty; the backend's OS errors otherwise.
+    pub fn get_next_event(&mut self, events: &mut [Event], timeout: Option<Duration>) -> io::Result<usize> {
+        if events.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty event array"));
+        }
+        self.rearm_delivered()?;
+        let deadline = timeout.filter(|t| !t.is_zero()).map(|t| Instant::now() + t);
+        let mut first = true;
+        loop {
+            let n = self.dequeue(events)?;
+            if n > 0 || std::mem::take(&mut self.woken) {
+                return Ok(n);
+            }
+            let remaining = match (timeout, deadline) {
+                (None, _) => None,
+                (Some(_), None) if !first => return Ok(0),
+                (Some(_), None) => Some(Duration::ZERO),
+                (Some(_), Some(d)) => {
+                    let now = Instant::now();
+                    if now >= d && !first {
+                        return Ok(0);
+                    }
+                    Some(d.saturating_duration_since(now))
+                }
+            };
+            first = false;
+            self.group_prefetch(events.len())?;
+            if !self.fifo.is_empty() {
+                continue;
+            }
+            self.stats.waits += 1;
+            match self.poller.wait(&mut self.ready, events.len(), remaining) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+            self.absorb(events.len())?;
+        }
+    }
+
+    /// Moves the backend's reports into the FIFO: drops stale ones, coalesces, overflows.
+    fn absorb(&mut self, max: usize) -> io::Result<()> {
+        if self.poller.take_lost() {
+            self.start_overflow();
+        }
+        let mut ready = std::mem::take(&mut self.ready);
+        for r in ready.drain(..) {
+            match r.token {
+                TOKEN_WAKER => {
+                    if let Some(w) = &self.waker {
+                        sys::eventfd_drain(w.as_raw_fd());
+                    }
+                    self.woken = true;
+                }
+                TOKEN_GROUP_SHARED | TOKEN_GROUP_OWN => self.group_harvest(r.token, max)?,
+                tok => self.push(tok, r.state),
+            }
+        }
+        self.ready = ready;
+        Ok(())
+    }
+
+    /// Adds one hint for an own registration to the FIFO.
+    fn push(&mut self, tok: u64, state: State) {
+        let (fd, gen) = untoken(tok);
+        let Some(slot) = self.slots.get_mut(fd as usize).filter(|s| s.gen == gen && !s.interest.is_empty())
+        else {
+            self.stats.stale += 1;
+            return;
+        };
+        if slot.pending {
+            slot.extra |= state;
+            self.stats.coalesced += 1;
+        } else if self.live >= self.capacity {
+            self.start_overflow();
+        } else {
+            slot.pending = true;
+            self.live += 1;
+            self.fifo.push_back(Entry { token: tok, state });
+        }
+    }
+
+    fn start_overflow(&mut self) {
+        self.stats.overflows += 1;
+        self.overflow = Some(self.registered);
+    }
+
+    /// Fills `out` from the FIFO, then from the overflow scan if one is due.
+    fn dequeue(&mut self, out: &mut [Event]) -> io::Result<usize> {
+        let mut n = 0;
+        while n < out.len() {
+            let Some(e) = self.fifo.pop_front() else { break };
+            let ev =
+                if e.token & GROUP_BIT != 0 { self.group_deliver(e.token, e.state) } else { self.deliver(e) };
+            if let Some(ev) = ev {
+                out[n] = ev;
+                n += 1;
+            }
+        }
+        if n < out.len() && self.overflow.is_some() {
+            n += self.scan(&mut out[n..])?;
+        }
+        self.stats.delivered += n as u64;
+        Ok(n)
+    }
+
+    fn deliver(&mut self, e: Entry) -> Option<Event> {
+        let (fd, gen) = untoken(e.token);
+        let needs_rearm = self.poller.needs_rearm();
+        let slot = self.slots.get_mut(fd as usize).filter(|s| s.gen == gen && s.pending);
+        let Some(slot) = slot else {
+            self.stats.stale += 1;
+            return None;
+        };
+        slot.pending = false;
+        self.live -= 1;
+        let state = (e.state | std::mem::take(&mut slot.extra)).visible(slot.interest);
+        if needs_rearm {
+            slot.disarmed = true;
+            self.rearm.push((fd, gen));
+        }
+        if state.is_empty() {
+            // Only bits the application no longer asks for (interest narrowed meanwhile).
+            self.stats.stale += 1;
+            return None;
+        }
+        Some(Event { fd, state, gen })
+    }
+
+    /// The descriptor-order scan (paper §6), resumed where the last one stopped so that
+    /// every registration is looked at once per pass whatever `out.len()` is.
+    fn scan(&mut self, out: &mut [Event]) -> io::Result<usize> {
+        let mut remaining = self.overflow.unwrap_or(0).min(self.registered);
+        let limit = self.slots.len();
+        let mut n = 0;
+        let mut cursor = self.scan_cursor % limit.max(1);
+        while remaining > 0 && n < out.len() {
+            self.scan_buf.clear();
+            let mut at = cursor;
+            for _ in 0..limit {
+                if self.scan_buf.len() == SCAN_CHUNK.min(remaining) {
+                    break;
+                }
+                let s = &self.slots[at];
+                if !s.interest.is_empty() && !s.pending {
+                    self.scan_buf.push(libc::pollfd {
+                        fd: at as RawFd,
+                        events: sys::poll_events(s.interest),
+                        revents: 0,
+                    });
+                }
+                at = (at + 1) % limit;
+            }
+            if self.scan_buf.is_empty() {
+                remaining = 0;
+                break;
+            }
+            loop {
+                match sys::poll(&mut self.scan_buf, 0) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    r => break r.map(drop)?,
+                };
+            }
+            for p in &self.scan_buf {
+                if n == out.len() {
+                    break;
+                }
+                remaining -= 1;
+                cursor = (p.fd as usize + 1) % limit;
+                let slot = &mut self.slots[p.fd as usize];
+                let state = sys::state_from_poll(p.revents).visible(slot.interest);
+                if state.is_empty() {
+                    continue;
+                }
+                if self.poller.needs_rearm() {
+                    slot.disarmed = true;
+                    self.rearm.push((p.fd, slot.gen));
+                }
+                out[n] = Event { fd: p.fd, state, gen: slot.gen };
+                n += 1;
+            }
+        }
+        self.scan_cursor = cursor;
+        self.stats.scanned += n as u64;
+        self.overflow = (remaining > 0).then_some(remaining);
+        Ok(n)
+    }
+
+    /// Re-arms one-shot registrations delivered by the previous call.
+    fn rearm_delivered(&mut self) -> io::Result<()> {
+        for (fd, gen) in std::mem::take(&mut self.rearm) {
+            let Some(slot) = self.slots.get_mut(fd as usize) else { continue };
+            if slot.gen != gen || !slot.disarmed || slot.interest.is_empty() {
+                continue;
+            }
+            slot.disarmed = false;
+            let interest = slot.interest;
+            self.stats.rearms += 1;
+            self.poller.rearm(fd, token(fd, gen), interest)?;
+        }
+        if let Some(g) = &mut self.group {
+            self.stats.rearms += g.rearm()?;
+        }
+        Ok(())
+    }
+
+    fn group_harvest(&mut self, which: u64, max: usize) -> io::Result<()> {
+        if let Some(g) = &mut self.group {
+            let fifo = &mut self.fifo;
+            g.harvest(which, max, |token, state| fifo.push_back(Entry { token, state }))?;
+        }
+        Ok(())
+    }
+
+    fn group_prefetch(&mut self, max: usize) -> io::Result<()> {
+        if let Some(g) = &mut self.group {
+            let fifo = &mut self.fifo;
+            g.prefetch(max, |token, state| fifo.push_back(Entry { token, state }))?;
+        }
+        Ok(())
+    }
+
+    fn group_deliver(&mut self, tok: u64, state: State) -> Option<Event> {
+        let ev = self.group.as_mut().and_then(|g| g.deliver(tok, state));
+        if ev.is_none() {
+            self.stats.stale += 1;
+        }
+        ev
+    }
+
+    /// Forgets a registration: bumps nothing (the next declare does), drops its pending
+    /// element from the count and compacts the FIFO when stale elements pile up.
+    fn revoke_slot(&mut self, i: usize) {
+        let slot = &mut self.slots[i];
+        if slot.pending {
+            self.live -= 1;
+        }
+        *slot = Slot { gen: slot.gen, ..Slot::default() };
+        self.registered -= 1;
+        if self.fifo.len() > 2 * self.live + 64 {
+            let slots = &self.slots;
+            self.fifo.retain(|e| {
+                if e.token & GROUP_BIT != 0 {
+                    return true;
+                }
+                let (fd, gen) = untoken(e.token);
+                slots.get(fd as usize).is_some_and(|s| s.gen == gen && s.pending)
+            });
+        }
+    }
+}
+
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue")
+            .field("backend", &self.backend)
+            .field("registered", &self.registered)
+            .field("pending", &self.live)
+            .field("overflow", &self.overflow)
+            .finish()
+    }
+}
