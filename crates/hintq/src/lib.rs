@@ -56,6 +56,7 @@
 
 #![warn(missing_docs)]
 
+pub mod accept;
 mod backend;
 mod event;
 mod group;
@@ -64,6 +65,7 @@ mod sys;
 pub mod timer;
 mod waker;
 
+pub use accept::{Accepted, Acceptor};
 pub use backend::{Backend, ParseBackendError};
 pub use event::{Event, Interest, State};
 pub use group::{Delivery, Group};

@@ -39,6 +39,12 @@ pub(crate) fn next_gen(gen: u32) -> u32 {
 /// How many descriptors one `poll(2)` of the overflow scan covers.
 const SCAN_CHUNK: usize = 256;
 
+/// The least number of reports one wait asks the backend for, whatever the caller's array
+/// size: a caller taking one event at a time is then served from the FIFO, without a system
+/// call, for the rest of the batch (and a FIFO bounded below this can overflow on epoll
+/// too, as the paper's kernel queue could).
+const HARVEST_MIN: usize = 64;
+
 /// Counters a queue keeps about itself; see [`Queue::stats`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -81,12 +87,13 @@ struct Entry {
 pub struct Builder {
     backend: Backend,
     capacity: usize,
+    uring_entries: Option<u32>,
 }
 
 impl Builder {
     /// A builder for a queue on `backend`.
     pub fn new(backend: Backend) -> Builder {
-        Builder { backend, capacity: usize::MAX }
+        Builder { backend, capacity: usize::MAX, uring_entries: None }
     }
 
     /// Bounds the FIFO to `n` pending events (at least 1). Coalescing already bounds it by
@@ -97,13 +104,21 @@ impl Builder {
         self
     }
 
+    /// Sizes the io_uring completion ring to `n` entries (rounded up to a power of two), so
+    /// that tests can make it overflow. Ignored by other backends.
+    #[doc(hidden)]
+    pub fn uring_entries(mut self, n: u32) -> Builder {
+        self.uring_entries = Some(n);
+        self
+    }
+
     /// Creates the queue.
     ///
     /// # Errors
     /// The backend's set-up failure (`EMFILE` for the epoll or io_uring instance, say).
     /// An io_uring refused by the kernel is not an error: the queue falls back to epoll.
     pub fn build(self) -> io::Result<Queue> {
-        let (backend, poller) = self.backend.open()?;
+        let (backend, poller) = self.backend.open(self.uring_entries)?;
         Ok(Queue {
             backend,
             poller,
@@ -119,6 +134,7 @@ impl Builder {
             registered: 0,
             waker: None,
             woken: false,
+            internal: Vec::new(),
             group: None,
             stats: Stats::default(),
         })
@@ -147,6 +163,8 @@ pub struct Queue {
     registered: usize,
     waker: Option<Arc<OwnedFd>>,
     woken: bool,
+    /// Internal watches (waker, group sets): token and descriptor.
+    internal: Vec<(u64, RawFd)>,
     pub(crate) group: Option<GroupLink>,
     stats: Stats,
 }
@@ -254,7 +272,7 @@ impl Queue {
     pub fn waker(&mut self) -> io::Result<Waker> {
         if self.waker.is_none() {
             let fd = sys::eventfd()?;
-            self.poller.set(fd.as_raw_fd(), TOKEN_WAKER, Interest::READ, true)?;
+            self.watch_internal(fd.as_raw_fd(), TOKEN_WAKER)?;
             self.waker = Some(Arc::new(fd));
         }
         Ok(Waker::new(Arc::clone(self.waker.as_ref().expect("created above"))))
@@ -262,7 +280,19 @@ impl Queue {
 
     /// Registers an internal descriptor (a group's epoll set) under an internal token.
     pub(crate) fn watch_internal(&mut self, fd: RawFd, tok: u64) -> io::Result<()> {
+        self.internal.push((tok, fd));
         self.poller.set(fd, tok, Interest::READ, true)
+    }
+
+    /// One-shot backends disarm internal watches too; they are re-armed as soon as read.
+    fn rearm_internal(&mut self, tok: u64) -> io::Result<()> {
+        if !self.poller.needs_rearm() {
+            return Ok(());
+        }
+        match self.internal.iter().find(|(t, _)| *t == tok) {
+            Some(&(tok, fd)) => self.poller.rearm(fd, tok, Interest::READ),
+            None => Ok(()),
+        }
     }
 
     /// Dequeues up to `events.len()` events in FIFO order into `events` and returns how
@@ -306,12 +336,12 @@ impl Queue {
                 continue;
             }
             self.stats.waits += 1;
-            match self.poller.wait(&mut self.ready, events.len(), remaining) {
+            match self.poller.wait(&mut self.ready, events.len().max(HARVEST_MIN), remaining) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
-            self.absorb(events.len())?;
+            self.absorb(events.len().max(HARVEST_MIN))?;
         }
     }
 
@@ -328,8 +358,12 @@ impl Queue {
                         sys::eventfd_drain(w.as_raw_fd());
                     }
                     self.woken = true;
+                    self.rearm_internal(TOKEN_WAKER)?;
                 }
-                TOKEN_GROUP_SHARED | TOKEN_GROUP_OWN => self.group_harvest(r.token, max)?,
+                TOKEN_GROUP_SHARED | TOKEN_GROUP_OWN => {
+                    self.group_harvest(r.token, max)?;
+                    self.rearm_internal(r.token)?;
+                }
                 tok => self.push(tok, r.state),
             }
         }

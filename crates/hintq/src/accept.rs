@@ -1,0 +1,113 @@
+//! Accepting connections without the two classic event-loop traps.
+//!
+//! * `EMFILE`/`ENFILE` (RELIABILITY H5): `accept` fails but the connection stays queued, so
+//!   the listener stays readable and a level-triggered loop spins at 100% CPU. [`Acceptor`]
+//!   keeps one spare descriptor (`/dev/null`); when out of descriptors it closes the spare,
+//!   accepts and closes the pending connections (the clients see a close, not a hang), then
+//!   reopens the spare. libuv does the same (src/unix/stream.c). With several threads
+//!   accepting, another thread may take the freed slot first; shedding then stops early and
+//!   the next readiness tries again, still without spinning.
+//! * Errors that belong to one pending connection (H6): Linux `accept` passes on pending
+//!   network errors (`ENETDOWN`, `EPROTO`, `ENOPROTOOPT`, `EHOSTDOWN`, `ENONET`,
+//!   `EHOSTUNREACH`, `EOPNOTSUPP`, `ENETUNREACH`) and `ECONNABORTED` for a peer that reset
+//!   before accept. They are skipped: the next pending connection is tried.
+
+use crate::sys;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// Accepts from one non-blocking listener; see the module docs.
+#[derive(Debug)]
+pub struct Acceptor {
+    listener: RawFd,
+    spare: Option<OwnedFd>,
+    shed: u64,
+}
+
+/// What one call to [`Acceptor::accept`] produced.
+#[derive(Debug)]
+pub enum Accepted {
+    /// A new connection, non-blocking and close-on-exec.
+    Conn(OwnedFd),
+    /// Nothing pending (`EAGAIN`): wait for the next readiness.
+    Drained,
+    /// Out of descriptors: this many pending connections were accepted and closed.
+    Shed(u64),
+}
+
+impl Acceptor {
+    /// Wraps a listening socket (which the caller keeps owning and must make non-blocking).
+    ///
+    /// # Errors
+    /// Opening the spare descriptor.
+    pub fn new(listener: RawFd) -> io::Result<Acceptor> {
+        Ok(Acceptor { listener, spare: Some(open_spare()?), shed: 0 })
+    }
+
+    /// Connections shed so far because descriptors ran out.
+    pub fn shed(&self) -> u64 {
+        self.shed
+    }
+
+    /// Accepts one connection, skipping per-connection errors.
+    ///
+    /// # Errors
+    /// Errors of the listener itself (`EBADF`, `EINVAL`, `ENOTSOCK`).
+    pub fn accept(&mut self) -> io::Result<Accepted> {
+        loop {
+            match accept4(self.listener) {
+                Ok(fd) => return Ok(Accepted::Conn(fd)),
+                Err(e) => match e.raw_os_error().unwrap_or(0) {
+                    libc::EAGAIN => return Ok(Accepted::Drained),
+                    libc::EINTR => continue,
+                    libc::EMFILE | libc::ENFILE => return Ok(Accepted::Shed(self.shed_pending())),
+                    libc::ECONNABORTED
+                    | libc::ENETDOWN
+                    | libc::EPROTO
+                    | libc::ENOPROTOOPT
+                    | libc::EHOSTDOWN
+                    | libc::ENONET
+                    | libc::EHOSTUNREACH
+                    | libc::EOPNOTSUPP
+                    | libc::ENETUNREACH
+                    | libc::EPERM => continue,
+                    _ => return Err(e),
+                },
+            }
+        }
+    }
+
+    fn shed_pending(&mut self) -> u64 {
+        let Some(spare) = self.spare.take() else { return 0 };
+        drop(spare);
+        let mut n = 0;
+        while let Ok(fd) = accept4(self.listener) {
+            drop(fd);
+            n += 1;
+        }
+        self.spare = open_spare().ok();
+        self.shed += n;
+        n
+    }
+}
+
+fn open_spare() -> io::Result<OwnedFd> {
+    // SAFETY: the path is a NUL-terminated literal.
+    let fd = sys::cvt(unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) })?;
+    // SAFETY: `fd` was just opened and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn accept4(listener: RawFd) -> io::Result<OwnedFd> {
+    let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+    // SAFETY: null address pointers are allowed by accept4(2).
+    let fd = sys::cvt(unsafe { libc::accept4(listener, std::ptr::null_mut(), std::ptr::null_mut(), flags) })?;
+    // SAFETY: `fd` was just accepted and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+impl AsRawFd for Acceptor {
+    fn as_raw_fd(&self) -> RawFd {
+        self.listener
+    }
+}

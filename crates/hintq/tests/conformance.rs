@@ -1,0 +1,791 @@
+//! The conformance suite: every case of the core contract (DESIGN.md) and the event-library
+//! rows of RELIABILITY.md (E1-E8, E15, E16), written once and run against every backend.
+//! The io_uring-specific rows (E11-E14) live in `tests/uring.rs`.
+//!
+//! Helpers tolerate duplicate events (the contract allows them) but never lost ones. A
+//! backend this kernel lacks is skipped with a printed reason.
+
+use hintq::{Accepted, Acceptor, Backend, Builder, Delivery, Event, Group, Interest, Queue, State};
+use std::collections::{HashMap, HashSet};
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+/// The backend if this kernel supports it; otherwise prints why the case is skipped.
+fn usable(b: Backend, case: &str) -> Option<Backend> {
+    match b.probe() {
+        Ok(()) => Some(b),
+        Err(why) => {
+            eprintln!("SKIP {case} on {b}: {why}");
+            None
+        }
+    }
+}
+
+fn pair() -> (UnixStream, UnixStream) {
+    let (a, b) = UnixStream::pair().unwrap();
+    a.set_nonblocking(true).unwrap();
+    b.set_nonblocking(true).unwrap();
+    (a, b)
+}
+
+fn queue(b: Backend) -> Queue {
+    let q = Queue::new(b).unwrap();
+    assert_eq!(q.backend(), b, "asked for {b}, got {}", q.backend());
+    q
+}
+
+/// Reads until EAGAIN; returns the bytes read (0 at EOF too).
+fn drain(fd: RawFd) -> usize {
+    let mut buf = [0u8; 4096];
+    let mut total = 0;
+    loop {
+        // SAFETY (test): reads into a live buffer.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            return total;
+        }
+        total += n as usize;
+    }
+}
+
+/// Collects events until `fd` shows up or `limit` passes; returns its state.
+fn wait_for(q: &mut Queue, fd: RawFd, limit: Duration) -> Option<State> {
+    let deadline = Instant::now() + limit;
+    let mut evs = [Event::default(); 16];
+    while Instant::now() < deadline {
+        let n = q.get_next_event(&mut evs, Some(deadline - Instant::now())).unwrap();
+        if let Some(ev) = evs[..n].iter().find(|e| e.fd() == fd) {
+            return Some(ev.state());
+        }
+    }
+    None
+}
+
+/// Every event delivered within `limit` (stops early after a quiet `quiet` period).
+fn collect(q: &mut Queue, max: usize, limit: Duration) -> Vec<Event> {
+    let deadline = Instant::now() + limit;
+    let mut out = Vec::new();
+    let mut evs = vec![Event::default(); max];
+    while Instant::now() < deadline {
+        let n = q.get_next_event(&mut evs, Some(MS(30))).unwrap();
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&evs[..n]);
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// The cases.
+
+/// Readiness that arrives before, during or after declaring is never lost.
+fn readiness_never_lost(b: Backend) {
+    let mut q = queue(b);
+    let (a, mut peer) = pair();
+    peer.write_all(b"x").unwrap();
+    let state = q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    assert!(state.contains(State::READ), "data queued before declare_interest must be in the state");
+    drain(a.as_raw_fd());
+    for round in 0..200 {
+        peer.write_all(b"y").unwrap();
+        let got = wait_for(&mut q, a.as_raw_fd(), MS(2000));
+        assert!(got.is_some_and(|s| s.contains(State::READ)), "round {round}: readiness lost");
+        assert_eq!(drain(a.as_raw_fd()), 1);
+    }
+}
+
+/// Data arriving between accept and declare_interest: in the state, or as an event.
+fn statemask_race(b: Backend) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut q = queue(b);
+    for i in 0..50 {
+        let writer = thread::spawn(move || {
+            let mut c = TcpStream::connect(addr).unwrap();
+            c.write_all(b"hello").unwrap();
+            c
+        });
+        let (conn, _) = listener.accept().unwrap();
+        conn.set_nonblocking(true).unwrap();
+        let state = q.declare_interest(conn.as_raw_fd(), Interest::READ).unwrap();
+        let _client = writer.join().unwrap();
+        if !state.contains(State::READ) {
+            assert!(
+                wait_for(&mut q, conn.as_raw_fd(), MS(2000)).is_some(),
+                "iteration {i}: data lost in the gap"
+            );
+        }
+        let mut buf = [0u8; 5];
+        let mut s = &conn;
+        let deadline = Instant::now() + MS(2000);
+        let mut got = 0;
+        while got < 5 && Instant::now() < deadline {
+            match s.read(&mut buf[got..]) {
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    wait_for(&mut q, conn.as_raw_fd(), MS(100));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(&buf, b"hello");
+        q.declare_interest(conn.as_raw_fd(), Interest::empty()).unwrap();
+    }
+}
+
+/// N arrivals between two calls give one event.
+fn coalescing(b: Backend) {
+    let mut q = queue(b);
+    let (a, mut peer) = pair();
+    q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    for _ in 0..10 {
+        peer.write_all(b"z").unwrap();
+    }
+    let mut evs = [Event::default(); 64];
+    let n = q.get_next_event(&mut evs, Some(MS(1000))).unwrap();
+    let mine = evs[..n].iter().filter(|e| e.fd() == a.as_raw_fd()).count();
+    assert_eq!(mine, 1, "ten arrivals must coalesce into one event in one batch");
+    assert_eq!(drain(a.as_raw_fd()), 10);
+}
+
+/// Events come out in order of arrival, not in descriptor order.
+fn fifo_order(b: Backend) {
+    let mut q = queue(b);
+    let (fa, mut pa) = pair();
+    let (fb, mut pb) = pair();
+    let (fc, mut pc) = pair();
+    for f in [&fa, &fb, &fc] {
+        q.declare_interest(f.as_raw_fd(), Interest::READ).unwrap();
+    }
+    // Arrivals: B, then C. One event per call.
+    pb.write_all(b"1").unwrap();
+    pc.write_all(b"1").unwrap();
+    let mut one = [Event::default(); 1];
+    let n = q.get_next_event(&mut one, Some(MS(1000))).unwrap();
+    assert_eq!((n, one[0].fd()), (1, fb.as_raw_fd()));
+    drain(fb.as_raw_fd());
+    // A arrives after C was already pending: it must come after C.
+    pa.write_all(b"1").unwrap();
+    let mut order = Vec::new();
+    for _ in 0..2 {
+        let n = q.get_next_event(&mut one, Some(MS(1000))).unwrap();
+        assert_eq!(n, 1);
+        drain(one[0].fd());
+        order.push(one[0].fd());
+    }
+    assert_eq!(order, [fc.as_raw_fd(), fa.as_raw_fd()], "FIFO order of arrival");
+}
+
+/// Kernel-ordered backends also keep arrival order against descriptor order.
+fn arrival_not_descriptor_order(b: Backend) {
+    if matches!(b, Backend::Poll | Backend::Select) {
+        eprintln!("n/a on {b}: a state scan sees only states, in descriptor order, within one wait");
+        return;
+    }
+    let mut q = queue(b);
+    let pairs: Vec<_> = (0..8).map(|_| pair()).collect();
+    for (f, _) in &pairs {
+        q.declare_interest(f.as_raw_fd(), Interest::READ).unwrap();
+    }
+    for (_, p) in pairs.iter().rev() {
+        (&*p).write_all(b"1").unwrap();
+    }
+    let got: Vec<RawFd> = collect(&mut q, 64, MS(500)).iter().map(|e| e.fd()).collect();
+    let want: Vec<RawFd> = pairs.iter().rev().map(|(f, _)| f.as_raw_fd()).collect();
+    assert_eq!(&got[..8], &want[..], "arrival order (highest fd first) must be kept");
+}
+
+/// No event of a revoked registration, even after the number is reused at once (E1).
+fn stale_after_revoke_and_reuse(b: Backend) {
+    let mut q = queue(b);
+    let (x, mut px) = pair();
+    let (y, mut py) = pair();
+    q.declare_interest(x.as_raw_fd(), Interest::READ).unwrap();
+    q.declare_interest(y.as_raw_fd(), Interest::READ).unwrap();
+    px.write_all(b"1").unwrap();
+    py.write_all(b"1").unwrap();
+    // One event per call: the other stays queued inside hintq (or the kernel).
+    let mut one = [Event::default(); 1];
+    assert_eq!(q.get_next_event(&mut one, Some(MS(1000))).unwrap(), 1);
+    let (first, other) = if one[0].fd() == x.as_raw_fd() { (x, y) } else { (y, x) };
+    let num = other.into_raw_fd();
+    // Revoke, then reuse the number for a new idle socket: dup2 closes the old file and
+    // installs the new one atomically (a close-then-open would race with other threads).
+    q.declare_interest(num, Interest::empty()).unwrap();
+    let (fresh, _pf) = pair();
+    // SAFETY (test): `num` is ours; dup2 replaces it.
+    assert_eq!(unsafe { libc::dup2(fresh.as_raw_fd(), num) }, num);
+    let state = q.declare_interest(num, Interest::READ).unwrap();
+    assert!(!state.contains(State::READ));
+    let evs = collect(&mut q, 8, MS(300));
+    assert!(evs.iter().all(|e| e.fd() != num), "stale event delivered to the new owner of fd {num}: {evs:?}");
+    drain(first.as_raw_fd());
+    q.close(num).unwrap();
+}
+
+/// Inside a batch the application holds: is_current tells a revoked registration (E1).
+fn stale_within_batch(b: Backend) {
+    let mut q = queue(b);
+    let (x, mut px) = pair();
+    let (y, mut py) = pair();
+    q.declare_interest(x.as_raw_fd(), Interest::READ).unwrap();
+    q.declare_interest(y.as_raw_fd(), Interest::READ).unwrap();
+    px.write_all(b"1").unwrap();
+    py.write_all(b"1").unwrap();
+    thread::sleep(MS(20));
+    let mut evs = [Event::default(); 8];
+    let n = q.get_next_event(&mut evs, Some(MS(1000))).unwrap();
+    assert_eq!(n, 2, "both ready before the call");
+    // Handling the first event closes the second's descriptor and reuses its number.
+    let victim = evs[1].fd();
+    let owned = if victim == x.as_raw_fd() { x } else { y };
+    let victim = owned.into_raw_fd();
+    q.declare_interest(victim, Interest::empty()).unwrap();
+    let (fresh, _pf) = pair();
+    // SAFETY (test): `victim` is ours; dup2 closes it and reuses the number atomically.
+    assert_eq!(unsafe { libc::dup2(fresh.as_raw_fd(), victim) }, victim);
+    q.declare_interest(victim, Interest::READ).unwrap();
+    assert!(q.is_current(&evs[0]));
+    assert!(!q.is_current(&evs[1]), "the batch's event for the closed descriptor is stale");
+    q.close(victim).unwrap();
+}
+
+/// A queue smaller than its registrations overflows into a rotating descriptor-order scan
+/// under which nobody starves.
+fn overflow_scan_fairness(b: Backend) {
+    let mut q = Builder::new(b).capacity(2).build().unwrap();
+    let pairs: Vec<_> = (0..16).map(|_| pair()).collect();
+    for (f, p) in &pairs {
+        q.declare_interest(f.as_raw_fd(), Interest::READ).unwrap();
+        (&*p).write_all(b"1").unwrap();
+    }
+    let mut seen: HashMap<RawFd, usize> = HashMap::new();
+    let mut one = [Event::default(); 1];
+    // Nothing is ever read: every descriptor stays ready for the whole test.
+    for _ in 0..48 {
+        if q.get_next_event(&mut one, Some(MS(100))).unwrap() == 1 {
+            *seen.entry(one[0].fd()).or_default() += 1;
+        }
+    }
+    assert!(q.stats().overflows > 0, "capacity 2 with 16 ready must overflow: {:?}", q.stats());
+    for (f, _) in &pairs {
+        let n = seen.get(&f.as_raw_fd()).copied().unwrap_or(0);
+        assert!(n >= 1, "fd {} starved: {seen:?}", f.as_raw_fd());
+        if !b.is_edge() {
+            assert!(n >= 2, "state-based: 48 calls over 16 ready fds must come round again: {seen:?}");
+        }
+    }
+}
+
+/// Zero, bounded and unbounded timeouts; a waker ends an unbounded wait.
+fn timeouts_and_waker(b: Backend) {
+    let mut q = queue(b);
+    let (a, _peer) = pair();
+    q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    let mut evs = [Event::default(); 4];
+    let t = Instant::now();
+    assert_eq!(q.get_next_event(&mut evs, Some(Duration::ZERO)).unwrap(), 0);
+    assert!(t.elapsed() < MS(500), "a zero timeout must not block");
+    let t = Instant::now();
+    assert_eq!(q.get_next_event(&mut evs, Some(MS(120))).unwrap(), 0);
+    assert!(t.elapsed() >= MS(120), "returned before the timeout: {:?}", t.elapsed());
+    assert!(t.elapsed() < MS(5000));
+    let w = q.waker().unwrap();
+    let t = Instant::now();
+    let h = thread::spawn(move || {
+        thread::sleep(MS(50));
+        w.wake().unwrap();
+    });
+    assert_eq!(q.get_next_event(&mut evs, None).unwrap(), 0, "a wake-up is not an event");
+    assert!(t.elapsed() >= MS(50));
+    h.join().unwrap();
+    assert!(q.get_next_event(&mut [], None).is_err(), "an empty array is invalid");
+}
+
+extern "C" fn noop(_: libc::c_int) {}
+
+/// A signal storm during the wait neither surfaces EINTR nor cuts the timeout (E6).
+fn eintr_storm(b: Backend) {
+    // SAFETY (test): installs a no-op handler without SA_RESTART for SIGUSR2.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = noop as *const () as usize;
+        libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut());
+    }
+    let mut q = queue(b);
+    let (a, mut peer) = pair();
+    q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    // SAFETY (test): pthread_self of this thread.
+    let me = unsafe { libc::pthread_self() };
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = Arc::clone(&stop);
+    let storm = thread::spawn(move || {
+        while !s2.load(Ordering::Relaxed) {
+            // SAFETY (test): the target thread outlives the storm (joined below).
+            unsafe { libc::pthread_kill(me, libc::SIGUSR2) };
+            thread::sleep(MS(1));
+        }
+    });
+    let mut evs = [Event::default(); 4];
+    let t = Instant::now();
+    let r = q.get_next_event(&mut evs, Some(MS(200)));
+    let waited = t.elapsed();
+    let writer = thread::spawn(move || {
+        thread::sleep(MS(100));
+        peer.write_all(b"1").unwrap();
+        peer
+    });
+    let got = wait_for(&mut q, a.as_raw_fd(), MS(3000));
+    stop.store(true, Ordering::Relaxed);
+    storm.join().unwrap();
+    writer.join().unwrap();
+    assert_eq!(r.unwrap(), 0, "EINTR must not reach the caller");
+    assert!(waited >= MS(200), "the timeout was cut short: {waited:?}");
+    assert!(got.is_some(), "readiness lost during a signal storm");
+}
+
+/// Hang-up and error are reported (as HUP/ERR, or as readable/writable on select).
+fn hangup_and_error(b: Backend) {
+    let mut q = queue(b);
+    let (a, peer) = pair();
+    q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    drop(peer);
+    let s = wait_for(&mut q, a.as_raw_fd(), MS(2000)).expect("hang-up must be reported");
+    assert!(s.is_readable());
+    if b != Backend::Select {
+        assert!(s.contains(State::HUP), "{s:?}");
+    }
+    // A refused non-blocking connect ends in an error.
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    // SAFETY (test): plain socket calls on a fresh socket.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0) };
+    let sa = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from_be_bytes([127, 0, 0, 1]).to_be() },
+        sin_zero: [0; 8],
+    };
+    // SAFETY (test): `sa` is a valid sockaddr_in.
+    unsafe { libc::connect(fd, (&sa as *const libc::sockaddr_in).cast(), std::mem::size_of_val(&sa) as u32) };
+    q.declare_interest(fd, Interest::WRITE).unwrap();
+    let s = wait_for(&mut q, fd, MS(2000)).expect("connect failure must be reported");
+    assert!(s.is_writable(), "{s:?}");
+    if b != Backend::Select {
+        assert!(s.contains(State::ERR) || s.contains(State::HUP), "{s:?}");
+    }
+    q.close(fd).unwrap();
+}
+
+/// A dup'ed descriptor: revoke-and-close through the queue stops events although the file
+/// lives on in the dup (E2).
+fn dup_then_close(b: Backend) {
+    let mut q = queue(b);
+    let (a, mut peer) = pair();
+    let dup = a.try_clone().unwrap();
+    let num = a.as_raw_fd();
+    q.declare_interest(num, Interest::READ).unwrap();
+    q.close(a.into_raw_fd()).unwrap();
+    peer.write_all(b"after").unwrap();
+    let evs = collect(&mut q, 8, MS(200));
+    assert!(evs.iter().all(|e| e.fd() != num), "event for a withdrawn descriptor: {evs:?}");
+    drop(dup);
+}
+
+/// Closed without a revoke: at most one error or hang-up, then quiet: no busy loop (E3).
+fn closed_without_revoke(b: Backend) {
+    let mut q = queue(b);
+    let (a, _peer) = pair();
+    let num = a.as_raw_fd();
+    q.declare_interest(num, Interest::READ).unwrap();
+    drop(a);
+    let evs = collect(&mut q, 8, MS(300));
+    assert!(evs.iter().filter(|e| e.fd() == num).count() <= 1, "{evs:?}");
+    let mut buf = [Event::default(); 8];
+    let t = Instant::now();
+    assert_eq!(q.get_next_event(&mut buf, Some(MS(100))).unwrap(), 0, "a closed descriptor must go quiet");
+    assert!(t.elapsed() >= MS(100));
+}
+
+/// fd >= 1024 on select is a clear error; other backends take it (E4).
+fn high_descriptor(b: Backend) {
+    raise_nofile();
+    let (a, _peer) = pair();
+    // SAFETY (test): dup2 onto an unused high number.
+    let high = unsafe { libc::dup2(a.as_raw_fd(), 1100) };
+    assert_eq!(high, 1100);
+    // SAFETY (test): we own the dup.
+    let high = unsafe { OwnedFd::from_raw_fd(high) };
+    let mut q = queue(b);
+    let r = q.declare_interest(high.as_raw_fd(), Interest::READ);
+    if b == Backend::Select {
+        let e = r.expect_err("select must refuse fd 1100");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("1024"), "{e}");
+    } else {
+        r.unwrap();
+    }
+    assert!(q.declare_interest(-1, Interest::READ).is_err(), "negative descriptors are refused");
+    // SAFETY (test): an fd number certainly not open.
+    let e = q.declare_interest(1999, Interest::READ).unwrap_err();
+    assert!(e.raw_os_error() == Some(libc::EBADF) || e.kind() == io::ErrorKind::InvalidInput, "{e}");
+}
+
+fn raise_nofile() {
+    // SAFETY (test): get/setrlimit on a live struct.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
+        r.rlim_cur = r.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+    }
+}
+
+/// An event whose readiness vanished before the handler ran: EAGAIN, loop goes on (E5).
+fn spurious_readiness(b: Backend) {
+    let mut q = queue(b);
+    let (a, mut peer) = pair();
+    let thief = a.try_clone().unwrap();
+    q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    peer.write_all(b"1").unwrap();
+    assert!(wait_for(&mut q, a.as_raw_fd(), MS(2000)).is_some());
+    assert_eq!(drain(thief.as_raw_fd()), 1, "another reader takes the byte first");
+    let mut buf = [0u8; 1];
+    let e = (&a).read(&mut buf).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+    let later = collect(&mut q, 8, MS(200));
+    assert!(later.len() <= 1, "no event storm for a descriptor with nothing to read: {later:?}");
+    peer.write_all(b"2").unwrap();
+    assert!(wait_for(&mut q, a.as_raw_fd(), MS(2000)).is_some(), "the next arrival is still reported");
+}
+
+/// Runs `body` in a fresh process (re-executing this test binary for this one case), for
+/// cases that change process-wide state such as RLIMIT_NOFILE.
+fn in_child(b: Backend, case: &str, body: impl FnOnce()) {
+    if std::env::var_os("HINTQ_TEST_CHILD").is_some() {
+        body();
+        return;
+    }
+    let name = format!("{}::{case}", b.name().replace('-', "_"));
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name.as_str(), "--exact", "--test-threads=1", "--nocapture"])
+        .env("HINTQ_TEST_CHILD", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && text.contains("1 passed"), "child run of {name} failed:\n{text}");
+}
+
+/// Out of descriptors at accept: shed, no spinning, recover (E7).
+fn emfile_at_accept(b: Backend) {
+    in_child(b, "emfile_at_accept", || emfile_body(b));
+}
+
+fn emfile_body(b: Backend) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut q = queue(b);
+    q.declare_interest(listener.as_raw_fd(), Interest::READ).unwrap();
+    let mut acc = Acceptor::new(listener.as_raw_fd()).unwrap();
+    let client = TcpStream::connect(addr).unwrap();
+    let mut old = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY (test, own process): lower the soft limit and fill the table up to it.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut old);
+        libc::setrlimit(libc::RLIMIT_NOFILE, &libc::rlimit { rlim_cur: 128, rlim_max: old.rlim_max });
+    }
+    let mut hogs = Vec::new();
+    loop {
+        // SAFETY (test): dup of the open listener.
+        let fd = unsafe { libc::dup(listener.as_raw_fd()) };
+        if fd < 0 {
+            break;
+        }
+        // SAFETY (test): we own the dup.
+        hogs.push(unsafe { OwnedFd::from_raw_fd(fd) });
+    }
+    let (mut shed, mut wakeups) = (0, 0);
+    let mut evs = [Event::default(); 4];
+    let deadline = Instant::now() + MS(500);
+    while Instant::now() < deadline {
+        let n = q.get_next_event(&mut evs, Some(MS(50))).unwrap();
+        wakeups += n;
+        for _ in 0..n {
+            if let Accepted::Shed(k) = acc.accept().unwrap() {
+                shed += k;
+            }
+        }
+    }
+    hogs.clear();
+    // SAFETY (test): restore the old limit.
+    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &old) };
+    assert_eq!(shed, 1, "the pending connection is shed");
+    assert!(wakeups < 20, "the listener must not stay ready and spin: {wakeups} wake-ups");
+    let mut c = client;
+    c.set_read_timeout(Some(MS(2000))).unwrap();
+    assert_eq!(c.read(&mut [0u8; 1]).unwrap_or(0), 0, "the shed client sees a close");
+    let _c2 = TcpStream::connect(addr).unwrap();
+    assert!(wait_for(&mut q, listener.as_raw_fd(), MS(2000)).is_some());
+    assert!(matches!(acc.accept().unwrap(), Accepted::Conn(_)), "accepting recovers");
+}
+
+/// A peer that resets before accept is skipped; later clients are served (E8).
+fn reset_before_accept(b: Backend) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut q = queue(b);
+    q.declare_interest(listener.as_raw_fd(), Interest::READ).unwrap();
+    let rst = TcpStream::connect(addr).unwrap();
+    let linger = libc::linger { l_onoff: 1, l_linger: 0 };
+    // SAFETY (test): setsockopt with a live linger struct.
+    unsafe {
+        libc::setsockopt(
+            rst.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as u32,
+        )
+    };
+    drop(rst);
+    let mut good = TcpStream::connect(addr).unwrap();
+    good.write_all(b"ok").unwrap();
+    let mut acc = Acceptor::new(listener.as_raw_fd()).unwrap();
+    let mut served = 0;
+    let deadline = Instant::now() + MS(2000);
+    while served == 0 && Instant::now() < deadline {
+        wait_for(&mut q, listener.as_raw_fd(), MS(200));
+        while let Accepted::Conn(c) = acc.accept().unwrap() {
+            let mut buf = [0u8; 2];
+            // SAFETY (test): read into a live buffer.
+            let n = unsafe { libc::recv(c.as_raw_fd(), buf.as_mut_ptr().cast(), 2, libc::MSG_WAITALL) };
+            if n == 2 && &buf == b"ok" {
+                served += 1;
+            }
+        }
+    }
+    assert_eq!(served, 1, "the good client behind the reset one is served");
+}
+
+/// `Delivery::One`: each readiness goes to exactly one of several threads (SO_WAKEUP_ONE).
+fn wake_one_exactly_once(b: Backend) {
+    const THREADS: usize = 4;
+    const ROUNDS: usize = 200;
+    let group = Group::new(b).unwrap();
+    let (rd, mut wr) = pair();
+    let consumed = Arc::new(AtomicUsize::new(0));
+    let duplicates = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let barrier = Arc::new(Barrier::new(THREADS + 1));
+    let rdfd = rd.as_raw_fd();
+    let workers: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let (group, consumed, duplicates, stop, barrier) =
+                (group.clone(), consumed.clone(), duplicates.clone(), stop.clone(), barrier.clone());
+            thread::spawn(move || {
+                let mut q = group.queue().unwrap();
+                barrier.wait();
+                let mut evs = [Event::default(); 8];
+                while !stop.load(Ordering::Acquire) {
+                    let n = q.get_next_event(&mut evs, Some(MS(20))).unwrap();
+                    for ev in evs[..n].iter().filter(|e| e.fd() == rdfd) {
+                        assert!(q.is_current(ev));
+                        match drain(ev.fd()) {
+                            0 => duplicates.fetch_add(1, Ordering::Relaxed),
+                            k => consumed.fetch_add(k, Ordering::Release),
+                        };
+                    }
+                }
+            })
+        })
+        .collect();
+    barrier.wait();
+    group.declare_interest(rdfd, Interest::READ, Delivery::One).unwrap();
+    for round in 0..ROUNDS {
+        wr.write_all(b"1").unwrap();
+        let deadline = Instant::now() + MS(3000);
+        while consumed.load(Ordering::Acquire) <= round {
+            assert!(Instant::now() < deadline, "round {round}: readiness lost");
+            thread::yield_now();
+        }
+    }
+    stop.store(true, Ordering::Release);
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert_eq!(consumed.load(Ordering::Relaxed), ROUNDS);
+    assert_eq!(duplicates.load(Ordering::Relaxed), 0, "a readiness reached two threads");
+}
+
+/// Many threads, one listener with `Delivery::One`: each connection accepted exactly once,
+/// and the backlog empty at the end (E15).
+fn shared_listener_accepts_once(b: Backend) {
+    const THREADS: usize = 4;
+    const CONNS: usize = 300;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let group = Group::new(b).unwrap();
+    group.declare_interest(listener.as_raw_fd(), Interest::READ, Delivery::One).unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let lfd = listener.as_raw_fd();
+    let workers: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let (group, accepted, stop) = (group.clone(), accepted.clone(), stop.clone());
+            thread::spawn(move || {
+                let mut q = group.queue().unwrap();
+                let mut acc = Acceptor::new(lfd).unwrap();
+                let mut conns = Vec::new();
+                let mut evs = [Event::default(); 8];
+                while !stop.load(Ordering::Acquire) {
+                    let n = q.get_next_event(&mut evs, Some(MS(20))).unwrap();
+                    if evs[..n].iter().any(|e| e.fd() == lfd) {
+                        while let Accepted::Conn(c) = acc.accept().unwrap() {
+                            conns.push(c);
+                            accepted.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+                conns.len()
+            })
+        })
+        .collect();
+    let clients: Vec<_> = (0..CONNS).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    let deadline = Instant::now() + MS(5000);
+    while accepted.load(Ordering::Relaxed) < CONNS && Instant::now() < deadline {
+        thread::sleep(MS(5));
+    }
+    stop.store(true, Ordering::Release);
+    let per_thread: Vec<usize> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    assert_eq!(per_thread.iter().sum::<usize>(), CONNS, "per thread: {per_thread:?}");
+    assert!(listener.accept().is_err(), "nothing may be left in the backlog");
+    drop(clients);
+}
+
+/// `Delivery::All`: every member hears of each readiness.
+fn deliver_to_all(b: Backend) {
+    let group = Group::new(b).unwrap();
+    let (rd, mut wr) = pair();
+    let rdfd = rd.as_raw_fd();
+    let mut queues: Vec<Queue> = (0..3).map(|_| group.queue().unwrap()).collect();
+    group.declare_interest(rdfd, Interest::READ, Delivery::All).unwrap();
+    let late = group.queue().unwrap();
+    queues.push(late);
+    wr.write_all(b"1").unwrap();
+    for (i, q) in queues.iter_mut().enumerate() {
+        assert!(wait_for(q, rdfd, MS(2000)).is_some(), "member {i} did not hear of the readiness");
+    }
+    group.declare_interest(rdfd, Interest::empty(), Delivery::All).unwrap();
+    for q in &mut queues {
+        let evs = collect(q, 8, MS(100));
+        assert!(evs.iter().all(|e| e.fd() != rdfd), "event after a group revoke");
+    }
+}
+
+/// Another thread closes a descriptor this one waits on: an error, a hang-up or nothing;
+/// never a crash, never a hang past the timeout (E16).
+fn close_from_other_thread(b: Backend) {
+    let mut q = queue(b);
+    let (a, _peer) = pair();
+    let num = a.into_raw_fd();
+    q.declare_interest(num, Interest::READ).unwrap();
+    let closer = thread::spawn(move || {
+        thread::sleep(MS(50));
+        // SAFETY (test): this thread owns `num` now.
+        unsafe { libc::close(num) };
+    });
+    let mut evs = [Event::default(); 4];
+    let t = Instant::now();
+    while t.elapsed() < MS(400) {
+        let n = q.get_next_event(&mut evs, Some(MS(100))).unwrap();
+        for e in &evs[..n] {
+            assert_eq!(e.fd(), num);
+            assert!(!e.state().is_empty());
+        }
+    }
+    closer.join().unwrap();
+    let revoked = q.declare_interest(num, Interest::empty());
+    assert!(revoked.is_ok(), "revoking a descriptor closed behind our back: {revoked:?}");
+}
+
+/// Narrowing and widening interest takes effect; duplicates allowed, lost readiness not.
+fn change_interest(b: Backend) {
+    let mut q = queue(b);
+    let (a, mut peer) = pair();
+    let s = q.declare_interest(a.as_raw_fd(), Interest::WRITE).unwrap();
+    assert!(s.contains(State::WRITE));
+    let evs = collect(&mut q, 8, MS(100));
+    assert!(evs.iter().all(|e| !e.state().contains(State::READ)));
+    q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    let _ = collect(&mut q, 8, MS(50));
+    peer.write_all(b"1").unwrap();
+    let s = wait_for(&mut q, a.as_raw_fd(), MS(2000)).expect("read readiness after widening");
+    assert!(s.contains(State::READ) && !s.contains(State::WRITE), "only the declared interest: {s:?}");
+    assert_eq!(q.registered(), 1);
+}
+
+// ---------------------------------------------------------------------------------------
+// One module per backend, each running every case.
+
+macro_rules! cases {
+    ($backend:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                if let Some(b) = super::usable($backend, stringify!($case)) {
+                    super::$case(b);
+                }
+            }
+        )*
+    };
+}
+
+macro_rules! suite {
+    ($($name:ident => $backend:expr),* $(,)?) => {
+        $(
+            mod $name {
+                cases!($backend;
+                    readiness_never_lost, statemask_race, coalescing, fifo_order,
+                    arrival_not_descriptor_order, stale_after_revoke_and_reuse, stale_within_batch,
+                    overflow_scan_fairness, timeouts_and_waker, eintr_storm, hangup_and_error,
+                    dup_then_close, closed_without_revoke, high_descriptor, spurious_readiness,
+                    emfile_at_accept, reset_before_accept, wake_one_exactly_once,
+                    shared_listener_accepts_once, deliver_to_all, close_from_other_thread,
+                    change_interest,
+                );
+            }
+        )*
+    };
+}
+
+suite! {
+    uring => hintq::Backend::Uring,
+    epoll => hintq::Backend::Epoll,
+    epoll_et => hintq::Backend::EpollEt,
+    epoll_oneshot => hintq::Backend::EpollOneshot,
+    poll => hintq::Backend::Poll,
+    select => hintq::Backend::Select,
+}
+
+#[test]
+fn every_backend_is_named_and_parsed() {
+    for b in Backend::ALL {
+        assert_eq!(b.name().parse::<Backend>().unwrap(), b);
+    }
+    let e = "kqueue".parse::<Backend>().unwrap_err().to_string();
+    assert!(e.contains("epoll-oneshot"), "the error lists the valid names: {e}");
+    let names: HashSet<&str> = Backend::ALL.iter().map(|b| b.name()).collect();
+    assert_eq!(names.len(), 6);
+    assert!(Backend::supported().contains(&Backend::Epoll));
+}
