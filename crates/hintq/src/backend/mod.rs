@@ -164,13 +164,14 @@ impl Backend {
     }
 
     /// Builds the backend, falling back to epoll (with one warning) when io_uring is refused.
-    pub(crate) fn open(self) -> io::Result<(Backend, Box<dyn Poller>)> {
+    /// `uring_cq` sizes io_uring's completion ring (`None`: the default).
+    pub(crate) fn open(self, uring_cq: Option<u32>) -> io::Result<(Backend, Box<dyn Poller>)> {
         if let Err(why) = self.probe() {
             warn_once_fallback(&why);
-            return Backend::Epoll.open();
+            return Backend::Epoll.open(None);
         }
         let p: Box<dyn Poller> = match self {
-            Backend::Uring => Box::new(uring::Uring::new()?),
+            Backend::Uring => Box::new(uring::Uring::new(uring_cq)?),
             Backend::Epoll => Box::new(epoll::Epoll::new(epoll::Mode::Level)?),
             Backend::EpollEt => Box::new(epoll::Epoll::new(epoll::Mode::Edge)?),
             Backend::EpollOneshot => Box::new(epoll::Epoll::new(epoll::Mode::Oneshot)?),

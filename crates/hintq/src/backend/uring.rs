@@ -1,34 +1,342 @@
-//! io_uring backend: being written (see issue 2). Until then the probe refuses it and the
-//! queue falls back to epoll.
+//! io_uring: one multishot `IORING_OP_POLL_ADD` per watched descriptor. The kernel posts each
+//! readiness as a completion (CQE) into a ring it shares with us, so when hints are already
+//! there `wait` reaps them without a system call: the modern form of Banga's HINTS queue and
+//! of Provos & Lever's mmap'd result area. Edge-native: after its first completion a multishot
+//! poll reports wake-ups (arrivals), not states.
+//!
+//! Kernel quirks handled here:
+//!
+//! a. A multishot poll can end without notice: a CQE lacking `IORING_CQE_F_MORE` is its last
+//!    (the kernel ends it, for one, when the CQ ring is full). The poll is re-armed if the
+//!    registration is still current in our table, and the last CQE's readiness (`res > 0`)
+//!    is still reported. A last CQE with an error other than `-ECANCELED` (`-EBADF`: the
+//!    descriptor was closed before the poll was armed) is reported as `ERR` and not
+//!    re-armed, or it would fail again forever.
+//! b. `close(fd)` does not cancel a poll: the request holds its own reference to the file, so
+//!    a socket is not torn down and its peer never sees FIN (liburing issues 932 and 568).
+//!    `delete` therefore submits `IORING_OP_POLL_REMOVE` and waits for both its CQE and the
+//!    poll's last CQE before returning; CQEs of other polls arriving meanwhile are kept for
+//!    the next `wait`. `set` on a watched descriptor cancels the same way before arming
+//!    anew, because the new poll has the same `user_data` (the queue's token) and a late CQE
+//!    of the old one would otherwise read as the end of the new one. Always cancelling also
+//!    copes with a descriptor closed and its number reused behind the queue's back: the old
+//!    poll still watches the old file.
+//! c. CQ overflow: the ring is sized with `IORING_SETUP_CQSIZE`, and with `IORING_FEAT_NODROP`
+//!    (implied by `EXT_ARG`) CQEs that do not fit wait on a kernel list, flagged by
+//!    `IORING_SQ_CQ_OVERFLOW`. Only an `io_uring_enter` with `GETEVENTS` moves them into the
+//!    ring, so `wait` makes one whenever that flag is up, even with CQEs in hand (the crate
+//!    adds `GETEVENTS` when it sees the flag). `EBUSY` from an enter means the same backlog
+//!    blocked it: reap, and the next enter flushes.
+//! d. When the kernel cannot even allocate an overflow entry it drops the CQE, bumps the CQ
+//!    ring's overflow counter, and fails one later wait with `EBADR`. Either sign raises the
+//!    [`Poller::take_lost`] flag and the queue answers with a full descriptor scan. A drop
+//!    during a cancel ends that wait early, since the CQE it waits for may be the lost one.
+//! e. Before kernel commit a2da676376fe (2022) an overflowed `F_MORE` CQE could arrive after a
+//!    poll's last one. After a re-arm it carries the live poll's `user_data`, so it reads as
+//!    one more readiness of that registration: a duplicate, which the contract allows.
+//! f. `io_uring_enter` with `IORING_ENTER_EXT_ARG` and a timespec (5.11) is the timed wait:
+//!    `ETIME` means the timeout passed with nothing, `EINTR` goes up to the queue, which
+//!    retries with the remaining time. Only the cancel wait of (b) retries `EINTR` itself:
+//!    its completion is already on the way and `delete` must not return before it.
+//! g. A poll armed on a descriptor that is already ready completes at once, so readiness
+//!    that arrived before the arm is reported in arming order, not arrival order. `set`
+//!    therefore submits its `POLL_ADD` at once (one `io_uring_enter`, as `epoll_ctl` would
+//!    cost) rather than leaving it for the next wait; only re-arms (a) ride on the next enter.
+//! h. Refusal: Docker's default seccomp profile and `kernel.io_uring_disabled` (6.6) make
+//!    `io_uring_setup` fail with `EPERM`; kernels before 5.11 lack `EXT_ARG`; multishot poll
+//!    (5.13) has no feature bit, so [`probe`] arms one on an eventfd and looks for `F_MORE`.
+//!    The environment variable `HINTQ_URING_DISABLE=1` makes the probe refuse too, with the
+//!    reason "disabled by HINTQ_URING_DISABLE": a test hook for the epoll fallback.
+//!
+//! `user_data`: a poll carries the queue's token unchanged. Our own `POLL_REMOVE`s carry
+//! [`REMOVE`], bit 31 alone. Bit 31 is the sign bit of the descriptor half of a queue token,
+//! clear in every token (descriptors are non-negative and internal tokens are small), so it
+//! cannot collide, whereas the high bits hold generations and the group mark.
 
 use super::{Poller, Ready};
-use crate::Interest;
+use crate::{sys, Interest, State};
+use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
+use std::collections::HashMap;
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+/// The `user_data` of our own `POLL_REMOVE`s (see the module docs).
+const REMOVE: u64 = 1 << 31;
+/// Completion-ring size unless the builder sets one; more is handled as overflow (quirk c).
+const DEFAULT_CQ: u32 = 4096;
+/// Submission-ring size: arms and removes between two enters.
+const SQ: u32 = 256;
+
+/// Whether this kernel runs the backend, and if not why; asked once per process.
 pub(crate) fn probe() -> &'static Result<(), String> {
     static P: OnceLock<Result<(), String>> = OnceLock::new();
-    P.get_or_init(|| Err("the uring backend is not built yet".into()))
+    P.get_or_init(check)
 }
 
-pub(crate) struct Uring;
+fn check() -> Result<(), String> {
+    if std::env::var_os("HINTQ_URING_DISABLE").is_some_and(|v| v == "1") {
+        return Err("disabled by HINTQ_URING_DISABLE".into());
+    }
+    let mut ring = IoUring::new(2).map_err(|e| format!("io_uring_setup: {}", refusal(&e)))?;
+    if !ring.params().is_feature_ext_arg() {
+        return Err("kernel lacks IORING_FEAT_EXT_ARG (Linux 5.11)".into());
+    }
+    let mut ops = Probe::new();
+    ring.submitter().register_probe(&mut ops).map_err(|e| format!("IORING_REGISTER_PROBE: {e}"))?;
+    for (code, name) in [(opcode::PollAdd::CODE, "POLL_ADD"), (opcode::PollRemove::CODE, "POLL_REMOVE")] {
+        if !ops.is_supported(code) {
+            return Err(format!("kernel lacks IORING_OP_{name}"));
+        }
+    }
+    multishot_works(&mut ring)
+}
+
+/// `io_uring_setup`'s error in words, naming the usual culprits (quirk h).
+fn refusal(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EPERM) => "Operation not permitted (kernel.io_uring_disabled or seccomp)".into(),
+        Some(libc::ENOSYS) => "Function not implemented (kernel built without io_uring)".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// Arms a multishot poll for writability on an eventfd, which is always writable, and checks
+/// that its first CQE is readiness with `F_MORE` (quirk h).
+fn multishot_works(ring: &mut IoUring) -> Result<(), String> {
+    let efd = sys::eventfd().map_err(|e| format!("eventfd: {e}"))?;
+    let sqe = poll_add(efd.as_raw_fd(), libc::POLLOUT as u32, 0);
+    // SAFETY: a POLL_ADD entry points at no memory of ours.
+    unsafe { ring.submission().push(&sqe) }.map_err(|_| "io_uring: empty SQ ring is full".to_string())?;
+    ring.submit_and_wait(1).map_err(|e| format!("io_uring_enter: {e}"))?;
+    match ring.completion().next() {
+        Some(c) if c.result() > 0 && cqueue::more(c.flags()) => Ok(()),
+        Some(c) => Err(format!("kernel lacks multishot POLL_ADD (Linux 5.13): result {}", c.result())),
+        None => Err("io_uring: POLL_ADD on an eventfd did not complete".into()),
+    }
+}
+
+fn poll_add(fd: RawFd, events: u32, token: u64) -> squeue::Entry {
+    opcode::PollAdd::new(types::Fd(fd), events).multi(true).build().user_data(token)
+}
+
+/// A CQE's poll mask as a state. The mask fits in 16 bits: `POLLRDHUP` (0x2000) is the
+/// highest bit asked for, and `POLLERR`/`POLLHUP` are lower.
+fn poll_state(res: i32) -> State {
+    sys::state_from_poll(res as u16 as libc::c_short)
+}
+
+/// One watched descriptor.
+struct Watch {
+    fd: RawFd,
+    /// `poll(2)` events asked for.
+    events: u32,
+    /// The registration wants its poll re-armed when it ends (false while cancelling).
+    keep: bool,
+    /// A poll for it is queued or armed and its last CQE has not been seen.
+    live: bool,
+}
+
+/// The bookkeeping, apart from the ring so that reaping can update it while the completion
+/// ring is borrowed.
+#[derive(Default)]
+struct Table {
+    /// What is watched, by token (the poll's `user_data`).
+    watches: HashMap<u64, Watch>,
+    /// The token watching each descriptor.
+    by_fd: HashMap<RawFd, u64>,
+    /// Reports reaped and not handed out yet.
+    pending: Vec<Ready>,
+    /// Tokens whose poll ended and is to be re-armed.
+    ended: Vec<u64>,
+    /// A `POLL_REMOVE` completed since the flag was cleared.
+    removed: bool,
+}
+
+impl Table {
+    /// Takes one CQE into account (quirks a, b, e).
+    fn complete(&mut self, user_data: u64, res: i32, flags: u32) {
+        if user_data == REMOVE {
+            self.removed = true;
+            return;
+        }
+        // A poll we already forgot: a straggler of a cancelled registration.
+        let Some(w) = self.watches.get_mut(&user_data) else { return };
+        let ended = !cqueue::more(flags);
+        let failed = res < 0 && res != -libc::ECANCELED;
+        if ended {
+            w.live = false;
+            if w.keep && !failed {
+                self.ended.push(user_data);
+            }
+        }
+        if res > 0 {
+            self.pending.push(Ready { token: user_data, state: poll_state(res) });
+        } else if failed {
+            self.pending.push(Ready { token: user_data, state: State::ERR });
+        }
+    }
+
+    fn is_live(&self, token: u64) -> bool {
+        self.watches.get(&token).is_some_and(|w| w.live)
+    }
+}
+
+pub(crate) struct Uring {
+    ring: IoUring,
+    table: Table,
+    /// CQEs were dropped (quirk d); see [`Poller::take_lost`].
+    lost: bool,
+    /// The CQ ring's overflow (drop) counter when last read.
+    dropped: u32,
+}
 
 impl Uring {
-    pub(crate) fn new() -> io::Result<Uring> {
-        Err(io::Error::from_raw_os_error(libc::ENOSYS))
+    /// A ring whose completion queue has `cq_entries` (rounded up to a power of two by the
+    /// kernel), [`DEFAULT_CQ`] when `None`.
+    pub(crate) fn new(cq_entries: Option<u32>) -> io::Result<Uring> {
+        let cq = cq_entries.unwrap_or(DEFAULT_CQ).max(1);
+        // The kernel wants at least as many CQ entries as SQ entries.
+        let ring = IoUring::builder().setup_cqsize(cq).setup_clamp().build(SQ.min(cq))?;
+        Ok(Uring { ring, table: Table::default(), lost: false, dropped: 0 })
+    }
+
+    /// Takes every CQE in the ring, without a system call.
+    fn reap(&mut self) {
+        let mut cq = self.ring.completion();
+        if cq.overflow() != self.dropped {
+            self.dropped = cq.overflow();
+            self.lost = true;
+        }
+        for cqe in &mut cq {
+            self.table.complete(cqe.user_data(), cqe.result(), cqe.flags());
+        }
+    }
+
+    /// One `io_uring_enter`: submits what is queued, flushes overflowed CQEs into the ring
+    /// (quirk c) and, unless `timeout` is zero, waits up to it (`None`: forever) for a CQE.
+    fn enter(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        let ts = timeout.map(types::Timespec::from);
+        let submitter = self.ring.submitter();
+        let r = match (timeout, &ts) {
+            (Some(t), _) if t.is_zero() => submitter.submit(),
+            (_, Some(ts)) => submitter.submit_with_args(1, &types::SubmitArgs::new().timespec(ts)),
+            (_, None) => submitter.submit_with_args(1, &types::SubmitArgs::new()),
+        };
+        match r.map_err(|e| (e.raw_os_error(), e)) {
+            Ok(_) | Err((Some(libc::ETIME | libc::EBUSY), _)) => Ok(()),
+            Err((Some(libc::EBADR), _)) => {
+                self.lost = true;
+                Ok(())
+            }
+            Err((_, e)) => Err(e),
+        }
+    }
+
+    /// Whether an enter is due even with CQEs in hand: entries wait in the SQ ring, or
+    /// overflowed CQEs wait in the kernel (quirk c).
+    fn must_enter(&mut self) -> bool {
+        let sq = self.ring.submission();
+        !sq.is_empty() || sq.cq_overflow()
+    }
+
+    /// Queues one entry, submitting to make room when the SQ ring is full.
+    fn push(&mut self, sqe: &squeue::Entry) -> io::Result<()> {
+        loop {
+            // SAFETY: POLL_ADD and POLL_REMOVE entries point at no memory of ours.
+            if unsafe { self.ring.submission().push(sqe) }.is_ok() {
+                return Ok(());
+            }
+            self.enter(Some(Duration::ZERO))?;
+            self.reap();
+        }
+    }
+
+    /// Queues the multishot poll of `token` unless it is live or no longer wanted.
+    fn arm(&mut self, token: u64) -> io::Result<()> {
+        let Some(w) = self.table.watches.get(&token).filter(|w| w.keep && !w.live) else { return Ok(()) };
+        self.push(&poll_add(w.fd, w.events, token))?;
+        if let Some(w) = self.table.watches.get_mut(&token) {
+            w.live = true;
+        }
+        Ok(())
+    }
+
+    /// Re-arms the polls that ended (quirk a).
+    fn rearm_ended(&mut self) -> io::Result<()> {
+        while let Some(token) = self.table.ended.pop() {
+            if let Err(e) = self.arm(token) {
+                self.table.ended.push(token);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the poll of `token` and waits for the remove's CQE and the poll's last one
+    /// (quirk b), keeping other CQEs for the next `wait`.
+    fn cancel(&mut self, token: u64) -> io::Result<()> {
+        let Some(w) = self.table.watches.get_mut(&token) else { return Ok(()) };
+        w.keep = false;
+        if !w.live {
+            return Ok(());
+        }
+        self.table.removed = false;
+        self.push(&opcode::PollRemove::new(token).build().user_data(REMOVE))?;
+        let lost_before = std::mem::take(&mut self.lost);
+        while (self.table.is_live(token) || !self.table.removed) && !self.lost {
+            match self.enter(None) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                r => r?,
+            }
+            self.reap();
+        }
+        self.lost |= lost_before;
+        Ok(())
+    }
+
+    /// Cancels the watch on `fd`, if any, and forgets it.
+    fn forget(&mut self, fd: RawFd) -> io::Result<()> {
+        let Some(&token) = self.table.by_fd.get(&fd) else { return Ok(()) };
+        self.cancel(token)?;
+        self.table.by_fd.remove(&fd);
+        self.table.watches.remove(&token);
+        Ok(())
     }
 }
 
 impl Poller for Uring {
-    fn set(&mut self, _: RawFd, _: u64, _: Interest, _: bool) -> io::Result<()> {
-        unreachable!()
+    /// Arms at once (quirk g). `fresh` is not needed: the table knows what is watched (b).
+    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {
+        self.forget(fd)?;
+        let events = sys::poll_events(interest) as u16 as u32;
+        self.table.by_fd.insert(fd, token);
+        self.table.watches.insert(token, Watch { fd, events, keep: true, live: false });
+        self.arm(token)?;
+        self.enter(Some(Duration::ZERO))
     }
-    fn delete(&mut self, _: RawFd, _: u64) -> io::Result<()> {
-        unreachable!()
+
+    fn delete(&mut self, fd: RawFd, _token: u64) -> io::Result<()> {
+        self.forget(fd)
     }
-    fn wait(&mut self, _: &mut Vec<Ready>, _: usize, _: Option<Duration>) -> io::Result<()> {
-        unreachable!()
+
+    /// Hands out what was reaped earlier and what is in the ring; enters the kernel only to
+    /// submit, to flush overflow, or to block when there is nothing to hand out.
+    fn wait(&mut self, out: &mut Vec<Ready>, _max: usize, timeout: Option<Duration>) -> io::Result<()> {
+        self.reap();
+        self.rearm_ended()?;
+        let block = self.table.pending.is_empty() && timeout != Some(Duration::ZERO);
+        if block || self.must_enter() {
+            self.enter(if block { timeout } else { Some(Duration::ZERO) })?;
+            self.reap();
+            self.rearm_ended()?;
+        }
+        out.append(&mut self.table.pending);
+        Ok(())
+    }
+
+    fn take_lost(&mut self) -> bool {
+        std::mem::take(&mut self.lost)
     }
 }

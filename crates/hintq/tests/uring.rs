@@ -1,0 +1,295 @@
+//! The io_uring rows of RELIABILITY.md (E11-E14): multishot polls that end, CQ overflow,
+//! withdraw-then-close, and the epoll fallback when the kernel refuses io_uring.
+//!
+//! E11-E13 need io_uring and are skipped, saying why, when the kernel refuses it. E14 runs
+//! everywhere: it re-executes this test binary in a child process in which io_uring is
+//! refused (by a seccomp filter, or by `HINTQ_URING_DISABLE=1`).
+
+use hintq::{Backend, Builder, Event, Interest, Queue};
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// How long a test waits for readiness that must come; generous, to survive a loaded machine.
+const PATIENCE: Duration = Duration::from_secs(5);
+
+/// True when io_uring runs here; otherwise prints why `case` is skipped.
+fn uring_usable(case: &str) -> bool {
+    match Backend::Uring.probe() {
+        Ok(()) => true,
+        Err(why) => {
+            eprintln!("SKIP {case}: io_uring unavailable: {why}");
+            false
+        }
+    }
+}
+
+/// A queue on io_uring whose completion ring holds only `cq` entries.
+fn tiny_ring(cq: u32) -> Queue {
+    let q = Builder::new(Backend::Uring).uring_entries(cq).build().unwrap();
+    assert_eq!(q.backend(), Backend::Uring);
+    q
+}
+
+fn pairs(n: usize) -> Vec<(UnixStream, UnixStream)> {
+    (0..n)
+        .map(|_| {
+            let (a, b) = UnixStream::pair().unwrap();
+            a.set_nonblocking(true).unwrap();
+            (a, b)
+        })
+        .collect()
+}
+
+/// Reads `s` until it would block.
+fn drain(mut s: &UnixStream) {
+    let mut buf = [0u8; 256];
+    while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+}
+
+/// Makes every pair's `a` end readable at once, then calls `get_next_event` with small
+/// batches until each `a` was reported, draining each as it is; returns the ones never seen.
+fn missing_after_burst(q: &mut Queue, pairs: &[(UnixStream, UnixStream)]) -> Vec<RawFd> {
+    for (_, b) in pairs {
+        (&*b).write_all(b"x").unwrap();
+    }
+    let mut missing: HashSet<RawFd> = pairs.iter().map(|(a, _)| a.as_raw_fd()).collect();
+    let mut events = [Event::default(); 4];
+    let deadline = Instant::now() + PATIENCE;
+    while !missing.is_empty() && Instant::now() < deadline {
+        let n = q.get_next_event(&mut events, Some(Duration::from_millis(100))).unwrap();
+        for ev in &events[..n] {
+            assert!(ev.state().is_readable(), "{ev:?}");
+            if let Some((a, _)) = pairs.iter().find(|(a, _)| a.as_raw_fd() == ev.fd()) {
+                drain(a);
+                missing.remove(&ev.fd());
+            }
+        }
+    }
+    missing.into_iter().collect()
+}
+
+/// E11 / H11: with a 2-entry completion ring, a burst from 16 descriptors ends most
+/// multishot polls (their CQEs arrive without `F_MORE`). Every later burst must still be
+/// reported for every descriptor: the ended polls were re-armed.
+#[test]
+fn e11_ended_multishot_polls_keep_delivering() {
+    if !uring_usable("e11") {
+        return;
+    }
+    let mut q = tiny_ring(2);
+    let pairs = pairs(16);
+    for (a, _) in &pairs {
+        q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    }
+    for round in 0..5 {
+        let missing = missing_after_burst(&mut q, &pairs);
+        assert!(missing.is_empty(), "round {round}: readiness lost for {missing:?}");
+    }
+}
+
+/// E12 / H12: a 4-entry completion ring and 64 descriptors made readable at once: the
+/// overflowed completions are flushed and every descriptor is reported.
+#[test]
+fn e12_cq_overflow_loses_nothing() {
+    if !uring_usable("e12") {
+        return;
+    }
+    let mut q = tiny_ring(4);
+    let pairs = pairs(64);
+    for (a, _) in &pairs {
+        q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    }
+    let missing = missing_after_burst(&mut q, &pairs);
+    assert!(missing.is_empty(), "never reported: {missing:?}");
+}
+
+/// A connected TCP pair over loopback: (accepted server side, client side).
+fn tcp_pair() -> (TcpStream, TcpStream) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (server, _) = listener.accept().unwrap();
+    server.set_nonblocking(true).unwrap();
+    (server, client)
+}
+
+/// Waits for an event on `fd` and returns it, checking every event seen on the way with
+/// `check`.
+fn event_for(q: &mut Queue, fd: RawFd, mut check: impl FnMut(&Queue, &Event)) -> Option<Event> {
+    let mut events = [Event::default(); 16];
+    let deadline = Instant::now() + PATIENCE;
+    while Instant::now() < deadline {
+        let n = q.get_next_event(&mut events, Some(Duration::from_millis(100))).unwrap();
+        for ev in &events[..n] {
+            check(q, ev);
+        }
+        if let Some(ev) = events[..n].iter().find(|e| e.fd() == fd) {
+            return Some(*ev);
+        }
+    }
+    None
+}
+
+/// E13 / H13: `Queue::close` on a socket with an armed multishot poll really closes it (the
+/// peer reads EOF within 1 s), and once the number is reused and declared again, no event
+/// of the old registration is delivered, even when the old peer stirs.
+#[test]
+fn e13_close_cancels_the_poll_and_old_events_never_return() {
+    if !uring_usable("e13") {
+        return;
+    }
+    let mut q = Queue::new(Backend::Uring).unwrap();
+    let (mut server, mut client) = tcp_pair();
+    let fd = server.as_raw_fd();
+    q.declare_interest(fd, Interest::READ).unwrap();
+    client.write_all(b"hello").unwrap();
+    let old = event_for(&mut q, fd, |_, _| {}).expect("no event for the first socket");
+    // Read it all: closing with unread data would send RST instead of FIN.
+    assert_eq!(server.read(&mut [0u8; 16]).unwrap(), 5);
+    let fd = server.into_raw_fd();
+
+    q.close(fd).unwrap();
+    client.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    let mut buf = [0u8; 16];
+    match client.read(&mut buf) {
+        Ok(0) => {}
+        r => panic!("peer did not see FIN within 1 s after close: {r:?} (poll still holds the file?)"),
+    }
+
+    // Take descriptors until the closed number comes back (other tests run in parallel).
+    let mut spare = Vec::new();
+    let (reused, peer) = loop {
+        let (a, b) = UnixStream::pair().unwrap();
+        if a.as_raw_fd() == fd {
+            break (a, b);
+        }
+        if b.as_raw_fd() == fd {
+            break (b, a);
+        }
+        assert!(spare.len() < 400, "descriptor {fd} never reused");
+        spare.push((a, b));
+    };
+    reused.set_nonblocking(true).unwrap();
+    q.declare_interest(fd, Interest::READ).unwrap();
+    // The old peer stirs: were the old poll alive, it would report its file now.
+    let _ = client.write_all(b"late");
+    let _ = client.shutdown(Shutdown::Both);
+    (&peer).write_all(b"new").unwrap();
+
+    let stale = |q: &Queue, ev: &Event| {
+        if ev.fd() == fd {
+            assert_ne!(ev.generation(), old.generation(), "event of the closed registration: {ev:?}");
+            assert!(q.is_current(ev), "{ev:?}");
+        }
+    };
+    let new = event_for(&mut q, fd, stale).expect("the reused descriptor was never reported");
+    assert!(new.state().is_readable());
+    // Whatever else is still coming for this number must belong to the new registration.
+    let mut events = [Event::default(); 16];
+    let n = q.get_next_event(&mut events, Some(Duration::from_millis(200))).unwrap();
+    events[..n].iter().for_each(|ev| stale(&q, ev));
+}
+
+/// Environment variable telling a re-executed test binary that it is the E14 child.
+const CHILD: &str = "HINTQ_TEST_E14_CHILD";
+
+/// Runs test `name` alone in a child process with `CHILD` set (and `extra` variables) and
+/// returns its standard error, after checking that it passed.
+fn run_child(name: &str, extra: &[(&str, &str)]) -> String {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .env_remove("HINTQ_URING_DISABLE")
+        .envs(extra.iter().copied())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "child failed: {}\n{stdout}\n{stderr}", out.status);
+    assert!(stdout.contains("1 passed"), "the child ran no test:\n{stdout}");
+    stderr
+}
+
+/// In the child: io_uring is refused, so asking for it gives a working epoll queue.
+fn fallback_works() {
+    assert!(Backend::Uring.probe().is_err());
+    assert_eq!(Backend::recommended(), Backend::Epoll);
+    let mut q = Queue::new(Backend::Uring).unwrap();
+    assert_eq!(q.backend(), Backend::Epoll);
+    assert_eq!(Queue::new(Backend::Uring).unwrap().backend(), Backend::Epoll);
+    let (a, b) = UnixStream::pair().unwrap();
+    a.set_nonblocking(true).unwrap();
+    q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    (&b).write_all(b"x").unwrap();
+    let ev = event_for(&mut q, a.as_raw_fd(), |_, _| {}).expect("no event on the fallback queue");
+    assert!(ev.state().is_readable());
+}
+
+/// The warning lines in a child's standard error: exactly one is expected, with the reason.
+fn fallback_warning(stderr: &str, reason: &str) {
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("io_uring unavailable")).collect();
+    assert_eq!(lines.len(), 1, "expected one fallback warning, got:\n{stderr}");
+    assert!(lines[0].contains(reason), "warning without the reason {reason:?}: {}", lines[0]);
+}
+
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: u32 = 0xc000_003e;
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: u32 = 0xc000_00b7;
+
+/// Installs a seccomp filter on this thread making `io_uring_setup` fail with `EPERM`, as
+/// Docker's default profile does.
+fn deny_io_uring_setup() {
+    let op = |code: u32, k: u32| libc::sock_filter { code: code as u16, jt: 0, jf: 0, k };
+    let jeq = |k: u32, jt: u8, jf: u8| libc::sock_filter {
+        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+        jt,
+        jf,
+        k,
+    };
+    let load = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
+    let ret = libc::BPF_RET | libc::BPF_K;
+    let mut filter = [
+        op(load, 4), // seccomp_data.arch
+        jeq(AUDIT_ARCH, 1, 0),
+        op(ret, libc::SECCOMP_RET_ALLOW),
+        op(load, 0), // seccomp_data.nr
+        jeq(libc::SYS_io_uring_setup as u32, 0, 1),
+        op(ret, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+        op(ret, libc::SECCOMP_RET_ALLOW),
+    ];
+    let prog = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_mut_ptr() };
+    // SAFETY (test): prctl with the documented arguments; `prog` and `filter` outlive the call.
+    unsafe {
+        assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+        let r =
+            libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog as *const libc::sock_fprog);
+        assert_eq!(r, 0, "seccomp: {}", std::io::Error::last_os_error());
+    }
+}
+
+/// E14 / H14: with `io_uring_setup` refused by seccomp (`EPERM`), a queue asked for io_uring
+/// runs on epoll, works, and the fallback is reported once with its reason.
+#[test]
+fn e14_seccomp_refusal_falls_back_to_epoll() {
+    if std::env::var_os(CHILD).is_some() {
+        deny_io_uring_setup();
+        return fallback_works();
+    }
+    let stderr = run_child("e14_seccomp_refusal_falls_back_to_epoll", &[]);
+    fallback_warning(&stderr, "Operation not permitted");
+}
+
+/// E14 / H14: `HINTQ_URING_DISABLE=1` refuses io_uring the same way.
+#[test]
+fn e14_env_disable_falls_back_to_epoll() {
+    if std::env::var_os(CHILD).is_some() {
+        return fallback_works();
+    }
+    let stderr = run_child("e14_env_disable_falls_back_to_epoll", &[("HINTQ_URING_DISABLE", "1")]);
+    fallback_warning(&stderr, "disabled by HINTQ_URING_DISABLE");
+}
