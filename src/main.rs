@@ -1,11 +1,16 @@
 //! `hintq`: one command line for the library's tools.
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use hintq::Backend;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "hintq", version, about = "Explicit event delivery for Linux: backends, servers, load and lab")]
+#[command(
+    name = "hintq",
+    version,
+    about = "Explicit event delivery for Linux: backends, servers, load and lab"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -15,12 +20,62 @@ struct Cli {
 enum Command {
     /// List the event backends and whether this kernel supports each.
     Backends,
+    /// Run benchmarks.
+    Bench {
+        #[command(subcommand)]
+        what: BenchCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Micro-benchmarks after Banga et al. Figs. 6 and 7: get_next_event and declare_interest
+    /// costs per backend, against a raw epoll loop in the same run.
+    Micro(MicroArgs),
+}
+
+#[derive(Args)]
+struct MicroArgs {
+    /// Fewer points, repetitions and shorter measurements (under a minute).
+    #[arg(long)]
+    quick: bool,
+    /// CSV file for the raw rows [default: hintq-micro-<date>.csv].
+    #[arg(long, value_name = "FILE.csv")]
+    out: Option<PathBuf>,
+    /// Backends to measure, comma-separated [default: all; the raw epoll loop always runs].
+    #[arg(long, value_name = "a,b", value_delimiter = ',')]
+    backends: Option<Vec<Backend>>,
+    /// Repetitions of every point [default: 3 with --quick, else 5].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    reps: Option<u32>,
+    /// CPU to pin the process to [default: the last allowed one].
+    #[arg(long, value_name = "N")]
+    cpu: Option<usize>,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Backends => backends(),
+        Command::Bench { what: BenchCommand::Micro(args) } => bench_micro(args),
+    }
+}
+
+fn bench_micro(args: MicroArgs) -> ExitCode {
+    let cfg = hintq_bench::Config {
+        quick: args.quick,
+        reps: args.reps,
+        backends: args.backends,
+        cpu: args.cpu,
+        out: args.out,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    match hintq_bench::run_micro(&cfg) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hintq bench micro: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
