@@ -1,0 +1,380 @@
+//! Request and response heads: the line scan that enforces limits and CRLF, then `httparse`.
+//!
+//! `httparse` validates tokens, the target, the version and field bytes. It does not bound line
+//! lengths, tolerates bare LF as a line end (RFC 9112 §2.2 allows a MAY), and knows nothing of
+//! framing. [`scan_head`] adds exactly those checks before `httparse` runs.
+
+use std::borrow::Cow;
+
+use crate::error::{Error, ErrorKind, Side};
+use crate::framing::{self, Framing};
+use crate::Limits;
+
+/// The protocol version of a message. Only HTTP/1.0 and HTTP/1.1 parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Version {
+    /// HTTP/1.0
+    Http10,
+    /// HTTP/1.1
+    Http11,
+}
+
+impl Version {
+    /// `"HTTP/1.0"` or `"HTTP/1.1"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Version::Http10 => "HTTP/1.0",
+            Version::Http11 => "HTTP/1.1",
+        }
+    }
+
+    fn from_minor(minor: u8) -> Self {
+        if minor == 0 {
+            Version::Http10
+        } else {
+            Version::Http11
+        }
+    }
+}
+
+/// One header field, borrowed from the input or owned (see [`RequestHead::into_owned`]).
+/// The name keeps the case the peer sent; values are validated bytes (no NUL, CR, LF or other
+/// control bytes except HTAB) with surrounding whitespace trimmed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Header<'a> {
+    /// Field name, a token.
+    pub name: Cow<'a, str>,
+    /// Field value.
+    pub value: Cow<'a, [u8]>,
+}
+
+impl<'a> Header<'a> {
+    /// A header borrowing its name and value.
+    pub fn new(name: &'a str, value: &'a [u8]) -> Self {
+        Header { name: Cow::Borrowed(name), value: Cow::Borrowed(value) }
+    }
+
+    /// Copies whatever is borrowed.
+    pub fn into_owned(self) -> Header<'static> {
+        Header { name: Cow::Owned(self.name.into_owned()), value: Cow::Owned(self.value.into_owned()) }
+    }
+
+    /// Whether the name equals `name`, ignoring ASCII case.
+    pub fn is(&self, name: &str) -> bool {
+        self.name.eq_ignore_ascii_case(name)
+    }
+}
+
+/// The first value of `name` among `headers`, ignoring case.
+pub fn find_header<'h>(headers: &'h [Header<'_>], name: &str) -> Option<&'h [u8]> {
+    headers.iter().find(|h| h.is(name)).map(|h| &*h.value)
+}
+
+/// A parsed request head with its framing decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestHead<'a> {
+    /// Method token, case kept (methods are case-sensitive).
+    pub method: Cow<'a, str>,
+    /// Request target as sent (origin-form, absolute-form, authority-form or `*`).
+    pub target: Cow<'a, str>,
+    /// HTTP/1.0 or HTTP/1.1.
+    pub version: Version,
+    /// Header fields in the order received.
+    pub headers: Vec<Header<'a>>,
+    /// How the body is delimited: [`Framing::None`] without Content-Length and
+    /// Transfer-Encoding, [`Framing::Length`] or [`Framing::Chunked`]; never `UntilClose`.
+    pub framing: Framing,
+    /// Whether the connection may serve another request after this one (HTTP/1.1 unless
+    /// `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`).
+    pub keep_alive: bool,
+    /// `Expect: 100-continue` in an HTTP/1.1 request: send `100 Continue` before reading the
+    /// body (or answer finally without reading it, and close). Ignored in HTTP/1.0.
+    pub expect_continue: bool,
+    /// Bytes of input the head occupied, leading empty lines included; the body starts there.
+    pub head_len: usize,
+}
+
+impl<'a> RequestHead<'a> {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        find_header(&self.headers, name)
+    }
+
+    /// Whether the method is `HEAD` (its response carries no body).
+    pub fn is_head(&self) -> bool {
+        self.method == "HEAD"
+    }
+
+    /// Copies whatever is borrowed from the input buffer, so the buffer can be reused.
+    pub fn into_owned(self) -> RequestHead<'static> {
+        RequestHead {
+            method: Cow::Owned(self.method.into_owned()),
+            target: Cow::Owned(self.target.into_owned()),
+            headers: self.headers.into_iter().map(Header::into_owned).collect(),
+            version: self.version,
+            framing: self.framing,
+            keep_alive: self.keep_alive,
+            expect_continue: self.expect_continue,
+            head_len: self.head_len,
+        }
+    }
+}
+
+/// A parsed response head with its framing decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseHead<'a> {
+    /// HTTP/1.0 or HTTP/1.1.
+    pub version: Version,
+    /// Three-digit status code.
+    pub status: u16,
+    /// Reason phrase (may be empty).
+    pub reason: Cow<'a, str>,
+    /// Header fields in the order received.
+    pub headers: Vec<Header<'a>>,
+    /// How the body is delimited (RFC 9112 §6.3): `None` for HEAD, 1xx, 204, 304; else
+    /// chunked, Content-Length, or until close.
+    pub framing: Framing,
+    /// Whether the connection may carry another request: version rule and `Connection`, and
+    /// never when the body is delimited by close.
+    pub keep_alive: bool,
+    /// Bytes of input the head occupied; the body starts there.
+    pub head_len: usize,
+}
+
+impl<'a> ResponseHead<'a> {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        find_header(&self.headers, name)
+    }
+
+    /// Whether this is an interim (1xx) response; the final response follows it.
+    pub fn is_informational(&self) -> bool {
+        (100..200).contains(&self.status)
+    }
+
+    /// Copies whatever is borrowed from the input buffer.
+    pub fn into_owned(self) -> ResponseHead<'static> {
+        ResponseHead {
+            reason: Cow::Owned(self.reason.into_owned()),
+            headers: self.headers.into_iter().map(Header::into_owned).collect(),
+            version: self.version,
+            status: self.status,
+            framing: self.framing,
+            keep_alive: self.keep_alive,
+            head_len: self.head_len,
+        }
+    }
+}
+
+/// Parses a request head from the start of `buf`.
+///
+/// Returns `Ok(None)` while the head is incomplete and within limits (read more and call again
+/// with the whole buffer), `Ok(Some(head))` once complete, and `Err` with the status to answer
+/// otherwise. Empty lines (CRLF) before the request line are skipped (RFC 9112 §2.2¶6).
+///
+/// # Errors
+///
+/// Any [`ErrorKind`] of the head and framing rules; [`Error::status`] is what to answer and the
+/// connection must be closed afterwards.
+pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<RequestHead<'a>>, Error> {
+    let err = |kind| Error::new(kind, Side::Request);
+    let Some(head_len) = scan_head(buf, limits, Side::Request).map_err(err)? else {
+        return Ok(None);
+    };
+    let mut storage = HeaderStorage::new(limits.max_headers);
+    let mut req = httparse::Request::new(storage.slice());
+    match req.parse(&buf[..head_len]) {
+        Ok(httparse::Status::Complete(_)) => {}
+        Ok(httparse::Status::Partial) => return Err(err(ErrorKind::InvalidStartLine)),
+        Err(e) => return Err(err(map_httparse(e, &buf[..head_len]))),
+    }
+    let version = Version::from_minor(req.version.unwrap_or(1));
+    let headers = convert_headers(req.headers);
+    let info = framing::request(version, &headers, limits).map_err(err)?;
+    Ok(Some(RequestHead {
+        method: Cow::Borrowed(req.method.unwrap_or_default()),
+        target: Cow::Borrowed(req.path.unwrap_or_default()),
+        version,
+        headers,
+        framing: info.framing,
+        keep_alive: info.keep_alive,
+        expect_continue: info.expect_continue,
+        head_len,
+    }))
+}
+
+/// Parses a response head from the start of `buf`. `request_was_head` says whether the request
+/// it answers was a HEAD (then it has no body whatever its headers say).
+///
+/// Returns `Ok(None)` while incomplete. The status line is bounded by
+/// [`Limits::max_request_line`]; [`Limits::max_body`] does not apply.
+///
+/// # Errors
+///
+/// Any violation, with [`Error::status`] 502: close the upstream connection, discard the
+/// response, answer 502 downstream (RFC 9112 §6.3, row P2).
+pub fn parse_response<'a>(
+    buf: &'a [u8],
+    limits: &Limits,
+    request_was_head: bool,
+) -> Result<Option<ResponseHead<'a>>, Error> {
+    let err = |kind| Error::new(kind, Side::Response);
+    let Some(head_len) = scan_head(buf, limits, Side::Response).map_err(err)? else {
+        return Ok(None);
+    };
+    let mut storage = HeaderStorage::new(limits.max_headers);
+    let mut res = httparse::Response::new(storage.slice());
+    match res.parse(&buf[..head_len]) {
+        Ok(httparse::Status::Complete(_)) => {}
+        Ok(httparse::Status::Partial) => return Err(err(ErrorKind::InvalidStartLine)),
+        Err(e) => return Err(err(map_httparse(e, &buf[..head_len]))),
+    }
+    let version = Version::from_minor(res.version.unwrap_or(1));
+    let status = res.code.unwrap_or_default();
+    let headers = convert_headers(res.headers);
+    let info = framing::response(version, status, request_was_head, &headers).map_err(err)?;
+    Ok(Some(ResponseHead {
+        version,
+        status,
+        reason: Cow::Borrowed(res.reason.unwrap_or_default()),
+        headers,
+        framing: info.framing,
+        keep_alive: info.keep_alive,
+        head_len,
+    }))
+}
+
+/// Header slots for `httparse`: on the stack for the usual limits, on the heap beyond.
+struct HeaderStorage<'b> {
+    stack: [httparse::Header<'b>; 128],
+    heap: Vec<httparse::Header<'b>>,
+    len: usize,
+}
+
+impl<'b> HeaderStorage<'b> {
+    fn new(len: usize) -> Self {
+        let heap = if len > 128 { vec![httparse::EMPTY_HEADER; len] } else { Vec::new() };
+        HeaderStorage { stack: [httparse::EMPTY_HEADER; 128], heap, len }
+    }
+
+    fn slice(&mut self) -> &mut [httparse::Header<'b>] {
+        if self.len > 128 {
+            &mut self.heap
+        } else {
+            &mut self.stack[..self.len]
+        }
+    }
+}
+
+fn convert_headers<'a>(parsed: &[httparse::Header<'a>]) -> Vec<Header<'a>> {
+    parsed.iter().take_while(|h| !h.name.is_empty()).map(|h| Header::new(h.name, h.value)).collect()
+}
+
+fn map_httparse(e: httparse::Error, head: &[u8]) -> ErrorKind {
+    match e {
+        httparse::Error::HeaderName => ErrorKind::InvalidHeaderName,
+        httparse::Error::HeaderValue => ErrorKind::InvalidHeaderValue,
+        httparse::Error::TooManyHeaders => ErrorKind::TooManyHeaders,
+        httparse::Error::Version if looks_like_other_version(head) => ErrorKind::UnsupportedVersion,
+        _ => ErrorKind::InvalidStartLine,
+    }
+}
+
+/// Whether the request line ends in a well-formed `HTTP/d.d` (then the version is merely
+/// unsupported: 505, as nginx answers `HTTP/2.0`), rather than being garbage (400).
+fn looks_like_other_version(head: &[u8]) -> bool {
+    let head = trim_leading_crlf(head);
+    let line_end = memchr::memchr(b'\r', head).unwrap_or(head.len());
+    let line = &head[..line_end];
+    let version = line.rsplit(|&b| b == b' ').next().unwrap_or_default();
+    matches!(version, [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
+        if major.is_ascii_digit() && minor.is_ascii_digit())
+}
+
+fn trim_leading_crlf(mut buf: &[u8]) -> &[u8] {
+    while let Some(rest) = buf.strip_prefix(b"\r\n") {
+        buf = rest;
+    }
+    buf
+}
+
+/// Finds the end of the head (the index after its empty line) while enforcing what `httparse`
+/// does not: line and head limits (also on partial input), CRLF as the only line end, no
+/// whitespace at the start of a header line, and the method length.
+///
+/// Returns `Ok(None)` while incomplete and within limits.
+fn scan_head(buf: &[u8], limits: &Limits, side: Side) -> Result<Option<usize>, ErrorKind> {
+    let start = buf.len() - trim_leading_crlf(buf).len();
+    if side == Side::Request {
+        check_method_len(&buf[start..], limits.max_method)?;
+    }
+    let mut pos = start;
+    let mut line_index = 0usize;
+    loop {
+        let Some(offset) = memchr::memchr(b'\n', &buf[pos..]) else {
+            return check_partial_line(buf, pos, line_index, limits).map(|()| None);
+        };
+        let lf = pos + offset;
+        if lf == pos || buf[lf - 1] != b'\r' {
+            return Err(ErrorKind::BareLf);
+        }
+        let line = &buf[pos..lf - 1];
+        if line_index == 0 {
+            if line.len() > limits.max_request_line {
+                return Err(ErrorKind::RequestLineTooLong);
+            }
+        } else if !line.is_empty() {
+            check_header_line(line, line_index, limits)?;
+        }
+        if lf + 1 > limits.max_head {
+            return Err(ErrorKind::HeadTooLarge);
+        }
+        if line_index > 0 && line.is_empty() {
+            return Ok(Some(lf + 1));
+        }
+        pos = lf + 1;
+        line_index += 1;
+    }
+}
+
+fn check_method_len(line: &[u8], max_method: usize) -> Result<(), ErrorKind> {
+    let window = &line[..line.len().min(max_method + 1)];
+    let method_len = memchr::memchr3(b' ', b'\r', b'\n', window).unwrap_or(window.len());
+    if method_len > max_method {
+        return Err(ErrorKind::MethodTooLong);
+    }
+    Ok(())
+}
+
+fn check_header_line(line: &[u8], line_index: usize, limits: &Limits) -> Result<(), ErrorKind> {
+    if line_index > limits.max_headers {
+        return Err(ErrorKind::TooManyHeaders);
+    }
+    if line.len() > limits.max_header_line {
+        return Err(ErrorKind::HeaderLineTooLong);
+    }
+    if matches!(line[0], b' ' | b'\t') {
+        return Err(ErrorKind::ObsFold);
+    }
+    Ok(())
+}
+
+/// Limits on the line still being received: it may yet get its CR, hence the `+ 1`. A lone CR
+/// may be the start of the empty line that ends the head.
+fn check_partial_line(buf: &[u8], pos: usize, line_index: usize, limits: &Limits) -> Result<(), ErrorKind> {
+    let rest = &buf[pos..];
+    if line_index == 0 {
+        if rest.len() > limits.max_request_line + 1 {
+            return Err(ErrorKind::RequestLineTooLong);
+        }
+    } else if !rest.is_empty() && rest != b"\r" {
+        check_header_line(&rest[..rest.len().min(limits.max_header_line)], line_index, limits)?;
+        if rest.len() > limits.max_header_line + 1 {
+            return Err(ErrorKind::HeaderLineTooLong);
+        }
+    }
+    if buf.len() > limits.max_head {
+        return Err(ErrorKind::HeadTooLarge);
+    }
+    Ok(())
+}

@@ -1,0 +1,47 @@
+//! Header rules for intermediaries: hop-by-hop stripping (RFC 9110 §7.6.1) and `Via` (§7.6.3).
+
+use std::borrow::Cow;
+
+use crate::framing::list_elements;
+use crate::head::{Header, Version};
+
+/// Fields that describe one connection, never forwarded: RFC 9110 §7.6.1 names Connection,
+/// Proxy-Connection, Keep-Alive, TE, Transfer-Encoding and Upgrade; `Trailer` is added as in
+/// RFC 2616 §13.5.1 because the proxy re-frames bodies and does not promise the same trailers.
+pub const HOP_BY_HOP: [&str; 7] =
+    ["connection", "proxy-connection", "keep-alive", "te", "transfer-encoding", "upgrade", "trailer"];
+
+/// Fields a `Connection` option may not remove: the proxy needs them to route and frame, and
+/// letting a client strip them is the "hop-by-hop header abuse" trick.
+const PROTECTED: [&str; 2] = ["host", "content-length"];
+
+/// Whether `name` is one of the fixed hop-by-hop fields.
+pub fn is_hop_by_hop(name: &str) -> bool {
+    HOP_BY_HOP.iter().any(|h| name.eq_ignore_ascii_case(h))
+}
+
+/// Removes the hop-by-hop fields and every field named by a `Connection` option
+/// (`Connection: close, X-Foo` removes `X-Foo`), except Host and Content-Length.
+///
+/// Content-Length is kept so the caller sees it; a proxy writes its own framing headers from
+/// the parsed [`Framing`](crate::Framing) and must not copy Content-Length blindly.
+pub fn strip_hop_by_hop(headers: &mut Vec<Header<'_>>) {
+    let listed: Vec<String> = headers
+        .iter()
+        .filter(|h| h.is("connection"))
+        .flat_map(|h| list_elements(&h.value).map(|t| String::from_utf8_lossy(t).to_ascii_lowercase()))
+        .filter(|t| !t.is_empty() && !PROTECTED.contains(&t.as_str()))
+        .collect();
+    headers.retain(|h| !is_hop_by_hop(&h.name) && !listed.iter().any(|t| h.is(t)));
+}
+
+/// Appends `Via: 1.1 <pseudonym>` (the version the message was received with). Appending a new
+/// line keeps the order of any earlier `Via` entries (RFC 9110 §7.6.3).
+pub fn add_via(headers: &mut Vec<Header<'_>>, received: Version, pseudonym: &str) {
+    let protocol = match received {
+        Version::Http10 => "1.0",
+        Version::Http11 => "1.1",
+    };
+    let value = format!("{protocol} {pseudonym}").into_bytes();
+    headers.push(Header { name: Cow::Borrowed("Via"), value: Cow::Owned(value) });
+}

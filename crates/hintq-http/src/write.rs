@@ -1,0 +1,242 @@
+//! Writing heads, error responses and chunked bodies into a `Vec<u8>`.
+
+use std::io::Write as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::head::{Header, Version};
+
+/// The canonical reason phrase of `status` (RFC 9110 §15), or `""` for codes without one.
+pub fn reason(status: u16) -> &'static str {
+    match status {
+        100 => "Continue",
+        101 => "Switching Protocols",
+        200 => "OK",
+        201 => "Created",
+        202 => "Accepted",
+        204 => "No Content",
+        206 => "Partial Content",
+        301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        304 => "Not Modified",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        411 => "Length Required",
+        412 => "Precondition Failed",
+        413 => "Content Too Large",
+        414 => "URI Too Long",
+        416 => "Range Not Satisfiable",
+        417 => "Expectation Failed",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        505 => "HTTP Version Not Supported",
+        _ => "",
+    }
+}
+
+/// Writes a head field by field into a buffer; [`finish`](Self::finish) adds the empty line.
+///
+/// Values are written as given except that CR, LF and NUL become SP (RFC 9110 §5.5¶5), so no
+/// value can split a response or smuggle a header (row P7) even if a caller forgot to check.
+#[derive(Debug)]
+pub struct HeadWriter<'b> {
+    buf: &'b mut Vec<u8>,
+}
+
+impl<'b> HeadWriter<'b> {
+    /// Starts a response: `HTTP/1.1 200 OK`.
+    pub fn response(buf: &'b mut Vec<u8>, version: Version, status: u16) -> Self {
+        buf.extend_from_slice(version.as_str().as_bytes());
+        // A status outside 100..=999 would not be three digits; clamp rather than write garbage.
+        let _ = write!(buf, " {} ", status.clamp(100, 999));
+        buf.extend_from_slice(reason(status).as_bytes());
+        buf.extend_from_slice(b"\r\n");
+        HeadWriter { buf }
+    }
+
+    /// Starts a request: `GET /x HTTP/1.1`.
+    pub fn request(buf: &'b mut Vec<u8>, method: &str, target: &str, version: Version) -> Self {
+        for part in [method, " ", target, " ", version.as_str(), "\r\n"] {
+            buf.extend_from_slice(part.as_bytes());
+        }
+        HeadWriter { buf }
+    }
+
+    /// Adds `name: value`.
+    pub fn header(&mut self, name: &str, value: &[u8]) -> &mut Self {
+        debug_assert!(
+            !name.is_empty() && name.bytes().all(crate::framing::is_token_byte),
+            "bad name {name:?}"
+        );
+        self.buf.extend_from_slice(name.as_bytes());
+        self.buf.extend_from_slice(b": ");
+        let start = self.buf.len();
+        self.buf.extend_from_slice(value);
+        for b in &mut self.buf[start..] {
+            if matches!(*b, b'\r' | b'\n' | 0) {
+                *b = b' ';
+            }
+        }
+        self.buf.extend_from_slice(b"\r\n");
+        self
+    }
+
+    /// Adds every header of `headers`, in order.
+    pub fn headers(&mut self, headers: &[Header<'_>]) -> &mut Self {
+        for h in headers {
+            self.header(&h.name, &h.value);
+        }
+        self
+    }
+
+    /// Adds `Content-Length: n`.
+    pub fn content_length(&mut self, n: u64) -> &mut Self {
+        let mut digits = [0u8; 20];
+        let len = format_u64(n, &mut digits);
+        self.header("Content-Length", &digits[..len])
+    }
+
+    /// Adds `Transfer-Encoding: chunked`.
+    pub fn chunked(&mut self) -> &mut Self {
+        self.header("Transfer-Encoding", b"chunked")
+    }
+
+    /// Adds `Date:` with an IMF-fixdate from [`DateCache::get`] (or any preformatted date).
+    pub fn date(&mut self, date: &[u8]) -> &mut Self {
+        self.header("Date", date)
+    }
+
+    /// Adds `Connection: close`.
+    pub fn connection_close(&mut self) -> &mut Self {
+        self.header("Connection", b"close")
+    }
+
+    /// Ends the head with the empty line.
+    pub fn finish(self) {
+        self.buf.extend_from_slice(b"\r\n");
+    }
+}
+
+fn format_u64(mut n: u64, out: &mut [u8; 20]) -> usize {
+    let mut tmp = [0u8; 20];
+    let mut i = tmp.len();
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let len = tmp.len() - i;
+    out[..len].copy_from_slice(&tmp[i..]);
+    len
+}
+
+/// The `Date` header value, formatted once per second (servers answer many requests a second;
+/// nginx likewise caches its time strings).
+#[derive(Debug, Clone)]
+pub struct DateCache {
+    second: u64,
+    text: [u8; 29],
+}
+
+impl DateCache {
+    /// An empty cache; the first [`get`](Self::get) formats.
+    pub fn new() -> Self {
+        DateCache { second: u64::MAX, text: [0; 29] }
+    }
+
+    /// `now` as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, always 29 bytes).
+    pub fn get(&mut self, now: SystemTime) -> &[u8] {
+        let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        if second != self.second {
+            self.second = second;
+            let formatted = httpdate::fmt_http_date(now);
+            self.text.copy_from_slice(&formatted.as_bytes()[..29]);
+        }
+        &self.text
+    }
+}
+
+impl Default for DateCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Writes a complete error response: status line, `Date` (when given), a short `text/plain`
+/// body naming the status (`404 Not Found\n`), `Content-Length`, and `Connection: close` when
+/// `close`. With `head_request` the body is left out (the length stays).
+///
+/// For statuses that need more headers (405 needs `Allow`) build the head with [`HeadWriter`]
+/// and the body with [`error_body`].
+pub fn write_error_response(
+    buf: &mut Vec<u8>,
+    status: u16,
+    date: Option<&[u8]>,
+    close: bool,
+    head_request: bool,
+) {
+    let body = error_body(status);
+    let mut w = HeadWriter::response(buf, Version::Http11, status);
+    if let Some(date) = date {
+        w.date(date);
+    }
+    w.header("Content-Type", b"text/plain; charset=utf-8").content_length(body.len() as u64);
+    if close {
+        w.connection_close();
+    }
+    w.finish();
+    if !head_request {
+        buf.extend_from_slice(body.as_bytes());
+    }
+}
+
+/// The short body of an error response: `"413 Content Too Large\n"`.
+pub fn error_body(status: u16) -> String {
+    format!("{status} {}\n", reason(status))
+}
+
+/// Writes the size line of a chunk of `len` bytes (`len` must not be 0: that is the last
+/// chunk). With [`write_chunk_end`] after the data it lets a proxy send data without copying.
+pub fn write_chunk_header(buf: &mut Vec<u8>, len: usize) {
+    debug_assert!(len > 0, "a zero-size chunk ends the body");
+    let _ = write!(buf, "{len:x}\r\n");
+}
+
+/// Writes the CRLF that closes a chunk's data.
+pub fn write_chunk_end(buf: &mut Vec<u8>) {
+    buf.extend_from_slice(b"\r\n");
+}
+
+/// Writes `data` as one chunk; writes nothing for empty data (an empty chunk would end the
+/// body).
+pub fn write_chunk(buf: &mut Vec<u8>, data: &[u8]) {
+    if data.is_empty() {
+        return;
+    }
+    write_chunk_header(buf, data.len());
+    buf.extend_from_slice(data);
+    write_chunk_end(buf);
+}
+
+/// Writes the last chunk, `trailers`, and the final CRLF. A proxy relaying a body that was cut
+/// short must not call this: the missing last chunk is how the client learns of the truncation
+/// (row P3).
+pub fn write_last_chunk(buf: &mut Vec<u8>, trailers: &[Header<'_>]) {
+    buf.extend_from_slice(b"0\r\n");
+    let mut w = HeadWriter { buf };
+    w.headers(trailers);
+    w.finish();
+}
