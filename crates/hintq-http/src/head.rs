@@ -306,7 +306,9 @@ fn trim_leading_crlf(mut buf: &[u8]) -> &[u8] {
 fn scan_head(buf: &[u8], limits: &Limits, side: Side) -> Result<Option<usize>, ErrorKind> {
     let start = buf.len() - trim_leading_crlf(buf).len();
     if side == Side::Request {
-        check_method_len(&buf[start..], limits.max_method)?;
+        // Bytes past `max_head` are judged by the head limit instead, which is passed first.
+        let window = buf.get(start..buf.len().min(limits.max_head)).unwrap_or_default();
+        check_method_len(window, limits.max_method)?;
     }
     let mut pos = start;
     let mut line_index = 0usize;
@@ -315,21 +317,14 @@ fn scan_head(buf: &[u8], limits: &Limits, side: Side) -> Result<Option<usize>, E
             return check_partial_line(buf, pos, line_index, limits).map(|()| None);
         };
         let lf = pos + offset;
+        check_partial_line(&buf[..lf], pos, line_index, limits)?;
         if lf == pos || buf[lf - 1] != b'\r' {
             return Err(ErrorKind::BareLf);
-        }
-        let line = &buf[pos..lf - 1];
-        if line_index == 0 {
-            if line.len() > limits.max_request_line {
-                return Err(ErrorKind::RequestLineTooLong);
-            }
-        } else if !line.is_empty() {
-            check_header_line(line, line_index, limits)?;
         }
         if lf + 1 > limits.max_head {
             return Err(ErrorKind::HeadTooLarge);
         }
-        if line_index > 0 && line.is_empty() {
+        if line_index > 0 && lf - 1 == pos {
             return Ok(Some(lf + 1));
         }
         pos = lf + 1;
@@ -346,35 +341,30 @@ fn check_method_len(line: &[u8], max_method: usize) -> Result<(), ErrorKind> {
     Ok(())
 }
 
-fn check_header_line(line: &[u8], line_index: usize, limits: &Limits) -> Result<(), ErrorKind> {
-    if line_index > limits.max_headers {
-        return Err(ErrorKind::TooManyHeaders);
-    }
-    if line.len() > limits.max_header_line {
-        return Err(ErrorKind::HeaderLineTooLong);
-    }
-    if matches!(line[0], b' ' | b'\t') {
-        return Err(ErrorKind::ObsFold);
-    }
-    Ok(())
-}
-
-/// Limits on the line still being received: it may yet get its CR, hence the `+ 1`. A lone CR
-/// may be the start of the empty line that ends the head.
+/// Checks on the line being received (from `pos` to the end of `buf`, no LF yet). Each check is
+/// monotone in the input length and, where two limits are passed, the one passed first is
+/// reported: the verdict is the same however the input was split into reads. A lone CR may be
+/// the start of the empty line that ends the head.
 fn check_partial_line(buf: &[u8], pos: usize, line_index: usize, limits: &Limits) -> Result<(), ErrorKind> {
     let rest = &buf[pos..];
-    if line_index == 0 {
-        if rest.len() > limits.max_request_line + 1 {
-            return Err(ErrorKind::RequestLineTooLong);
+    if line_index > 0 && !rest.is_empty() && rest != b"\r" {
+        if line_index > limits.max_headers {
+            return Err(ErrorKind::TooManyHeaders);
         }
-    } else if !rest.is_empty() && rest != b"\r" {
-        check_header_line(&rest[..rest.len().min(limits.max_header_line)], line_index, limits)?;
-        if rest.len() > limits.max_header_line + 1 {
-            return Err(ErrorKind::HeaderLineTooLong);
+        if matches!(rest[0], b' ' | b'\t') {
+            return Err(ErrorKind::ObsFold);
         }
     }
-    if buf.len() > limits.max_head {
-        return Err(ErrorKind::HeadTooLarge);
+    let (line_max, line_kind) = if line_index == 0 {
+        (limits.max_request_line, ErrorKind::RequestLineTooLong)
+    } else {
+        (limits.max_header_line, ErrorKind::HeaderLineTooLong)
+    };
+    // Input lengths at which each limit is first exceeded (the line may still get its CR).
+    let line_over_at = pos.saturating_add(line_max).saturating_add(2);
+    let head_over_at = limits.max_head.saturating_add(1);
+    if buf.len() >= line_over_at.min(head_over_at) {
+        return Err(if line_over_at <= head_over_at { line_kind } else { ErrorKind::HeadTooLarge });
     }
     Ok(())
 }
