@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 /// descriptors (waker, group sets); registrations start at 1. Bit 63 marks registrations of
 /// a [`crate::Group`], whose generations come from the group.
 pub(crate) const GROUP_BIT: u64 = 1 << 63;
-const TOKEN_WAKER: u64 = 0;
+pub(crate) const TOKEN_WAKER: u64 = 0;
 pub(crate) const TOKEN_GROUP_SHARED: u64 = 1;
 pub(crate) const TOKEN_GROUP_OWN: u64 = 2;
 
@@ -62,6 +62,12 @@ pub struct Stats {
     pub rearms: u64,
     /// Calls into the backend's wait.
     pub waits: u64,
+    /// `rtsig`: signal-queue overflows recovered by a flush and a full poll scan.
+    pub recoveries: u64,
+    /// `rtsig` hybrid: switches between signal and polling mode.
+    pub switches: u64,
+    /// `gooch`: descriptors moved between the active and inactive sets.
+    pub migrations: u64,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -182,7 +188,8 @@ impl Queue {
 
     /// Counters about this queue.
     pub fn stats(&self) -> Stats {
-        self.stats
+        let c = self.poller.counters();
+        Stats { recoveries: c.recoveries, switches: c.switches, migrations: c.migrations, ..self.stats }
     }
 
     /// Number of descriptors with declared interest.
@@ -270,12 +277,15 @@ impl Queue {
     /// # Errors
     /// Creating or registering the eventfd behind it.
     pub fn waker(&mut self) -> io::Result<Waker> {
+        if let Some(sig) = self.poller.wake_signal() {
+            return Ok(Waker::signal(sig));
+        }
         if self.waker.is_none() {
             let fd = sys::eventfd()?;
             self.watch_internal(fd.as_raw_fd(), TOKEN_WAKER)?;
             self.waker = Some(Arc::new(fd));
         }
-        Ok(Waker::new(Arc::clone(self.waker.as_ref().expect("created above"))))
+        Ok(Waker::eventfd(Arc::clone(self.waker.as_ref().expect("created above"))))
     }
 
     /// Registers an internal descriptor (a group's epoll set) under an internal token.
@@ -311,6 +321,8 @@ impl Queue {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty event array"));
         }
         self.rearm_delivered()?;
+        // A timeout too large to add to the clock is no timeout at all.
+        let timeout = timeout.filter(|t| Instant::now().checked_add(*t).is_some());
         let deadline = timeout.filter(|t| !t.is_zero()).map(|t| Instant::now() + t);
         let mut first = true;
         loop {

@@ -216,3 +216,145 @@ pub(crate) fn select(
     let n = unsafe { libc::select(nfds as libc::c_int, cast(r), cast(w), cast(e), tvp) };
     cvt(n).map(|n| n as usize)
 }
+
+/// Sends `signo` to thread `tid` of this process.
+pub(crate) fn tgkill(tid: libc::pid_t, signo: libc::c_int) -> io::Result<()> {
+    // SAFETY: plain syscall with integer arguments.
+    let r = unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, signo) };
+    cvt(r as libc::c_int).map(drop)
+}
+
+// ----- POSIX real-time signal plumbing for the rtsig backend -----
+// asm-generic/fcntl.h; the libc crate lacks these for glibc targets.
+const F_SETSIG: libc::c_int = 10;
+const F_SETOWN_EX: libc::c_int = 15;
+const F_OWNER_TID: libc::c_int = 0;
+
+#[repr(C)]
+struct FOwnerEx {
+    kind: libc::c_int,
+    pid: libc::pid_t,
+}
+
+/// The fields of a `SIGPOLL`-style siginfo: which descriptor, which poll band.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SigInfo {
+    pub signo: libc::c_int,
+    pub code: libc::c_int,
+    pub fd: RawFd,
+    pub band: libc::c_long,
+}
+
+/// The kernel's siginfo layout for `SIGPOLL` on LP64 targets: three ints, then the union
+/// (8-byte aligned) whose `_sigpoll` arm is `{ long si_band; int si_fd; }`.
+#[cfg(target_pointer_width = "64")]
+#[repr(C)]
+struct RawSigPoll {
+    signo: libc::c_int,
+    errno: libc::c_int,
+    code: libc::c_int,
+    band: libc::c_long,
+    fd: libc::c_int,
+}
+
+/// The calling thread's kernel thread id.
+pub(crate) fn gettid() -> libc::pid_t {
+    // SAFETY: plain syscall without arguments.
+    unsafe { libc::syscall(libc::SYS_gettid) as libc::pid_t }
+}
+
+/// A signal set holding `signos`.
+pub(crate) fn sigset(signos: &[libc::c_int]) -> libc::sigset_t {
+    // SAFETY: sigemptyset initialises the zeroed set; sigaddset only sets bits in it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for &s in signos {
+            libc::sigaddset(&mut set, s);
+        }
+        set
+    }
+}
+
+/// Blocks `set` in the calling thread.
+pub(crate) fn block_signals(set: &libc::sigset_t) -> io::Result<()> {
+    // SAFETY: `set` is a valid initialised sigset.
+    let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, set, std::ptr::null_mut()) };
+    if r != 0 {
+        return Err(io::Error::from_raw_os_error(r));
+    }
+    Ok(())
+}
+
+/// `sigtimedwait(2)`: `Ok(None)` when the timeout passed (`EAGAIN`); `EINTR` is returned.
+pub(crate) fn sigtimedwait(set: &libc::sigset_t, timeout: Option<Duration>) -> io::Result<Option<SigInfo>> {
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    });
+    let tsp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: siginfo_t is plain data; zeroed is a valid value.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` and `info` are live; `tsp` is null or points at a live timespec.
+    let r = unsafe { libc::sigtimedwait(set, &mut info, tsp) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return if e.raw_os_error() == Some(libc::EAGAIN) { Ok(None) } else { Err(e) };
+    }
+    const _: () = assert!(std::mem::size_of::<RawSigPoll>() <= std::mem::size_of::<libc::siginfo_t>());
+    // SAFETY: RawSigPoll is a prefix of the kernel's siginfo layout on this target and fits in it.
+    let raw = unsafe { &*(&info as *const libc::siginfo_t).cast::<RawSigPoll>() };
+    Ok(Some(SigInfo { signo: raw.signo, code: raw.code, fd: raw.fd, band: raw.band }))
+}
+
+/// Directs `fd`'s I/O signals to `signo` on thread `tid` (`F_SETSIG`, `F_SETOWN_EX`).
+pub(crate) fn set_signal_owner(fd: RawFd, signo: libc::c_int, tid: libc::pid_t) -> io::Result<()> {
+    // SAFETY: fcntl with integer arguments.
+    cvt(unsafe { libc::fcntl(fd, F_SETSIG, signo) })?;
+    let owner = FOwnerEx { kind: F_OWNER_TID, pid: tid };
+    // SAFETY: `owner` is a live f_owner_ex the kernel only reads.
+    cvt(unsafe { libc::fcntl(fd, F_SETOWN_EX, &owner as *const FOwnerEx) }).map(drop)
+}
+
+/// Turns signal-driven I/O (`O_ASYNC`) on or off for `fd`; on also sets `O_NONBLOCK`.
+pub(crate) fn set_async(fd: RawFd, on: bool) -> io::Result<()> {
+    // SAFETY: fcntl with integer arguments.
+    let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    let want = if on { flags | libc::O_ASYNC | libc::O_NONBLOCK } else { flags & !libc::O_ASYNC };
+    if want != flags {
+        // SAFETY: fcntl with integer arguments.
+        cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, want) })?;
+    }
+    Ok(())
+}
+
+/// What to install as a signal's disposition.
+pub(crate) enum Disposition {
+    /// Discards pending instances of the signal, in every thread (POSIX).
+    Ignore,
+    /// A handler that does nothing: a stray delivery to a thread that does not block the
+    /// signal must not terminate the process, as the default action would.
+    Noop,
+}
+
+extern "C" fn noop_handler(_: libc::c_int) {}
+
+/// The current handler of `signo` is the default or hintq's own no-op one.
+pub(crate) fn signal_is_free(signo: libc::c_int) -> io::Result<bool> {
+    // SAFETY: sigaction with a null new action only reads the current one into `old`.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    cvt(unsafe { libc::sigaction(signo, std::ptr::null(), &mut old) })?;
+    Ok(old.sa_sigaction == libc::SIG_DFL || old.sa_sigaction == noop_handler as *const () as usize)
+}
+
+/// Installs a disposition for `signo`.
+pub(crate) fn set_disposition(signo: libc::c_int, d: Disposition) -> io::Result<()> {
+    // SAFETY: a zeroed sigaction with an empty mask and a valid handler value.
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = match d {
+        Disposition::Ignore => libc::SIG_IGN,
+        Disposition::Noop => noop_handler as *const () as usize,
+    };
+    // SAFETY: `sa` is a valid sigaction.
+    cvt(unsafe { libc::sigaction(signo, &sa, std::ptr::null_mut()) }).map(drop)
+}

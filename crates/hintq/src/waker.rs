@@ -1,8 +1,10 @@
 //! Waking a queue from another thread.
 
+use crate::backend::WakeSignal;
 use crate::sys;
 use std::io;
 use std::os::fd::OwnedFd;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Wakes the [`crate::Queue`] it came from: its blocked (or next) `get_next_event` returns,
@@ -10,19 +12,35 @@ use std::sync::Arc;
 /// into one. Cheap to clone; `Send + Sync`.
 #[derive(Clone, Debug)]
 pub struct Waker {
-    fd: Arc<OwnedFd>,
+    how: How,
+}
+
+#[derive(Clone, Debug)]
+enum How {
+    /// An eventfd the queue's backend watches.
+    EventFd(Arc<OwnedFd>),
+    /// A thread-directed signal, for `rtsig`, whose signals cannot watch an eventfd.
+    Signal(WakeSignal),
 }
 
 impl Waker {
-    pub(crate) fn new(fd: Arc<OwnedFd>) -> Waker {
-        Waker { fd }
+    pub(crate) fn eventfd(fd: Arc<OwnedFd>) -> Waker {
+        Waker { how: How::EventFd(fd) }
+    }
+
+    pub(crate) fn signal(sig: WakeSignal) -> Waker {
+        Waker { how: How::Signal(sig) }
     }
 
     /// Wakes the queue.
     ///
     /// # Errors
-    /// Only if writing the eventfd fails for a reason other than a full counter.
+    /// Writing the eventfd failed for a reason other than a full counter, or the signal
+    /// could not be sent (the queue's thread has exited: `ESRCH`).
     pub fn wake(&self) -> io::Result<()> {
-        sys::eventfd_signal(&self.fd)
+        match &self.how {
+            How::EventFd(fd) => sys::eventfd_signal(fd),
+            How::Signal(s) => sys::tgkill(s.tid.load(Ordering::Acquire), s.signo),
+        }
     }
 }

@@ -14,7 +14,10 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 pub(crate) mod epoll;
+pub(crate) mod gooch;
 mod poll;
+mod pollset;
+pub(crate) mod rtsig;
 mod select;
 mod uring;
 
@@ -55,11 +58,41 @@ pub(crate) trait Poller: Send {
     /// the timeout (a spurious wake-up).
     fn wait(&mut self, out: &mut Vec<Ready>, max: usize, timeout: Option<Duration>) -> io::Result<()>;
 
+    /// The backend's own counters, merged into [`crate::Stats`].
+    fn counters(&self) -> Counters {
+        Counters::default()
+    }
+
+    /// For backends that cannot watch an eventfd (`rtsig`): the thread and signal a
+    /// [`crate::Waker`] must send to wake this backend's wait.
+    fn wake_signal(&self) -> Option<WakeSignal> {
+        None
+    }
+
     /// Events may have been lost inside the backend (io_uring CQ overflow with `EBADR`):
     /// returns and clears the flag; the queue answers with a full rescan.
     fn take_lost(&mut self) -> bool {
         false
     }
+}
+
+/// Counters a backend keeps about its own mechanics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Counters {
+    /// Overflow recoveries (rtsig: SIGIO then a full poll scan).
+    pub recoveries: u64,
+    /// Switches between signal and polling mode (rtsig hybrid).
+    pub switches: u64,
+    /// Descriptors moved between the active and inactive sets (gooch).
+    pub migrations: u64,
+}
+
+/// Where a signal-based backend wants its wake-ups: a thread id (kept current when the
+/// queue moves to another thread) and a signal number.
+#[derive(Clone, Debug)]
+pub(crate) struct WakeSignal {
+    pub tid: std::sync::Arc<std::sync::atomic::AtomicI32>,
+    pub signo: libc::c_int,
 }
 
 /// The readiness mechanisms hintq can run on.
@@ -80,6 +113,12 @@ pub enum Backend {
     /// `select(2)`: shadow fd_sets copied per call, results scanned word by word.
     /// Descriptors must be below `FD_SETSIZE` (1024).
     Select,
+    /// POSIX real-time signals (`F_SETSIG`, `F_SETOWN_EX` to the queue's thread), collected
+    /// with `sigtimedwait`; on queue overflow (plain `SIGIO`) a flush and a full poll scan;
+    /// optionally the hybrid of Provos & Lever that polls under heavy load. Edge-native.
+    Rtsig,
+    /// Gooch's active and inactive poll sets with activity-driven migration. State-based.
+    Gooch,
 }
 
 /// An unknown backend name.
@@ -102,13 +141,15 @@ impl From<ParseBackendError> for io::Error {
 
 impl Backend {
     /// Every backend, in the order `hintq backends` lists them.
-    pub const ALL: [Backend; 6] = [
+    pub const ALL: [Backend; 8] = [
         Backend::Uring,
         Backend::Epoll,
         Backend::EpollEt,
         Backend::EpollOneshot,
         Backend::Poll,
         Backend::Select,
+        Backend::Rtsig,
+        Backend::Gooch,
     ];
 
     /// The name used by `HINTQ_BACKEND`, `--backend` and `hq_queue_new`.
@@ -120,12 +161,14 @@ impl Backend {
             Backend::EpollOneshot => "epoll-oneshot",
             Backend::Poll => "poll",
             Backend::Select => "select",
+            Backend::Rtsig => "rtsig",
+            Backend::Gooch => "gooch",
         }
     }
 
     /// True if the backend reports arrivals rather than states (see the crate docs).
     pub fn is_edge(self) -> bool {
-        matches!(self, Backend::Uring | Backend::EpollEt)
+        matches!(self, Backend::Uring | Backend::EpollEt | Backend::Rtsig)
     }
 
     /// Whether this kernel lets the backend run, and if not, why.
@@ -175,8 +218,10 @@ impl Backend {
             Backend::Epoll => Box::new(epoll::Epoll::new(epoll::Mode::Level)?),
             Backend::EpollEt => Box::new(epoll::Epoll::new(epoll::Mode::Edge)?),
             Backend::EpollOneshot => Box::new(epoll::Epoll::new(epoll::Mode::Oneshot)?),
-            Backend::Poll => Box::new(poll::Poll::new()),
+            Backend::Poll => Box::<poll::Poll>::default(),
             Backend::Select => Box::new(select::Select::new()),
+            Backend::Rtsig => Box::new(rtsig::Rtsig::new(rtsig::Hybrid::default())?),
+            Backend::Gooch => Box::new(gooch::Gooch::new(gooch::GoochPolicy::default())),
         };
         Ok((self, p))
     }

@@ -1,0 +1,162 @@
+//! Gooch's active/inactive poll sets (Gooch 1998, "a more advanced solution"): descriptors
+//! that are mostly quiet live in an *inactive* set that is scanned only occasionally, busy
+//! ones in a small *active* set scanned on every call. Gooch used two threads; hintq's
+//! core has no threads of its own, so one thread alternates between the sets.
+//!
+//! The policy (see [`GoochPolicy`] for the numbers):
+//!
+//! * Every call polls the active set, blocking at most until the next *epoch*.
+//! * At each epoch (every `interval`, 10 ms by default) the call polls the union of both
+//!   sets instead, blocking for the caller's whole timeout. So when the process is idle it
+//!   blocks on everything at once and a quiet descriptor that wakes is seen at once; when
+//!   it is busy (calls come back to the wait often), the inactive set costs one scan per
+//!   interval instead of one per call.
+//! * Each descriptor has an activity counter: +1 per report (saturating at 15), halved at
+//!   every epoch. An inactive descriptor whose counter reaches `promote_at` (2 reports
+//!   within about one epoch) moves to the active set; an active one whose counter decays to
+//!   zero (silent for about two epochs) moves to the inactive set. New registrations start
+//!   active, since a new connection usually speaks first.
+//!
+//! Latency cost for a quiet descriptor that wakes up while the process is busy: up to one
+//! `interval` (10 ms by default); while idle: none. The internal descriptors of a queue (its
+//! waker, a group's sets) are pinned in the active set.
+//!
+//! Kernel quirks: as for `poll` (closed descriptors report `POLLNVAL` on every call: reported
+//! once as `ERR` and dropped; timeouts rounded up to the millisecond).
+
+use super::pollset::PollSet;
+use super::{Poller, Ready};
+use crate::{sys, Interest};
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
+
+/// The migration policy of the `gooch` backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GoochPolicy {
+    /// How often the inactive set is scanned while the process is busy (the epoch).
+    pub interval: Duration,
+    /// Activity counter at which an inactive descriptor is promoted.
+    pub promote_at: u8,
+}
+
+impl Default for GoochPolicy {
+    fn default() -> Self {
+        GoochPolicy { interval: Duration::from_millis(10), promote_at: 2 }
+    }
+}
+
+pub(crate) struct Gooch {
+    active: PollSet,
+    inactive: PollSet,
+    activity: HashMap<RawFd, u8>,
+    pinned: HashSet<RawFd>,
+    policy: GoochPolicy,
+    next_epoch: Instant,
+    union: Vec<libc::pollfd>,
+    touched: Vec<RawFd>,
+    migrations: u64,
+}
+
+impl Gooch {
+    pub(crate) fn new(policy: GoochPolicy) -> Gooch {
+        Gooch {
+            active: PollSet::default(),
+            inactive: PollSet::default(),
+            activity: HashMap::new(),
+            pinned: HashSet::new(),
+            policy,
+            next_epoch: Instant::now() + policy.interval,
+            union: Vec::new(),
+            touched: Vec::new(),
+            migrations: 0,
+        }
+    }
+
+    /// Polls both sets in one call; returns how many entries of each are ready.
+    fn poll_union(&mut self, timeout: Option<Duration>) -> io::Result<(usize, usize)> {
+        self.union.clear();
+        self.union.extend_from_slice(self.active.entries());
+        self.union.extend_from_slice(self.inactive.entries());
+        sys::poll(&mut self.union, sys::timeout_ms(timeout))?;
+        let split = self.active.len();
+        Ok((self.active.take_results(&self.union[..split]), self.inactive.take_results(&self.union[split..])))
+    }
+
+    /// Counts a report and promotes an inactive descriptor that became busy.
+    fn bump(&mut self, fd: RawFd) {
+        let a = self.activity.entry(fd).or_default();
+        *a = (*a + 1).min(15);
+        if *a >= self.policy.promote_at && self.inactive.contains(fd) {
+            self.inactive.move_to(fd, &mut self.active);
+            self.migrations += 1;
+        }
+    }
+
+    /// Halves every counter and demotes active descriptors that went quiet.
+    fn epoch(&mut self) {
+        for (&fd, a) in &mut self.activity {
+            *a /= 2;
+            if *a == 0 && !self.pinned.contains(&fd) && self.active.contains(fd) {
+                self.touched.push(fd);
+            }
+        }
+        for fd in self.touched.drain(..) {
+            self.active.move_to(fd, &mut self.inactive);
+            self.migrations += 1;
+        }
+        self.next_epoch = Instant::now() + self.policy.interval;
+    }
+}
+
+impl Poller for Gooch {
+    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {
+        if self.inactive.contains(fd) {
+            self.inactive.set(fd, token, interest);
+        } else {
+            self.active.set(fd, token, interest);
+            self.activity.entry(fd).or_insert(1);
+        }
+        if crate::queue::untoken(token).1 == 0 {
+            self.pinned.insert(fd);
+        }
+        Ok(())
+    }
+
+    fn delete(&mut self, fd: RawFd, _token: u64) -> io::Result<()> {
+        self.active.remove(fd);
+        self.inactive.remove(fd);
+        self.activity.remove(&fd);
+        self.pinned.remove(&fd);
+        Ok(())
+    }
+
+    fn wait(&mut self, out: &mut Vec<Ready>, _max: usize, timeout: Option<Duration>) -> io::Result<()> {
+        let now = Instant::now();
+        let union = now >= self.next_epoch;
+        let mut touched = std::mem::take(&mut self.touched);
+        if union {
+            let (ra, ri) = self.poll_union(timeout)?;
+            self.active.collect(ra, out, |fd| touched.push(fd));
+            self.inactive.collect(ri, out, |fd| touched.push(fd));
+        } else {
+            let slice = self.next_epoch - now;
+            let t = timeout.map_or(slice, |t| t.min(slice));
+            let ra = self.active.poll(sys::timeout_ms(Some(t)))?;
+            self.active.collect(ra, out, |fd| touched.push(fd));
+        }
+        for fd in touched.drain(..) {
+            self.bump(fd);
+        }
+        self.touched = touched;
+        if union {
+            self.epoch();
+        }
+        Ok(())
+    }
+
+    fn counters(&self) -> super::Counters {
+        super::Counters { migrations: self.migrations, ..Default::default() }
+    }
+}

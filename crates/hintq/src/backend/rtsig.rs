@@ -1,0 +1,328 @@
+//! POSIX real-time signals as Provos & Lever used them (§2), with the overflow recovery of
+//! nginx's old rtsig module and the hybrid that phhttpd never finished (§4, §6).
+//!
+//! Each registered descriptor gets `O_ASYNC | O_NONBLOCK`, `F_SETSIG` to a real-time signal
+//! reserved for this queue, and `F_SETOWN_EX` to the queue's thread, so delivery is per
+//! thread as in the paper. The signal stays blocked and is collected with `sigtimedwait`,
+//! many per wait. The pollfd array of every registration is kept current beside the signal
+//! queue (Provos & Lever's advice), so recovery and mode switches need no rebuild.
+//!
+//! Kernel quirks handled here:
+//!
+//! a. Signals of one number from every descriptor share one queue, and a process has about
+//!    thirty real-time signals. Each queue reserves its own number (highest free first),
+//!    skipping numbers whose disposition is not the default (another library's), and
+//!    installs a no-op handler so that a stray delivery cannot kill the process. Two queues
+//!    on one thread therefore never take each other's signals. Out of numbers: `EAGAIN`.
+//! b. RT signals are always charged to `RLIMIT_SIGPENDING` (per user). When the queue is
+//!    full the kernel sends plain `SIGIO` instead (fs/fcntl.c, "fall back on the old plain
+//!    SIGIO"), which carries no descriptor and coalesces. Recovery: flush the queued RT
+//!    signals (setting the disposition to `SIG_IGN` discards pending instances; the number
+//!    is ours alone), then one full `poll(2)` over every registration reports each ready
+//!    descriptor exactly once; then back to signal mode (or, in hybrid mode, to polling).
+//! c. `SIGIO` is shared by every rtsig queue on a thread and does not say whose signal
+//!    queue overflowed: the queue that takes it bumps a per-thread epoch, and every rtsig
+//!    queue on that thread recovers when it sees the epoch move.
+//! d. Signals queued before a revoke stay queued (Provos & Lever §2: "must be processed
+//!    and/or ignored"). A revoke turns `O_ASYNC` off and then drains this queue's pending
+//!    signals, keeping the others: a stale signal can never reach a new owner of the number.
+//! e. `F_SETOWN_EX` names one thread. A queue moved to another thread re-owns every
+//!    descriptor, blocks the signals there, and recovers (signals already pending on the old
+//!    thread are flushed and replaced by a scan).
+//! f. An eventfd or epoll descriptor has no `fasync` support and never raises a signal.
+//!    The queue's [`crate::Waker`] therefore wakes this backend with `tgkill` (recognised by
+//!    `si_code <= 0`: a signal sent by a process, where I/O signals carry a positive
+//!    `POLL_*` code; 6.18 reports `SI_USER` for `tgkill`, not `SI_TKILL`), and a group's epoll sets are polled between bounded waits of
+//!    at most [`INTERNAL_SLICE`]: a member of a [`crate::Group`] on rtsig sees group
+//!    readiness up to 5 ms late.
+//! g. A descriptor that was already ready when interest was declared raises no signal: the
+//!    state returned by `declare_interest` covers it, as the contract says.
+//!
+//! Hybrid mode ([`Hybrid`]): when one wait collects at least `to_poll` signals (the signal
+//! queue length tracks the load, as Provos & Lever argue) or the signal queue overflows, the
+//! backend turns `O_ASYNC` off on every descriptor and polls; after `calm_waits` consecutive
+//! polls that each find fewer than `to_signals` ready descriptors it turns signals back on
+//! and scans once so nothing that became ready during the switch is lost. Each switch costs
+//! one `fcntl` per registration; switches are counted in [`crate::Stats::switches`].
+
+use super::pollset::PollSet;
+use super::{Counters, Poller, Ready, WakeSignal};
+use crate::queue::{untoken, TOKEN_WAKER};
+use crate::sys::{self, Disposition};
+use crate::{Interest, State};
+use std::cell::Cell;
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The longest single wait while a group's epoll sets must also be watched (quirk f).
+pub const INTERNAL_SLICE: Duration = Duration::from_millis(5);
+
+/// Thresholds of the hybrid signal/polling mode (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hybrid {
+    /// Switching is on at all. Off: overflow still recovers, then signals resume.
+    pub enabled: bool,
+    /// Switch to polling when one wait collects at least this many signals.
+    pub to_poll: usize,
+    /// A poll finding fewer ready descriptors than this counts as calm.
+    pub to_signals: usize,
+    /// Consecutive calm polls before switching back to signals.
+    pub calm_waits: u32,
+}
+
+impl Default for Hybrid {
+    fn default() -> Self {
+        Hybrid { enabled: true, to_poll: 256, to_signals: 32, calm_waits: 8 }
+    }
+}
+
+/// Real-time signal numbers reserved by live rtsig queues (bit n = signal n).
+static RESERVED: Mutex<u128> = Mutex::new(0);
+
+thread_local! {
+    /// Counts plain SIGIOs taken on this thread (quirk c).
+    static OVERFLOW_EPOCH: Cell<u64> = const { Cell::new(0) };
+}
+
+fn reserve_signal() -> io::Result<libc::c_int> {
+    let mut reserved = RESERVED.lock().unwrap_or_else(|e| e.into_inner());
+    for signo in (libc::SIGRTMIN()..=libc::SIGRTMAX()).rev() {
+        if *reserved & (1 << signo) == 0 && sys::signal_is_free(signo)? {
+            sys::set_disposition(signo, Disposition::Noop)?;
+            *reserved |= 1 << signo;
+            return Ok(signo);
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::WouldBlock, "no free real-time signal for another rtsig queue"))
+}
+
+pub(crate) struct Rtsig {
+    signo: libc::c_int,
+    tid: Arc<AtomicI32>,
+    /// Every registration: the signal table (fd to token) and the polling array.
+    fds: PollSet,
+    /// Internal descriptors that cannot raise signals (a group's epoll sets).
+    internal: PollSet,
+    /// Reports taken off the signal queue while draining it for a revoke.
+    stash: Vec<Ready>,
+    polling: bool,
+    calm: u32,
+    hybrid: Hybrid,
+    epoch_seen: u64,
+    counters: Counters,
+}
+
+impl Rtsig {
+    pub(crate) fn new(hybrid: Hybrid) -> io::Result<Rtsig> {
+        let signo = reserve_signal()?;
+        let me = Rtsig {
+            signo,
+            tid: Arc::new(AtomicI32::new(sys::gettid())),
+            fds: PollSet::default(),
+            internal: PollSet::default(),
+            stash: Vec::new(),
+            polling: false,
+            calm: 0,
+            hybrid,
+            epoch_seen: OVERFLOW_EPOCH.get(),
+            counters: Counters::default(),
+        };
+        sys::block_signals(&me.sigset())?;
+        Ok(me)
+    }
+
+    fn sigset(&self) -> libc::sigset_t {
+        sys::sigset(&[self.signo, libc::SIGIO])
+    }
+
+    /// Takes one signal off the queue and turns it into a report.
+    fn take(&mut self, si: sys::SigInfo, out: &mut Vec<Ready>) -> io::Result<()> {
+        if si.signo == libc::SIGIO {
+            OVERFLOW_EPOCH.set(OVERFLOW_EPOCH.get() + 1);
+            return self.recover(out);
+        }
+        if si.code <= 0 {
+            // Sent by a process (SI_USER, SI_TKILL, SI_QUEUE), not raised for a descriptor
+            // (those carry a positive POLL_* code): our waker.
+            out.push(Ready { token: TOKEN_WAKER, state: State::READ });
+        } else if let Some(token) = self.fds.token_of(si.fd) {
+            out.push(Ready { token, state: sys::state_from_poll(si.band as libc::c_short) });
+        }
+        // Otherwise a signal of a registration revoked since: dropped (quirk d).
+        Ok(())
+    }
+
+    /// Discards every queued signal of ours, and a pending SIGIO.
+    fn flush(&mut self) -> io::Result<()> {
+        sys::set_disposition(self.signo, Disposition::Ignore)?;
+        sys::set_disposition(self.signo, Disposition::Noop)?;
+        while sys::sigtimedwait(&sys::sigset(&[libc::SIGIO]), Some(Duration::ZERO))?.is_some() {}
+        Ok(())
+    }
+
+    /// Quirk b: flush, then one full scan reports each ready descriptor once.
+    fn recover(&mut self, out: &mut Vec<Ready>) -> io::Result<()> {
+        self.epoch_seen = OVERFLOW_EPOCH.get();
+        self.counters.recoveries += 1;
+        if self.hybrid.enabled && !self.polling {
+            self.switch_to_poll()?;
+        } else {
+            self.flush()?;
+        }
+        self.scan(out, Some(Duration::ZERO)).map(drop)
+    }
+
+    /// One `poll(2)` over every registration; returns how many were ready.
+    fn scan(&mut self, out: &mut Vec<Ready>, timeout: Option<Duration>) -> io::Result<usize> {
+        let ready = self.fds.poll(sys::timeout_ms(timeout))?;
+        self.fds.collect(ready, out, |_| {});
+        Ok(ready)
+    }
+
+    fn switch_to_poll(&mut self) -> io::Result<()> {
+        for fd in self.fds.fds() {
+            ignore_closed(sys::set_async(fd, false))?;
+        }
+        self.flush()?;
+        self.polling = true;
+        self.calm = 0;
+        self.counters.switches += 1;
+        Ok(())
+    }
+
+    fn switch_to_signals(&mut self, out: &mut Vec<Ready>) -> io::Result<()> {
+        for fd in self.fds.fds() {
+            ignore_closed(sys::set_async(fd, true))?;
+        }
+        self.polling = false;
+        self.counters.switches += 1;
+        self.scan(out, Some(Duration::ZERO)).map(drop)
+    }
+
+    /// Quirk e: the queue now runs on another thread.
+    fn follow_thread(&mut self, out: &mut Vec<Ready>) -> io::Result<()> {
+        let now = sys::gettid();
+        if now == self.tid.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.tid.store(now, Ordering::Release);
+        sys::block_signals(&self.sigset())?;
+        for fd in self.fds.fds() {
+            ignore_closed(sys::set_signal_owner(fd, self.signo, now))?;
+        }
+        self.recover(out)
+    }
+
+    fn wait_signals(
+        &mut self,
+        out: &mut Vec<Ready>,
+        max: usize,
+        timeout: Option<Duration>,
+    ) -> io::Result<()> {
+        let set = self.sigset();
+        let Some(first) = sys::sigtimedwait(&set, timeout)? else { return Ok(()) };
+        self.take(first, out)?;
+        let mut n = 1;
+        while n < max && !self.polling {
+            let Some(si) = sys::sigtimedwait(&set, Some(Duration::ZERO))? else { break };
+            self.take(si, out)?;
+            n += 1;
+        }
+        if self.hybrid.enabled && !self.polling && n >= self.hybrid.to_poll {
+            self.switch_to_poll()?;
+        }
+        Ok(())
+    }
+
+    fn wait_polling(&mut self, out: &mut Vec<Ready>, timeout: Option<Duration>) -> io::Result<()> {
+        let ready = self.scan(out, timeout)?;
+        self.calm = if ready < self.hybrid.to_signals { self.calm + 1 } else { 0 };
+        if self.calm >= self.hybrid.calm_waits {
+            self.switch_to_signals(out)?;
+        }
+        Ok(())
+    }
+}
+
+/// A descriptor closed behind the queue's back is not this backend's error.
+fn ignore_closed(r: io::Result<()>) -> io::Result<()> {
+    match r {
+        Err(e) if e.raw_os_error() == Some(libc::EBADF) => Ok(()),
+        r => r,
+    }
+}
+
+impl Poller for Rtsig {
+    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {
+        if untoken(token).1 == 0 {
+            self.internal.set(fd, token, interest);
+            return Ok(());
+        }
+        sys::set_signal_owner(fd, self.signo, self.tid.load(Ordering::Acquire))?;
+        sys::set_async(fd, !self.polling)?;
+        self.fds.set(fd, token, interest);
+        Ok(())
+    }
+
+    fn delete(&mut self, fd: RawFd, _token: u64) -> io::Result<()> {
+        if self.internal.remove(fd).is_some() || self.fds.remove(fd).is_none() {
+            return Ok(());
+        }
+        ignore_closed(sys::set_async(fd, false))?;
+        // Quirk d: drain what is queued; the revoked descriptor's signals find no token.
+        let set = self.sigset();
+        let mut stash = std::mem::take(&mut self.stash);
+        while let Some(si) = sys::sigtimedwait(&set, Some(Duration::ZERO))? {
+            self.take(si, &mut stash)?;
+        }
+        self.stash = stash;
+        Ok(())
+    }
+
+    fn wait(&mut self, out: &mut Vec<Ready>, max: usize, timeout: Option<Duration>) -> io::Result<()> {
+        let before = out.len();
+        self.follow_thread(out)?;
+        out.append(&mut self.stash);
+        if OVERFLOW_EPOCH.get() != self.epoch_seen {
+            self.recover(out)?;
+        }
+        if self.internal.len() > 0 {
+            let ready = self.internal.poll(0)?;
+            self.internal.collect(ready, out, |_| {});
+        }
+        if out.len() > before {
+            return Ok(());
+        }
+        let timeout = match (self.internal.len(), timeout) {
+            (0, t) => t,
+            (_, None) => Some(INTERNAL_SLICE),
+            (_, Some(t)) => Some(t.min(INTERNAL_SLICE)),
+        };
+        if self.polling {
+            self.wait_polling(out, timeout)
+        } else {
+            self.wait_signals(out, max, timeout)
+        }
+    }
+
+    fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    fn wake_signal(&self) -> Option<WakeSignal> {
+        Some(WakeSignal { tid: Arc::clone(&self.tid), signo: self.signo })
+    }
+}
+
+impl Drop for Rtsig {
+    fn drop(&mut self) {
+        for fd in self.fds.fds() {
+            let _ = sys::set_async(fd, false);
+        }
+        let _ = self.flush();
+        *RESERVED.lock().unwrap_or_else(|e| e.into_inner()) &= !(1 << self.signo);
+    }
+}
