@@ -66,7 +66,7 @@ pub mod timer;
 mod waker;
 
 pub use accept::{Accepted, Acceptor};
-pub use backend::{Backend, ParseBackendError};
+pub use backend::{Backend, GoochPolicy, Hybrid, ParseBackendError};
 pub use event::{Event, Interest, State};
 pub use group::{Delivery, Group};
 pub use queue::{Builder, Queue, Stats};

@@ -2,7 +2,7 @@
 //! hints with one pending element per registration, and the descriptor-order scan used when
 //! the FIFO overflows.
 
-use crate::backend::{Backend, Poller, Ready};
+use crate::backend::{Backend, Config, GoochPolicy, Hybrid, Poller, Ready};
 use crate::group::GroupLink;
 use crate::{sys, Event, Interest, State, Waker};
 use std::collections::VecDeque;
@@ -93,13 +93,13 @@ struct Entry {
 pub struct Builder {
     backend: Backend,
     capacity: usize,
-    uring_entries: Option<u32>,
+    config: Config,
 }
 
 impl Builder {
     /// A builder for a queue on `backend`.
     pub fn new(backend: Backend) -> Builder {
-        Builder { backend, capacity: usize::MAX, uring_entries: None }
+        Builder { backend, capacity: usize::MAX, config: Config::default() }
     }
 
     /// Bounds the FIFO to `n` pending events (at least 1). Coalescing already bounds it by
@@ -114,7 +114,20 @@ impl Builder {
     /// that tests can make it overflow. Ignored by other backends.
     #[doc(hidden)]
     pub fn uring_entries(mut self, n: u32) -> Builder {
-        self.uring_entries = Some(n);
+        self.config.uring_cq = Some(n);
+        self
+    }
+
+    /// The thresholds of the `rtsig` backend's hybrid signal/polling mode (ignored by
+    /// other backends). See [`Hybrid`].
+    pub fn rtsig_hybrid(mut self, hybrid: Hybrid) -> Builder {
+        self.config.hybrid = hybrid;
+        self
+    }
+
+    /// The migration policy of the `gooch` backend (ignored by other backends).
+    pub fn gooch_policy(mut self, policy: GoochPolicy) -> Builder {
+        self.config.gooch = policy;
         self
     }
 
@@ -124,7 +137,7 @@ impl Builder {
     /// The backend's set-up failure (`EMFILE` for the epoll or io_uring instance, say).
     /// An io_uring refused by the kernel is not an error: the queue falls back to epoll.
     pub fn build(self) -> io::Result<Queue> {
-        let (backend, poller) = self.backend.open(self.uring_entries)?;
+        let (backend, poller) = self.backend.open(&self.config)?;
         Ok(Queue {
             backend,
             poller,
@@ -211,6 +224,36 @@ impl Queue {
     /// above 1024 on `select`); `EBADF` if `fd` is not open; other OS errors from the
     /// backend (`ENOMEM`, `ENOSPC` for the epoll watch limit) with their errno.
     pub fn declare_interest(&mut self, fd: RawFd, interest: Interest) -> io::Result<State> {
+        match self.register(fd, interest)? {
+            None => Ok(State::empty()),
+            Some(gen) => self.state_or_undo(fd, gen),
+        }
+    }
+
+    /// [`Queue::declare_interest`] without the returned state: the paper's call with a NULL
+    /// `statemask`. Readiness that predates the call arrives as an event instead, so nothing
+    /// is lost. On the epoll backends this is one `epoll_ctl`, on `uring` one SQE, on `poll`,
+    /// `select` and `gooch` no system call at all, where `declare_interest` adds a `poll(2)`
+    /// to read the state. (`rtsig` reads the state anyway: a signal is raised for arrivals,
+    /// never for a state, so the state is turned into the event.)
+    ///
+    /// # Errors
+    /// As for `declare_interest`, except that a descriptor that is not open is reported
+    /// either at once (`EBADF`: epoll, rtsig) or as one `ERR` event at the next wait, after
+    /// which the backend forgets it (uring, poll, select, gooch).
+    pub fn declare(&mut self, fd: RawFd, interest: Interest) -> io::Result<()> {
+        let Some(gen) = self.register(fd, interest)? else { return Ok(()) };
+        if !self.poller.reports_existing() {
+            let state = self.state_or_undo(fd, gen)?;
+            if !state.is_empty() {
+                self.push(token(fd, gen), state);
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets or revokes the registration; returns its generation unless it was a revoke.
+    fn register(&mut self, fd: RawFd, interest: Interest) -> io::Result<Option<u32>> {
         if fd < 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("negative descriptor {fd}")));
         }
@@ -221,7 +264,7 @@ impl Queue {
                 self.revoke_slot(i);
                 self.poller.delete(fd, token(fd, gen))?;
             }
-            return Ok(State::empty());
+            return Ok(None);
         }
         if i >= self.slots.len() {
             self.slots.resize(i + 1, Slot::default());
@@ -238,14 +281,16 @@ impl Queue {
         if fresh {
             self.registered += 1;
         }
-        match sys::current_state(fd) {
-            Ok(state) => Ok(state),
-            Err(e) => {
-                self.revoke_slot(i);
-                self.poller.delete(fd, token(fd, gen))?;
-                Err(e)
-            }
-        }
+        Ok(Some(gen))
+    }
+
+    /// The descriptor's current state; a descriptor that is not open is unregistered again.
+    fn state_or_undo(&mut self, fd: RawFd, gen: u32) -> io::Result<State> {
+        sys::current_state(fd).or_else(|e| {
+            self.revoke_slot(fd as usize);
+            self.poller.delete(fd, token(fd, gen))?;
+            Err(e)
+        })
     }
 
     /// Revokes interest in `fd` and closes it, in that order (so io_uring's poll is

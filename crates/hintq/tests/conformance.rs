@@ -103,6 +103,31 @@ fn readiness_never_lost(b: Backend) {
     }
 }
 
+/// `declare` (no state returned, the paper's NULL statemask): readiness that predates it
+/// arrives as an event; a closed descriptor is refused.
+fn declare_without_state(b: Backend) {
+    let mut q = queue(b);
+    let (a, mut peer) = pair();
+    peer.write_all(b"early").unwrap();
+    q.declare(a.as_raw_fd(), Interest::READ).unwrap();
+    let s = wait_for(&mut q, a.as_raw_fd(), MS(2000)).expect("readiness before declare must become an event");
+    assert!(s.contains(State::READ));
+    // A descriptor that is not open: an error now, or one ERR event at the next wait.
+    match q.declare(1999, Interest::READ) {
+        Err(e) => assert!(e.raw_os_error() == Some(libc::EBADF) || e.kind() == io::ErrorKind::InvalidInput),
+        Ok(()) => {
+            let s = wait_for(&mut q, 1999, MS(1000)).expect("a bad descriptor must be reported");
+            assert!(s.contains(State::ERR), "{s:?}");
+            let t = Instant::now();
+            let again = collect(&mut q, 8, MS(200));
+            assert!(
+                again.iter().all(|e| e.fd() != 1999) && t.elapsed() < MS(5000),
+                "reported once: {again:?}"
+            );
+        }
+    }
+}
+
 /// Data arriving between accept and declare_interest: in the state, or as an event.
 fn statemask_race(b: Backend) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -758,7 +783,7 @@ macro_rules! suite {
         $(
             mod $name {
                 cases!($backend;
-                    readiness_never_lost, statemask_race, coalescing, fifo_order,
+                    readiness_never_lost, declare_without_state, statemask_race, coalescing, fifo_order,
                     arrival_not_descriptor_order, stale_after_revoke_and_reuse, stale_within_batch,
                     overflow_scan_fairness, timeouts_and_waker, eintr_storm, hangup_and_error,
                     dup_then_close, closed_without_revoke, high_descriptor, spurious_readiness,

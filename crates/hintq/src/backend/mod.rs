@@ -15,6 +15,8 @@ use std::time::Duration;
 
 pub(crate) mod epoll;
 pub(crate) mod gooch;
+pub use gooch::GoochPolicy;
+pub use rtsig::Hybrid;
 mod poll;
 mod pollset;
 pub(crate) mod rtsig;
@@ -69,6 +71,12 @@ pub(crate) trait Poller: Send {
         None
     }
 
+    /// True if readiness that predates `set` is reported by the next wait. False only for
+    /// `rtsig`: a signal is raised for an arrival, never for a state.
+    fn reports_existing(&self) -> bool {
+        true
+    }
+
     /// Events may have been lost inside the backend (io_uring CQ overflow with `EBADR`):
     /// returns and clears the flag; the queue answers with a full rescan.
     fn take_lost(&mut self) -> bool {
@@ -85,6 +93,15 @@ pub(crate) struct Counters {
     pub switches: u64,
     /// Descriptors moved between the active and inactive sets (gooch).
     pub migrations: u64,
+}
+
+/// Per-backend settings a [`crate::Builder`] passes down.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Config {
+    /// io_uring completion ring size (`None`: the backend's default).
+    pub uring_cq: Option<u32>,
+    pub hybrid: Hybrid,
+    pub gooch: GoochPolicy,
 }
 
 /// Where a signal-based backend wants its wake-ups: a thread id (kept current when the
@@ -208,20 +225,20 @@ impl Backend {
 
     /// Builds the backend, falling back to epoll (with one warning) when io_uring is refused.
     /// `uring_cq` sizes io_uring's completion ring (`None`: the default).
-    pub(crate) fn open(self, uring_cq: Option<u32>) -> io::Result<(Backend, Box<dyn Poller>)> {
+    pub(crate) fn open(self, config: &Config) -> io::Result<(Backend, Box<dyn Poller>)> {
         if let Err(why) = self.probe() {
             warn_once_fallback(&why);
-            return Backend::Epoll.open(None);
+            return Backend::Epoll.open(config);
         }
         let p: Box<dyn Poller> = match self {
-            Backend::Uring => Box::new(uring::Uring::new(uring_cq)?),
+            Backend::Uring => Box::new(uring::Uring::new(config.uring_cq)?),
             Backend::Epoll => Box::new(epoll::Epoll::new(epoll::Mode::Level)?),
             Backend::EpollEt => Box::new(epoll::Epoll::new(epoll::Mode::Edge)?),
             Backend::EpollOneshot => Box::new(epoll::Epoll::new(epoll::Mode::Oneshot)?),
             Backend::Poll => Box::<poll::Poll>::default(),
             Backend::Select => Box::new(select::Select::new()),
-            Backend::Rtsig => Box::new(rtsig::Rtsig::new(rtsig::Hybrid::default())?),
-            Backend::Gooch => Box::new(gooch::Gooch::new(gooch::GoochPolicy::default())),
+            Backend::Rtsig => Box::new(rtsig::Rtsig::new(config.hybrid)?),
+            Backend::Gooch => Box::new(gooch::Gooch::new(config.gooch)),
         };
         Ok((self, p))
     }

@@ -25,7 +25,8 @@
 //!    queue on that thread recovers when it sees the epoch move.
 //! d. Signals queued before a revoke stay queued (Provos & Lever §2: "must be processed
 //!    and/or ignored"). A revoke turns `O_ASYNC` off and then drains this queue's pending
-//!    signals, keeping the others: a stale signal can never reach a new owner of the number.
+//!    signals, keeping the others; declaring a number drains them too (the old file may
+//!    have been closed without a revoke). A stale signal never reaches a new owner.
 //! e. `F_SETOWN_EX` names one thread. A queue moved to another thread re-owns every
 //!    descriptor, blocks the signals there, and recovers (signals already pending on the old
 //!    thread are flushed and replaced by a scan).
@@ -155,6 +156,18 @@ impl Rtsig {
         Ok(())
     }
 
+    /// Takes every queued signal into the stash; those of descriptors no longer in the
+    /// table find no token and are dropped (quirk d).
+    fn drain(&mut self) -> io::Result<()> {
+        let set = self.sigset();
+        let mut stash = std::mem::take(&mut self.stash);
+        while let Some(si) = sys::sigtimedwait(&set, Some(Duration::ZERO))? {
+            self.take(si, &mut stash)?;
+        }
+        self.stash = stash;
+        Ok(())
+    }
+
     /// Discards every queued signal of ours, and a pending SIGIO.
     fn flush(&mut self) -> io::Result<()> {
         sys::set_disposition(self.signo, Disposition::Ignore)?;
@@ -263,6 +276,11 @@ impl Poller for Rtsig {
         }
         sys::set_signal_owner(fd, self.signo, self.tid.load(Ordering::Acquire))?;
         sys::set_async(fd, !self.polling)?;
+        // Signals queued for this number may belong to a file closed behind the queue's
+        // back (quirk d): drop them. The queue reads the state right after (quirk g), so a
+        // live readiness among them is not lost.
+        self.fds.remove(fd);
+        self.drain()?;
         self.fds.set(fd, token, interest);
         Ok(())
     }
@@ -272,14 +290,7 @@ impl Poller for Rtsig {
             return Ok(());
         }
         ignore_closed(sys::set_async(fd, false))?;
-        // Quirk d: drain what is queued; the revoked descriptor's signals find no token.
-        let set = self.sigset();
-        let mut stash = std::mem::take(&mut self.stash);
-        while let Some(si) = sys::sigtimedwait(&set, Some(Duration::ZERO))? {
-            self.take(si, &mut stash)?;
-        }
-        self.stash = stash;
-        Ok(())
+        self.drain()
     }
 
     fn wait(&mut self, out: &mut Vec<Ready>, max: usize, timeout: Option<Duration>) -> io::Result<()> {
@@ -310,6 +321,10 @@ impl Poller for Rtsig {
 
     fn counters(&self) -> Counters {
         self.counters
+    }
+
+    fn reports_existing(&self) -> bool {
+        false
     }
 
     fn wake_signal(&self) -> Option<WakeSignal> {
