@@ -1,0 +1,235 @@
+//! The rtsig backend's own rows: RELIABILITY E9 (signal-queue overflow and poll recovery),
+//! E10 (queued signals of a closed or reused descriptor), the hybrid switch of Provos &
+//! Lever, and the per-thread ownership the paper describes.
+
+use hintq::{Backend, Builder, Event, Hybrid, Interest, Queue, State};
+use std::collections::HashMap;
+use std::io::Write;
+use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+fn pair() -> (UnixStream, UnixStream) {
+    let (a, b) = UnixStream::pair().unwrap();
+    a.set_nonblocking(true).unwrap();
+    b.set_nonblocking(true).unwrap();
+    (a, b)
+}
+
+fn drain(fd: RawFd) -> usize {
+    let mut buf = [0u8; 4096];
+    let mut total = 0;
+    loop {
+        // SAFETY (test): reads into a live buffer.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            return total;
+        }
+        total += n as usize;
+    }
+}
+
+fn hybrid_off() -> Hybrid {
+    Hybrid { enabled: false, ..Hybrid::default() }
+}
+
+/// Every event within `limit`, draining each descriptor as it is reported.
+fn serve(q: &mut Queue, limit: Duration) -> HashMap<RawFd, usize> {
+    let mut seen = HashMap::new();
+    let mut evs = [Event::default(); 64];
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        let n = q.get_next_event(&mut evs, Some(MS(50))).unwrap();
+        if n == 0 {
+            break;
+        }
+        for e in &evs[..n] {
+            drain(e.fd());
+            *seen.entry(e.fd()).or_default() += 1;
+        }
+    }
+    seen
+}
+
+/// Runs `body` in a fresh process with RLIMIT_SIGPENDING lowered to `limit` (the limit
+/// applies to the receiving thread, so the rest of the test binary is not touched).
+fn with_sigpending(name: &str, limit: u64, body: impl FnOnce()) {
+    if std::env::var_os("HINTQ_TEST_CHILD").is_some() {
+        let r = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+        // SAFETY (test, own process): lowers a limit of this process only.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_SIGPENDING, &r) }, 0);
+        body();
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--test-threads=1", "--nocapture"])
+        .env("HINTQ_TEST_CHILD", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && text.contains("1 passed"), "child run of {name} failed:\n{text}");
+}
+
+/// E9: 200 descriptors ready at once against a signal queue of 4: the kernel falls back to
+/// SIGIO, the queue flushes and scans, every descriptor is reported exactly once, and
+/// signal mode resumes afterwards.
+#[test]
+fn e9_overflow_recovers_every_fd_exactly_once() {
+    with_sigpending("e9_overflow_recovers_every_fd_exactly_once", 4, || {
+        let mut q = Builder::new(Backend::Rtsig).rtsig_hybrid(hybrid_off()).build().unwrap();
+        let pairs: Vec<_> = (0..200).map(|_| pair()).collect();
+        for (a, _) in &pairs {
+            assert!(!q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap().contains(State::READ));
+        }
+        for (_, p) in &pairs {
+            (&*p).write_all(b"x").unwrap();
+        }
+        let seen = serve(&mut q, MS(3000));
+        assert!(q.stats().recoveries >= 1, "the queue must have overflowed: {:?}", q.stats());
+        for (a, _) in &pairs {
+            assert_eq!(seen.get(&a.as_raw_fd()), Some(&1), "fd {} not reported exactly once", a.as_raw_fd());
+        }
+        // Back in signal mode: one more arrival is reported, without another recovery.
+        let before = q.stats().recoveries;
+        (&pairs[7].1).write_all(b"y").unwrap();
+        let again = serve(&mut q, MS(2000));
+        assert_eq!(again.get(&pairs[7].0.as_raw_fd()), Some(&1));
+        assert_eq!(q.stats().recoveries, before);
+        assert_eq!(q.stats().switches, 0, "hybrid is off");
+    });
+}
+
+/// E9 with the hybrid on: the overflow switches to polling, calm switches back.
+#[test]
+fn e9_overflow_switches_hybrid_to_polling_and_back() {
+    with_sigpending("e9_overflow_switches_hybrid_to_polling_and_back", 4, || {
+        let hybrid = Hybrid { enabled: true, to_poll: 1_000, to_signals: 4, calm_waits: 3 };
+        let mut q = Builder::new(Backend::Rtsig).rtsig_hybrid(hybrid).build().unwrap();
+        let pairs: Vec<_> = (0..100).map(|_| pair()).collect();
+        for (a, _) in &pairs {
+            q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+        }
+        for (_, p) in &pairs {
+            (&*p).write_all(b"x").unwrap();
+        }
+        let seen = serve(&mut q, MS(3000));
+        assert_eq!(seen.len(), 100, "every descriptor reported");
+        // Quiet waits: calm, back to signals.
+        let mut evs = [Event::default(); 4];
+        for _ in 0..5 {
+            q.get_next_event(&mut evs, Some(MS(10))).unwrap();
+        }
+        let s = q.stats();
+        assert!(s.recoveries >= 1 && s.switches >= 2, "to polling and back: {s:?}");
+        (&pairs[3].1).write_all(b"y").unwrap();
+        assert_eq!(serve(&mut q, MS(2000)).get(&pairs[3].0.as_raw_fd()), Some(&1));
+    });
+}
+
+/// The hybrid switches on load alone (many signals in one wait), without an overflow.
+#[test]
+fn hybrid_switches_on_load_without_overflow() {
+    let hybrid = Hybrid { enabled: true, to_poll: 16, to_signals: 2, calm_waits: 2 };
+    let mut q = Builder::new(Backend::Rtsig).rtsig_hybrid(hybrid).build().unwrap();
+    let pairs: Vec<_> = (0..40).map(|_| pair()).collect();
+    for (a, _) in &pairs {
+        q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    }
+    for round in 0..3 {
+        for (_, p) in &pairs {
+            (&*p).write_all(b"x").unwrap();
+        }
+        let seen = serve(&mut q, MS(3000));
+        assert_eq!(seen.len(), 40, "round {round}: every descriptor reported in either mode");
+    }
+    let mut evs = [Event::default(); 4];
+    for _ in 0..3 {
+        q.get_next_event(&mut evs, Some(MS(10))).unwrap(); // quiet: calm
+    }
+    let s = q.stats();
+    assert_eq!(s.recoveries, 0, "{s:?}");
+    assert!(s.switches >= 2, "load must switch to polling and calm back: {s:?}");
+}
+
+/// E10: a signal queued for a descriptor that is then closed (through the queue, or behind
+/// its back) is never delivered to the new owner of the number.
+#[test]
+fn e10_queued_signal_of_closed_fd_is_discarded() {
+    for revoke_first in [true, false] {
+        let mut q = Builder::new(Backend::Rtsig).rtsig_hybrid(hybrid_off()).build().unwrap();
+        let (old, mut peer) = pair();
+        q.declare_interest(old.as_raw_fd(), Interest::READ).unwrap();
+        peer.write_all(b"stale").unwrap(); // queues a signal for the old file
+        let num = old.into_raw_fd();
+        if revoke_first {
+            q.declare_interest(num, Interest::empty()).unwrap();
+        }
+        let (fresh, _p2) = pair();
+        // SAFETY (test): `num` is ours; dup2 closes the old file and reuses the number.
+        assert_eq!(unsafe { libc::dup2(fresh.as_raw_fd(), num) }, num);
+        let state = q.declare_interest(num, Interest::READ).unwrap();
+        assert!(!state.contains(State::READ), "the new file has nothing to read");
+        let seen = serve(&mut q, MS(300));
+        assert_eq!(
+            seen.get(&num),
+            None,
+            "revoke_first={revoke_first}: stale signal delivered to the new owner"
+        );
+        q.close(num).unwrap();
+    }
+}
+
+/// Two rtsig queues on one thread each get their own descriptors' events (one RT signal
+/// number per queue), and a waker wakes only its own queue.
+#[test]
+fn two_queues_on_one_thread_do_not_steal_signals() {
+    let mut q1 = Queue::new(Backend::Rtsig).unwrap();
+    let mut q2 = Queue::new(Backend::Rtsig).unwrap();
+    let (a1, mut p1) = pair();
+    let (a2, mut p2) = pair();
+    q1.declare_interest(a1.as_raw_fd(), Interest::READ).unwrap();
+    q2.declare_interest(a2.as_raw_fd(), Interest::READ).unwrap();
+    p2.write_all(b"2").unwrap();
+    p1.write_all(b"1").unwrap();
+    let s1 = serve(&mut q1, MS(1000));
+    let s2 = serve(&mut q2, MS(1000));
+    assert_eq!(s1.keys().copied().collect::<Vec<_>>(), [a1.as_raw_fd()]);
+    assert_eq!(s2.keys().copied().collect::<Vec<_>>(), [a2.as_raw_fd()]);
+    q1.waker().unwrap().wake().unwrap();
+    let mut evs = [Event::default(); 4];
+    let t = Instant::now();
+    assert_eq!(q2.get_next_event(&mut evs, Some(MS(100))).unwrap(), 0);
+    assert!(t.elapsed() >= MS(100), "q1's wake-up must not end q2's wait");
+    assert_eq!(q1.get_next_event(&mut evs, Some(MS(1000))).unwrap(), 0);
+    assert!(t.elapsed() < MS(1000), "q1 is woken");
+}
+
+/// A queue moved to another thread re-owns its descriptors there (F_SETOWN_EX names a
+/// thread) and loses nothing.
+#[test]
+fn queue_moved_to_another_thread_keeps_delivering() {
+    let mut q = Builder::new(Backend::Rtsig).rtsig_hybrid(hybrid_off()).build().unwrap();
+    let (a, mut p) = pair();
+    q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    p.write_all(b"before").unwrap(); // pending on the creating thread
+    let fd = a.as_raw_fd();
+    let (seen, mut q, mut p) = std::thread::spawn(move || {
+        let seen = serve(&mut q, MS(2000));
+        (seen, q, p)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(seen.get(&fd), Some(&1), "the arrival before the move is recovered");
+    let fd2 = fd;
+    let handle = std::thread::spawn(move || {
+        let w = q.waker().unwrap();
+        p.write_all(b"after").unwrap();
+        let seen = serve(&mut q, MS(2000));
+        w.wake().unwrap();
+        seen
+    });
+    assert_eq!(handle.join().unwrap().get(&fd2), Some(&1), "arrivals on the new thread are signalled there");
+    drop(a);
+}
