@@ -316,6 +316,19 @@ pub(crate) fn set_signal_owner(fd: RawFd, signo: libc::c_int, tid: libc::pid_t) 
     cvt(unsafe { libc::fcntl(fd, F_SETOWN_EX, &owner as *const FOwnerEx) }).map(drop)
 }
 
+/// True if `fd`'s file raises `signo` at thread `tid`: the registration that set it up is
+/// still the one behind this number (it was not closed and the number reused by another).
+pub(crate) fn signals_to(fd: RawFd, signo: libc::c_int, tid: libc::pid_t) -> io::Result<bool> {
+    const F_GETSIG: libc::c_int = 11;
+    const F_GETOWN_EX: libc::c_int = 16;
+    // SAFETY: fcntl with integer arguments.
+    let sig = cvt(unsafe { libc::fcntl(fd, F_GETSIG) })?;
+    let mut owner = FOwnerEx { kind: -1, pid: 0 };
+    // SAFETY: `owner` is a live f_owner_ex the kernel writes.
+    cvt(unsafe { libc::fcntl(fd, F_GETOWN_EX, &mut owner as *mut FOwnerEx) })?;
+    Ok(sig == signo && owner.kind == F_OWNER_TID && owner.pid == tid)
+}
+
 /// Turns signal-driven I/O (`O_ASYNC`) on or off for `fd`; on also sets `O_NONBLOCK`.
 pub(crate) fn set_async(fd: RawFd, on: bool) -> io::Result<()> {
     // SAFETY: fcntl with integer arguments.

@@ -233,3 +233,24 @@ fn queue_moved_to_another_thread_keeps_delivering() {
     assert_eq!(handle.join().unwrap().get(&fd2), Some(&1), "arrivals on the new thread are signalled there");
     drop(a);
 }
+
+/// Regression: a queue dropped (or revoking) after one of its descriptors was closed behind
+/// its back must not switch off signals of the file that reused the number (found as a
+/// flaky `eintr_storm` when another test's queue was dropped meanwhile).
+#[test]
+fn dropping_a_queue_leaves_a_reused_number_alone() {
+    let mut stale = Queue::new(Backend::Rtsig).unwrap();
+    let (old, _old_peer) = pair();
+    let num = old.into_raw_fd();
+    stale.declare_interest(num, Interest::READ).unwrap();
+    let mut live = Builder::new(Backend::Rtsig).rtsig_hybrid(hybrid_off()).build().unwrap();
+    let (fresh, mut peer) = pair();
+    // SAFETY (test): `num` is ours; dup2 closes the old file behind `stale`'s back.
+    assert_eq!(unsafe { libc::dup2(fresh.as_raw_fd(), num) }, num);
+    live.declare_interest(num, Interest::READ).unwrap();
+    stale.declare_interest(num, Interest::empty()).unwrap();
+    drop(stale);
+    peer.write_all(b"mine").unwrap();
+    assert_eq!(serve(&mut live, MS(2000)).get(&num), Some(&1), "the live queue lost its signals");
+    live.close(num).unwrap();
+}

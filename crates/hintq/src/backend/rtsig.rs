@@ -36,7 +36,11 @@
 //!    `POLL_*` code; 6.18 reports `SI_USER` for `tgkill`, not `SI_TKILL`), and a group's epoll sets are polled between bounded waits of
 //!    at most [`INTERNAL_SLICE`]: a member of a [`crate::Group`] on rtsig sees group
 //!    readiness up to 5 ms late.
-//! g. A descriptor that was already ready when interest was declared raises no signal: the
+//! g. A descriptor closed without a revoke may have its number reused by another file,
+//!    perhaps another thread's. Before turning `O_ASYNC` off (revoke, switch to polling,
+//!    drop) or on, the backend checks with `F_GETSIG`/`F_GETOWN_EX` that the file still
+//!    signals this queue's number to this queue's thread, and leaves it alone otherwise.
+//! h. A descriptor that was already ready when interest was declared raises no signal: the
 //!    state returned by `declare_interest` covers it, as the contract says.
 //!
 //! Hybrid mode ([`Hybrid`]): when one wait collects at least `to_poll` signals (the signal
@@ -196,9 +200,7 @@ impl Rtsig {
     }
 
     fn switch_to_poll(&mut self) -> io::Result<()> {
-        for fd in self.fds.fds() {
-            ignore_closed(sys::set_async(fd, false))?;
-        }
+        self.toggle_all(false)?;
         self.flush()?;
         self.polling = true;
         self.calm = 0;
@@ -207,12 +209,15 @@ impl Rtsig {
     }
 
     fn switch_to_signals(&mut self, out: &mut Vec<Ready>) -> io::Result<()> {
-        for fd in self.fds.fds() {
-            ignore_closed(sys::set_async(fd, true))?;
-        }
+        self.toggle_all(true)?;
         self.polling = false;
         self.counters.switches += 1;
         self.scan(out, Some(Duration::ZERO)).map(drop)
+    }
+
+    fn toggle_all(&self, on: bool) -> io::Result<()> {
+        let tid = self.tid.load(Ordering::Acquire);
+        self.fds.fds().into_iter().try_for_each(|fd| toggle_if_ours(fd, self.signo, tid, on))
     }
 
     /// Quirk e: the queue now runs on another thread.
@@ -221,10 +226,12 @@ impl Rtsig {
         if now == self.tid.load(Ordering::Acquire) {
             return Ok(());
         }
-        self.tid.store(now, Ordering::Release);
+        let old = self.tid.swap(now, Ordering::AcqRel);
         sys::block_signals(&self.sigset())?;
         for fd in self.fds.fds() {
-            ignore_closed(sys::set_signal_owner(fd, self.signo, now))?;
+            if sys::signals_to(fd, self.signo, old).unwrap_or(false) {
+                ignore_closed(sys::set_signal_owner(fd, self.signo, now))?;
+            }
         }
         self.recover(out)
     }
@@ -260,6 +267,16 @@ impl Rtsig {
     }
 }
 
+/// Turns `O_ASYNC` on or off for `fd` if its file is still ours (quirk g): a descriptor
+/// closed behind the queue's back whose number now belongs to someone else is left alone.
+fn toggle_if_ours(fd: RawFd, signo: libc::c_int, tid: libc::pid_t, on: bool) -> io::Result<()> {
+    match sys::signals_to(fd, signo, tid) {
+        Ok(true) => ignore_closed(sys::set_async(fd, on)),
+        Ok(false) => Ok(()),
+        Err(e) => ignore_closed(Err(e)),
+    }
+}
+
 /// A descriptor closed behind the queue's back is not this backend's error.
 fn ignore_closed(r: io::Result<()>) -> io::Result<()> {
     match r {
@@ -277,7 +294,7 @@ impl Poller for Rtsig {
         sys::set_signal_owner(fd, self.signo, self.tid.load(Ordering::Acquire))?;
         sys::set_async(fd, !self.polling)?;
         // Signals queued for this number may belong to a file closed behind the queue's
-        // back (quirk d): drop them. The queue reads the state right after (quirk g), so a
+        // back (quirk d): drop them. The queue reads the state right after (quirk h), so a
         // live readiness among them is not lost.
         self.fds.remove(fd);
         self.drain()?;
@@ -289,7 +306,7 @@ impl Poller for Rtsig {
         if self.internal.remove(fd).is_some() || self.fds.remove(fd).is_none() {
             return Ok(());
         }
-        ignore_closed(sys::set_async(fd, false))?;
+        toggle_if_ours(fd, self.signo, self.tid.load(Ordering::Acquire), false)?;
         self.drain()
     }
 
@@ -334,9 +351,7 @@ impl Poller for Rtsig {
 
 impl Drop for Rtsig {
     fn drop(&mut self) {
-        for fd in self.fds.fds() {
-            let _ = sys::set_async(fd, false);
-        }
+        let _ = self.toggle_all(false);
         let _ = self.flush();
         *RESERVED.lock().unwrap_or_else(|e| e.into_inner()) &= !(1 << self.signo);
     }
