@@ -52,7 +52,10 @@
 //! | `poll`, `select` | O(registered) per wait | O(1) user-space update |
 //!
 //! Threads: a [`Queue`] is `Send` but not `Sync`; it belongs to one thread at a time, as in
-//! the paper. [`Waker`] and [`Group`] are `Send + Sync`.
+//! the paper. [`Waker`] and [`Group`] are `Send + Sync`. For thread pools that take events
+//! in one thread and handle them in another (Leader/Followers, Half-Sync/Half-Async), a queue
+//! in hand-off mode leaves each delivered descriptor deactivated until a `Send + Sync`
+//! [`Rearm`] re-activates it from the handling thread: see [`shared`].
 
 #![warn(missing_docs)]
 
@@ -61,6 +64,7 @@ mod backend;
 mod event;
 mod group;
 mod queue;
+pub mod shared;
 mod sys;
 pub mod timer;
 mod waker;
@@ -70,5 +74,6 @@ pub use backend::{Backend, GoochPolicy, Hybrid, ParseBackendError};
 pub use event::{Event, Interest, State};
 pub use group::{Delivery, Group};
 pub use queue::{Builder, Queue, Stats};
+pub use shared::Rearm;
 pub use timer::Timers;
 pub use waker::Waker;

@@ -155,6 +155,7 @@ impl Builder {
             woken: false,
             internal: Vec::new(),
             group: None,
+            handoff: false,
             stats: Stats::default(),
         })
     }
@@ -185,6 +186,9 @@ pub struct Queue {
     /// Internal watches (waker, group sets): token and descriptor.
     internal: Vec<(u64, RawFd)>,
     pub(crate) group: Option<GroupLink>,
+    /// Hand-off mode ([`crate::shared`]): delivered registrations stay deactivated until a
+    /// [`crate::Rearm`] re-activates them.
+    handoff: bool,
     stats: Stats,
 }
 
@@ -485,13 +489,16 @@ impl Queue {
         let state = (e.state | std::mem::take(&mut slot.extra)).visible(slot.interest);
         if needs_rearm {
             slot.disarmed = true;
-            self.rearm.push((fd, gen));
         }
         if state.is_empty() {
             // Only bits the application no longer asks for (interest narrowed meanwhile).
+            if needs_rearm {
+                self.rearm.push((fd, gen));
+            }
             self.stats.stale += 1;
             return None;
         }
+        self.delivered_one(fd, gen);
         Some(Event { fd, state, gen })
     }
 
@@ -529,7 +536,8 @@ impl Queue {
                     r => break r.map(drop)?,
                 };
             }
-            for p in &self.scan_buf {
+            for i in 0..self.scan_buf.len() {
+                let p = self.scan_buf[i];
                 if n == out.len() {
                     break;
                 }
@@ -540,11 +548,10 @@ impl Queue {
                 if state.is_empty() {
                     continue;
                 }
-                if self.poller.needs_rearm() {
-                    slot.disarmed = true;
-                    self.rearm.push((p.fd, slot.gen));
-                }
-                out[n] = Event { fd: p.fd, state, gen: slot.gen };
+                let gen = slot.gen;
+                slot.disarmed = self.poller.needs_rearm();
+                self.delivered_one(p.fd, gen);
+                out[n] = Event { fd: p.fd, state, gen };
                 n += 1;
             }
         }
@@ -552,6 +559,24 @@ impl Queue {
         self.stats.scanned += n as u64;
         self.overflow = (remaining > 0).then_some(remaining);
         Ok(n)
+    }
+
+    /// A registration is being handed to the application: one-shot ones are re-armed at the
+    /// next call, or in hand-off mode deactivated until a [`crate::Rearm`] re-arms them.
+    fn delivered_one(&mut self, fd: RawFd, gen: u32) {
+        if self.handoff {
+            self.poller.deactivate(fd, token(fd, gen));
+        } else if self.poller.needs_rearm() {
+            self.rearm.push((fd, gen));
+        }
+    }
+
+    pub(crate) fn poller_handoff(&mut self) -> Option<crate::backend::Handoff> {
+        self.poller.handoff()
+    }
+
+    pub(crate) fn set_handoff(&mut self) {
+        self.handoff = true;
     }
 
     /// Re-arms one-shot registrations delivered by the previous call.

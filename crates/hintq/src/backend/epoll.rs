@@ -16,11 +16,16 @@
 //!    descriptor watched only for writing.
 //! e. `EPOLLONESHOT` disarms the registration after one report; the queue re-arms it
 //!    with `MOD`, which is exactly the re-activation cost Strebelow & Prehofer measure.
+//! f. Hand-off mode ([`crate::Rearm`]): `epoll_ctl` may be called from any thread while
+//!    another blocks in `epoll_wait` on the same set. Level-triggered mode deactivates a
+//!    delivered descriptor with `DEL` (a `MOD` to no events would still report `HUP` and
+//!    `ERR`, over and over) and re-activates it with `ADD`; one-shot needs only the `MOD`.
 
-use super::{Poller, Ready};
+use super::{Handoff, Poller, Ready};
 use crate::{sys, Interest};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The trigger mode.
@@ -32,14 +37,14 @@ pub(crate) enum Mode {
 }
 
 pub(crate) struct Epoll {
-    epfd: OwnedFd,
+    epfd: Arc<OwnedFd>,
     mode: Mode,
     buf: Vec<libc::epoll_event>,
 }
 
 impl Epoll {
     pub(crate) fn new(mode: Mode) -> io::Result<Epoll> {
-        Ok(Epoll { epfd: sys::epoll_create()?, mode, buf: Vec::new() })
+        Ok(Epoll { epfd: Arc::new(sys::epoll_create()?), mode, buf: Vec::new() })
     }
 
     fn flags(&self) -> u32 {
@@ -98,6 +103,24 @@ impl Poller for Epoll {
 
     fn needs_rearm(&self) -> bool {
         self.mode == Mode::Oneshot
+    }
+
+    fn handoff(&mut self) -> Option<Handoff> {
+        Some(match self.mode {
+            Mode::Edge => Handoff::Edge,
+            Mode::Level | Mode::Oneshot => Handoff::Epoll {
+                epfd: Arc::clone(&self.epfd),
+                flags: self.flags(),
+                add: self.mode == Mode::Level,
+            },
+        })
+    }
+
+    fn deactivate(&mut self, fd: RawFd, _token: u64) {
+        if self.mode == Mode::Level {
+            // Quirk f. A failure means the descriptor is gone, which deactivates it too.
+            let _ = remove(self.epfd.as_raw_fd(), fd);
+        }
     }
 
     fn wait(&mut self, out: &mut Vec<Ready>, max: usize, timeout: Option<Duration>) -> io::Result<()> {

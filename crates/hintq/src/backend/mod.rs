@@ -77,11 +77,33 @@ pub(crate) trait Poller: Send {
         true
     }
 
+    /// Hand-off mode ([`crate::Rearm`]): the thread-safe path that re-activates a delivered
+    /// registration. `None`: the backend cannot be re-armed from another thread.
+    fn handoff(&mut self) -> Option<Handoff> {
+        None
+    }
+
+    /// Hand-off mode: stops `fd` from being reported again until it is re-armed through the
+    /// [`Handoff`] path. Nothing to do for one-shot (the kernel disarmed it) and edge-native
+    /// backends (no new report without a new arrival).
+    fn deactivate(&mut self, _fd: RawFd, _token: u64) {}
+
     /// Events may have been lost inside the backend (io_uring CQ overflow with `EBADR`):
     /// returns and clears the flag; the queue answers with a full rescan.
     fn take_lost(&mut self) -> bool {
         false
     }
+}
+
+/// How a [`crate::Rearm`] re-activates a registration from any thread.
+#[derive(Clone)]
+pub(crate) enum Handoff {
+    /// `epoll_ctl` on the shared set: `MOD` (one-shot) or `ADD` (level, deactivated by `DEL`).
+    Epoll { epfd: std::sync::Arc<std::os::fd::OwnedFd>, flags: u32, add: bool },
+    /// Set the bits in the shared shadow sets, and wake a blocked `select`.
+    Select(std::sync::Arc<select::Shadow>),
+    /// Edge-native: a new arrival is a new report; nothing to re-activate.
+    Edge,
 }
 
 /// Counters a backend keeps about its own mechanics.

@@ -14,18 +14,47 @@
 //!    allows spurious events, and callers use non-blocking descriptors.
 //! d. Timeouts are in microseconds and the kernel rewrites the timeval: a fresh one is
 //!    built for every call.
+//! e. Hand-off mode ([`crate::Rearm`]): another thread re-activates a descriptor by setting
+//!    its bit in the shadow sets (the "bit flip" Strebelow & Prehofer describe). A `select`
+//!    already blocked works on its own copy and would not see the bit, so the shadow sets are
+//!    atomic words and a `waiting` flag tells the re-arming thread to wake the call.
 
-use super::{Poller, Ready};
+use super::{Handoff, Poller, Ready};
 use crate::sys::{self, FdSet, FD_SETSIZE};
 use crate::{Interest, State};
 use std::io;
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::Arc;
 use std::time::Duration;
 
+/// The INTERESTED sets as atomic words, shared with a [`crate::Rearm`] in hand-off mode.
+pub(crate) struct Shadow {
+    sets: [[AtomicU64; FD_SETSIZE / 64]; 3],
+    /// A `select` call is (about to be) blocked on a copy of the sets (quirk e).
+    pub(crate) waiting: AtomicBool,
+}
+
+impl Shadow {
+    /// Sets or clears `fd`'s bit in the read, write and except sets per `interest`.
+    pub(crate) fn put(&self, fd: usize, interest: Interest) {
+        let bit = 1u64 << (fd % 64);
+        for (set, want) in self.sets.iter().zip([Interest::READ, Interest::WRITE, Interest::EXCEPT]) {
+            if interest.contains(want) {
+                set[fd / 64].fetch_or(bit, SeqCst);
+            } else {
+                set[fd / 64].fetch_and(!bit, SeqCst);
+            }
+        }
+    }
+
+    fn copy(&self, i: usize) -> FdSet {
+        std::array::from_fn(|w| self.sets[i][w].load(SeqCst))
+    }
+}
+
 pub(crate) struct Select {
-    read: FdSet,
-    write: FdSet,
-    except: FdSet,
+    shadow: Arc<Shadow>,
     tokens: Vec<u64>,
     /// One past the highest watched descriptor.
     nfds: usize,
@@ -33,32 +62,20 @@ pub(crate) struct Select {
 
 impl Select {
     pub(crate) fn new() -> Select {
-        Select {
-            read: [0; FD_SETSIZE / 64],
-            write: [0; FD_SETSIZE / 64],
-            except: [0; FD_SETSIZE / 64],
-            tokens: vec![0; FD_SETSIZE],
-            nfds: 0,
-        }
-    }
-
-    fn put(set: &mut FdSet, fd: usize, on: bool) {
-        let bit = 1u64 << (fd % 64);
-        if on {
-            set[fd / 64] |= bit;
-        } else {
-            set[fd / 64] &= !bit;
-        }
+        let shadow = Shadow {
+            sets: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            waiting: AtomicBool::new(false),
+        };
+        Select { shadow: Arc::new(shadow), tokens: vec![0; FD_SETSIZE], nfds: 0 }
     }
 
     fn watched(&self, fd: usize) -> bool {
-        (self.read[fd / 64] | self.write[fd / 64] | self.except[fd / 64]) & (1u64 << (fd % 64)) != 0
+        let word = |i: usize| self.shadow.sets[i][fd / 64].load(SeqCst);
+        (word(0) | word(1) | word(2)) & (1u64 << (fd % 64)) != 0
     }
 
     fn clear(&mut self, fd: usize) {
-        for set in [&mut self.read, &mut self.write, &mut self.except] {
-            Self::put(set, fd, false);
-        }
+        self.shadow.put(fd, Interest::empty());
         while self.nfds > 0 && !self.watched(self.nfds - 1) {
             self.nfds -= 1;
         }
@@ -86,10 +103,8 @@ impl Poller for Select {
                 format!("descriptor {fd} is at or above FD_SETSIZE ({FD_SETSIZE}): the select backend cannot watch it"),
             ));
         }
-        Self::put(&mut self.read, i, interest.contains(Interest::READ));
-        Self::put(&mut self.write, i, interest.contains(Interest::WRITE));
-        Self::put(&mut self.except, i, interest.contains(Interest::EXCEPT));
         self.tokens[i] = token;
+        self.shadow.put(i, interest);
         if self.watched(i) {
             self.nfds = self.nfds.max(i + 1);
         }
@@ -103,9 +118,23 @@ impl Poller for Select {
         Ok(())
     }
 
+    fn handoff(&mut self) -> Option<Handoff> {
+        Some(Handoff::Select(Arc::clone(&self.shadow)))
+    }
+
+    fn deactivate(&mut self, fd: RawFd, _token: u64) {
+        // Not `clear`: `nfds` stays, so a re-arm from another thread needs no update of it.
+        self.shadow.put(fd as usize, Interest::empty());
+    }
+
     fn wait(&mut self, out: &mut Vec<Ready>, _max: usize, timeout: Option<Duration>) -> io::Result<()> {
-        let (mut r, mut w, mut e) = (self.read, self.write, self.except);
-        match sys::select(self.nfds, &mut r, &mut w, &mut e, timeout) {
+        // Quirk e: the flag is raised before the copy, so a bit set after the copy is seen
+        // by its setter as "waiting" and followed by a wake-up.
+        self.shadow.waiting.store(true, SeqCst);
+        let (mut r, mut w, mut e) = (self.shadow.copy(0), self.shadow.copy(1), self.shadow.copy(2));
+        let result = sys::select(self.nfds, &mut r, &mut w, &mut e, timeout);
+        self.shadow.waiting.store(false, SeqCst);
+        match result {
             Ok(0) => return Ok(()),
             Ok(_) => {}
             Err(err) if err.raw_os_error() == Some(libc::EBADF) => {

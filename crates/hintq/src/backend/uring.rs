@@ -53,7 +53,7 @@
 //! clear in every token (descriptors are non-negative and internal tokens are small), so it
 //! cannot collide, whereas the high bits hold generations and the group mark.
 
-use super::{Poller, Ready};
+use super::{Handoff, Poller, Ready};
 use crate::{sys, Interest, State};
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
 use std::collections::HashMap;
@@ -334,6 +334,12 @@ impl Poller for Uring {
         }
         out.append(&mut self.table.pending);
         Ok(())
+    }
+
+    fn handoff(&mut self) -> Option<Handoff> {
+        // Multishot completions after the first are edge-triggered (quirk list above), and a
+        // terminated poll is re-issued by `wait` itself: nothing to re-activate.
+        Some(Handoff::Edge)
     }
 
     fn take_lost(&mut self) -> bool {
