@@ -70,7 +70,11 @@ typedef struct event_descr_t {
  * the call returns. If statemask is not NULL, *statemask receives the state of fd (EVENT_*
  * bits, not limited to the interest) read after interest took effect, so data that arrived
  * before the call (say, between accept() and this call) is either in *statemask or
- * delivered by a later event. A revoke stores 0.
+ * delivered by a later event. A revoke stores 0. If statemask is NULL, readiness that
+ * predates the call is delivered as an event instead (and the call saves the state query:
+ * on epoll it is one epoll_ctl). With a NULL statemask, a descriptor that is not open may
+ * be reported as one EVENT_ERR event by the next get_next_event() instead of EBADF here
+ * (on the uring, poll, select and gooch backends, which learn of it only when they wait).
  *
  * Returns 0, or -1 with errno:
  *   EINVAL  interestmask has bits other than EVENT_READ|EVENT_WRITE|EVENT_EXCEPT, or the

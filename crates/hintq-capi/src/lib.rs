@@ -66,9 +66,13 @@ impl hq_queue {
         statemask: Option<&mut c_int>,
     ) -> io::Result<c_int> {
         let interest = u32::try_from(interestmask).ok().and_then(Interest::from_bits).ok_or_else(einval)?;
-        let state = self.queue.declare_interest(valid_fd(fd)?, interest)?;
-        if let Some(out) = statemask {
-            *out = state.bits() as c_int;
+        let fd = valid_fd(fd)?;
+        // The paper: the state is reported only "if the statemask argument is non-NULL".
+        // Without one, readiness that predates the call must arrive as an event instead,
+        // which is what `Queue::declare` guarantees (and it saves the state query).
+        match statemask {
+            Some(out) => *out = self.queue.declare_interest(fd, interest)?.bits() as c_int,
+            None => self.queue.declare(fd, interest)?,
         }
         Ok(0)
     }

@@ -27,9 +27,11 @@
 //!    and/or ignored"). A revoke turns `O_ASYNC` off and then drains this queue's pending
 //!    signals, keeping the others; declaring a number drains them too (the old file may
 //!    have been closed without a revoke). A stale signal never reaches a new owner.
-//! e. `F_SETOWN_EX` names one thread. A queue moved to another thread re-owns every
-//!    descriptor, blocks the signals there, and recovers (signals already pending on the old
-//!    thread are flushed and replaced by a scan).
+//! e. `F_SETOWN_EX` names one thread, and `F_SETSIG` one signal, per open file
+//!    description. A queue moved to another thread re-owns every descriptor, blocks the
+//!    signals there, and recovers (signals already pending on the old thread are flushed and
+//!    replaced by a scan). The same file declared on two rtsig queues signals only the queue
+//!    that declared it last: the mechanism has no per-thread interest of the paper's kind.
 //! f. An eventfd or epoll descriptor has no `fasync` support and never raises a signal.
 //!    The queue's [`crate::Waker`] therefore wakes this backend with `tgkill` (recognised by
 //!    `si_code <= 0`: a signal sent by a process, where I/O signals carry a positive
