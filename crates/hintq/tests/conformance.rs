@@ -5,18 +5,19 @@
 //! Helpers tolerate duplicate events (the contract allows them) but never lost ones. A
 //! backend this kernel lacks is skipped with a printed reason.
 
+mod common;
+
 use hintq::{Accepted, Acceptor, Backend, Builder, Delivery, Event, Group, Interest, Queue, State};
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
-use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-const MS: fn(u64) -> Duration = Duration::from_millis;
+use common::{drain, pair, MS};
 
 /// The backend if this kernel supports it; otherwise prints why the case is skipped.
 fn usable(b: Backend, case: &str) -> Option<Backend> {
@@ -29,31 +30,10 @@ fn usable(b: Backend, case: &str) -> Option<Backend> {
     }
 }
 
-fn pair() -> (UnixStream, UnixStream) {
-    let (a, b) = UnixStream::pair().unwrap();
-    a.set_nonblocking(true).unwrap();
-    b.set_nonblocking(true).unwrap();
-    (a, b)
-}
-
 fn queue(b: Backend) -> Queue {
     let q = Queue::new(b).unwrap();
     assert_eq!(q.backend(), b, "asked for {b}, got {}", q.backend());
     q
-}
-
-/// Reads until EAGAIN; returns the bytes read (0 at EOF too).
-fn drain(fd: RawFd) -> usize {
-    let mut buf = [0u8; 4096];
-    let mut total = 0;
-    loop {
-        // SAFETY (test): reads into a live buffer.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n <= 0 {
-            return total;
-        }
-        total += n as usize;
-    }
 }
 
 /// Collects events until `fd` shows up or `limit` passes; returns its state.
@@ -494,21 +474,9 @@ fn spurious_readiness(b: Backend) {
     assert!(wait_for(&mut q, a.as_raw_fd(), MS(2000)).is_some(), "the next arrival is still reported");
 }
 
-/// Runs `body` in a fresh process (re-executing this test binary for this one case), for
-/// cases that change process-wide state such as RLIMIT_NOFILE.
+/// Runs `body` in a fresh process, for cases that change process-wide state.
 fn in_child(b: Backend, case: &str, body: impl FnOnce()) {
-    if std::env::var_os("HINTQ_TEST_CHILD").is_some() {
-        body();
-        return;
-    }
-    let name = format!("{}::{case}", b.name().replace('-', "_"));
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([name.as_str(), "--exact", "--test-threads=1", "--nocapture"])
-        .env("HINTQ_TEST_CHILD", "1")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && text.contains("1 passed"), "child run of {name} failed:\n{text}");
+    common::in_child(&format!("{}::{case}", b.name().replace('-', "_")), &[], body);
 }
 
 /// Out of descriptors at accept: shed, no spinning, recover (E7).

@@ -2,26 +2,14 @@
 //! ones stay active, and a quiet descriptor that wakes up is still reported (within the
 //! documented interval while the process is busy).
 
+mod common;
+
 use hintq::{Backend, Builder, Event, GoochPolicy, Interest};
 use std::io::Write;
-use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::net::UnixStream;
-use std::time::{Duration, Instant};
+use std::os::fd::AsRawFd;
+use std::time::Instant;
 
-const MS: fn(u64) -> Duration = Duration::from_millis;
-
-fn pair() -> (UnixStream, UnixStream) {
-    let (a, b) = UnixStream::pair().unwrap();
-    a.set_nonblocking(true).unwrap();
-    b.set_nonblocking(true).unwrap();
-    (a, b)
-}
-
-fn drain(fd: RawFd) {
-    let mut buf = [0u8; 256];
-    // SAFETY (test): reads into a live buffer.
-    while unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
-}
+use common::{drain, pair, MS};
 
 #[test]
 fn quiet_descriptors_migrate_and_still_wake() {

@@ -2,34 +2,15 @@
 //! E10 (queued signals of a closed or reused descriptor), the hybrid switch of Provos &
 //! Lever, and the per-thread ownership the paper describes.
 
+mod common;
+
 use hintq::{Backend, Builder, Event, Hybrid, Interest, Queue, State};
 use std::collections::HashMap;
 use std::io::Write;
 use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
-use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
-const MS: fn(u64) -> Duration = Duration::from_millis;
-
-fn pair() -> (UnixStream, UnixStream) {
-    let (a, b) = UnixStream::pair().unwrap();
-    a.set_nonblocking(true).unwrap();
-    b.set_nonblocking(true).unwrap();
-    (a, b)
-}
-
-fn drain(fd: RawFd) -> usize {
-    let mut buf = [0u8; 4096];
-    let mut total = 0;
-    loop {
-        // SAFETY (test): reads into a live buffer.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n <= 0 {
-            return total;
-        }
-        total += n as usize;
-    }
-}
+use common::{drain, pair, MS};
 
 fn hybrid_off() -> Hybrid {
     Hybrid { enabled: false, ..Hybrid::default() }
@@ -56,20 +37,12 @@ fn serve(q: &mut Queue, limit: Duration) -> HashMap<RawFd, usize> {
 /// Runs `body` in a fresh process with RLIMIT_SIGPENDING lowered to `limit` (the limit
 /// applies to the receiving thread, so the rest of the test binary is not touched).
 fn with_sigpending(name: &str, limit: u64, body: impl FnOnce()) {
-    if std::env::var_os("HINTQ_TEST_CHILD").is_some() {
+    common::in_child(name, &[], || {
         let r = libc::rlimit { rlim_cur: limit, rlim_max: limit };
         // SAFETY (test, own process): lowers a limit of this process only.
         assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_SIGPENDING, &r) }, 0);
         body();
-        return;
-    }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([name, "--exact", "--test-threads=1", "--nocapture"])
-        .env("HINTQ_TEST_CHILD", "1")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && text.contains("1 passed"), "child run of {name} failed:\n{text}");
+    });
 }
 
 /// E9: 200 descriptors ready at once against a signal queue of 4: the kernel falls back to

@@ -5,13 +5,14 @@
 //! everywhere: it re-executes this test binary in a child process in which io_uring is
 //! refused (by a seccomp filter, or by `HINTQ_URING_DISABLE=1`).
 
+mod common;
+
 use hintq::{Backend, Builder, Event, Interest, Queue};
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
 use std::os::unix::net::UnixStream;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// How long a test waits for readiness that must come; generous, to survive a loaded machine.
@@ -45,12 +46,6 @@ fn pairs(n: usize) -> Vec<(UnixStream, UnixStream)> {
         .collect()
 }
 
-/// Reads `s` until it would block.
-fn drain(mut s: &UnixStream) {
-    let mut buf = [0u8; 256];
-    while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
-}
-
 /// Makes every pair's `a` end readable at once, then calls `get_next_event` with small
 /// batches until each `a` was reported, draining each as it is; returns the ones never seen.
 fn missing_after_burst(q: &mut Queue, pairs: &[(UnixStream, UnixStream)]) -> Vec<RawFd> {
@@ -65,7 +60,7 @@ fn missing_after_burst(q: &mut Queue, pairs: &[(UnixStream, UnixStream)]) -> Vec
         for ev in &events[..n] {
             assert!(ev.state().is_readable(), "{ev:?}");
             if let Some((a, _)) = pairs.iter().find(|(a, _)| a.as_raw_fd() == ev.fd()) {
-                drain(a);
+                common::drain(a.as_raw_fd());
                 missing.remove(&ev.fd());
             }
         }
@@ -194,26 +189,6 @@ fn e13_close_cancels_the_poll_and_old_events_never_return() {
     events[..n].iter().for_each(|ev| stale(&q, ev));
 }
 
-/// Environment variable telling a re-executed test binary that it is the E14 child.
-const CHILD: &str = "HINTQ_TEST_E14_CHILD";
-
-/// Runs test `name` alone in a child process with `CHILD` set (and `extra` variables) and
-/// returns its standard error, after checking that it passed.
-fn run_child(name: &str, extra: &[(&str, &str)]) -> String {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, "1")
-        .env_remove("HINTQ_URING_DISABLE")
-        .envs(extra.iter().copied())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "child failed: {}\n{stdout}\n{stderr}", out.status);
-    assert!(stdout.contains("1 passed"), "the child ran no test:\n{stdout}");
-    stderr
-}
-
 /// In the child: io_uring is refused, so asking for it gives a working epoll queue.
 fn fallback_works() {
     assert!(Backend::Uring.probe().is_err());
@@ -276,20 +251,20 @@ fn deny_io_uring_setup() {
 /// runs on epoll, works, and the fallback is reported once with its reason.
 #[test]
 fn e14_seccomp_refusal_falls_back_to_epoll() {
-    if std::env::var_os(CHILD).is_some() {
+    let parent = common::in_child("e14_seccomp_refusal_falls_back_to_epoll", &[], || {
         deny_io_uring_setup();
-        return fallback_works();
+        fallback_works();
+    });
+    if let Some(stderr) = parent {
+        fallback_warning(&stderr, "Operation not permitted");
     }
-    let stderr = run_child("e14_seccomp_refusal_falls_back_to_epoll", &[]);
-    fallback_warning(&stderr, "Operation not permitted");
 }
 
 /// E14 / H14: `HINTQ_URING_DISABLE=1` refuses io_uring the same way.
 #[test]
 fn e14_env_disable_falls_back_to_epoll() {
-    if std::env::var_os(CHILD).is_some() {
-        return fallback_works();
+    let env = [("HINTQ_URING_DISABLE", "1")];
+    if let Some(stderr) = common::in_child("e14_env_disable_falls_back_to_epoll", &env, fallback_works) {
+        fallback_warning(&stderr, "disabled by HINTQ_URING_DISABLE");
     }
-    let stderr = run_child("e14_env_disable_falls_back_to_epoll", &[("HINTQ_URING_DISABLE", "1")]);
-    fallback_warning(&stderr, "disabled by HINTQ_URING_DISABLE");
 }
