@@ -1,0 +1,279 @@
+//! What a run is asked to do: targets (loopback only), hot and cold connections, bounds.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// One target URL, resolved without a resolver: the host must be a loopback literal or
+/// `localhost` (127.0.0.1). This is a rule of the machines hintq is run on: load goes to
+/// loopback only.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Target {
+    /// The URL as given.
+    pub url: String,
+    /// Where to connect.
+    pub addr: SocketAddr,
+    /// The `Host` header value (`host[:port]` as written in the URL).
+    pub host: String,
+    /// The request target (path and query), `/` when the URL has none.
+    pub path: String,
+}
+
+impl FromStr for Target {
+    type Err = String;
+
+    /// Parses `http://HOST[:PORT][/PATH]`; `https` and non-loopback hosts are refused.
+    fn from_str(url: &str) -> Result<Target, String> {
+        let rest = url.strip_prefix("http://").ok_or_else(|| {
+            format!("{url}: only http:// URLs are supported (plain HTTP/1.1 to a loopback server)")
+        })?;
+        let (authority, path) = match rest.find(['/', '?']) {
+            Some(i) if rest[i..].starts_with('?') => (&rest[..i], format!("/{}", &rest[i..])),
+            Some(i) => (&rest[..i], rest[i..].to_string()),
+            None => (rest, "/".to_string()),
+        };
+        if authority.contains('@') {
+            return Err(format!("{url}: user information in URLs is not supported"));
+        }
+        let (host, port) = split_host_port(authority).ok_or_else(|| format!("{url}: bad host or port"))?;
+        let ip = match host {
+            h if h.eq_ignore_ascii_case("localhost") => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            h => h.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().map_err(|_| {
+                format!("{url}: host {h:?} is not an IP address or localhost (names are not resolved)")
+            })?,
+        };
+        if !ip.is_loopback() {
+            return Err(format!(
+                "{url}: refusing a non-loopback target {ip}: on this machine load may only go to \
+                 127.0.0.0/8, ::1 or localhost"
+            ));
+        }
+        Ok(Target {
+            url: url.to_string(),
+            addr: SocketAddr::new(ip, port),
+            host: authority.to_string(),
+            path,
+        })
+    }
+}
+
+fn split_host_port(authority: &str) -> Option<(&str, u16)> {
+    let (host, port) = if let Some(end) = authority.strip_prefix('[').and_then(|a| a.find(']')) {
+        let (h, p) = authority.split_at(end + 2);
+        (h, p.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    let port = match port {
+        Some(p) => p.parse().ok().filter(|&p| p != 0)?,
+        None => 80,
+    };
+    (!host.is_empty()).then_some((host, port))
+}
+
+/// What cold connections send after connecting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ColdMode {
+    /// Nothing: the load-adding client of Banga et al.
+    Idle,
+    /// The start of a request head without its end (`GET / HTTP/1.1\r\nHost: ...\r\n`):
+    /// a slow client that keeps the server's header parser waiting.
+    Partial,
+}
+
+/// How long a cold connection lives before it is closed and replaced by a fresh one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ColdLifetime {
+    /// Held for the whole run (re-opened only when the server closes it).
+    Forever,
+    /// Lognormal lifetimes with Banga Fig. 1's median 0.20 s and mean 2.07 s; see
+    /// [`crate::lifetime`].
+    HeavyTail,
+}
+
+macro_rules! kebab_enum_parse {
+    ($t:ty { $($s:literal => $v:expr),* $(,)? }) => {
+        impl FromStr for $t {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s { $($s => Ok($v),)* _ => Err(format!("expected one of: {}", [$($s),*].join(", "))) }
+            }
+        }
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let s = match self { $(v if *v == $v => $s,)* _ => unreachable!() };
+                f.write_str(s)
+            }
+        }
+    };
+}
+kebab_enum_parse!(ColdMode { "idle" => ColdMode::Idle, "partial" => ColdMode::Partial });
+kebab_enum_parse!(ColdLifetime { "forever" => ColdLifetime::Forever, "heavy-tail" => ColdLifetime::HeavyTail });
+
+/// Everything a run is asked to do. [`Config::validate`] checks it; the report repeats it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Config {
+    /// Targets; hot connection `i` uses target `i % len` (and so does cold connection `i`).
+    pub targets: Vec<Target>,
+    /// Hot connections, each with at most one request in flight.
+    pub connections: usize,
+    /// Open loop at this many requests per second in total; `None`: closed loop.
+    pub rate: Option<f64>,
+    /// Wall-clock bound of the hot phase.
+    pub duration: Duration,
+    /// Stop after this many requests were started (each ends as a success or an error).
+    pub requests: Option<u64>,
+    /// Cold connections held beside the hot load.
+    pub cold: usize,
+    /// What cold connections send.
+    pub cold_mode: ColdMode,
+    /// How long cold connections live.
+    pub cold_lifetime: ColdLifetime,
+    /// Worker threads per process.
+    pub threads: usize,
+    /// Worker processes; `None`: as many as the descriptor limit needs.
+    pub processes: Option<usize>,
+    /// Event backend name (`None`: `HINTQ_BACKEND` or the recommended one).
+    pub backend: Option<String>,
+    /// A request (or a connect) unanswered this long is a timeout error. In open loop the
+    /// clock starts at the request's intended send time.
+    pub timeout: Duration,
+    /// Close the connection after every response and open a new one (HTTP/1.0 style).
+    pub new_conn_per_request: bool,
+    /// Number of 127.0.0.x source addresses to spread over; `None`: as many as the ephemeral
+    /// port range needs for the busiest destination.
+    pub sources: Option<usize>,
+    /// Per-socket ephemeral port range (`IP_LOCAL_PORT_RANGE`, Linux 6.3+), inclusive.
+    /// `None`: the system's `ip_local_port_range`. Mainly for tests of port exhaustion.
+    pub port_range: Option<(u16, u16)>,
+    /// Show a progress bar (only drawn when stderr is a terminal).
+    pub progress: bool,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            targets: Vec::new(),
+            connections: 10,
+            rate: None,
+            duration: Duration::from_secs(10),
+            requests: None,
+            cold: 0,
+            cold_mode: ColdMode::Idle,
+            cold_lifetime: ColdLifetime::Forever,
+            threads: 1,
+            processes: None,
+            backend: None,
+            timeout: Duration::from_secs(5),
+            new_conn_per_request: false,
+            sources: None,
+            port_range: None,
+            progress: false,
+        }
+    }
+}
+
+impl Config {
+    /// Checks what can be checked without touching the system.
+    ///
+    /// # Errors
+    /// A message saying which setting is wrong and why.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.targets.is_empty() {
+            return Err("no target URL given".into());
+        }
+        if let Some(t) = self.targets.iter().find(|t| !t.addr.ip().is_loopback()) {
+            return Err(format!("{}: only loopback targets are allowed", t.url));
+        }
+        if self.connections == 0 && self.cold == 0 {
+            return Err("nothing to do: --connections 0 and --cold 0".into());
+        }
+        if self.duration.is_zero() || self.duration > Duration::from_secs(24 * 3600) {
+            return Err("--duration must be above 0 and at most 24h: every run is bounded".into());
+        }
+        if self.timeout.is_zero() {
+            return Err("--timeout must be above 0".into());
+        }
+        if let Some(r) = self.rate {
+            if !(r.is_finite() && r > 0.0) {
+                return Err("--rate must be a positive number of requests per second".into());
+            }
+            if self.connections == 0 {
+                return Err("--rate needs at least one hot connection (--connections)".into());
+            }
+        }
+        if self.threads == 0 || self.processes == Some(0) || self.sources == Some(0) {
+            return Err("--threads, --processes and --sources must be at least 1".into());
+        }
+        if let Some((lo, hi)) = self.port_range {
+            if lo == 0 || lo > hi {
+                return Err(format!("bad port range {lo}-{hi}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parses `10s`, `500ms`, `2m`, `1h`, `250us` or a bare number of seconds (`1.5`).
+///
+/// # Errors
+/// A message naming the accepted forms.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("bad duration {s:?}: expected e.g. 10s, 500ms, 2m"))?;
+    let scale = match unit {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" => 1e-6,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("bad duration unit in {s:?}: use us, ms, s, m or h")),
+    };
+    Duration::try_from_secs_f64(n * scale).map_err(|e| format!("bad duration {s:?}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_urls_parse_and_others_are_refused() {
+        let t: Target = "http://localhost:8080/a?b".parse().unwrap();
+        assert_eq!(
+            (t.addr, t.host.as_str(), t.path.as_str()),
+            ("127.0.0.1:8080".parse().unwrap(), "localhost:8080", "/a?b")
+        );
+        let t: Target = "http://[::1]:81".parse().unwrap();
+        assert_eq!((t.addr, t.path.as_str()), ("[::1]:81".parse().unwrap(), "/"));
+        let t: Target = "http://127.3.4.5?x".parse().unwrap();
+        assert_eq!((t.addr.port(), t.path.as_str()), (80, "/?x"));
+        for bad in [
+            "http://10.0.0.1/",
+            "http://example.com/",
+            "https://127.0.0.1/",
+            "http://127.0.0.1:0/",
+            "http://[::2]/",
+        ] {
+            assert!(bad.parse::<Target>().is_err(), "{bad}");
+        }
+        let e = "http://192.168.1.1:80/".parse::<Target>().unwrap_err();
+        assert!(e.contains("non-loopback"), "{e}");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("10 s").is_err() && parse_duration("x").is_err());
+    }
+}

@@ -1,0 +1,856 @@
+//! One worker thread: its own [`Queue`], its share of the hot and cold connections, its own
+//! counters and histograms. Nothing is shared with other workers but the progress atomics.
+//!
+//! Interest follows the DESIGN contract: a connecting socket is watched for `WRITE` (the
+//! connect's completion); a connected one for `READ` only, for its whole life. `WRITE` is
+//! added only while a request could not be written at once, so a closed-loop run makes no
+//! interest change per request.
+
+use crate::config::{ColdLifetime, ColdMode, Config};
+use crate::lifetime::Rng;
+use crate::plan::Plan;
+use crate::stats::{histogram, Cold, Errors, Hot, Pairs};
+use crate::sys::{self, Connect};
+use hdrhistogram::Histogram;
+use hintq::timer::Timers;
+use hintq::{Backend, Event, Interest, Queue, State};
+use hintq_http::{parse_response, BodyDecoder, HeadWriter, Limits, Side, Version};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// Pause before retrying a connect that failed (refused, no port, timed out).
+pub const RETRY_AFTER: Duration = Duration::from_millis(20);
+/// Events taken per `get_next_event` call.
+const BATCH: usize = 256;
+/// Bytes read per `read(2)`.
+const READ_SIZE: usize = 64 * 1024;
+const NONE: u32 = u32::MAX;
+
+/// Figures a worker publishes while it runs, for the progress bar.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Successful responses so far.
+    pub successes: AtomicU64,
+    /// Errors so far (hot and cold).
+    pub errors: AtomicU64,
+    /// Cold connections established now.
+    pub cold_held: AtomicU64,
+}
+
+/// What one worker (thread) measured.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct WorkerResult {
+    /// Hot counters.
+    pub hot: Hot,
+    /// Cold counters.
+    pub cold: Cold,
+    /// Latency of successful responses, µs.
+    pub latency: Pairs,
+    /// Time to establish hot connections, µs.
+    pub connect: Pairs,
+    /// Seconds of the hot phase.
+    pub hot_seconds: f64,
+    /// Seconds spent opening cold connections before the hot phase.
+    pub warmup_seconds: f64,
+    /// Backend the queue actually used.
+    pub backend: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    Hot(usize),
+    Cold(usize),
+}
+
+impl Slot {
+    fn encode(self) -> u32 {
+        match self {
+            Slot::Hot(i) => (i as u32) << 1,
+            Slot::Cold(i) => ((i as u32) << 1) | 1,
+        }
+    }
+    fn decode(v: u32) -> Slot {
+        if v & 1 == 0 {
+            Slot::Hot((v >> 1) as usize)
+        } else {
+            Slot::Cold((v >> 1) as usize)
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Down,
+    Connecting,
+    Up,
+}
+
+/// Where the parse of the current response stands.
+enum Resp {
+    Head,
+    Body { dec: BodyDecoder, status: u16, keep_alive: bool },
+}
+
+/// What a piece of input did to the response in progress.
+#[derive(Debug, PartialEq, Eq)]
+enum Feed {
+    NeedMore,
+    Complete { status: u16, keep_alive: bool, extra: bool },
+    Bad,
+    Unsolicited,
+}
+
+/// What ended a request or a connection.
+#[derive(Clone, Copy, Debug)]
+enum End {
+    Reset,
+    ClosedBeforeResponse,
+    Truncated,
+    Parse,
+    Timeout,
+}
+
+struct Conn {
+    /// Index among all hot (or all cold) connections of the run: picks target and source.
+    index: usize,
+    fd: RawFd,
+    gen: u32,
+    phase: Phase,
+    since: Instant,
+    /// The (intended) start time of the request in flight.
+    req: Option<Instant>,
+    written: usize,
+    want_write: bool,
+    got_any: bool,
+    /// Cold: established or failed once (the warm-up waits for every one).
+    settled: bool,
+    resp: Resp,
+    carry: Vec<u8>,
+}
+
+impl Conn {
+    fn new(index: usize, now: Instant) -> Conn {
+        Conn {
+            index,
+            fd: -1,
+            gen: 0,
+            phase: Phase::Down,
+            since: now,
+            req: None,
+            written: 0,
+            want_write: false,
+            got_any: false,
+            settled: false,
+            resp: Resp::Head,
+            carry: Vec::new(),
+        }
+    }
+}
+
+enum Timer {
+    Retry(Slot, u32),
+    Expire(usize, u32),
+}
+
+/// One worker's state.
+pub struct Worker<'a> {
+    cfg: &'a Config,
+    plan: &'a Plan,
+    progress: &'a Progress,
+    q: Queue,
+    limits: Limits,
+    requests: Vec<Vec<u8>>,
+    partial: Vec<Vec<u8>>,
+    hot: Vec<Conn>,
+    cold: Vec<Conn>,
+    by_fd: Vec<u32>,
+    idle: Vec<(usize, u32)>,
+    backlog: VecDeque<Instant>,
+    timers: Timers<Timer>,
+    rng: Rng,
+    quota: Option<u64>,
+    rate: Option<f64>,
+    sent_on_schedule: u64,
+    next_send: Option<Instant>,
+    t0: Instant,
+    deadline: Instant,
+    next_sweep: Instant,
+    in_flight: usize,
+    cold_held: u64,
+    cold_settled: usize,
+    stats_hot: Hot,
+    stats_cold: Cold,
+    latency: Histogram<u64>,
+    connect: Histogram<u64>,
+    scratch: Box<[u8]>,
+    again: Vec<(Slot, u32, State)>,
+}
+
+fn micros(d: Duration) -> u64 {
+    d.as_micros().clamp(1, u128::from(u64::MAX)) as u64
+}
+
+fn share(total: u64, w: usize, workers: usize) -> u64 {
+    total / workers as u64 + u64::from((w as u64) < total % workers as u64)
+}
+
+impl<'a> Worker<'a> {
+    /// Worker `w` of `plan.workers()`: hot and cold connections `i` with `i % workers == w`,
+    /// its share of `--rate` and `--requests`.
+    ///
+    /// # Errors
+    /// Creating the queue.
+    pub fn new(cfg: &'a Config, plan: &'a Plan, w: usize, progress: &'a Progress) -> io::Result<Worker<'a>> {
+        let backend = match &cfg.backend {
+            Some(name) => name
+                .parse::<Backend>()
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?,
+            None => Backend::from_env()?,
+        };
+        let workers = plan.workers();
+        let now = Instant::now();
+        let mine = |n: usize| (w..n).step_by(workers).map(|i| Conn::new(i, now)).collect::<Vec<_>>();
+        let requests =
+            cfg.targets.iter().map(|t| request_bytes(&t.host, &t.path, cfg.new_conn_per_request)).collect();
+        let partial = cfg.targets.iter().map(|t| {
+            let mut full = request_bytes(&t.host, &t.path, false);
+            full.truncate(full.len() - 2);
+            full
+        });
+        let cold = mine(cfg.cold);
+        let stats_cold = Cold { target: cold.len() as u64, ..Cold::default() };
+        Ok(Worker {
+            cfg,
+            plan,
+            progress,
+            q: Queue::new(backend)?,
+            limits: Limits::default(),
+            requests,
+            partial: partial.collect(),
+            hot: mine(cfg.connections),
+            cold,
+            by_fd: Vec::new(),
+            idle: Vec::new(),
+            backlog: VecDeque::new(),
+            timers: Timers::new(),
+            rng: Rng::new(0x5EED ^ ((w as u64) << 32) ^ u64::from(std::process::id())),
+            quota: cfg.requests.map(|n| share(n, w, workers)),
+            rate: cfg.rate.map(|r| r / workers as f64),
+            sent_on_schedule: 0,
+            next_send: None,
+            t0: now,
+            deadline: now,
+            next_sweep: now,
+            in_flight: 0,
+            cold_held: 0,
+            cold_settled: 0,
+            stats_hot: Hot::default(),
+            stats_cold,
+            latency: histogram(),
+            connect: histogram(),
+            scratch: vec![0; READ_SIZE].into_boxed_slice(),
+            again: Vec::new(),
+        })
+    }
+
+    /// Opens the cold connections, waits (at most `--timeout`) until each is established
+    /// or has failed once, meets the other workers at `start`, then drives the hot load
+    /// until `--duration` passes or `--requests` are done.
+    ///
+    /// # Errors
+    /// A failure of the queue itself (not of a connection: those are counted).
+    pub fn run(mut self, start: &Barrier) -> io::Result<WorkerResult> {
+        let begin = Instant::now();
+        for i in 0..self.cold.len() {
+            self.open(Slot::Cold(i), begin)?;
+        }
+        self.deadline = begin + self.cfg.timeout;
+        self.next_sweep = self.deadline;
+        while self.cold_settled < self.cold.len() && Instant::now() < self.deadline {
+            self.turn()?;
+        }
+        let warmup = begin.elapsed();
+        start.wait();
+        self.t0 = Instant::now();
+        self.deadline = self.t0 + self.cfg.duration;
+        self.next_sweep = self.t0;
+        if self.rate.is_some() && !self.hot.is_empty() {
+            self.next_send = Some(self.t0);
+        }
+        for i in 0..self.hot.len() {
+            self.open(Slot::Hot(i), self.t0)?;
+        }
+        loop {
+            let now = Instant::now();
+            if now >= self.deadline || self.done() {
+                break;
+            }
+            self.schedule(now)?;
+            if now >= self.next_sweep {
+                self.sweep(now)?;
+            }
+            self.turn()?;
+        }
+        Ok(self.finish(warmup))
+    }
+
+    fn done(&self) -> bool {
+        self.quota == Some(0) && self.in_flight == 0 && self.backlog.is_empty()
+    }
+
+    fn finish(mut self, warmup: Duration) -> WorkerResult {
+        let hot_seconds = self.t0.elapsed().as_secs_f64();
+        self.stats_hot.unfinished = (self.in_flight + self.backlog.len()) as u64;
+        self.stats_cold.held_at_end = self.cold_held;
+        for slot in (0..self.hot.len()).map(Slot::Hot).chain((0..self.cold.len()).map(Slot::Cold)) {
+            self.close(slot);
+        }
+        WorkerResult {
+            hot: self.stats_hot,
+            cold: self.stats_cold,
+            latency: Pairs::of(&self.latency),
+            connect: Pairs::of(&self.connect),
+            hot_seconds,
+            warmup_seconds: warmup.as_secs_f64(),
+            backend: self.q.backend().name().to_string(),
+        }
+    }
+
+    /// One wait for events and their handling, then due timers and progress.
+    fn turn(&mut self) -> io::Result<()> {
+        let now = Instant::now();
+        let mut limit = self.deadline.min(self.next_sweep.max(now));
+        if let Some(at) = self.next_send {
+            limit = limit.min(at);
+        }
+        let timeout = self.timers.timeout(now, Some(limit.saturating_duration_since(now)));
+        let mut events = [Event::default(); BATCH];
+        let n = self.q.get_next_event(&mut events, timeout)?;
+        for ev in &events[..n] {
+            if !self.q.is_current(ev) {
+                continue;
+            }
+            if let Some(&v) = self.by_fd.get(ev.fd() as usize).filter(|&&v| v != NONE) {
+                self.dispatch(Slot::decode(v), ev.state())?;
+            }
+        }
+        while let Some((slot, gen, state)) = self.again.pop() {
+            if self.conn(slot).gen == gen {
+                self.dispatch(slot, state)?;
+            }
+        }
+        let now = Instant::now();
+        while let Some((_, t)) = self.timers.pop_expired(now) {
+            match t {
+                Timer::Retry(slot, gen) if self.conn(slot).gen == gen => self.open(slot, now)?,
+                Timer::Expire(i, gen) if self.cold[i].gen == gen => {
+                    self.stats_cold.expired += 1;
+                    self.reopen(Slot::Cold(i), now)?;
+                }
+                _ => {}
+            }
+        }
+        self.publish();
+        Ok(())
+    }
+
+    fn publish(&self) {
+        let p = self.progress;
+        p.successes.store(self.stats_hot.successes, Ordering::Relaxed);
+        p.errors.store(self.stats_hot.errors.total() + self.stats_cold.errors.total(), Ordering::Relaxed);
+        p.cold_held.store(self.cold_held, Ordering::Relaxed);
+    }
+
+    fn conn(&mut self, slot: Slot) -> &mut Conn {
+        match slot {
+            Slot::Hot(i) => &mut self.hot[i],
+            Slot::Cold(i) => &mut self.cold[i],
+        }
+    }
+
+    fn dispatch(&mut self, slot: Slot, state: State) -> io::Result<()> {
+        let c = self.conn(slot);
+        let (phase, gen) = (c.phase, c.gen);
+        match (phase, slot) {
+            (Phase::Connecting, _) if state.intersects(State::WRITE | State::ERR | State::HUP) => {
+                self.connected(slot)
+            }
+            (Phase::Up, Slot::Hot(i)) => {
+                if state.is_readable() {
+                    self.hot_read(i)?;
+                }
+                let c = &self.hot[i];
+                if c.gen == gen && c.want_write && state.is_writable() {
+                    self.hot_write(i)?;
+                }
+                Ok(())
+            }
+            (Phase::Up, Slot::Cold(i)) if state.is_readable() => self.cold_read(i),
+            _ => Ok(()),
+        }
+    }
+
+    /// Starts a connection. Failures are counted and retried after [`RETRY_AFTER`].
+    fn open(&mut self, slot: Slot, now: Instant) -> io::Result<()> {
+        let index = self.conn(slot).index;
+        let to = self.cfg.targets[index % self.cfg.targets.len()].addr;
+        let from = self.plan.source(to, index);
+        let c = self.conn(slot);
+        c.gen = c.gen.wrapping_add(1);
+        c.since = now;
+        match sys::connect(to, from, self.cfg.port_range) {
+            Ok((fd, how)) => {
+                let c = self.conn(slot);
+                c.fd = fd;
+                c.phase = Phase::Connecting;
+                let i = fd as usize;
+                if self.by_fd.len() <= i {
+                    self.by_fd.resize(i + 1, NONE);
+                }
+                self.by_fd[i] = slot.encode();
+                match how {
+                    Connect::Done => self.connected(slot),
+                    Connect::InProgress => self.declare(slot, Interest::WRITE),
+                }
+            }
+            Err(e) => {
+                self.connect_failed(slot, &e);
+                Ok(())
+            }
+        }
+    }
+
+    fn errors(&mut self, slot: Slot) -> &mut Errors {
+        match slot {
+            Slot::Hot(_) => &mut self.stats_hot.errors,
+            Slot::Cold(_) => &mut self.stats_cold.errors,
+        }
+    }
+
+    fn connect_failed(&mut self, slot: Slot, e: &io::Error) {
+        self.errors(slot).count_connect(e);
+        self.settle(slot);
+        let gen = self.conn(slot).gen;
+        self.timers.insert(Instant::now() + RETRY_AFTER, Timer::Retry(slot, gen));
+    }
+
+    /// Cold connections count as settled (for the warm-up) once established or failed.
+    fn settle(&mut self, slot: Slot) {
+        if let Slot::Cold(i) = slot {
+            let c = &mut self.cold[i];
+            if !c.settled {
+                c.settled = true;
+                self.cold_settled += 1;
+            }
+        }
+    }
+
+    /// Declares interest and queues the returned state for handling (no readiness is lost
+    /// between a connect or a write and the declaration).
+    fn declare(&mut self, slot: Slot, interest: Interest) -> io::Result<()> {
+        let c = self.conn(slot);
+        let (fd, gen) = (c.fd, c.gen);
+        let state = self.q.declare_interest(fd, interest)?;
+        if !state.is_empty() {
+            self.again.push((slot, gen, state));
+        }
+        Ok(())
+    }
+
+    /// The connect finished: check `SO_ERROR`, then start using the connection.
+    fn connected(&mut self, slot: Slot) -> io::Result<()> {
+        let fd = self.conn(slot).fd;
+        if let Err(e) = sys::take_error(fd) {
+            self.close(slot);
+            self.connect_failed(slot, &e);
+            return Ok(());
+        }
+        let now = Instant::now();
+        let c = self.conn(slot);
+        c.phase = Phase::Up;
+        let since = c.since;
+        self.declare(slot, Interest::READ)?;
+        self.settle(slot);
+        match slot {
+            Slot::Hot(i) => {
+                self.stats_hot.connects += 1;
+                self.connect.saturating_record(micros(now - since));
+                self.hot_ready(i, now)
+            }
+            Slot::Cold(i) => self.cold_up(i, now),
+        }
+    }
+
+    fn cold_up(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        self.stats_cold.opened += 1;
+        self.cold_held += 1;
+        self.stats_cold.peak_held = self.stats_cold.peak_held.max(self.cold_held);
+        let c = &self.cold[i];
+        if self.cfg.cold_mode == ColdMode::Partial {
+            let head = &self.partial[c.index % self.partial.len()];
+            // A partial head is far below any socket buffer; a short write only shortens it.
+            let _ = sys::write(c.fd, head);
+        }
+        if self.cfg.cold_lifetime == ColdLifetime::HeavyTail {
+            let life = self.rng.banga_lifetime();
+            self.timers.insert(now + life, Timer::Expire(i, c.gen));
+        }
+        Ok(())
+    }
+
+    /// Cold connections read only to notice the server closing them.
+    fn cold_read(&mut self, i: usize) -> io::Result<()> {
+        loop {
+            match sys::read(self.cold[i].fd, &mut self.scratch) {
+                Ok(READ_SIZE) => continue,
+                Ok(n) if n > 0 => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                _ => {
+                    self.stats_cold.closed_by_server += 1;
+                    return self.reopen(Slot::Cold(i), Instant::now());
+                }
+            }
+        }
+    }
+
+    fn close(&mut self, slot: Slot) {
+        let c = self.conn(slot);
+        let (fd, phase, busy) = (c.fd, c.phase, c.req.is_some());
+        c.gen = c.gen.wrapping_add(1);
+        c.phase = Phase::Down;
+        c.fd = -1;
+        c.req = None;
+        c.want_write = false;
+        c.resp = Resp::Head;
+        c.carry.clear();
+        if fd < 0 {
+            return;
+        }
+        if busy {
+            self.in_flight -= 1;
+        }
+        if phase == Phase::Up && matches!(slot, Slot::Cold(_)) {
+            self.cold_held -= 1;
+        }
+        self.by_fd[fd as usize] = NONE;
+        let _ = self.q.close(fd);
+    }
+
+    fn reopen(&mut self, slot: Slot, now: Instant) -> io::Result<()> {
+        self.close(slot);
+        self.open(slot, now)
+    }
+
+    /// A hot connection is up with nothing in flight: give it the next request.
+    fn hot_ready(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        if self.rate.is_some() {
+            match self.backlog.pop_front() {
+                Some(at) => self.send(i, at),
+                None => {
+                    self.idle.push((i, self.hot[i].gen));
+                    Ok(())
+                }
+            }
+        } else if self.take_request() {
+            self.send(i, now)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn take_request(&mut self) -> bool {
+        match &mut self.quota {
+            Some(0) => return false,
+            Some(n) => *n -= 1,
+            None => {}
+        }
+        self.stats_hot.started += 1;
+        true
+    }
+
+    fn send(&mut self, i: usize, intended: Instant) -> io::Result<()> {
+        let c = &mut self.hot[i];
+        c.req = Some(intended);
+        c.written = 0;
+        c.got_any = false;
+        self.in_flight += 1;
+        self.hot_write(i)
+    }
+
+    fn hot_write(&mut self, i: usize) -> io::Result<()> {
+        let c = &mut self.hot[i];
+        let req = &self.requests[c.index % self.requests.len()];
+        while c.written < req.len() {
+            match sys::write(c.fd, &req[c.written..]) {
+                Ok(n) => c.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if !c.want_write {
+                        c.want_write = true;
+                        return self.declare(Slot::Hot(i), Interest::READ | Interest::WRITE);
+                    }
+                    return Ok(());
+                }
+                Err(_) => return self.hot_end(i, End::Reset),
+            }
+        }
+        if c.want_write {
+            c.want_write = false;
+            return self.declare(Slot::Hot(i), Interest::READ);
+        }
+        Ok(())
+    }
+
+    fn hot_read(&mut self, i: usize) -> io::Result<()> {
+        let gen = self.hot[i].gen;
+        loop {
+            match sys::read(self.hot[i].fd, &mut self.scratch) {
+                Ok(0) => return self.hot_eof(i),
+                Ok(n) => {
+                    let feed = feed(&mut self.hot[i], &self.scratch[..n], &self.limits);
+                    self.hot_fed(i, feed)?;
+                    if n < READ_SIZE || self.hot[i].gen != gen {
+                        return Ok(());
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(_) => return self.hot_end(i, End::Reset),
+            }
+        }
+    }
+
+    fn hot_fed(&mut self, i: usize, feed: Feed) -> io::Result<()> {
+        match feed {
+            Feed::NeedMore => Ok(()),
+            Feed::Bad => self.hot_end(i, End::Parse),
+            Feed::Unsolicited => {
+                self.stats_hot.errors.unsolicited += 1;
+                self.reopen(Slot::Hot(i), Instant::now())
+            }
+            Feed::Complete { status, keep_alive, extra } => {
+                let now = Instant::now();
+                let c = &mut self.hot[i];
+                let intended = c.req.take().expect("a response completes a request in flight");
+                self.in_flight -= 1;
+                if status < 400 {
+                    self.stats_hot.successes += 1;
+                    self.latency.saturating_record(micros(now.saturating_duration_since(intended)));
+                } else {
+                    self.stats_hot.errors.status += 1;
+                }
+                if extra {
+                    self.stats_hot.errors.unsolicited += 1;
+                    self.reopen(Slot::Hot(i), now)
+                } else if !keep_alive {
+                    self.stats_hot.connection_close += 1;
+                    self.reopen(Slot::Hot(i), now)
+                } else if self.cfg.new_conn_per_request {
+                    self.reopen(Slot::Hot(i), now)
+                } else {
+                    self.hot_ready(i, now)
+                }
+            }
+        }
+    }
+
+    fn hot_eof(&mut self, i: usize) -> io::Result<()> {
+        let c = &mut self.hot[i];
+        if c.req.is_none() {
+            self.stats_hot.closed_idle += 1;
+            return self.reopen(Slot::Hot(i), Instant::now());
+        }
+        if let Resp::Body { dec, status, .. } = &mut c.resp {
+            if dec.finish().is_ok() {
+                let f = Feed::Complete { status: *status, keep_alive: false, extra: false };
+                return self.hot_fed(i, f);
+            }
+        }
+        let end = if c.got_any { End::Truncated } else { End::ClosedBeforeResponse };
+        self.hot_end(i, end)
+    }
+
+    /// A request failed (or, with none in flight, the server dropped an idle connection):
+    /// count it and re-open the connection at once.
+    fn hot_end(&mut self, i: usize, end: End) -> io::Result<()> {
+        if self.hot[i].req.is_none() {
+            self.stats_hot.closed_idle += 1;
+        } else {
+            let e = &mut self.stats_hot.errors;
+            match end {
+                End::Reset => e.reset += 1,
+                End::ClosedBeforeResponse => e.closed_before_response += 1,
+                End::Truncated => e.truncated += 1,
+                End::Parse => e.parse += 1,
+                End::Timeout => e.timeout += 1,
+            }
+        }
+        self.reopen(Slot::Hot(i), Instant::now())
+    }
+
+    /// Open loop: requests due by now join the backlog; idle connections take them.
+    fn schedule(&mut self, now: Instant) -> io::Result<()> {
+        let Some(rate) = self.rate else { return Ok(()) };
+        while let Some(at) = self.next_send.filter(|&at| at <= now) {
+            if !self.take_request() {
+                self.next_send = None;
+                break;
+            }
+            self.backlog.push_back(at);
+            self.sent_on_schedule += 1;
+            let next = self.t0 + Duration::from_secs_f64(self.sent_on_schedule as f64 / rate);
+            self.next_send = (next < self.deadline).then_some(next);
+        }
+        while !self.backlog.is_empty() {
+            let Some((i, gen)) = self.idle.pop() else { break };
+            let c = &self.hot[i];
+            if c.gen == gen && c.phase == Phase::Up && c.req.is_none() {
+                let at = self.backlog.pop_front().expect("not empty");
+                self.send(i, at)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Timeouts: connects and requests older than `--timeout` (requests from their intended
+    /// send time, including those still waiting in the open-loop backlog).
+    fn sweep(&mut self, now: Instant) -> io::Result<()> {
+        let timeout = self.cfg.timeout;
+        self.next_sweep = now + (timeout / 8).clamp(Duration::from_millis(1), Duration::from_millis(100));
+        while self.backlog.front().is_some_and(|&at| now.saturating_duration_since(at) >= timeout) {
+            self.backlog.pop_front();
+            self.stats_hot.errors.timeout += 1;
+        }
+        for slot in (0..self.hot.len()).map(Slot::Hot).chain((0..self.cold.len()).map(Slot::Cold)) {
+            let c = self.conn(slot);
+            let late = |t: Instant| now.saturating_duration_since(t) >= timeout;
+            if c.phase == Phase::Connecting && late(c.since) {
+                self.errors(slot).connect_timeout += 1;
+                self.close(slot);
+                self.settle(slot);
+                self.open(slot, now)?;
+            } else if c.req.is_some_and(late) {
+                if let Slot::Hot(i) = slot {
+                    self.hot_end(i, End::Timeout)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The request every hot connection sends to a target (and, without its final CRLF, what
+/// a partial cold connection sends).
+fn request_bytes(host: &str, path: &str, close: bool) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut w = HeadWriter::request(&mut buf, "GET", path, Version::Http11);
+    w.header("Host", host.as_bytes()).header("User-Agent", b"hintq-load");
+    if close {
+        w.connection_close();
+    }
+    w.finish();
+    buf
+}
+
+/// Hands `input` to the response in progress on `c`; keeps an incomplete head in `c.carry`.
+fn feed(c: &mut Conn, input: &[u8], limits: &Limits) -> Feed {
+    if c.req.is_none() {
+        return Feed::Unsolicited;
+    }
+    c.got_any = true;
+    let mut carry = std::mem::take(&mut c.carry);
+    let from_carry = !carry.is_empty();
+    if from_carry {
+        carry.extend_from_slice(input);
+    }
+    let data = if from_carry { &carry[..] } else { input };
+    let (feed, keep_from) = step(&mut c.resp, data, limits);
+    if from_carry {
+        carry.drain(..keep_from);
+    } else {
+        carry.extend_from_slice(&input[keep_from..]);
+    }
+    c.carry = carry;
+    feed
+}
+
+/// Parses heads (skipping 1xx) and decodes the body. Returns what happened and from where
+/// the input must be kept for the next call (the start of an incomplete head).
+fn step(resp: &mut Resp, data: &[u8], limits: &Limits) -> (Feed, usize) {
+    let mut pos = 0;
+    loop {
+        match resp {
+            Resp::Head => match parse_response(&data[pos..], limits, false) {
+                Err(_) => return (Feed::Bad, data.len()),
+                Ok(None) => return (Feed::NeedMore, pos),
+                Ok(Some(h)) => {
+                    pos += h.head_len;
+                    if !h.is_informational() {
+                        let dec = BodyDecoder::new(h.framing, Side::Response, limits);
+                        *resp = Resp::Body { dec, status: h.status, keep_alive: h.keep_alive };
+                    }
+                }
+            },
+            Resp::Body { dec, status, keep_alive } => {
+                if dec.is_done() {
+                    let f =
+                        Feed::Complete { status: *status, keep_alive: *keep_alive, extra: pos < data.len() };
+                    *resp = Resp::Head;
+                    return (f, data.len());
+                }
+                if pos == data.len() {
+                    return (Feed::NeedMore, data.len());
+                }
+                match dec.decode(&data[pos..]) {
+                    Err(_) => return (Feed::Bad, data.len()),
+                    Ok(d) if d.consumed == 0 && !d.done => return (Feed::NeedMore, data.len()),
+                    Ok(d) => pos += d.consumed,
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn() -> Conn {
+        let mut c = Conn::new(0, Instant::now());
+        c.req = Some(Instant::now());
+        c
+    }
+
+    fn feed_all(c: &mut Conn, parts: &[&[u8]]) -> Vec<Feed> {
+        parts.iter().map(|p| feed(c, p, &Limits::default())).collect()
+    }
+
+    #[test]
+    fn byte_by_byte_content_length_and_chunked() {
+        for resp in [
+            &b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"[..],
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        ] {
+            let mut c = conn();
+            let parts: Vec<&[u8]> = resp.chunks(1).collect();
+            let got = feed_all(&mut c, &parts);
+            let (last, rest) = got.split_last().unwrap();
+            assert!(rest.iter().all(|f| *f == Feed::NeedMore), "{rest:?}");
+            assert_eq!(*last, Feed::Complete { status: 200, keep_alive: true, extra: false });
+        }
+    }
+
+    #[test]
+    fn extra_bytes_bad_lines_and_unsolicited() {
+        let mut c = conn();
+        let two = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\n";
+        assert_eq!(feed_all(&mut c, &[two]), [Feed::Complete { status: 200, keep_alive: true, extra: true }]);
+        let mut c = conn();
+        assert_eq!(feed_all(&mut c, &[b"HTTX/1.1 200 OK\r\n\r\n"]), [Feed::Bad]);
+        let mut c = Conn::new(0, Instant::now());
+        assert_eq!(feed_all(&mut c, &[b"HTTP/1.1"]), [Feed::Unsolicited]);
+    }
+}
