@@ -321,6 +321,13 @@ impl Queue {
         self.slots.get(ev.fd as usize).is_some_and(|s| s.gen == ev.gen && !s.interest.is_empty())
     }
 
+    /// The generation of `fd`'s live registration (what its events carry, see
+    /// [`Event::generation`]), or `None` when this queue has no interest in `fd`. Lets a
+    /// thread that hands events to others tell a stale one from the current registration.
+    pub fn generation(&self, fd: RawFd) -> Option<u32> {
+        self.slots.get(usize::try_from(fd).ok()?).filter(|s| !s.interest.is_empty()).map(|s| s.gen)
+    }
+
     /// A handle that wakes this queue's `get_next_event` from any thread.
     ///
     /// # Errors

@@ -43,7 +43,7 @@ use crate::backend::Handoff;
 use crate::queue::token;
 use crate::{sys, Event, Interest, Queue, Waker};
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering::SeqCst;
 
 /// Re-activates, from any thread, a registration a queue in hand-off mode delivered; see
@@ -74,20 +74,31 @@ impl Rearm {
     /// `epoll_ctl`'s errors other than the descriptor being gone (`EBADF`, `ENOENT`: nothing
     /// to re-activate); waking the queue's `select`.
     pub fn rearm(&self, ev: &Event, interest: Interest) -> io::Result<()> {
-        let data = token(ev.fd, ev.gen);
+        self.rearm_fd(ev.fd, ev.gen, interest)
+    }
+
+    /// [`Rearm::rearm`] by descriptor and registration generation ([`Event::generation`],
+    /// [`Queue::generation`]), for a caller that keeps those rather than the event.
+    ///
+    /// # Errors
+    /// As for [`Rearm::rearm`].
+    pub fn rearm_fd(&self, fd: RawFd, generation: u32, interest: Interest) -> io::Result<()> {
+        let data = token(fd, generation);
         match &self.how {
             Handoff::Edge => Ok(()),
             Handoff::Epoll { epfd, flags, add: false } => {
-                rearm(epfd.as_raw_fd(), ev.fd, sys::epoll_events(interest) | flags, data)
+                rearm(epfd.as_raw_fd(), fd, sys::epoll_events(interest) | flags, data)
             }
             Handoff::Epoll { epfd, flags, add: true } => {
-                match upsert(epfd.as_raw_fd(), ev.fd, sys::epoll_events(interest) | flags, data, true) {
+                match upsert(epfd.as_raw_fd(), fd, sys::epoll_events(interest) | flags, data, true) {
                     Err(e) if e.raw_os_error() == Some(libc::EBADF) => Ok(()),
                     r => r,
                 }
             }
+            // A descriptor select cannot watch was refused at declare time.
+            Handoff::Select(_) if fd < 0 || fd as usize >= sys::FD_SETSIZE => Ok(()),
             Handoff::Select(shadow) => {
-                shadow.put(ev.fd as usize, interest);
+                shadow.put(fd as usize, interest);
                 // Paired with the flag raised before the copy in `Select::wait`.
                 if shadow.waiting.load(SeqCst) {
                     self.waker.as_ref().map_or(Ok(()), Waker::wake)?;

@@ -55,6 +55,8 @@ impl Shadow {
 
 pub(crate) struct Select {
     shadow: Arc<Shadow>,
+    /// Descriptors with a watch, deactivated or not: what `nfds` must cover (quirk e).
+    registered: FdSet,
     tokens: Vec<u64>,
     /// One past the highest watched descriptor.
     nfds: usize,
@@ -66,16 +68,21 @@ impl Select {
             sets: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
             waiting: AtomicBool::new(false),
         };
-        Select { shadow: Arc::new(shadow), tokens: vec![0; FD_SETSIZE], nfds: 0 }
+        Select {
+            shadow: Arc::new(shadow),
+            registered: [0; FD_SETSIZE / 64],
+            tokens: vec![0; FD_SETSIZE],
+            nfds: 0,
+        }
     }
 
     fn watched(&self, fd: usize) -> bool {
-        let word = |i: usize| self.shadow.sets[i][fd / 64].load(SeqCst);
-        (word(0) | word(1) | word(2)) & (1u64 << (fd % 64)) != 0
+        self.registered[fd / 64] & (1u64 << (fd % 64)) != 0
     }
 
     fn clear(&mut self, fd: usize) {
         self.shadow.put(fd, Interest::empty());
+        self.registered[fd / 64] &= !(1u64 << (fd % 64));
         while self.nfds > 0 && !self.watched(self.nfds - 1) {
             self.nfds -= 1;
         }
@@ -105,6 +112,11 @@ impl Poller for Select {
         }
         self.tokens[i] = token;
         self.shadow.put(i, interest);
+        if interest.is_empty() {
+            self.registered[i / 64] &= !(1u64 << (i % 64));
+        } else {
+            self.registered[i / 64] |= 1u64 << (i % 64);
+        }
         if self.watched(i) {
             self.nfds = self.nfds.max(i + 1);
         }
