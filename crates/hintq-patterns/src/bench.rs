@@ -1,0 +1,1 @@
+//! The Strebelow & Prehofer experiment (filled below).

@@ -1,0 +1,280 @@
+//! # hintq-patterns: thread patterns over the hintq event API
+//!
+//! The application supplies a [`Handler`] ("this connection's descriptor is ready"; plus
+//! accept and close hooks and an optional deadline); the [`Pattern`] decides which thread
+//! waits, which thread handles, and when interest is re-activated. The patterns are those
+//! Strebelow & Prehofer compare, plus the per-thread designs of modern servers:
+//!
+//! | pattern | threads | who waits | who handles | re-activation |
+//! |---|---|---|---|---|
+//! | [`Pattern::Reactor`] | 1 | the thread (the paper's Figure 3 loop) | the same thread | by its own queue |
+//! | [`Pattern::LeaderFollowers`] | N identical | the leader, one at a time | the leader, after promoting a follower | the handler, through [`hintq::Rearm`] |
+//! | [`Pattern::HalfSync`] | 1 asynchronous + N workers | the asynchronous thread | a worker, popped from a [`handoff::WorkQueue`] | the worker, through [`hintq::Rearm`] |
+//! | [`Pattern::Sharded`] | N, each its own queue and `SO_REUSEPORT` listener | every thread, on its own connections | the same thread | by its own queue |
+//! | [`Pattern::ShardedShared`] | N, each its own queue, one listener | every thread | the same thread | by its own queue; the listener through a [`hintq::Group`] with `Delivery::One` |
+//!
+//! ## Connections and the listener
+//!
+//! The pattern owns the listening socket(s) and accepts (with [`hintq::Acceptor`], so
+//! `EMFILE` sheds instead of spinning): [`Handler::accept`] receives each new non-blocking
+//! connection and returns its per-connection state, which the pattern keeps in a table
+//! indexed by descriptor and hands back, by `&mut`, to [`Handler::ready`]. The pattern keeps
+//! the descriptor itself and closes it after [`Handler::close`], so no path leaks one.
+//! Accepting is done by the thread that holds the event source (the leader, the
+//! asynchronous thread, each shard), inside the serial section: accepts are rare next to
+//! requests on persistent connections.
+//!
+//! ## What a handler must do
+//!
+//! * Descriptors are non-blocking; an event is a hint (`EAGAIN` is normal).
+//! * On edge-triggered backends (`epoll-et`, `uring`) read until `EAGAIN` or a short read:
+//!   a readiness is reported once per arrival.
+//! * Return the next interest ([`Next`]). Keeping the same interest is the cheap path (a
+//!   re-arm); changing it goes through the queue's `declare_interest` (in the thread-pool
+//!   patterns, by the thread holding the event source, woken for it).
+//! * `ready` for a descriptor is never called by two threads at once: the pattern holds a
+//!   per-descriptor in-flight flag ([`handoff::InFlight`]) around it, and a report that
+//!   arrives meanwhile makes the current handler run once more.
+//!
+//! Timeouts: [`Handler::deadline`] gives a connection's deadline (idle, header, ...). The
+//! thread holding each event source checks the deadlines of its connections every
+//! [`Config::tick`] (coarse, O(connections) per tick) and closes expired ones with
+//! [`Why::Timeout`]; a connection being handled is never closed under its handler.
+//!
+//! ## Adaptive thread count
+//!
+//! With [`Config::adaptive`], Leader/Followers and Half-Sync run between `min` and
+//! `threads` active threads (workers for Half-Sync); the others park. Every `interval` the
+//! pattern measures the time its threads spent handling (the load) and divides by the active
+//! count: above `grow_above` one more thread is unparked, below `shrink_below` one is
+//! parked. One step per interval, so the count follows load without oscillating on a single
+//! noisy interval. The sharded patterns do not adapt: their connections belong to a
+//! thread, so parking it would strand them. Strebelow & Prehofer's conclusion is the reason:
+//! too many threads cost Half-Sync dearly, too few cap Leader/Followers.
+//!
+//! ## Shutdown
+//!
+//! [`Server::shutdown`] stops every thread (waking waiters, followers, parked threads and
+//! workers), joins them, calls [`Handler::close`] with [`Why::Shutdown`] for every
+//! connection still open and closes its descriptor, then closes the listeners and queues:
+//! the process holds as many descriptors afterwards as before [`start`].
+
+#![warn(missing_docs)]
+
+pub mod bench;
+pub mod handoff;
+mod net;
+mod run;
+mod sync;
+
+pub use net::open_fds;
+pub use run::{start, Counters, Server};
+
+use hintq::{Backend, Interest, State};
+use std::fmt;
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The thread patterns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pattern {
+    /// One thread: wait, handle, repeat (the paper's Figure 3).
+    Reactor,
+    /// N identical threads; one leader waits, promotes a follower, handles what it got.
+    LeaderFollowers,
+    /// One thread waits and queues events; N workers pop and handle them.
+    HalfSync,
+    /// N threads, each with its own queue and its own `SO_REUSEPORT` listener.
+    Sharded,
+    /// N threads, each with its own queue, sharing one listener through a group with
+    /// `Delivery::One`.
+    ShardedShared,
+}
+
+impl Pattern {
+    /// Every pattern, in the order the benchmark sweeps them.
+    pub const ALL: [Pattern; 5] = [
+        Pattern::Reactor,
+        Pattern::LeaderFollowers,
+        Pattern::HalfSync,
+        Pattern::Sharded,
+        Pattern::ShardedShared,
+    ];
+
+    /// The name used by `--pattern`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::Reactor => "reactor",
+            Pattern::LeaderFollowers => "leader-followers",
+            Pattern::HalfSync => "half-sync",
+            Pattern::Sharded => "sharded",
+            Pattern::ShardedShared => "sharded-shared",
+        }
+    }
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Pattern {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Pattern, String> {
+        Pattern::ALL.into_iter().find(|p| p.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = Pattern::ALL.iter().map(|p| p.name()).collect();
+            format!("unknown pattern {s:?}; expected one of: {}", names.join(", "))
+        })
+    }
+}
+
+/// What to wait for next on a connection, or close it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Wait until readable (the usual case after sending a reply).
+    Read,
+    /// Wait until writable (a reply is left to send).
+    Write,
+    /// Both.
+    ReadWrite,
+    /// Close the connection (then [`Handler::close`] is called).
+    Close,
+}
+
+impl Next {
+    fn interest(self) -> Option<Interest> {
+        match self {
+            Next::Read => Some(Interest::READ),
+            Next::Write => Some(Interest::WRITE),
+            Next::ReadWrite => Some(Interest::READ | Interest::WRITE),
+            Next::Close => None,
+        }
+    }
+}
+
+/// Why a connection was closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Why {
+    /// [`Handler::ready`] returned [`Next::Close`].
+    Handler,
+    /// Its [`Handler::deadline`] passed.
+    Timeout,
+    /// The server shut down.
+    Shutdown,
+    /// The event source refused the descriptor (at or above 1024 on `select`, say).
+    Refused,
+}
+
+/// The application's side: per-connection state and what to do when a connection is ready.
+/// One handler serves every thread, so it is `Send + Sync`; the per-connection state moves
+/// between threads in the thread-pool patterns, so it is `Send`.
+pub trait Handler: Send + Sync + 'static {
+    /// Per-connection state.
+    type Conn: Send + 'static;
+
+    /// A new connection (non-blocking, close-on-exec). `None` refuses it (the pattern
+    /// closes it). The pattern then waits for it to become readable.
+    fn accept(&self, fd: RawFd) -> Option<Self::Conn>;
+
+    /// The connection is ready (`state` is a hint). Never called for the same connection
+    /// by two threads at once.
+    fn ready(&self, conn: &mut Self::Conn, fd: RawFd, state: State) -> Next;
+
+    /// The connection is being closed; the pattern closes `fd` right after.
+    fn close(&self, _conn: Self::Conn, _fd: RawFd, _why: Why) {}
+
+    /// When the connection should be closed if nothing happens (checked every tick).
+    fn deadline(&self, _conn: &Self::Conn) -> Option<Instant> {
+        None
+    }
+}
+
+/// The adaptive thread-count policy; see the crate docs.
+#[derive(Clone, Copy, Debug)]
+pub struct Adaptive {
+    /// Fewest active threads (workers for Half-Sync).
+    pub min: usize,
+    /// How often load is measured and the count adjusted.
+    pub interval: Duration,
+    /// Unpark one thread when the active threads were busy more than this share of time.
+    pub grow_above: f64,
+    /// Park one thread when they were busy less than this share.
+    pub shrink_below: f64,
+}
+
+impl Default for Adaptive {
+    fn default() -> Self {
+        Adaptive { min: 1, interval: Duration::from_millis(100), grow_above: 0.75, shrink_below: 0.25 }
+    }
+}
+
+/// Which thread a hook is called on: its role and index (see [`Server::stats`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A thread that waits and handles (reactor, leader/follower, shard).
+    Worker,
+    /// Half-Sync's asynchronous (waiting) thread.
+    Async,
+    /// A Half-Sync worker.
+    Sync,
+}
+
+/// A callback run first thing on every pattern thread (to pin it to a core, say).
+pub type ThreadHook = Arc<dyn Fn(Role, usize) + Send + Sync>;
+
+/// How to run a pattern.
+#[derive(Clone)]
+pub struct Config {
+    /// The pattern.
+    pub pattern: Pattern,
+    /// Threads (Half-Sync: workers, beside the asynchronous thread; Reactor: ignored, 1).
+    pub threads: usize,
+    /// The event backend.
+    pub backend: Backend,
+    /// Where to listen (port 0: any free port, see [`Server::local_addr`]).
+    pub listen: SocketAddr,
+    /// Time the operations the experiment reports (two clock reads per operation).
+    pub measure: bool,
+    /// Grow and shrink the active thread count with load.
+    pub adaptive: Option<Adaptive>,
+    /// How often deadlines are checked (and the longest a waiting thread sleeps).
+    pub tick: Duration,
+    /// Descriptors above this are refused (the connection table is sized by it).
+    pub max_fds: usize,
+    /// Run on every pattern thread first.
+    pub on_thread_start: Option<ThreadHook>,
+}
+
+impl Config {
+    /// A configuration with defaults: no measuring, fixed thread count, 100 ms tick,
+    /// 65,536 descriptors.
+    pub fn new(pattern: Pattern, threads: usize, backend: Backend, listen: SocketAddr) -> Config {
+        Config {
+            pattern,
+            threads: threads.max(1),
+            backend,
+            listen,
+            measure: false,
+            adaptive: None,
+            tick: Duration::from_millis(100),
+            max_fds: 65_536,
+            on_thread_start: None,
+        }
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("pattern", &self.pattern)
+            .field("threads", &self.threads)
+            .field("backend", &self.backend)
+            .field("listen", &self.listen)
+            .field("adaptive", &self.adaptive)
+            .finish()
+    }
+}

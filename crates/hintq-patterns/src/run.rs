@@ -1,0 +1,681 @@
+//! The runtime: the connection table, the dispatch every pattern shares, and one thread
+//! loop per pattern.
+
+use crate::handoff::{Gate, InFlight, Leadership, WorkQueue};
+use crate::net;
+use crate::{Config, Handler, Pattern, Role, Why};
+use hintq::{Accepted, Acceptor, Delivery, Event, Group, Interest, Queue, Rearm, State, Waker};
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Per-thread counters, read by [`Server::stats`].
+#[derive(Default)]
+struct ThreadStats {
+    handled: AtomicU64,
+    again: AtomicU64,
+    accepted: AtomicU64,
+    closed: AtomicU64,
+    waits: AtomicU64,
+    wait_ns: AtomicU64,
+    events: AtomicU64,
+    inserts: AtomicU64,
+    insert_ns: AtomicU64,
+    rearms: AtomicU64,
+    rearm_ns: AtomicU64,
+    busy_ns: AtomicU64,
+}
+
+/// What one pattern thread did; times are zero unless [`Config::measure`] was set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Calls of [`Handler::ready`].
+    pub handled: u64,
+    /// Reports that found their descriptor in flight on another thread (handled again there).
+    pub again: u64,
+    /// Connections accepted.
+    pub accepted: u64,
+    /// Connections closed by this thread.
+    pub closed: u64,
+    /// `get_next_event` calls.
+    pub waits: u64,
+    /// Time inside them.
+    pub wait_ns: u64,
+    /// Events they returned.
+    pub events: u64,
+    /// Half-Sync: pushes into the work queue.
+    pub inserts: u64,
+    /// Time inside them.
+    pub insert_ns: u64,
+    /// Re-activations through [`hintq::Rearm`].
+    pub rearms: u64,
+    /// Time inside them.
+    pub rearm_ns: u64,
+    /// Time spent handling (dispatch, handler included).
+    pub busy_ns: u64,
+}
+
+impl ThreadStats {
+    fn snapshot(&self) -> Counters {
+        let g = |a: &AtomicU64| a.load(Relaxed);
+        Counters {
+            handled: g(&self.handled),
+            again: g(&self.again),
+            accepted: g(&self.accepted),
+            closed: g(&self.closed),
+            waits: g(&self.waits),
+            wait_ns: g(&self.wait_ns),
+            events: g(&self.events),
+            inserts: g(&self.inserts),
+            insert_ns: g(&self.insert_ns),
+            rearms: g(&self.rearms),
+            rearm_ns: g(&self.rearm_ns),
+            busy_ns: g(&self.busy_ns),
+        }
+    }
+}
+
+fn add(a: &AtomicU64, v: u64) {
+    a.fetch_add(v, Relaxed);
+}
+
+struct Conn<C> {
+    fd: OwnedFd,
+    state: C,
+    interest: Interest,
+    /// The event source (queue) the connection is registered in.
+    src: usize,
+    /// Its registration's generation there.
+    gen: u32,
+}
+
+struct Slot<C> {
+    flight: InFlight,
+    conn: Mutex<Option<Conn<C>>>,
+}
+
+/// Deferred work for the thread holding a shared event source.
+enum Op {
+    /// Revoke, then close (the descriptor stays open, so its number is not reused, until then).
+    Close(OwnedFd),
+    /// Change the interest of a registration.
+    Declare(RawFd, Interest),
+}
+
+/// One queue shared by a thread pool, in hand-off mode.
+struct Shared {
+    lead: Leadership<Queue>,
+    rearm: Rearm,
+    ops: Mutex<Vec<Op>>,
+    waker: Waker,
+    /// The holder is (about to be) blocked in `get_next_event`.
+    waiting: AtomicBool,
+}
+
+impl Shared {
+    fn defer(&self, op: Op) {
+        self.ops.lock().unwrap_or_else(|e| e.into_inner()).push(op);
+        if self.waiting.load(SeqCst) {
+            let _ = self.waker.wake();
+        }
+    }
+}
+
+/// How the dispatching thread reaches the event source of a connection.
+enum Ctl<'a> {
+    /// It holds the queue (reactor, shards, a thread-pool holder sweeping).
+    Own(&'a mut Queue),
+    /// It does not: re-arm through the handle, defer the rest to the holder.
+    Shared(&'a Shared),
+}
+
+struct Core<H: Handler> {
+    handler: Arc<H>,
+    measure: bool,
+    tick: Duration,
+    slots: Box<[Slot<H::Conn>]>,
+    /// One past the highest descriptor ever adopted.
+    high: AtomicUsize,
+    stop: AtomicBool,
+    stats: Box<[ThreadStats]>,
+}
+
+impl<H: Handler> Core<H> {
+    fn clock(&self) -> Option<Instant> {
+        self.measure.then(Instant::now)
+    }
+
+    /// Takes a new connection into the table and `q`.
+    fn adopt(&self, fd: OwnedFd, q: &mut Queue, src: usize, st: &ThreadStats) {
+        let raw = fd.as_raw_fd();
+        let Some(slot) = self.slots.get(raw as usize) else { return };
+        let Some(state) = self.handler.accept(raw) else { return };
+        let gen = q.declare(raw, Interest::READ).ok().and_then(|()| q.generation(raw));
+        let Some(gen) = gen else {
+            self.handler.close(state, raw, Why::Refused);
+            return;
+        };
+        *slot.conn.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(Conn { fd, state, interest: Interest::READ, src, gen });
+        self.high.fetch_max(raw as usize + 1, Relaxed);
+        add(&st.accepted, 1);
+    }
+
+    /// Accepts up to `limit` connections.
+    fn accept(&self, acc: &mut Acceptor, q: &mut Queue, src: usize, st: &ThreadStats, limit: usize) {
+        for _ in 0..limit {
+            match acc.accept() {
+                Ok(Accepted::Conn(fd)) => self.adopt(fd, q, src, st),
+                Ok(Accepted::Drained | Accepted::Shed(_)) | Err(_) => break,
+            }
+        }
+    }
+
+    fn close(&self, conn: Conn<H::Conn>, ctl: &mut Ctl<'_>, why: Why, st: &ThreadStats) {
+        let raw = conn.fd.as_raw_fd();
+        self.handler.close(conn.state, raw, why);
+        add(&st.closed, 1);
+        match ctl {
+            Ctl::Own(q) => {
+                let _ = q.declare_interest(raw, Interest::empty());
+                drop(conn.fd);
+            }
+            Ctl::Shared(s) => s.defer(Op::Close(conn.fd)),
+        }
+    }
+
+    /// Hands `ev` to the handler, unless another thread is handling its descriptor (then
+    /// that thread runs once more), and re-activates or closes afterwards.
+    fn dispatch(&self, ev: Event, ctl: &mut Ctl<'_>, st: &ThreadStats) {
+        let Some(slot) = self.slots.get(ev.fd() as usize) else { return };
+        if !slot.flight.enter() {
+            add(&st.again, 1);
+            return;
+        }
+        let t0 = self.clock();
+        self.handle(slot, ev.fd(), Some(ev), ctl, st);
+        if let Some(t0) = t0 {
+            add(&st.busy_ns, t0.elapsed().as_nanos() as u64);
+        }
+    }
+
+    /// Handles the in-flight descriptor `fd` until no report is left for it: first `ev`
+    /// (dropped if stale), then once per report that came in meanwhile (state unknown: the
+    /// interest is passed as a hint). Releases the in-flight flag.
+    fn handle(
+        &self,
+        slot: &Slot<H::Conn>,
+        fd: RawFd,
+        mut ev: Option<Event>,
+        ctl: &mut Ctl<'_>,
+        st: &ThreadStats,
+    ) {
+        loop {
+            let mut g = slot.conn.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(conn) = g.as_mut().filter(|c| ev.is_none_or(|e| c.gen == e.generation())) {
+                let state = ev.map_or(State::from_bits_truncate(conn.interest.bits()), |e| e.state());
+                let next = self.handler.ready(&mut conn.state, fd, state);
+                add(&st.handled, 1);
+                match next.interest() {
+                    None => {
+                        let conn = g.take().expect("matched above");
+                        drop(g);
+                        self.close(conn, ctl, Why::Handler, st);
+                        slot.flight.abandon();
+                        return;
+                    }
+                    Some(i) if i == conn.interest => {
+                        if let Ctl::Shared(s) = ctl {
+                            let r0 = self.clock();
+                            let _ = s.rearm.rearm_fd(fd, conn.gen, i);
+                            add(&st.rearms, 1);
+                            if let Some(r0) = r0 {
+                                add(&st.rearm_ns, r0.elapsed().as_nanos() as u64);
+                            }
+                        }
+                    }
+                    Some(i) => {
+                        conn.interest = i;
+                        match ctl {
+                            Ctl::Own(q) => drop(q.declare(fd, i)),
+                            Ctl::Shared(s) => s.defer(Op::Declare(fd, i)),
+                        }
+                    }
+                }
+            }
+            drop(g);
+            if slot.flight.leave() {
+                return;
+            }
+            ev = None;
+        }
+    }
+
+    /// Closes the connections of source `src` whose deadline passed; skips those in flight.
+    /// A report that arrives for a connection while it is looked at is handled here.
+    fn sweep(&self, ctl: &mut Ctl<'_>, src: usize, st: &ThreadStats) {
+        let now = Instant::now();
+        for (fd, slot) in self.slots[..self.high.load(Relaxed).min(self.slots.len())].iter().enumerate() {
+            if !slot.flight.try_enter() {
+                continue;
+            }
+            let mut g = slot.conn.lock().unwrap_or_else(|e| e.into_inner());
+            let due = g
+                .as_ref()
+                .is_some_and(|c| c.src == src && self.handler.deadline(&c.state).is_some_and(|d| d <= now));
+            if due {
+                let conn = g.take().expect("checked above");
+                drop(g);
+                self.close(conn, ctl, Why::Timeout, st);
+                slot.flight.abandon();
+            } else {
+                drop(g);
+                if !slot.flight.leave() {
+                    self.handle(slot, fd as RawFd, None, ctl, st);
+                }
+            }
+        }
+    }
+
+    /// Waits on `q` (timed when measuring) and returns the events it got.
+    fn wait(&self, q: &mut Queue, evs: &mut [Event], st: &ThreadStats) -> usize {
+        let t0 = self.clock();
+        let n = q.get_next_event(evs, Some(self.tick)).unwrap_or(0);
+        add(&st.waits, 1);
+        add(&st.events, n as u64);
+        if let Some(t0) = t0 {
+            add(&st.wait_ns, t0.elapsed().as_nanos() as u64);
+        }
+        n
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Relaxed)
+    }
+}
+
+/// A running pattern. Dropping it without [`Server::shutdown`] shuts it down too.
+pub struct Server {
+    addr: SocketAddr,
+    threads: Vec<JoinHandle<()>>,
+    stop: Option<Box<dyn FnOnce() + Send>>,
+    finish: Option<Box<dyn FnOnce() + Send>>,
+    stats: Box<dyn Fn() -> Vec<Counters> + Send + Sync>,
+    gate: Option<Arc<Gate>>,
+}
+
+impl Server {
+    /// The address the listener(s) are bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Counters per thread: reactor `[0]`; Leader/Followers and shards `0..N`; Half-Sync the
+    /// asynchronous thread at 0, workers `1..=N`.
+    pub fn stats(&self) -> Vec<Counters> {
+        (self.stats)()
+    }
+
+    /// Threads active now (below the configured count while the adaptive policy parks some).
+    pub fn active_threads(&self) -> usize {
+        self.gate.as_ref().map_or(self.threads.len(), |g| g.active())
+    }
+
+    /// Stops every thread, closes every connection (calling [`Handler::close`] with
+    /// [`Why::Shutdown`]), the listeners and the queues, and returns the final counters.
+    pub fn shutdown(mut self) -> Vec<Counters> {
+        self.stop_and_join();
+        self.stats()
+    }
+
+    fn stop_and_join(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            stop();
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        if let Some(finish) = self.finish.take() {
+            finish();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").field("addr", &self.addr).field("threads", &self.threads.len()).finish()
+    }
+}
+
+fn spawn(
+    name: String,
+    hook: Option<crate::ThreadHook>,
+    role: Role,
+    i: usize,
+    f: impl FnOnce() + Send + 'static,
+) -> io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name(name).spawn(move || {
+        if let Some(h) = hook {
+            h(role, i);
+        }
+        f()
+    })
+}
+
+/// Starts `cfg.pattern` with `handler`.
+///
+/// # Errors
+/// Binding the listener(s), creating the queues (a backend the pattern cannot share:
+/// Leader/Followers and Half-Sync need `epoll`, `epoll-et`, `epoll-oneshot`, `select` or
+/// `uring`), spawning threads.
+pub fn start<H: Handler>(cfg: Config, handler: Arc<H>) -> io::Result<Server> {
+    let n = if cfg.pattern == Pattern::Reactor { 1 } else { cfg.threads.max(1) };
+    let nstats = if cfg.pattern == Pattern::HalfSync { n + 1 } else { n };
+    let slots = (0..cfg.max_fds).map(|_| Slot { flight: InFlight::new(), conn: Mutex::new(None) }).collect();
+    let core = Arc::new(Core {
+        handler,
+        measure: cfg.measure || cfg.adaptive.is_some(),
+        tick: cfg.tick,
+        slots,
+        high: AtomicUsize::new(0),
+        stop: AtomicBool::new(false),
+        stats: (0..nstats).map(|_| ThreadStats::default()).collect(),
+    });
+    let mut server = match cfg.pattern {
+        Pattern::Reactor | Pattern::Sharded | Pattern::ShardedShared => start_shards(&cfg, n, &core)?,
+        Pattern::LeaderFollowers | Pattern::HalfSync => start_pool(&cfg, n, &core)?,
+    };
+    let c = Arc::clone(&core);
+    server.stats = Box::new(move || c.stats.iter().map(ThreadStats::snapshot).collect());
+    let c = Arc::clone(&core);
+    server.finish = Some(Box::new(move || {
+        for slot in c.slots.iter() {
+            if let Some(conn) = slot.conn.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                c.handler.close(conn.state, conn.fd.as_raw_fd(), Why::Shutdown);
+            }
+        }
+    }));
+    if let (Some(policy), Some(gate)) = (cfg.adaptive, server.gate.clone()) {
+        let c = Arc::clone(&core);
+        let first = usize::from(cfg.pattern == Pattern::HalfSync);
+        server.threads.push(spawn("hintq-adapt".into(), None, Role::Worker, 0, move || {
+            adapt(&c, &gate, policy, n, first)
+        })?);
+    }
+    Ok(server)
+}
+
+/// The adaptive policy's loop (see the crate docs).
+fn adapt<H: Handler>(core: &Core<H>, gate: &Gate, p: crate::Adaptive, max: usize, first: usize) {
+    let busy = || core.stats[first..].iter().map(|s| s.busy_ns.load(Relaxed)).sum::<u64>();
+    let mut last = (Instant::now(), busy());
+    while !core.stopped() {
+        std::thread::sleep(p.interval);
+        let now = (Instant::now(), busy());
+        let load = (now.1 - last.1) as f64 / (now.0 - last.0).as_nanos().max(1) as f64;
+        last = now;
+        let active = gate.active();
+        let per_thread = load / active as f64;
+        if per_thread > p.grow_above && active < max {
+            gate.set_active(active + 1);
+        } else if per_thread < p.shrink_below && active > p.min.max(1) {
+            gate.set_active(active - 1);
+        }
+    }
+}
+
+/// Reactor, sharded and sharded-shared: every thread owns a queue and its connections.
+fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::Result<Server> {
+    let reuseport = cfg.pattern == Pattern::Sharded;
+    let group = if cfg.pattern == Pattern::ShardedShared { Some(Group::new(cfg.backend)?) } else { None };
+    let first = net::listen(cfg.listen, reuseport)?;
+    let addr = net::local_addr(&first)?;
+    let mut listeners = vec![Arc::new(first)];
+    if reuseport {
+        for _ in 1..n {
+            listeners.push(Arc::new(net::listen(addr, true)?));
+        }
+    }
+    if let Some(g) = &group {
+        g.declare_interest(listeners[0].as_raw_fd(), Interest::READ, Delivery::One)?;
+    }
+    let mut wakers = Vec::new();
+    let mut threads = Vec::new();
+    for i in 0..n {
+        let mut q = match &group {
+            Some(g) => g.queue()?,
+            None => Queue::new(cfg.backend)?,
+        };
+        wakers.push(q.waker()?);
+        let listener = Arc::clone(&listeners[i % listeners.len()]);
+        if group.is_none() {
+            q.declare(listener.as_raw_fd(), Interest::READ)?;
+        }
+        let mut acc = Acceptor::new(listener.as_raw_fd())?;
+        // Shared listener: one connection per readiness, so that `Delivery::One` spreads
+        // them; an own listener is drained (the kernel already spread by hash).
+        let limit = if group.is_some() { 1 } else { 64 };
+        let c = Arc::clone(core);
+        let keep = group.clone();
+        threads.push(spawn(
+            format!("hintq-{}-{i}", cfg.pattern),
+            cfg.on_thread_start.clone(),
+            Role::Worker,
+            i,
+            move || {
+                let st = &c.stats[i];
+                let lfd = listener.as_raw_fd();
+                let mut evs = [Event::default(); 64];
+                let mut next_sweep = Instant::now() + c.tick;
+                while !c.stopped() {
+                    let n = c.wait(&mut q, &mut evs, st);
+                    for ev in &evs[..n] {
+                        if ev.fd() == lfd {
+                            c.accept(&mut acc, &mut q, i, st, limit);
+                        } else {
+                            c.dispatch(*ev, &mut Ctl::Own(&mut q), st);
+                        }
+                    }
+                    if Instant::now() >= next_sweep {
+                        c.sweep(&mut Ctl::Own(&mut q), i, st);
+                        next_sweep = Instant::now() + c.tick;
+                    }
+                }
+                drop(q);
+                drop(keep);
+                drop(listener);
+            },
+        )?);
+    }
+    drop(listeners);
+    let c = Arc::clone(core);
+    let stop: Box<dyn FnOnce() + Send> = Box::new(move || {
+        c.stop.store(true, SeqCst);
+        wakers.iter().for_each(|w| drop(w.wake()));
+    });
+    Ok(Server { addr, threads, stop: Some(stop), finish: None, stats: Box::new(Vec::new), gate: None })
+}
+
+/// Leader/Followers and Half-Sync: one queue in hand-off mode, shared by a pool.
+fn start_pool<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::Result<Server> {
+    let listener = Arc::new(net::listen(cfg.listen, false)?);
+    let addr = net::local_addr(&listener)?;
+    let mut q = Queue::new(cfg.backend)?;
+    let rearm = q.handoff()?;
+    let waker = q.waker()?;
+    q.declare(listener.as_raw_fd(), Interest::READ)?;
+    let shared = Arc::new(Shared {
+        lead: Leadership::new(q),
+        rearm,
+        ops: Mutex::new(Vec::new()),
+        waker,
+        waiting: AtomicBool::new(false),
+    });
+    let active = cfg.adaptive.map_or(n, |a| a.min.clamp(1, n));
+    let gate = Arc::new(Gate::new(active));
+    let work = Arc::new(WorkQueue::<Event>::default());
+    let acc = Arc::new(Mutex::new(Acceptor::new(listener.as_raw_fd())?));
+    let mut threads = Vec::new();
+    let half_sync = cfg.pattern == Pattern::HalfSync;
+    let hook = cfg.on_thread_start.clone();
+    for i in 0..n + usize::from(half_sync) {
+        let (c, s, g, w, a, l) = (
+            Arc::clone(core),
+            Arc::clone(&shared),
+            Arc::clone(&gate),
+            Arc::clone(&work),
+            Arc::clone(&acc),
+            Arc::clone(&listener),
+        );
+        let (role, name) = match (half_sync, i) {
+            (false, _) => (Role::Worker, format!("hintq-lf-{i}")),
+            (true, 0) => (Role::Async, "hintq-hs-async".to_string()),
+            (true, _) => (Role::Sync, format!("hintq-hs-{i}")),
+        };
+        let body: Box<dyn FnOnce() + Send> = match role {
+            Role::Worker => Box::new(move || leader_followers(&c, &s, &g, &a, l.as_raw_fd(), i)),
+            Role::Async => Box::new(move || half_sync_async(&c, &s, &w, &a, l.as_raw_fd())),
+            Role::Sync => Box::new(move || {
+                while !c.stopped() && g.pass(i - 1) {
+                    let Some(ev) = w.pop() else { break };
+                    c.dispatch(ev, &mut Ctl::Shared(&s), &c.stats[i]);
+                }
+            }),
+        };
+        threads.push(spawn(name, hook.clone(), role, i, body)?);
+    }
+    let c = Arc::clone(core);
+    let g = Arc::clone(&gate);
+    let stop: Box<dyn FnOnce() + Send> = Box::new(move || {
+        c.stop.store(true, SeqCst);
+        shared.lead.stop();
+        let _ = shared.waker.wake();
+        work.close();
+        g.stop();
+        drop(listener);
+    });
+    Ok(Server { addr, threads, stop: Some(stop), finish: None, stats: Box::new(Vec::new), gate: Some(gate) })
+}
+
+/// The holder's chores before it waits: deferred closes and interest changes, deadlines.
+fn holder_chores<H: Handler>(
+    c: &Core<H>,
+    s: &Shared,
+    q: &mut Queue,
+    next_sweep: &mut Instant,
+    st: &ThreadStats,
+) {
+    let ops = std::mem::take(&mut *s.ops.lock().unwrap_or_else(|e| e.into_inner()));
+    for op in ops {
+        match op {
+            Op::Close(fd) => {
+                let _ = q.declare_interest(fd.as_raw_fd(), Interest::empty());
+                drop(fd);
+            }
+            Op::Declare(fd, i) => drop(q.declare(fd, i)),
+        }
+    }
+    if Instant::now() >= *next_sweep {
+        c.sweep(&mut Ctl::Shared(s), 0, st);
+        *next_sweep = Instant::now() + c.tick;
+    }
+}
+
+/// Waits on the shared queue as its holder until something other than a listener event
+/// arrives (accepting on the way), with the `waiting` flag raised for deferred work.
+fn hold_and_wait<H: Handler>(
+    c: &Core<H>,
+    s: &Shared,
+    q: &mut Queue,
+    evs: &mut [Event],
+    (acc, lfd): (&Mutex<Acceptor>, RawFd),
+    next_sweep: &mut Instant,
+    st: &ThreadStats,
+) -> usize {
+    while !c.stopped() {
+        holder_chores(c, s, q, next_sweep, st);
+        s.waiting.store(true, SeqCst);
+        if !s.ops.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
+            s.waiting.store(false, SeqCst);
+            continue;
+        }
+        let n = c.wait(q, evs, st);
+        s.waiting.store(false, SeqCst);
+        let mut kept = 0;
+        for k in 0..n {
+            let ev = evs[k];
+            if ev.fd() == lfd {
+                c.accept(&mut acc.lock().unwrap_or_else(|e| e.into_inner()), q, 0, st, 64);
+                let _ = s.rearm.rearm(&ev, Interest::READ);
+            } else {
+                evs[kept] = ev;
+                kept += 1;
+            }
+        }
+        if kept > 0 {
+            return kept;
+        }
+    }
+    0
+}
+
+fn leader_followers<H: Handler>(
+    c: &Core<H>,
+    s: &Shared,
+    gate: &Gate,
+    acc: &Mutex<Acceptor>,
+    lfd: RawFd,
+    i: usize,
+) {
+    let st = &c.stats[i];
+    let mut next_sweep = Instant::now() + c.tick;
+    let mut evs = [Event::default(); 1];
+    while !c.stopped() && gate.pass(i) {
+        let Some(mut leader) = s.lead.lead() else { break };
+        let n = leader.with(|q| hold_and_wait(c, s, q, &mut evs, (acc, lfd), &mut next_sweep, st));
+        drop(leader); // promote a follower, then handle
+        if n == 0 {
+            break;
+        }
+        c.dispatch(evs[0], &mut Ctl::Shared(s), st);
+    }
+}
+
+fn half_sync_async<H: Handler>(
+    c: &Core<H>,
+    s: &Shared,
+    work: &WorkQueue<Event>,
+    acc: &Mutex<Acceptor>,
+    lfd: RawFd,
+) {
+    let st = &c.stats[0];
+    let Some(mut leader) = s.lead.lead() else { return };
+    let mut next_sweep = Instant::now() + c.tick;
+    let mut evs = [Event::default(); 64];
+    leader.with(|q| {
+        while !c.stopped() {
+            let n = hold_and_wait(c, s, q, &mut evs, (acc, lfd), &mut next_sweep, st);
+            for ev in &evs[..n] {
+                let t0 = c.clock();
+                if work.push(*ev).is_err() {
+                    return;
+                }
+                add(&st.inserts, 1);
+                if let Some(t0) = t0 {
+                    add(&st.insert_ns, t0.elapsed().as_nanos() as u64);
+                }
+            }
+        }
+    });
+}

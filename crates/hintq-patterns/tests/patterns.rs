@@ -1,0 +1,266 @@
+//! Every pattern on every backend the kernel has: each connection handled exactly once (its
+//! requests all answered, its accept and close each seen once), never two threads in one
+//! connection's handler at once, deadlines, adaptive growth, and shutdown under load
+//! without descriptor leaks.
+
+use hintq::{Backend, State};
+use hintq_patterns::{open_fds, start, Adaptive, Config, Handler, Next, Pattern, Why};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Tests run one at a time: they count the process's descriptors.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+const BACKENDS: [Backend; 5] =
+    [Backend::Epoll, Backend::EpollEt, Backend::EpollOneshot, Backend::Select, Backend::Uring];
+
+/// Echoes 8-byte requests; checks that no two threads are in one connection at once.
+#[derive(Default)]
+struct Echo {
+    accepted: AtomicU64,
+    closed: AtomicU64,
+    replies: AtomicU64,
+    overlaps: AtomicU64,
+    idle: Option<Duration>,
+    by_id: Mutex<HashMap<u64, u32>>,
+    next_id: AtomicU64,
+}
+
+struct Conn {
+    id: u64,
+    busy: Arc<AtomicBool>,
+    last: Instant,
+}
+
+impl Handler for Echo {
+    type Conn = Conn;
+    fn accept(&self, _fd: RawFd) -> Option<Conn> {
+        self.accepted.fetch_add(1, SeqCst);
+        let id = self.next_id.fetch_add(1, SeqCst);
+        self.by_id.lock().unwrap().insert(id, 0);
+        Some(Conn { id, busy: Arc::new(AtomicBool::new(false)), last: Instant::now() })
+    }
+    fn ready(&self, conn: &mut Conn, fd: RawFd, _state: State) -> Next {
+        if conn.busy.swap(true, SeqCst) {
+            self.overlaps.fetch_add(1, SeqCst);
+        }
+        conn.last = Instant::now();
+        let mut buf = [0u8; 64];
+        let next = loop {
+            // SAFETY: reads into a live local buffer.
+            let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+            if n == 0 {
+                break Next::Close;
+            }
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                break if e.kind() == std::io::ErrorKind::WouldBlock { Next::Read } else { Next::Close };
+            }
+            // SAFETY: writes the bytes just read; replies are small, the buffer never fills.
+            unsafe { libc::write(fd, buf.as_ptr().cast(), n as usize) };
+            self.replies.fetch_add(n as u64 / 8, SeqCst);
+            if (n as usize) < buf.len() {
+                break Next::Read;
+            }
+        };
+        conn.busy.store(false, SeqCst);
+        next
+    }
+    fn close(&self, conn: Conn, _fd: RawFd, _why: Why) {
+        self.closed.fetch_add(1, SeqCst);
+        *self.by_id.lock().unwrap().get_mut(&conn.id).unwrap() += 1;
+    }
+    fn deadline(&self, conn: &Conn) -> Option<Instant> {
+        self.idle.map(|d| conn.last + d)
+    }
+}
+
+fn cases() -> Vec<(Pattern, Backend, usize)> {
+    let mut v = Vec::new();
+    for b in BACKENDS {
+        if let Err(why) = b.probe() {
+            println!("skipped backend {b}: {why}");
+            continue;
+        }
+        for p in Pattern::ALL {
+            v.push((p, b, if p == Pattern::Reactor { 1 } else { 3 }));
+        }
+    }
+    v
+}
+
+fn config(p: Pattern, b: Backend, n: usize) -> Config {
+    let mut cfg = Config::new(p, n, b, "127.0.0.1:0".parse().unwrap());
+    cfg.tick = Duration::from_millis(20);
+    cfg.max_fds = 4096;
+    cfg
+}
+
+/// `conns` clients, each sending `rounds` requests one at a time and checking the echo.
+fn load(addr: std::net::SocketAddr, conns: usize, rounds: usize) {
+    let threads: Vec<_> = (0..conns)
+        .map(|c| {
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(addr).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                for r in 0..rounds {
+                    let msg = ((c * 1_000_000 + r) as u64).to_le_bytes();
+                    s.write_all(&msg).unwrap();
+                    let mut back = [0u8; 8];
+                    s.read_exact(&mut back).unwrap();
+                    assert_eq!(back, msg);
+                }
+            })
+        })
+        .collect();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+}
+
+fn wait_until(what: &str, f: impl Fn() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < Duration::from_secs(10), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn every_connection_handled_exactly_once_and_never_concurrently() {
+    let _serial = serial();
+    for (p, b, n) in cases() {
+        println!("{p} on {b}, {n} threads");
+        let fds_before = open_fds();
+        let h = Arc::new(Echo::default());
+        let server = start(config(p, b, n), Arc::clone(&h)).unwrap();
+        load(server.local_addr(), 24, 40);
+        wait_until("closes", || h.closed.load(SeqCst) == 24);
+        let stats = server.shutdown();
+        let label = format!("{p} on {b}");
+        assert_eq!(h.accepted.load(SeqCst), 24, "{label}: accepts");
+        assert_eq!(h.replies.load(SeqCst), 24 * 40, "{label}: replies");
+        assert_eq!(h.overlaps.load(SeqCst), 0, "{label}: two threads in one handler");
+        assert!(h.by_id.lock().unwrap().values().all(|&c| c == 1), "{label}: a close not seen exactly once");
+        assert_eq!(stats.iter().map(|s| s.accepted).sum::<u64>(), 24, "{label}");
+        assert_eq!(open_fds(), fds_before, "{label}: descriptors leaked");
+    }
+}
+
+#[test]
+fn shutdown_under_load_closes_everything() {
+    let _serial = serial();
+    for (p, b, n) in cases() {
+        println!("{p} on {b}, {n} threads");
+        let fds_before = open_fds();
+        let h = Arc::new(Echo::default());
+        let server = start(config(p, b, n), Arc::clone(&h)).unwrap();
+        let addr = server.local_addr();
+        let stop = Arc::new(AtomicBool::new(false));
+        let clients: Vec<_> = (0..8)
+            .map(|_| {
+                let stop = Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    let Ok(mut s) = TcpStream::connect(addr) else { return };
+                    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+                    let mut buf = [0u8; 8];
+                    while !stop.load(SeqCst) {
+                        if s.write_all(&[1; 8]).is_err() || s.read_exact(&mut buf).is_err() {
+                            return;
+                        }
+                    }
+                })
+            })
+            .collect();
+        wait_until("load", || h.replies.load(SeqCst) > 200);
+        server.shutdown();
+        let label = format!("{p} on {b}");
+        assert_eq!(
+            h.accepted.load(SeqCst),
+            h.closed.load(SeqCst),
+            "{label}: every accepted connection closed once"
+        );
+        assert_eq!(h.overlaps.load(SeqCst), 0, "{label}");
+        stop.store(true, SeqCst);
+        clients.into_iter().for_each(|t| t.join().unwrap());
+        assert_eq!(open_fds(), fds_before, "{label}: descriptors leaked");
+    }
+}
+
+#[test]
+fn idle_connections_time_out() {
+    let _serial = serial();
+    for (p, b, n) in cases() {
+        let h = Arc::new(Echo { idle: Some(Duration::from_millis(50)), ..Echo::default() });
+        let server = start(config(p, b, n), Arc::clone(&h)).unwrap();
+        let mut s = TcpStream::connect(server.local_addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = [0u8; 1];
+        let got = loop {
+            match s.read(&mut buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                r => break r.unwrap(),
+            }
+        };
+        assert_eq!(got, 0, "{p} on {b}: idle connection not closed");
+        assert_eq!(h.closed.load(SeqCst), 1, "{p} on {b}");
+        server.shutdown();
+    }
+}
+
+#[test]
+fn sharded_spreads_connections_and_reports_it() {
+    let _serial = serial();
+    for p in [Pattern::Sharded, Pattern::ShardedShared] {
+        let h = Arc::new(Echo::default());
+        let server = start(config(p, Backend::Epoll, 4), Arc::clone(&h)).unwrap();
+        load(server.local_addr(), 64, 2);
+        let per: Vec<u64> = server.stats().iter().map(|s| s.accepted).collect();
+        println!("{p}: connections per thread {per:?}");
+        assert_eq!(per.iter().sum::<u64>(), 64, "{p}");
+        server.shutdown();
+    }
+}
+
+/// Slow handler: the adaptive policy must grow the pool from its minimum.
+struct Slow;
+impl Handler for Slow {
+    type Conn = ();
+    fn accept(&self, _fd: RawFd) -> Option<()> {
+        Some(())
+    }
+    fn ready(&self, _c: &mut (), fd: RawFd, s: State) -> Next {
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_micros(300) {}
+        Echo::default().ready(&mut Conn { id: 0, busy: Arc::default(), last: t }, fd, s)
+    }
+}
+
+#[test]
+fn adaptive_pool_grows_under_load_and_shrinks_when_idle() {
+    let _serial = serial();
+    for p in [Pattern::LeaderFollowers, Pattern::HalfSync] {
+        let mut cfg = config(p, Backend::Epoll, 3);
+        cfg.adaptive = Some(Adaptive { interval: Duration::from_millis(20), ..Adaptive::default() });
+        let server = start(cfg, Arc::new(Slow)).unwrap();
+        assert_eq!(server.active_threads(), 1);
+        let addr = server.local_addr();
+        let mut max = 1;
+        let t = std::thread::spawn(move || load(addr, 16, 200));
+        while !t.is_finished() {
+            max = max.max(server.active_threads());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        t.join().unwrap();
+        assert!(max > 1, "{p}: never grew");
+        wait_until("shrink", || server.active_threads() == 1);
+        server.shutdown();
+    }
+}
