@@ -17,10 +17,21 @@
 //! pinning, commit and date; the summary and the goal verdicts are made from those rows only
 //! (see [`report`]). Goals are evaluated and printed, never asserted: speed is shown by
 //! benchmarks, not by timed tests.
+//!
+//! Two more commands measure the historical backends the same way (raw rows, header,
+//! repetitions with median and spread, one pinned core), their rows described in [`rec`]:
+//! `hintq bench rtsig` ([`overflow`]: readiness cycles with the RT signal queue below and
+//! above `RLIMIT_SIGPENDING`, the cost of one recovery scan, poll/epoll/uring beside) and
+//! `hintq bench gooch` ([`gooch`]: Gooch's per-descriptor `poll(2)` cost, the saving of the
+//! active/inactive split with 1% active, and the wake-up latency of a quiet descriptor).
 
 #![warn(missing_docs)]
 
+pub mod gooch;
+pub mod meter;
 pub mod micro;
+pub mod overflow;
+pub mod rec;
 pub mod report;
 pub mod sys;
 
@@ -65,27 +76,7 @@ pub struct Outcome {
 /// # Errors
 /// Setting up (pinning, descriptors) and any failing system call of a measured loop.
 pub fn run_micro(cfg: &Config) -> io::Result<Outcome> {
-    let started = SystemTime::now();
-    let mut meta: Vec<(String, String)> = vec![
-        ("command".into(), cfg.command.clone()),
-        ("date".into(), utc(started)),
-        ("hintq".into(), env!("CARGO_PKG_VERSION").into()),
-        ("commit".into(), commit()),
-        ("kernel".into(), sys::kernel_release()),
-        ("cpu".into(), cpu_model()),
-        ("cpus online".into(), std::thread::available_parallelism().map_or(0, |n| n.get()).to_string()),
-        ("loadavg before".into(), loadavg()),
-    ];
-
-    let (soft, hard) = sys::raise_nofile()?;
-    meta.push(("RLIMIT_NOFILE".into(), format!("soft {soft}, hard {hard} (soft raised to hard)")));
-    let allowed = sys::affinity()?;
-    let cpu = cfg.cpu.or(allowed.last().copied()).unwrap_or(0);
-    sys::pin(cpu)?;
-    let pinning =
-        format!("pinned to CPU {cpu} (sched_getaffinity now {:?}; before {:?})", sys::affinity()?, allowed);
-    println!("{pinning}");
-    meta.push(("pinning".into(), pinning));
+    let Setup { mut meta, started, null: _, clock } = setup(cfg)?;
 
     let mut out = Output::default();
     let wanted = cfg.backends.clone().unwrap_or_else(|| Backend::ALL.to_vec());
@@ -114,18 +105,11 @@ pub fn run_micro(cfg: &Config) -> io::Result<Outcome> {
         names.join(", "),
         if cfg.quick { ", quick" } else { "" }
     );
-    let clock = micro::clock_pair_ns();
-    let null = micro::null_syscall_ns();
-    println!(
-        "machine check: null system call {null:.0} ns (PERF.md floor: 75-88 ns), clock read {clock:.1} ns"
-    );
     meta.extend([
         ("backends".into(), names.join(" ")),
         ("quick".into(), cfg.quick.to_string()),
         ("repetitions".into(), reps.to_string()),
         ("time per measurement".into(), format!("{} ms after calibration", plan.target.as_millis())),
-        ("null system call".into(), format!("{null:.0} ns (getppid, median of 9 x 100,000; PERF.md floor 75-88 ns)")),
-        ("clock read pair".into(), format!("{clock:.1} ns (Instant::now, included in every fig6a call time)")),
         ("fig6a method".into(), "clock read just before and after each get_next_event / epoll_wait call; writes and reads untimed; ops = calls".into()),
         ("fig6b method".into(), format!("clock read around a batch of whole cycles (write 1 byte, wait with a {}-event array, read); ops = cycles", micro::CYCLE_ARRAY)),
         ("fig7 method".into(), format!("clock read around a batch of {} declare_interest(READ) calls, then around their {} revokes; raw-epoll = epoll_ctl ADD / DEL; ops = calls", micro::BATCH, micro::BATCH)),
@@ -138,13 +122,8 @@ pub fn run_micro(cfg: &Config) -> io::Result<Outcome> {
     micro::fig6b(&plan, &fds, &mut out)?;
     micro::fig7(&plan, &fds, &mut out)?;
     drop(fds);
-    meta.push(("loadavg after".into(), loadavg()));
-    let secs = started.elapsed().map_or(0.0, |d| d.as_secs_f64());
-    meta.push(("duration".into(), format!("{secs:.1} s")));
-
-    let csv = cfg.out.clone().unwrap_or_else(|| {
-        PathBuf::from(format!("hintq-micro-{}.csv", utc(started).replace([':', '-'], "")))
-    });
+    let secs = finish(&mut meta, started);
+    let csv = csv_path(cfg, "micro", started);
     let mut w = BufWriter::new(File::create(&csv)?);
     report::write_csv(&mut w, &meta, &out.skips, &out.rows)?;
     io::Write::flush(&mut w)?;
@@ -164,6 +143,164 @@ pub fn run_micro(cfg: &Config) -> io::Result<Outcome> {
     );
     println!("{} rows written to {} in {secs:.1} s", out.rows.len(), csv.display());
     Ok(Outcome { csv, rows: out.rows, goals })
+}
+
+/// What every run starts with: the header lines (command, date, commit, kernel, CPU, load,
+/// descriptor limit, pinning, and the machine check), the process pinned to one core.
+struct Setup {
+    meta: Vec<(String, String)>,
+    started: SystemTime,
+    /// Null system call, ns.
+    null: f64,
+    /// Back-to-back clock reads, ns.
+    clock: f64,
+}
+
+fn setup(cfg: &Config) -> io::Result<Setup> {
+    let started = SystemTime::now();
+    let mut meta: Vec<(String, String)> = vec![
+        ("command".into(), cfg.command.clone()),
+        ("date".into(), utc(started)),
+        ("hintq".into(), env!("CARGO_PKG_VERSION").into()),
+        ("commit".into(), commit()),
+        ("kernel".into(), sys::kernel_release()),
+        ("cpu".into(), cpu_model()),
+        ("cpus online".into(), std::thread::available_parallelism().map_or(0, |n| n.get()).to_string()),
+        ("loadavg before".into(), loadavg()),
+    ];
+    let (soft, hard) = sys::raise_nofile()?;
+    meta.push(("RLIMIT_NOFILE".into(), format!("soft {soft}, hard {hard} (soft raised to hard)")));
+    let allowed = sys::affinity()?;
+    let cpu = cfg.cpu.or(allowed.last().copied()).unwrap_or(0);
+    sys::pin(cpu)?;
+    let pinning =
+        format!("pinned to CPU {cpu} (sched_getaffinity now {:?}; before {:?})", sys::affinity()?, allowed);
+    println!("{pinning}");
+    meta.push(("pinning".into(), pinning));
+    let clock = micro::clock_pair_ns();
+    let null = micro::null_syscall_ns();
+    println!(
+        "machine check: null system call {null:.0} ns (PERF.md floor: 75-88 ns), clock read {clock:.1} ns; \
+         load average {}",
+        meta_get(&meta, "loadavg before")
+    );
+    meta.extend([
+        (
+            "null system call".into(),
+            format!("{null:.0} ns (getppid, median of 9 x 100,000; PERF.md floor 75-88 ns)"),
+        ),
+        (
+            "clock read pair".into(),
+            format!("{clock:.1} ns (Instant::now; included in every call timed alone)"),
+        ),
+    ]);
+    Ok(Setup { meta, started, null, clock })
+}
+
+/// Adds the closing header lines; returns the run's duration in seconds.
+fn finish(meta: &mut Vec<(String, String)>, started: SystemTime) -> f64 {
+    meta.push(("loadavg after".into(), loadavg()));
+    let secs = started.elapsed().map_or(0.0, |d| d.as_secs_f64());
+    meta.push(("duration".into(), format!("{secs:.1} s")));
+    secs
+}
+
+/// `--out`, or `hintq-<what>-<date>.csv` in the current directory.
+fn csv_path(cfg: &Config, what: &str, started: SystemTime) -> PathBuf {
+    cfg.out.clone().unwrap_or_else(|| {
+        PathBuf::from(format!("hintq-{what}-{}.csv", utc(started).replace([':', '-'], "")))
+    })
+}
+
+/// Runs `hintq bench rtsig`: writes the CSV, prints the summary, returns the rows. In a child
+/// (with [`overflow::CHILD_ENV`] set) runs its share and prints raw rows instead.
+///
+/// # Errors
+/// Setting up, a child failing, a failing call, or an event not delivered.
+pub fn run_rtsig(cfg: &Config) -> io::Result<Vec<rec::Rec>> {
+    let plan = overflow::Plan::new(cfg.quick, cfg.reps);
+    if let Ok(spec) = std::env::var(overflow::CHILD_ENV) {
+        let child = overflow::Child::parse(&spec).map_err(io::Error::other)?;
+        overflow::child(&plan, child)?;
+        return Ok(Vec::new());
+    }
+    let Setup { mut meta, started, null, .. } = setup(cfg)?;
+    let others: Vec<&str> = plan.others.iter().map(|b| b.name()).collect();
+    let mut notes: Vec<String> = [Backend::Uring]
+        .into_iter()
+        .filter_map(|b| b.probe().err().map(|why| format!("skipped {}: {why}", b.name())))
+        .collect();
+    meta.extend([
+        ("quick".into(), cfg.quick.to_string()),
+        ("repetitions".into(), plan.reps.to_string()),
+        ("time per measurement".into(), format!("{} ms of bursts, fresh queue, no warm-up", plan.target.as_millis())),
+        ("targets".into(), format!("rtsig (hybrid off), rtsig-hybrid (Hybrid::default(): {:?}); at the default limit also {}", hintq::Hybrid::default(), others.join(", "))),
+        ("children".into(), format!("RLIMIT_SIGPENDING is process-wide: each repetition re-executes this command twice with {}=\"default|lowered rep=N\" (order alternating); the child inherits the pinning and prints raw rows", overflow::CHILD_ENV)),
+        ("overflow method".into(), format!("K socketpairs (K in {:?}) among {} idle eventfds registered for READ; a cycle writes 1 byte on each of the K, calls get_next_event(array of K, timeout 2 s) until every one of the K was reported, reading each as reported; clock around the batch of cycles; lowered limit = K/4, so every burst overflows; ops = cycles, events = events delivered", plan.bursts, overflow::IDLE)),
+        ("scan method".into(), format!("a burst of {} socketpairs with N idle eventfds registered (N in {:?}), clock read around each get_next_event call only (writes and reads untimed), rtsig hybrid off; lowered limit {}: each burst is one recovery (take SIGIO, flush the RT queue, one poll(2) over N+{}), checked by recoveries per burst; default limit: {} queued signals; recovery cost = lowered - default", overflow::SCAN_BURST, overflow::SCAN_N, overflow::SCAN_LIMIT, overflow::SCAN_BURST, overflow::SCAN_BURST)),
+        ("descriptors".into(), "active: AF_UNIX stream socketpairs (non-blocking); idle: eventfds never written".into()),
+    ]);
+    let (rows, child_notes) = overflow::parent(&plan)?;
+    notes.extend(child_notes);
+    let secs = finish(&mut meta, started);
+    let csv = csv_path(cfg, "rtsig", started);
+    write_rows(&csv, &meta, &notes, &rows)?;
+    print!("{}", overflow::summary(&rows));
+    notes.iter().for_each(|n| println!("{n}"));
+    closing(&rows, null, &meta, &csv, secs);
+    Ok(rows)
+}
+
+/// Runs `hintq bench gooch`: writes the CSV, prints the summary, returns the rows.
+///
+/// # Errors
+/// Setting up, a failing call, or an event not delivered.
+pub fn run_gooch(cfg: &Config) -> io::Result<Vec<rec::Rec>> {
+    let plan = gooch::Plan::new(cfg.quick, cfg.reps);
+    let Setup { mut meta, started, null, .. } = setup(cfg)?;
+    meta.extend([
+        ("quick".into(), cfg.quick.to_string()),
+        ("repetitions".into(), plan.reps.to_string()),
+        ("time per measurement".into(), format!("{} ms (perfd, split)", plan.target.as_millis())),
+        ("gooch policy".into(), format!("gooch = {:?} (default); gooch-p1 = the same with promote_at 1", hintq::GoochPolicy::default())),
+        ("perfd method".into(), format!("poll(2) with timeout 0 over N idle descriptors (N in {:?}), eventfds or unbound UDP sockets asked for POLLIN, clock around a batch of calls; eventfd-wait: N-1 idle eventfds then 1 ready socket, timeout -1 (wait entries queued on every idle fd); Gooch 1998: about {} ns per fd (Pentium 100, Linux 2.1.x)", gooch::NS, gooch::GOOCH_NS_PER_FD)),
+        ("split method".into(), format!("N registered (N in {:?}): 1% (at least 1) AF_UNIX socketpairs, the rest idle eventfds; a cycle writes 1 byte on the next active one in rotation, get_next_event (array of 64) until it is reported, reading what is reported; {} ms untimed warm-up, then clock around the batch; migrations = Stats::migrations over the queue's life (warm-up included)", gooch::NS, gooch::WARMUP.as_millis())),
+        ("wake method".into(), format!("{} registered, 1% cycling as in split, one more socketpair silent for {} ms + 0..10 ms (xorshift phase) while they cycle, then written; latency = clock from just after that write to the end of the cycle whose events included it; {} samples per backend and repetition; cycles = busy cycles until delivered", gooch::WAKE_N, gooch::QUIET.as_millis(), plan.samples)),
+    ]);
+    let rows = gooch::run(&plan)?;
+    let secs = finish(&mut meta, started);
+    let csv = csv_path(cfg, "gooch", started);
+    write_rows(&csv, &meta, &[], &rows)?;
+    print!("{}", gooch::summary(&rows));
+    closing(&rows, null, &meta, &csv, secs);
+    Ok(rows)
+}
+
+fn write_rows(
+    csv: &std::path::Path,
+    meta: &[(String, String)],
+    notes: &[String],
+    rows: &[rec::Rec],
+) -> io::Result<()> {
+    let mut w = BufWriter::new(File::create(csv)?);
+    rec::write_csv(&mut w, meta, notes, rows)?;
+    io::Write::flush(&mut w)
+}
+
+/// The closing lines: noise, the machine check again, where the rows went.
+fn closing(rows: &[rec::Rec], null: f64, meta: &[(String, String)], csv: &std::path::Path, secs: f64) {
+    println!(
+        "
+{}",
+        rec::noise_line(rows)
+    );
+    println!(
+        "null system call {null:.0} ns (PERF.md floor 75-88 ns); load average before {} / after {}; the machine \
+         is shared: compare ratios within this run, not absolute figures across runs",
+        meta_get(meta, "loadavg before"),
+        meta_get(meta, "loadavg after")
+    );
+    println!("{} rows written to {} in {secs:.1} s", rows.len(), csv.display());
 }
 
 fn meta_get<'a>(meta: &'a [(String, String)], key: &str) -> &'a str {

@@ -506,7 +506,7 @@ pub fn goals(rows: &[Row], skips: &[Skip]) -> Vec<Goal> {
 }
 
 /// Least-squares line through `pts`: `(intercept, slope, R^2)`; `None` below two distinct x.
-fn fit(pts: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
+pub(crate) fn fit(pts: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
     let n = pts.len() as f64;
     let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
     let my = pts.iter().map(|p| p.1).sum::<f64>() / n;

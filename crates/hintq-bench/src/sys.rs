@@ -168,3 +168,27 @@ pub fn null_syscall() {
     // SAFETY: getppid takes no arguments and cannot fail.
     unsafe { libc::syscall(libc::SYS_getppid) };
 }
+
+/// One `poll(2)` over `fds` with `timeout_ms` (0: a pure scan); returns how many were ready.
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: libc::c_int) -> io::Result<usize> {
+    // SAFETY: the kernel reads and writes `fds.len()` live, exclusively borrowed entries.
+    cvt(unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) }).map(|n| n as usize)
+}
+
+/// This process's `RLIMIT_SIGPENDING`: `(soft, hard)`.
+pub fn sigpending_limit() -> io::Result<(u64, u64)> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: the kernel fills the live rlimit.
+    cvt(unsafe { libc::getrlimit(libc::RLIMIT_SIGPENDING, &mut lim) })?;
+    Ok((lim.rlim_cur, lim.rlim_max))
+}
+
+/// Sets the soft `RLIMIT_SIGPENDING` of this process (the hard limit is kept, so it can be
+/// raised again). Real-time signals beyond it are not queued; an `F_SETSIG` descriptor then
+/// raises plain `SIGIO` instead: the overflow the rtsig backend recovers from.
+pub fn set_sigpending(soft: u64) -> io::Result<()> {
+    let (_, hard) = sigpending_limit()?;
+    let lim = libc::rlimit { rlim_cur: soft.min(hard), rlim_max: hard };
+    // SAFETY: the kernel only reads the live rlimit.
+    cvt(unsafe { libc::setrlimit(libc::RLIMIT_SIGPENDING, &lim) }).map(drop)
+}

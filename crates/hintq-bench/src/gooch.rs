@@ -1,0 +1,506 @@
+//! `hintq bench gooch`: Gooch's figure (1998) on this machine, and what his active/inactive
+//! split saves.
+//!
+//! * **perfd** — one `poll(2)` with timeout 0 over N idle descriptors that are never ready
+//!   (eventfds, and unbound UDP sockets asked for `POLLIN`), timed as a batch of calls: ns
+//!   per call and per descriptor. Gooch measured about 3 us per descriptor on a Pentium 100
+//!   with Linux 2.1.x ([`GOOCH_NS_PER_FD`]).
+//! * **split** — N registered, 1% of them active (socketpairs, at least one), the rest idle
+//!   eventfds. One cycle writes one byte on the next active descriptor in rotation, calls
+//!   `get_next_event` and reads what it reports; batch timed after a warm-up of
+//!   [`WARMUP`] (several epochs of the gooch policy, so the idle ones are demoted). gooch
+//!   against poll, with epoll as the floor; cycles per second and thread CPU per cycle.
+//! * **wake** — the latency cost of a quiet descriptor that wakes up while others are busy:
+//!   [`WAKE_N`] registered, 1% active and cycling as in split, and one more socketpair kept
+//!   silent for [`QUIET`] plus a varying phase (long enough for gooch to demote it), then
+//!   written; the time from that write to its event being delivered is one sample. gooch
+//!   runs with its default policy (10 ms interval).
+
+use crate::meter::Meter;
+use crate::rec::{self, Rec};
+use crate::sys;
+use hintq::{Backend, Builder, Event, GoochPolicy, Interest, Queue};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+/// Gooch's figure: about 3 us per descriptor per `poll(2)` (Pentium 100, Linux 2.1.x).
+pub const GOOCH_NS_PER_FD: f64 = 3000.0;
+/// perfd and split: descriptor counts.
+pub const NS: [usize; 4] = [100, 1000, 5000, 10000];
+/// split and wake: the share of registered descriptors that are active.
+pub const ACTIVE_PER_100: usize = 1;
+/// split: untimed cycling before the measurement.
+pub const WARMUP: Duration = Duration::from_millis(50);
+/// wake: registered descriptors.
+pub const WAKE_N: usize = 1000;
+/// wake: how long the quiet descriptor stays silent before it is written (plus a phase of
+/// up to one default gooch interval, so the write falls anywhere in the epoch).
+pub const QUIET: Duration = Duration::from_millis(40);
+/// The targets compared in split and wake.
+pub const TARGETS: [Target; 4] =
+    [Target::Gooch(2), Target::Gooch(1), Target::Other(Backend::Poll), Target::Other(Backend::Epoll)];
+
+/// A measured queue: gooch with `promote_at` (interval at its 10 ms default), or another backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// gooch; 2 is the default policy, 1 promotes an inactive descriptor on its first report.
+    Gooch(u8),
+    /// Another backend.
+    Other(Backend),
+}
+
+impl Target {
+    /// The name in the rows.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Gooch(2) => "gooch",
+            Target::Gooch(_) => "gooch-p1",
+            Target::Other(b) => b.name(),
+        }
+    }
+
+    fn queue(self) -> io::Result<Queue> {
+        match self {
+            Target::Gooch(p) => Builder::new(Backend::Gooch)
+                .gooch_policy(GoochPolicy { promote_at: p, ..GoochPolicy::default() })
+                .build(),
+            Target::Other(b) => Queue::new(b),
+        }
+    }
+}
+/// The events array of each wait.
+const ARRAY: usize = 64;
+
+/// The sizes a run uses, from `--quick`.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Repetitions.
+    pub reps: u32,
+    /// Wall time per measured run (perfd and split).
+    pub target: Duration,
+    /// wake: samples per backend and repetition.
+    pub samples: u32,
+}
+
+impl Plan {
+    /// The plan for `quick` with `reps` repetitions (default 3 quick, 5 full).
+    pub fn new(quick: bool, reps: Option<u32>) -> Plan {
+        Plan {
+            reps: reps.unwrap_or(if quick { 3 } else { 5 }).max(1),
+            target: Duration::from_millis(if quick { 80 } else { 300 }),
+            samples: if quick { 8 } else { 25 },
+        }
+    }
+}
+
+/// The active count for `n` registered.
+pub fn active_of(n: usize) -> usize {
+    (n * ACTIVE_PER_100 / 100).max(1)
+}
+
+fn rotated<T: Clone>(v: &[T], rep: u32) -> Vec<T> {
+    let mut v = v.to_vec();
+    if !v.is_empty() {
+        let k = rep as usize % v.len();
+        v.rotate_left(k);
+    }
+    v
+}
+
+/// An unbound UDP socket: idle for `POLLIN`, one descriptor.
+fn udp() -> io::Result<OwnedFd> {
+    std::net::UdpSocket::bind("127.0.0.1:0").map(OwnedFd::from)
+}
+
+/// The idle descriptors perfd polls: eventfds, unbound UDP sockets (`POLLIN`), and
+/// `eventfd-wait`: N-1 idle eventfds then one ready socket, with an infinite timeout, so the
+/// kernel queues a wait entry on every idle one before it reaches the ready one (what a
+/// blocking poll in an event loop pays; timeout 0 skips the wait entries).
+const KINDS: [&str; 3] = ["eventfd", "udp", "eventfd-wait"];
+
+/// perfd: `poll(2)` with timeout 0 over `n` idle descriptors of each kind. The kinds take
+/// turns (20,000 descriptors at once would pass `RLIMIT_NOFILE` here).
+fn perfd(plan: &Plan, rep: u32, rows: &mut Vec<Rec>) -> io::Result<()> {
+    let top = NS[NS.len() - 1];
+    for kind in rotated(&KINDS, rep) {
+        let make = || if kind == "udp" { udp() } else { sys::eventfd() };
+        let fds = (0..top).map(|_| make()).collect::<io::Result<Vec<_>>>()?;
+        let ready = sys::socketpair()?;
+        sys::write1(ready.1.as_raw_fd())?;
+        let wait = kind == "eventfd-wait";
+        for &n in &NS {
+            let pollfd = |fd: RawFd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+            let mut set: Vec<libc::pollfd> = fds[..n].iter().map(|f| pollfd(f.as_raw_fd())).collect();
+            if wait {
+                set[n - 1] = pollfd(ready.0.as_raw_fd());
+            }
+            let (timeout, expect) = if wait { (-1, 1) } else { (0, 0) };
+            let m = Meter::start();
+            let mut calls = 0u64;
+            while calls == 0 || m.elapsed() < plan.target {
+                for _ in 0..16 {
+                    if sys::poll(&mut set, timeout)? != expect {
+                        return Err(io::Error::other(format!("poll(2) over {kind}: not {expect} ready")));
+                    }
+                }
+                calls += 16;
+            }
+            let (wall, cpu, pre) = m.stop();
+            rows.push(Rec {
+                experiment: "perfd".into(),
+                target: format!("poll(2)-{kind}"),
+                rep,
+                registered: n,
+                ops: calls,
+                total_ns: wall,
+                wall_ns: wall,
+                cpu_ns: cpu,
+                preempted: pre,
+                ..Rec::default()
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A queue on `b` with `idle` then the watched ends of `pairs` registered.
+fn registered(t: Target, idle: &[OwnedFd], pairs: &[(OwnedFd, OwnedFd)]) -> io::Result<Queue> {
+    let mut q = t.queue()?;
+    for fd in idle.iter().map(AsRawFd::as_raw_fd).chain(pairs.iter().map(|p| p.0.as_raw_fd())) {
+        q.declare_interest(fd, Interest::READ)?;
+    }
+    Ok(q)
+}
+
+/// The busy load: one cycle writes the next active peer, waits, reads what was reported.
+struct Busy<'a> {
+    pairs: &'a [(OwnedFd, OwnedFd)],
+    next: usize,
+    evs: [Event; ARRAY],
+}
+
+impl Busy<'_> {
+    /// One cycle; returns whether `watch` was among the descriptors reported.
+    fn cycle(&mut self, q: &mut Queue, watch: RawFd) -> io::Result<bool> {
+        let p = &self.pairs[self.next];
+        self.next = (self.next + 1) % self.pairs.len();
+        sys::write1(p.1.as_raw_fd())?;
+        let mut mine = false;
+        let mut found = false;
+        while !mine {
+            let n = q.get_next_event(&mut self.evs, Some(Duration::from_secs(2)))?;
+            if n == 0 {
+                return Err(io::Error::other("a written descriptor was not reported within 2 s"));
+            }
+            for ev in &self.evs[..n] {
+                sys::drain(ev.fd());
+                mine |= ev.fd() == p.0.as_raw_fd();
+                found |= ev.fd() == watch;
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// split: readiness cycles with 1% active, per backend and N.
+fn split(
+    plan: &Plan,
+    rep: u32,
+    pairs: &[(OwnedFd, OwnedFd)],
+    idle: &[OwnedFd],
+    rows: &mut Vec<Rec>,
+) -> io::Result<()> {
+    for &n in &NS {
+        let a = active_of(n);
+        for t in rotated(&TARGETS, rep) {
+            let mut q = registered(t, &idle[..n - a], &pairs[..a])?;
+            let mut busy = Busy { pairs: &pairs[..a], next: 0, evs: [Event::default(); ARRAY] };
+            let warm = Instant::now();
+            while warm.elapsed() < WARMUP {
+                busy.cycle(&mut q, -1)?;
+            }
+            let events = q.stats().delivered;
+            let m = Meter::start();
+            let mut cycles = 0u64;
+            while cycles == 0 || m.elapsed() < plan.target {
+                busy.cycle(&mut q, -1)?;
+                cycles += 1;
+            }
+            let (wall, cpu, pre) = m.stop();
+            let s = q.stats();
+            rows.push(Rec {
+                experiment: "split".into(),
+                target: t.name().into(),
+                rep,
+                registered: n,
+                active: a,
+                ops: cycles,
+                events: s.delivered - events,
+                total_ns: wall,
+                wall_ns: wall,
+                cpu_ns: cpu,
+                preempted: pre,
+                migrations: s.migrations,
+                ..Rec::default()
+            });
+        }
+    }
+    Ok(())
+}
+
+/// wake: samples of the delay from writing a quiet descriptor to its delivery.
+fn wake(
+    plan: &Plan,
+    rep: u32,
+    pairs: &[(OwnedFd, OwnedFd)],
+    quiet: &(OwnedFd, OwnedFd),
+    idle: &[OwnedFd],
+    rows: &mut Vec<Rec>,
+) -> io::Result<()> {
+    let a = active_of(WAKE_N);
+    let mut phase = 0x9e37_79b9_u32.wrapping_mul(rep + 1);
+    for t in rotated(&TARGETS, rep) {
+        let mut q = registered(t, &idle[..WAKE_N - a - 1], &pairs[..a])?;
+        q.declare_interest(quiet.0.as_raw_fd(), Interest::READ)?;
+        let mut busy = Busy { pairs: &pairs[..a], next: 0, evs: [Event::default(); ARRAY] };
+        for _ in 0..plan.samples {
+            // A phase of 0..10 ms on top of the quiet time (xorshift), so writes fall
+            // anywhere in gooch's epoch.
+            phase ^= phase << 13;
+            phase ^= phase >> 17;
+            phase ^= phase << 5;
+            let silent = QUIET + Duration::from_micros(u64::from(phase % 10_000));
+            let since = Instant::now();
+            while since.elapsed() < silent {
+                busy.cycle(&mut q, -1)?;
+            }
+            let before = q.stats().migrations;
+            let m = Meter::start();
+            sys::write1(quiet.1.as_raw_fd())?;
+            let t0 = Instant::now();
+            let mut cycles = 1u64;
+            while !busy.cycle(&mut q, quiet.0.as_raw_fd())? {
+                cycles += 1;
+                if t0.elapsed() > Duration::from_secs(2) {
+                    return Err(io::Error::other(format!(
+                        "{}: a quiet descriptor was not reported within 2 s",
+                        t.name()
+                    )));
+                }
+            }
+            let lat = t0.elapsed().as_nanos() as u64;
+            let (wall, cpu, pre) = m.stop();
+            sys::drain(quiet.0.as_raw_fd());
+            rows.push(Rec {
+                experiment: "wake".into(),
+                target: t.name().into(),
+                rep,
+                registered: WAKE_N,
+                active: a,
+                ops: 1,
+                events: cycles,
+                total_ns: lat,
+                wall_ns: wall,
+                cpu_ns: cpu,
+                preempted: pre,
+                migrations: q.stats().migrations - before,
+                ..Rec::default()
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Runs perfd, split and wake, every repetition in turn.
+///
+/// # Errors
+/// Creating descriptors, a failing call, or an event not delivered.
+pub fn run(plan: &Plan) -> io::Result<Vec<Rec>> {
+    let top = NS[NS.len() - 1];
+    let mut rows = Vec::new();
+    for rep in 0..plan.reps {
+        eprintln!("gooch rep {}/{}: perfd", rep + 1, plan.reps);
+        perfd(plan, rep, &mut rows)?;
+    }
+    let pairs = (0..active_of(top)).map(|_| sys::socketpair()).collect::<io::Result<Vec<_>>>()?;
+    let quiet = sys::socketpair()?;
+    let idle = (0..top).map(|_| sys::eventfd()).collect::<io::Result<Vec<_>>>()?;
+    for rep in 0..plan.reps {
+        eprintln!("gooch rep {}/{}: split, wake", rep + 1, plan.reps);
+        split(plan, rep, &pairs, &idle, &mut rows)?;
+        wake(plan, rep, &pairs, &quiet, &idle, &mut rows)?;
+    }
+    Ok(rows)
+}
+
+/// The summary tables, from the rows only.
+pub fn summary(rows: &[Rec]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let m = rec::points(rows, "perfd");
+    if !m.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nperfd: poll(2) over N descriptors (batch timed): eventfd, udp = N idle, timeout 0; eventfd-wait = \
+             N-1 idle + 1 ready socket last, timeout -1"
+        );
+        let _ = writeln!(
+            s,
+            "  {:>6} {:<16} {:>10} {:>10} {:>10} {:>5} {:>8} {:>12} {:>10} {:>6}",
+            "N", "target", "ns/call", "min", "max", "reps", "ns/fd", "Gooch ns/fd", "Gooch/us", "on-cpu"
+        );
+    }
+    for (key, list) in &m {
+        let t = rec::spread(list, Rec::ns_per_op);
+        let per_fd = t.median / key.registered.max(1) as f64;
+        let _ = writeln!(
+            s,
+            "  {:>6} {:<16} {:>10.0} {:>10.0} {:>10.0} {:>5} {:>8.1} {:>12.0} {:>9.0}x {:>5.0}%",
+            key.registered,
+            key.target,
+            t.median,
+            t.min,
+            t.max,
+            t.n,
+            per_fd,
+            GOOCH_NS_PER_FD,
+            GOOCH_NS_PER_FD / per_fd.max(f64::MIN_POSITIVE),
+            rec::spread(list, Rec::on_cpu).min * 100.0
+        );
+    }
+    let m = rec::points(rows, "split");
+    if !m.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nsplit: N registered, 1% active written in rotation, one write -> get_next_event -> read per cycle \
+             (batch timed after {} ms of warm-up)",
+            WARMUP.as_millis()
+        );
+        let _ = writeln!(
+            s,
+            "  {:>6} {:>6} {:<7} {:>9} {:>9} {:>9} {:>5} {:>11} {:>9} {:>10} {:>6}",
+            "N",
+            "active",
+            "target",
+            "cycles/s",
+            "min",
+            "max",
+            "reps",
+            "cpu us/cyc",
+            "x poll",
+            "migrations",
+            "on-cpu"
+        );
+    }
+    for (key, list) in &m {
+        let t = rec::spread(list, Rec::per_sec);
+        let poll = rec::median_at(&m, key, "poll", Rec::per_sec);
+        let _ = writeln!(
+            s,
+            "  {:>6} {:>6} {:<7} {:>9} {:>9} {:>9} {:>5} {:>11.2} {:>9} {:>10.0} {:>5.0}%",
+            key.registered,
+            key.active,
+            key.target,
+            rec::si(t.median),
+            rec::si(t.min),
+            rec::si(t.max),
+            t.n,
+            rec::spread(list, Rec::cpu_per_op).median / 1e3,
+            poll.map_or("-".into(), |p| format!("{:.2}x", t.median / p)),
+            rec::spread(list, |r| r.migrations as f64).median,
+            rec::spread(list, Rec::on_cpu).min * 100.0
+        );
+    }
+    let m = rec::points(rows, "wake");
+    if !m.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nwake: a descriptor silent for {} ms + 0..10 ms while 1% of {WAKE_N} cycle, then written: time to its \
+             delivery (all samples; per-repetition medians as spread)",
+            QUIET.as_millis()
+        );
+        let _ = writeln!(
+            s,
+            "  {:<7} {:>7} {:>11} {:>11} {:>11} {:>22} {:>10} {:>11}",
+            "target", "samples", "median us", "p90 us", "max us", "rep medians us", "cycles", "migr/sample"
+        );
+    }
+    for (key, list) in &m {
+        let mut lat: Vec<f64> = list.iter().map(|r| r.ns_per_op() / 1e3).collect();
+        lat.sort_by(f64::total_cmp);
+        let all = rec::spread(list, |r| r.ns_per_op() / 1e3);
+        let p90 = lat[((lat.len() * 9).div_ceil(10)).saturating_sub(1).min(lat.len() - 1)];
+        let mut reps: Vec<u32> = list.iter().map(|r| r.rep).collect();
+        reps.sort_unstable();
+        reps.dedup();
+        let medians: Vec<f64> = reps
+            .iter()
+            .map(|&rep| {
+                let of: Vec<&Rec> = list.iter().copied().filter(|r| r.rep == rep).collect();
+                rec::spread(&of, |r| r.ns_per_op() / 1e3).median
+            })
+            .collect();
+        let rm =
+            crate::report::Spread::of(&medians).map_or("-".into(), |s| format!("{:.1}..{:.1}", s.min, s.max));
+        let _ = writeln!(
+            s,
+            "  {:<7} {:>7} {:>11.1} {:>11.1} {:>11.1} {:>22} {:>10.0} {:>11.2}",
+            key.target,
+            all.n,
+            all.median,
+            p90,
+            all.max,
+            rm,
+            rec::spread(list, |r| r.events as f64).median,
+            rec::spread(list, |r| r.migrations as f64).median
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rec::tests::rec;
+
+    #[test]
+    fn active_is_one_percent_at_least_one() {
+        assert_eq!(NS.map(active_of), [1, 10, 50, 100]);
+        assert_eq!(TARGETS.map(Target::name), ["gooch", "gooch-p1", "poll", "epoll"]);
+        assert_eq!(active_of(10), 1);
+    }
+
+    #[test]
+    fn summary_gives_gooch_ratio_split_saving_and_latency() {
+        let mut rows = Vec::new();
+        for rep in 0..3 {
+            // 1000 fds, 1000 calls in 1 ms each: 1000 ns per call, 1 ns per fd.
+            rows.push(rec("perfd", "poll(2)-eventfd", "", rep, 1000, 0, 1000, 1_000_000));
+            rows.push(rec("split", "gooch", "", rep, 1000, 10, 1000, 10_000_000)); // 100k/s
+            rows.push(rec("split", "poll", "", rep, 1000, 10, 1000, 40_000_000)); // 25k/s
+            for (i, us) in [100u64, 5000, 9000].into_iter().enumerate() {
+                let mut r = rec("wake", "gooch", "", rep, 1000, 10, 1, us * 1000 + rep as u64 * 1000);
+                r.events = 10 + i as u64;
+                rows.push(r);
+            }
+        }
+        let s = summary(&rows);
+        let line = s.lines().find(|l| l.contains("poll(2)-eventfd")).unwrap();
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(
+            cols,
+            ["1000", "poll(2)-eventfd", "1000", "1000", "1000", "3", "1.0", "3000", "3000x", "100%"]
+        );
+        let line = s.lines().find(|l| l.contains(" gooch ") && l.contains("100.0k")).unwrap();
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(
+            cols,
+            ["1000", "10", "gooch", "100.0k", "100.0k", "100.0k", "3", "10.00", "4.00x", "0", "100%"]
+        );
+        let line = s.lines().rev().find(|l| l.trim_start().starts_with("gooch")).unwrap();
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        // 9 samples: 100..102, 5000..5002, 9000..9002 us; median 5001, p90 the 9th -> 9002 (ceil(8.1)=9).
+        assert_eq!(cols, ["gooch", "9", "5001.0", "9002.0", "9002.0", "5000.0..5002.0", "11", "0.00"]);
+    }
+}
