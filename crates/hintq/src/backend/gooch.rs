@@ -11,11 +11,15 @@
 //!   blocks on everything at once and a quiet descriptor that wakes is seen at once; when
 //!   it is busy (calls come back to the wait often), the inactive set costs one scan per
 //!   interval instead of one per call.
-//! * Each descriptor has an activity counter: +1 per report (saturating at 15), halved at
-//!   every epoch. An inactive descriptor whose counter reaches `promote_at` (2 reports
-//!   within about one epoch) moves to the active set; an active one whose counter decays to
-//!   zero (silent for about two epochs) moves to the inactive set. New registrations start
-//!   active, since a new connection usually speaks first.
+//! * Each descriptor has an activity counter: +1 per report (saturating at 15). At every
+//!   epoch the counters of *active* descriptors are halved, and an active descriptor whose
+//!   counter reaches zero (silent for about two epochs) moves to the inactive set, unless
+//!   the epoch's own poll just reported it. An inactive descriptor is only looked at once
+//!   per epoch, so its counter is not halved: it counts the epochs in which it was ready
+//!   since its demotion, and at `promote_at` (1 by default: the first report) it moves to
+//!   the active set. New registrations start active, since a new connection usually speaks
+//!   first. The first epoch is one interval after the first wait, so a long burst of
+//!   registrations before it does not demote everything at once.
 //!
 //! Latency cost for a quiet descriptor that wakes up while the process is busy: up to one
 //! `interval` (10 ms by default); while idle: none. The internal descriptors of a queue (its
@@ -37,13 +41,14 @@ use std::time::{Duration, Instant};
 pub struct GoochPolicy {
     /// How often the inactive set is scanned while the process is busy (the epoch).
     pub interval: Duration,
-    /// Activity counter at which an inactive descriptor is promoted.
+    /// Epochs with a report, since its demotion, at which an inactive descriptor is
+    /// promoted (at least 1).
     pub promote_at: u8,
 }
 
 impl Default for GoochPolicy {
     fn default() -> Self {
-        GoochPolicy { interval: Duration::from_millis(10), promote_at: 2 }
+        GoochPolicy { interval: Duration::from_millis(10), promote_at: 1 }
     }
 }
 
@@ -53,7 +58,8 @@ pub(crate) struct Gooch {
     activity: HashMap<RawFd, u8>,
     pinned: HashSet<RawFd>,
     policy: GoochPolicy,
-    next_epoch: Instant,
+    /// `None` until the first wait.
+    next_epoch: Option<Instant>,
     union: Vec<libc::pollfd>,
     touched: Vec<RawFd>,
     migrations: u64,
@@ -67,7 +73,7 @@ impl Gooch {
             activity: HashMap::new(),
             pinned: HashSet::new(),
             policy,
-            next_epoch: Instant::now() + policy.interval,
+            next_epoch: None,
             union: Vec::new(),
             touched: Vec::new(),
             migrations: 0,
@@ -88,25 +94,28 @@ impl Gooch {
     fn bump(&mut self, fd: RawFd) {
         let a = self.activity.entry(fd).or_default();
         *a = (*a + 1).min(15);
-        if *a >= self.policy.promote_at && self.inactive.contains(fd) {
+        if *a >= self.policy.promote_at.max(1) && self.inactive.contains(fd) {
             self.inactive.move_to(fd, &mut self.active);
             self.migrations += 1;
         }
     }
 
-    /// Halves every counter and demotes active descriptors that went quiet.
-    fn epoch(&mut self) {
-        for (&fd, a) in &mut self.activity {
+    /// Halves the active counters and demotes active descriptors that went quiet, sparing
+    /// those in `reported` (this epoch's poll saw them ready).
+    fn epoch(&mut self, reported: &[RawFd]) {
+        let mut quiet = Vec::new();
+        for fd in self.active.fds() {
+            let a = self.activity.entry(fd).or_default();
             *a /= 2;
-            if *a == 0 && !self.pinned.contains(&fd) && self.active.contains(fd) {
-                self.touched.push(fd);
+            if *a == 0 && !self.pinned.contains(&fd) && !reported.contains(&fd) {
+                quiet.push(fd);
             }
         }
-        for fd in self.touched.drain(..) {
+        for fd in quiet {
             self.active.move_to(fd, &mut self.inactive);
             self.migrations += 1;
         }
-        self.next_epoch = Instant::now() + self.policy.interval;
+        self.next_epoch = Some(Instant::now() + self.policy.interval);
     }
 }
 
@@ -134,14 +143,18 @@ impl Poller for Gooch {
 
     fn wait(&mut self, out: &mut Vec<Ready>, _max: usize, timeout: Option<Duration>) -> io::Result<()> {
         let now = Instant::now();
-        let union = now >= self.next_epoch;
+        let next_epoch = *self.next_epoch.get_or_insert(now + self.policy.interval);
+        let union = now >= next_epoch;
         let mut touched = std::mem::take(&mut self.touched);
         if union {
             let (ra, ri) = self.poll_union(timeout)?;
             self.active.collect(ra, out, |fd| touched.push(fd));
             self.inactive.collect(ri, out, |fd| touched.push(fd));
+            // Decay and demote before counting this poll's reports, or a descriptor only
+            // looked at once per epoch could never build up activity.
+            self.epoch(&touched);
         } else {
-            let slice = self.next_epoch - now;
+            let slice = next_epoch - now;
             let t = timeout.map_or(slice, |t| t.min(slice));
             let ra = self.active.poll(sys::timeout_ms(Some(t)))?;
             self.active.collect(ra, out, |fd| touched.push(fd));
@@ -150,9 +163,6 @@ impl Poller for Gooch {
             self.bump(fd);
         }
         self.touched = touched;
-        if union {
-            self.epoch();
-        }
         Ok(())
     }
 
