@@ -390,25 +390,34 @@ pub fn fig7(plan: &Plan, fds: &Fds, out: &mut Output) -> io::Result<()> {
                     out.skip(Experiment::Fig7, t, format!("idle={n}"), why);
                     continue;
                 }
-                let r = match t {
+                let mut phases = Vec::new();
+                match t {
                     Target::Raw => {
                         let ep = raw_with(1, registered())?;
-                        declare_revoke(plan.target, |fd| ep.add(fd), |fd| ep.del(fd), extra)?
+                        let r = declare_revoke(plan.target, |fd| ep.add(fd), |fd| ep.del(fd), extra)?;
+                        phases.extend([
+                            (r.row(Experiment::Fig7, t, rep, "declare", 0)),
+                            r.row(Experiment::Fig7, t, rep, "revoke", 1),
+                        ]);
                     }
                     Target::Queue(b) => {
+                        // declare_interest (state returned: the call plus a poll(2)), then
+                        // declare (the paper's NULL statemask: the call alone).
                         let q = std::cell::RefCell::new(queue_with(b, registered())?);
-                        let set = |fd, i| q.borrow_mut().declare_interest(fd, i).map(drop);
-                        declare_revoke(
-                            plan.target,
-                            |fd| set(fd, Interest::READ),
-                            |fd| set(fd, Interest::empty()),
-                            extra,
-                        )?
+                        let revoke = |fd| q.borrow_mut().declare(fd, Interest::empty());
+                        let with_state = |fd| q.borrow_mut().declare_interest(fd, Interest::READ).map(drop);
+                        let r = declare_revoke(plan.target, with_state, revoke, extra)?;
+                        phases.extend([
+                            r.row(Experiment::Fig7, t, rep, "declare", 0),
+                            r.row(Experiment::Fig7, t, rep, "revoke", 1),
+                        ]);
+                        let no_state = |fd| q.borrow_mut().declare(fd, Interest::READ);
+                        let r = declare_revoke(plan.target, no_state, revoke, extra)?;
+                        phases.push(r.row(Experiment::Fig7, t, rep, "declare-nostate", 0));
                     }
                     Target::Baseline => unreachable!("fig7 has no baseline"),
-                };
-                for (i, phase) in ["declare", "revoke"].into_iter().enumerate() {
-                    let row = r.row(Experiment::Fig7, t, rep, phase, i);
+                }
+                for row in phases {
                     out.rows.push(Row { idle: Some(n), batch: Some(BATCH), ..row });
                 }
             }
