@@ -1,0 +1,284 @@
+//! Raw rows, the CSV they are kept in, and the summaries made from them (and only from them).
+
+pub use hintq_bench::report::Spread;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// What became of a measured value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Measured on a quiet machine.
+    Ok,
+    /// Measured while other work ran, on the second try: kept, counted, marked.
+    Disturbed,
+    /// Measured while other work ran on the first try, then measured again: kept in the CSV,
+    /// left out of every summary.
+    Repeated,
+    /// The point crashed, timed out or printed nothing readable: no value.
+    Failed,
+}
+
+impl Status {
+    /// The name in the CSV.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Disturbed => "disturbed",
+            Status::Repeated => "repeated",
+            Status::Failed => "failed",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Status> {
+        [Status::Ok, Status::Disturbed, Status::Repeated, Status::Failed].into_iter().find(|v| v.name() == s)
+    }
+}
+
+/// One measured value of one repetition of one point: a line of `E<n>.csv`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// `E1` … `E9`.
+    pub experiment: String,
+    /// The line of the plot: a backend, a peer, `peer-backend`.
+    pub series: String,
+    /// The swept value (descriptors, `array_max`, offered rate...).
+    pub x: f64,
+    /// Repetition, from 0.
+    pub rep: u32,
+    /// What is measured, with its unit in the name (`ns_per_call`, `us_per_run`).
+    pub metric: String,
+    /// The value; `None` when the point failed.
+    pub value: Option<f64>,
+    /// What became of it.
+    pub status: Status,
+    /// The quiet check, a failure's reason, where the value came from.
+    pub note: String,
+}
+
+/// The columns of `E<n>.csv`.
+pub const COLUMNS: &str = "experiment,series,x,rep,metric,value,status,note";
+
+fn quote(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\"").replace('\n', " "))
+    } else {
+        s.to_string()
+    }
+}
+
+/// The text of a CSV file holding `rows`.
+pub fn write_csv(rows: &[Row]) -> String {
+    let mut s = format!("{COLUMNS}\n");
+    for r in rows {
+        let value = r.value.map_or(String::new(), |v| format!("{v}"));
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{value},{},{}",
+            quote(&r.experiment),
+            quote(&r.series),
+            r.x,
+            r.rep,
+            quote(&r.metric),
+            r.status.name(),
+            quote(&r.note)
+        );
+    }
+    s
+}
+
+/// Splits one CSV line into fields (double quotes, `""` inside them).
+fn fields(line: &str) -> Vec<String> {
+    let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(std::mem::take(&mut cur)),
+            _ => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+/// Reads back the rows of a CSV written by [`write_csv`].
+///
+/// # Errors
+/// The line and what was wrong with it.
+pub fn read_csv(text: &str) -> Result<Vec<Row>, String> {
+    let mut rows = Vec::new();
+    for (no, line) in text.lines().enumerate() {
+        if line.trim().is_empty() || line == COLUMNS {
+            continue;
+        }
+        let bad = |what: &str| format!("line {}: bad {what}: {line}", no + 1);
+        let f = fields(line);
+        if f.len() != 8 {
+            return Err(bad("field count"));
+        }
+        let value = match f[5].as_str() {
+            "" => None,
+            v => Some(v.parse().map_err(|_| bad("value"))?),
+        };
+        rows.push(Row {
+            experiment: f[0].clone(),
+            series: f[1].clone(),
+            x: f[2].parse().map_err(|_| bad("x"))?,
+            rep: f[3].parse().map_err(|_| bad("rep"))?,
+            metric: f[4].clone(),
+            value,
+            status: Status::parse(&f[6]).ok_or_else(|| bad("status"))?,
+            note: f[7].clone(),
+        });
+    }
+    Ok(rows)
+}
+
+/// One point of one line: the spread of its counted values, and how many were disturbed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pt {
+    /// The swept value.
+    pub x: f64,
+    /// Median, min, max over the counted repetitions (ok and disturbed).
+    pub spread: Spread,
+    /// How many of them were disturbed.
+    pub disturbed: usize,
+}
+
+/// One line of a plot: a series and its points in ascending `x`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    /// The series name.
+    pub name: String,
+    /// Its points.
+    pub points: Vec<Pt>,
+}
+
+impl Line {
+    /// The point at `x`, if measured.
+    pub fn at(&self, x: f64) -> Option<&Pt> {
+        self.points.iter().find(|p| p.x == x)
+    }
+
+    /// The median at `x`, if measured.
+    pub fn median(&self, x: f64) -> Option<f64> {
+        self.at(x).map(|p| p.spread.median)
+    }
+
+    /// The first and last points.
+    pub fn ends(&self) -> Option<(&Pt, &Pt)> {
+        Some((self.points.first()?, self.points.last()?))
+    }
+}
+
+/// The lines of `metric` in `rows`: ok and disturbed values counted, in order of first
+/// appearance of each series.
+pub fn lines(rows: &[Row], metric: &str) -> Vec<Line> {
+    let mut order: Vec<String> = Vec::new();
+    let mut by: BTreeMap<(usize, u64), (f64, Vec<f64>, usize)> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.metric == metric) {
+        let (Some(v), Status::Ok | Status::Disturbed) = (r.value, r.status) else { continue };
+        let i = order.iter().position(|s| *s == r.series).unwrap_or_else(|| {
+            order.push(r.series.clone());
+            order.len() - 1
+        });
+        let e = by.entry((i, r.x.to_bits())).or_insert((r.x, Vec::new(), 0));
+        e.1.push(v);
+        e.2 += usize::from(r.status == Status::Disturbed);
+    }
+    let mut lines: Vec<Line> = order.into_iter().map(|name| Line { name, points: Vec::new() }).collect();
+    for ((i, _), (x, values, disturbed)) in by {
+        if let Some(spread) = Spread::of(&values) {
+            lines[i].points.push(Pt { x, spread, disturbed });
+        }
+    }
+    for l in &mut lines {
+        l.points.sort_by(|a, b| a.x.total_cmp(&b.x));
+    }
+    lines.retain(|l| !l.points.is_empty());
+    lines
+}
+
+/// A number as the report prints it: three significant digits or whole units.
+pub fn num(v: f64) -> String {
+    let a = v.abs();
+    if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// How many points failed, and how many values were disturbed, in `rows`.
+pub fn counts(rows: &[Row]) -> (usize, usize) {
+    let failed = rows.iter().filter(|r| r.status == Status::Failed).count();
+    let disturbed = rows.iter().filter(|r| r.status == Status::Disturbed).count();
+    (failed, disturbed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(series: &str, x: f64, rep: u32, v: Option<f64>, status: Status) -> Row {
+        Row {
+            experiment: "E9".into(),
+            series: series.into(),
+            x,
+            rep,
+            metric: "us_per_run".into(),
+            value: v,
+            status,
+            note: "quiet: busy 3%, \"other\" 0.01 cores".into(),
+        }
+    }
+
+    #[test]
+    fn csv_round_trips_rows_with_quotes_and_missing_values() {
+        let rows = vec![
+            row("hintq-epoll", 100.0, 0, Some(932.5), Status::Ok),
+            row("libevent-poll", 9000.0, 1, None, Status::Failed),
+            row("mio", 0.5, 2, Some(1e-3), Status::Disturbed),
+        ];
+        assert_eq!(read_csv(&write_csv(&rows)).unwrap(), rows);
+    }
+
+    #[test]
+    fn read_csv_names_the_bad_line() {
+        let err = read_csv("experiment,series,x,rep,metric,value,status,note\nE9,a,x,0,m,1,ok,\n").unwrap_err();
+        assert!(err.contains("line 2") && err.contains("bad x"), "{err}");
+    }
+
+    #[test]
+    fn lines_count_ok_and_disturbed_and_leave_out_repeated_and_failed() {
+        let rows = vec![
+            row("a", 100.0, 0, Some(1.0), Status::Ok),
+            row("a", 100.0, 1, Some(3.0), Status::Disturbed),
+            row("a", 100.0, 2, Some(2.0), Status::Ok),
+            row("a", 100.0, 3, Some(99.0), Status::Repeated),
+            row("a", 10.0, 0, Some(5.0), Status::Ok),
+            row("b", 100.0, 0, None, Status::Failed),
+        ];
+        let l = lines(&rows, "us_per_run");
+        assert_eq!(l.len(), 1, "b has no value");
+        assert_eq!(l[0].points.iter().map(|p| p.x).collect::<Vec<_>>(), [10.0, 100.0]);
+        let p = l[0].at(100.0).unwrap();
+        assert_eq!((p.spread.median, p.spread.min, p.spread.max, p.spread.n, p.disturbed), (2.0, 1.0, 3.0, 3, 1));
+    }
+
+    #[test]
+    fn numbers_keep_three_significant_digits() {
+        assert_eq!(
+            [num(1484501.0), num(49.63), num(5.968), num(0.7712), num(0.0)],
+            ["1484501", "49.6", "5.97", "0.771", "0"]
+        );
+    }
+}

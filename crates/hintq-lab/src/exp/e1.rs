@@ -1,0 +1,135 @@
+//! E1, Banga Fig. 8 and Provos Figs. 4-10: throughput, errors and server CPU per request as
+//! cold (idle) connections grow, per backend, and nginx with one worker beside.
+
+use super::e3::growth;
+use super::serve::{self, ERRORS, REQUESTS, THROUGHPUT};
+use super::{panel, Analysis, Experiment, Lab, UNMEASURED};
+use crate::data::{num, Row, Status};
+use crate::runner::Point;
+use std::time::Duration;
+
+/// E1.
+pub struct E1;
+
+/// The series of the server experiments: hintq backends the kernel supports, and nginx when
+/// installed (else said, with its install command).
+pub fn servers(lab: &Lab, backends: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = backends
+        .iter()
+        .filter(|b| b.parse::<hintq::Backend>().is_ok_and(|b| b.probe().is_ok()))
+        .map(|b| format!("hintq-{b}"))
+        .collect();
+    match crate::peers::nginx() {
+        Ok((_, v)) => {
+            lab.peers.borrow_mut().push(("nginx".into(), v));
+            out.push("nginx".into());
+        }
+        Err(why) => lab.missing.borrow_mut().push(why),
+    }
+    out
+}
+
+impl Experiment for E1 {
+    fn id(&self) -> &'static str {
+        "E1"
+    }
+    fn title(&self) -> &'static str {
+        "static server throughput vs cold connections"
+    }
+    fn paper(&self) -> &'static str {
+        "Banga et al. Fig. 8; Provos & Lever Figs. 4-10"
+    }
+    fn claim(&self) -> &'static str {
+        "With select/poll, throughput falls as cold connections grow; with the event API it stays \
+         flat (Banga: +28% at 2000 connections)."
+    }
+    fn needs(&self, lab: &Lab) -> Result<(), String> {
+        lab.need(&["serve"]).and(lab.need(&["load"]))
+    }
+    fn plan(&self, lab: &Lab) -> Vec<Point> {
+        let colds: Vec<usize> =
+            lab.pick(vec![0, 1000, 2000, 5000, 10000, 15000], vec![0, 1000, 5000], vec![0]);
+        let backends = lab.pick(&["uring", "epoll", "poll", "select", "rtsig", "gooch"][..], &["uring", "epoll", "poll"][..], &["epoll"][..]);
+        let (reps, secs) = (lab.pick(3, 2, 1), lab.pick(4.0, 2.0, 0.5));
+        let mut points = Vec::new();
+        for s in servers(lab, backends) {
+            for &cold in &colds {
+                if s == "hintq-select" && cold > 900 {
+                    continue;
+                }
+                for rep in 0..reps {
+                    let port = serve::port();
+                    let Ok(server) = serve::server(lab, &s, port) else { continue };
+                    let name = s.clone();
+                    points.push(Point {
+                        experiment: "E1",
+                        series: s.clone(),
+                        x: cold as f64,
+                        name: format!("{s}-cold{cold}-rep{rep}"),
+                        server: Some(server),
+                        cmd: serve::load(lab, port, "1k.html", 32, cold, None, secs),
+                        timeout: Duration::from_secs_f64(secs + 60.0),
+                        estimate: Duration::from_secs_f64(secs + 1.0 + cold as f64 / 5000.0),
+                        parse: Box::new(move |ran| {
+                            let json = serve::load_json(ran)?;
+                            let mut rows = serve::rows(
+                                "E1",
+                                &name,
+                                cold as f64,
+                                &json,
+                                &[("throughput_rps", THROUGHPUT, 1.0), ("errors", ERRORS, 1.0)],
+                            )?;
+                            let requests = serve::find(&json, REQUESTS).ok_or("load.json has no request count")?;
+                            if let (Some(cpu), true) = (ran.server_cpu, requests > 0.0) {
+                                rows.push(Row {
+                                    metric: "server_cpu_us_per_request".into(),
+                                    value: Some(cpu * 1e6 / requests),
+                                    status: Status::Ok,
+                                    ..rows[0].clone()
+                                });
+                            }
+                            rows.iter_mut().for_each(|r| r.rep = rep);
+                            Ok(rows)
+                        }),
+                    });
+                }
+            }
+        }
+        points
+    }
+    fn analyse(&self, rows: &[Row]) -> Analysis {
+        let x = "cold (idle) connections";
+        let t = panel(rows, "throughput_rps", "(a) throughput, 32 hot connections, 1 KB file", x, "requests per second", (false, false));
+        let c = panel(rows, "server_cpu_us_per_request", "(b) server CPU per request", x, "µs CPU per request", (false, false));
+        let mut reading = Vec::new();
+        for l in &t.lines {
+            if let Some((x0, m0, x1, m1, g)) = growth(l) {
+                reading.push(format!("{}: {} req/s with {x0} cold, {} req/s with {x1} ({}x).", l.name, num(m0), num(m1), num(g)));
+            }
+        }
+        let get = |n: &str| t.lines.iter().find(|l| l.name == n).and_then(growth);
+        let (ours, holds) = match (get("hintq-epoll"), get("hintq-poll")) {
+            (Some(e), Some(p)) => (
+                format!("epoll keeps {}% of its throughput at {} cold, poll {}%", num(e.4 * 100.0), e.2, num(p.4 * 100.0)),
+                match (e.4 > 0.8, p.4 < 0.7) {
+                    (true, true) => "yes",
+                    (false, false) => "no",
+                    _ => "partly",
+                }
+                .into(),
+            ),
+            _ => ("epoll or poll not measured at two cold counts".into(), UNMEASURED.into()),
+        };
+        Analysis {
+            panels: vec![t, c],
+            ours,
+            holds,
+            reading,
+            metrics: vec![
+                ("throughput_rps", "requests per second"),
+                ("errors", "errors"),
+                ("server_cpu_us_per_request", "server µs CPU per request"),
+            ],
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! The experiments, and the run that goes through them.
+
+mod e1;
+mod e2;
+mod e3;
+mod e4;
+mod e5;
+mod e9;
+mod micro;
+mod pending;
+mod serve;
+
+use crate::data::{self, Row};
+use crate::machine::{self, Cores};
+use crate::plot::{self, Panel};
+use crate::progress::Progress;
+use crate::report;
+use crate::runner::{Cmd, Point, Runner};
+use crate::LabArgs;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// What a run knows of its setting, shared by the experiments.
+pub struct Lab {
+    /// `--quick`.
+    pub quick: bool,
+    /// `--smoke`: one tiny point per experiment.
+    pub smoke: bool,
+    /// `--install-peers`.
+    pub install_peers: bool,
+    /// The `hintq` binary (this process).
+    pub exe: PathBuf,
+    /// The output directory.
+    pub out: PathBuf,
+    /// The cores.
+    pub cores: Cores,
+    /// Peers found (name, version), for SETUP.md.
+    pub peers: RefCell<Vec<(String, String)>>,
+    /// Peers missing or broken, with the command that installs them, for the report.
+    pub missing: RefCell<Vec<String>>,
+    subcommands: RefCell<HashMap<String, bool>>,
+}
+
+impl Lab {
+    /// Whether `hintq <sub...> --help` succeeds: the subcommand exists in this binary.
+    pub fn has(&self, sub: &[&str]) -> bool {
+        let key = sub.join(" ");
+        if let Some(&known) = self.subcommands.borrow().get(&key) {
+            return known;
+        }
+        let ok = std::process::Command::new(&self.exe)
+            .args(sub)
+            .arg("--help")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        self.subcommands.borrow_mut().insert(key, ok);
+        ok
+    }
+
+    /// `Err("needs hintq <sub>")` unless the subcommand exists.
+    pub fn need(&self, sub: &[&str]) -> Result<(), String> {
+        if self.has(sub) {
+            Ok(())
+        } else {
+            Err(format!("needs `hintq {}`", sub.join(" ")))
+        }
+    }
+
+    /// `hintq args...` pinned to `cpu`.
+    pub fn hintq(&self, args: &[&str], cpu: usize) -> Cmd {
+        Cmd::new(&self.exe, args, cpu)
+    }
+
+    /// Where experiment `id` keeps its points' own files.
+    pub fn raw(&self, id: &str) -> PathBuf {
+        self.out.join("raw").join(id)
+    }
+
+    /// Picks `full`, `quick` or `smoke` by the run's mode.
+    pub fn pick<T>(&self, full: T, quick: T, smoke: T) -> T {
+        if self.smoke {
+            smoke
+        } else if self.quick {
+            quick
+        } else {
+            full
+        }
+    }
+}
+
+/// What an experiment concludes from its rows.
+pub struct Analysis {
+    /// The figure's panels.
+    pub panels: Vec<Panel>,
+    /// Our figure, with numbers, for the opening table.
+    pub ours: String,
+    /// Whether the paper's claim holds here: `yes`, `no`, `partly`, or why it cannot be said.
+    pub holds: String,
+    /// A few sentences of reading.
+    pub reading: Vec<String>,
+    /// The metrics tabulated in the section, with their labels.
+    pub metrics: Vec<(&'static str, &'static str)>,
+}
+
+/// One experiment of the design's table.
+pub trait Experiment {
+    /// `E3`.
+    fn id(&self) -> &'static str;
+    /// What it measures.
+    fn title(&self) -> &'static str;
+    /// The paper figure it reproduces.
+    fn paper(&self) -> &'static str;
+    /// The paper's claim, in a sentence.
+    fn claim(&self) -> &'static str;
+    /// `Err("needs ...")` when a tool it needs is missing.
+    fn needs(&self, lab: &Lab) -> Result<(), String>;
+    /// Its points (may find peers missing and say so in [`Lab::missing`]).
+    fn plan(&self, lab: &Lab) -> Vec<Point>;
+    /// Its figure and verdict, from rows read back from its CSV.
+    fn analyse(&self, rows: &[Row]) -> Analysis;
+}
+
+/// Every experiment, in the design's order.
+pub fn all() -> Vec<Box<dyn Experiment>> {
+    vec![
+        Box::new(e1::E1),
+        Box::new(e2::E2),
+        Box::new(e3::E3),
+        Box::new(e4::E4),
+        Box::new(e5::E5),
+        Box::new(pending::E6),
+        Box::new(pending::E7),
+        Box::new(pending::E8),
+        Box::new(e9::E9),
+    ]
+}
+
+/// What became of one experiment.
+pub enum Outcome {
+    /// Not run, and why.
+    NotRun(String),
+    /// Ran: its rows (read back from its CSV) and analysis.
+    Ran {
+        /// The rows.
+        rows: Vec<Row>,
+        /// The analysis.
+        analysis: Analysis,
+    },
+}
+
+/// `hintq lab`.
+///
+/// # Errors
+/// The output directory cannot be written, or `--only` names an unknown experiment.
+pub fn run_lab(args: &LabArgs) -> Result<(), String> {
+    let started = Instant::now();
+    let exps = all();
+    let only: Option<Vec<String>> = args.only.as_ref().map(|v| v.iter().map(|s| s.trim().to_uppercase()).collect());
+    if let Some(bad) = only.iter().flatten().find(|o| !exps.iter().any(|e| e.id() == o.as_str())) {
+        return Err(format!("--only: no experiment {bad} (E1 to E9)"));
+    }
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("lab-{}", report::stamp())));
+    std::fs::create_dir_all(out.join("raw")).map_err(|e| format!("{}: {e}", out.display()))?;
+    let cores = Cores::pick();
+    // The lab waits on the load core so it never shares the measured one.
+    let _ = machine::pin_self(cores.load);
+    let nofile = machine::raise_nofile();
+    let lab = Lab {
+        quick: args.quick || args.smoke,
+        smoke: args.smoke,
+        install_peers: args.install_peers,
+        exe: std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
+        out: out.clone(),
+        cores,
+        peers: RefCell::new(Vec::new()),
+        missing: RefCell::new(Vec::new()),
+        subcommands: RefCell::new(HashMap::new()),
+    };
+    if lab.install_peers {
+        crate::peers::install_missing(&lab);
+    }
+    let window = Duration::from_millis(lab.pick(300, 200, 50));
+    let mut runner = Runner::new(out.join("raw"), window);
+
+    let mut plans = Vec::new();
+    for e in exps.iter().filter(|e| only.as_ref().is_none_or(|o| o.iter().any(|id| id == e.id()))) {
+        let plan = match e.needs(&lab) {
+            Err(why) => Err(why),
+            Ok(()) => match e.plan(&lab) {
+                p if p.is_empty() => Err("no point could be planned (see the missing peers)".into()),
+                p => Ok(p),
+            },
+        };
+        plans.push((e, plan));
+    }
+    let total: Duration = plans.iter().filter_map(|(_, p)| p.as_ref().ok()).flatten().map(|p| p.estimate).sum();
+    eprintln!("hintq lab: writing {} (estimated {:.0} s)", out.display(), total.as_secs_f64());
+    let progress = Progress::new(total);
+    let mut outcomes = Vec::new();
+    for (e, plan) in plans {
+        let outcome = match plan {
+            Err(why) => {
+                progress.println(&format!("{}: not run: {why}", e.id()));
+                Outcome::NotRun(why)
+            }
+            Ok(points) => run_experiment(e.as_ref(), &points, &lab, &mut runner, &progress)?,
+        };
+        outcomes.push((e, outcome));
+    }
+    progress.finish();
+    let setup = report::setup(&lab, &runner.commands, nofile, args, started.elapsed());
+    std::fs::write(out.join("SETUP.md"), setup).map_err(|e| e.to_string())?;
+    let text = report::report(&outcomes, &lab);
+    std::fs::write(out.join("REPORT.md"), text).map_err(|e| e.to_string())?;
+    eprintln!("hintq lab: {} written in {:.0} s", out.join("REPORT.md").display(), started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn run_experiment(
+    e: &dyn Experiment,
+    points: &[Point],
+    lab: &Lab,
+    runner: &mut Runner,
+    progress: &Progress,
+) -> Result<Outcome, String> {
+    let mut rows = Vec::new();
+    for p in points {
+        rows.extend(runner.run(p, progress));
+        progress.done(p.estimate);
+    }
+    let csv = lab.out.join(format!("{}.csv", e.id()));
+    std::fs::write(&csv, data::write_csv(&rows)).map_err(|err| format!("{}: {err}", csv.display()))?;
+    // Everything below is made from the file, read back.
+    let text = std::fs::read_to_string(&csv).map_err(|err| err.to_string())?;
+    let rows = data::read_csv(&text)?;
+    let analysis = e.analyse(&rows);
+    let title = format!("{}: {} (after {})", e.id(), e.title(), e.paper());
+    let (svg, png) = (lab.out.join(format!("{}.svg", e.id())), lab.out.join(format!("{}.png", e.id())));
+    if let Err(err) = plot::render(&title, &analysis.panels, &svg, &png) {
+        progress.println(&format!("{}: plot failed: {err}", e.id()));
+    }
+    Ok(Outcome::Ran { rows, analysis })
+}
+
+/// The panel of `metric` over `rows`.
+pub fn panel(rows: &[Row], metric: &str, title: &str, x: &str, y: &str, log: (bool, bool)) -> Panel {
+    Panel {
+        title: title.into(),
+        x_label: x.into(),
+        y_label: y.into(),
+        log_x: log.0,
+        log_y: log.1,
+        lines: data::lines(rows, metric),
+    }
+}
+
+/// "not measured" when a verdict's inputs are missing.
+pub const UNMEASURED: &str = "not measured (see the failed points)";

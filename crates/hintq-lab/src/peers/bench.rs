@@ -1,0 +1,187 @@
+//! libevent's `test/bench.c` method over hintq (any backend) and over mio, for E9: the same
+//! method as `peers/bench_method.c` (see there), so every peer is timed alike.
+
+use clap::Args;
+use hintq::{Backend, Event, Interest, Queue};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+/// `hintq lab peer-bench`.
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// `hintq` or `mio`.
+    #[arg(long)]
+    pub lib: String,
+    /// The hintq backend (ignored for mio, which is epoll).
+    #[arg(long, default_value = "epoll")]
+    pub backend: String,
+    /// Socket pairs.
+    #[arg(short = 'n', default_value_t = 100)]
+    pub pairs: usize,
+    /// Pairs written to at the start of a run.
+    #[arg(short = 'a', default_value_t = 1)]
+    pub active: usize,
+    /// Writes passed on in a run.
+    #[arg(short = 'w', default_value_t = 100)]
+    pub writes: usize,
+    /// Runs (one line each).
+    #[arg(short = 'r', default_value_t = 25)]
+    pub runs: usize,
+}
+
+/// An event loop as the method sees it: re-arm one watcher, make one non-blocking pass.
+trait Loop {
+    fn rearm(&mut self, i: usize, fd: RawFd) -> io::Result<()>;
+    /// Calls `ready(i)` for each readable pair found by one non-blocking pass.
+    fn pass(&mut self, ready: &mut dyn FnMut(usize)) -> io::Result<()>;
+}
+
+struct HintqLoop {
+    q: Queue,
+    evs: Vec<Event>,
+    /// pair index by descriptor number.
+    index: Vec<usize>,
+}
+
+impl Loop for HintqLoop {
+    fn rearm(&mut self, i: usize, fd: RawFd) -> io::Result<()> {
+        if self.index.len() <= fd as usize {
+            self.index.resize(fd as usize + 1, usize::MAX);
+        }
+        if self.index[fd as usize] != usize::MAX {
+            self.q.declare_interest(fd, Interest::empty())?;
+        }
+        self.index[fd as usize] = i;
+        self.q.declare_interest(fd, Interest::READ).map(drop)
+    }
+    fn pass(&mut self, ready: &mut dyn FnMut(usize)) -> io::Result<()> {
+        let n = self.q.get_next_event(&mut self.evs, Some(Duration::ZERO))?;
+        self.evs[..n].iter().for_each(|ev| ready(self.index[ev.fd() as usize]));
+        Ok(())
+    }
+}
+
+struct MioLoop {
+    poll: mio::Poll,
+    events: mio::Events,
+    registered: Vec<bool>,
+}
+
+impl Loop for MioLoop {
+    fn rearm(&mut self, i: usize, fd: RawFd) -> io::Result<()> {
+        let reg = self.poll.registry();
+        let mut src = mio::unix::SourceFd(&fd);
+        if self.registered[i] {
+            reg.deregister(&mut src)?;
+        }
+        self.registered[i] = true;
+        reg.register(&mut src, mio::Token(i), mio::Interest::READABLE)
+    }
+    fn pass(&mut self, ready: &mut dyn FnMut(usize)) -> io::Result<()> {
+        self.poll.poll(&mut self.events, Some(Duration::ZERO))?;
+        self.events.iter().for_each(|ev| ready(ev.token().0));
+        Ok(())
+    }
+}
+
+fn socketpair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: socketpair writes two descriptors into the array we own.
+    let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0, fds.as_mut_ptr()) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both are fresh descriptors owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn send1(fd: RawFd) -> bool {
+    // SAFETY: one byte from a static buffer.
+    unsafe { libc::send(fd, b"x".as_ptr().cast(), 1, 0) == 1 }
+}
+
+fn recv1(fd: RawFd) -> isize {
+    let mut c = 0u8;
+    // SAFETY: one byte into a local.
+    unsafe { libc::recv(fd, (&mut c as *mut u8).cast(), 1, 0) }
+}
+
+/// The state of one run, as in the C version.
+struct Ring<'a> {
+    pairs: &'a [(OwnedFd, OwnedFd)],
+    got: u64,
+    sent: u64,
+    left: usize,
+    failures: u64,
+}
+
+impl Ring<'_> {
+    fn on_readable(&mut self, i: usize) {
+        let n = recv1(self.pairs[i].0.as_raw_fd());
+        if n > 0 {
+            self.got += n as u64;
+            if self.left > 0 {
+                let next = (i + 1) % self.pairs.len();
+                self.failures += u64::from(!send1(self.pairs[next].1.as_raw_fd()));
+                self.left -= 1;
+                self.sent += 1;
+            }
+        }
+    }
+}
+
+fn one_run(lp: &mut dyn Loop, pairs: &[(OwnedFd, OwnedFd)], a: &BenchArgs) -> io::Result<(f64, u64)> {
+    for (i, p) in pairs.iter().enumerate() {
+        lp.rearm(i, p.0.as_raw_fd())?;
+    }
+    let mut ring = Ring { pairs, got: 0, sent: 0, left: 0, failures: 0 };
+    lp.pass(&mut |i| ring.on_readable(i))?;
+    ring.got = 0;
+    let stride = pairs.len() / a.active;
+    for k in 0..a.active {
+        ring.failures += u64::from(!send1(pairs[k * stride].1.as_raw_fd()));
+        ring.sent += 1;
+    }
+    ring.left = a.writes;
+    let t0 = Instant::now();
+    while ring.got != ring.sent {
+        lp.pass(&mut |i| ring.on_readable(i))?;
+    }
+    Ok((t0.elapsed().as_secs_f64() * 1e6, ring.failures))
+}
+
+/// Runs the method and prints µs per run, one per line.
+///
+/// # Errors
+/// Bad arguments, a failing system call, or failed reads and writes.
+pub fn main(a: &BenchArgs) -> Result<(), String> {
+    if a.pairs == 0 || a.active == 0 || a.active > a.pairs || a.runs == 0 {
+        return Err("bad -n/-a/-r".into());
+    }
+    crate::machine::raise_nofile();
+    let pairs = (0..a.pairs).map(|_| socketpair()).collect::<io::Result<Vec<_>>>().map_err(|e| e.to_string())?;
+    let mut lp: Box<dyn Loop> = match a.lib.as_str() {
+        "hintq" => {
+            let b: Backend = a.backend.parse().map_err(|e| format!("{e}"))?;
+            let q = Queue::new(b).map_err(|e| format!("{b:?}: {e}"))?;
+            Box::new(HintqLoop { q, evs: vec![Event::default(); 64], index: Vec::new() })
+        }
+        "mio" => Box::new(MioLoop {
+            poll: mio::Poll::new().map_err(|e| e.to_string())?,
+            events: mio::Events::with_capacity(64),
+            registered: vec![false; a.pairs],
+        }),
+        other => return Err(format!("--lib {other}: expected hintq or mio")),
+    };
+    let mut failures = 0;
+    for _ in 0..a.runs {
+        let (us, f) = one_run(lp.as_mut(), &pairs, a).map_err(|e| e.to_string())?;
+        failures += f;
+        println!("{us:.1}");
+    }
+    if failures > 0 {
+        return Err(format!("{failures} failed writes"));
+    }
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! REPORT.md and SETUP.md.
+
+use crate::data::{self, num};
+use crate::exp::{Experiment, Lab, Outcome};
+use crate::machine;
+use crate::LabArgs;
+use std::fmt::Write as _;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// `YYYYMMDD-HHMMSS` (UTC) for a default directory name.
+pub fn stamp() -> String {
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", rem / 3600, rem / 60 % 60, rem % 60)
+}
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The header of each section's table of numbers (the smoke test reads these tables).
+pub const TABLE_HEADER: &str = "| series | x | metric | median | min | max | n | disturbed |";
+
+/// REPORT.md.
+pub fn report(outcomes: &[(&Box<dyn Experiment>, Outcome)], lab: &Lab) -> String {
+    let mut s = String::from("# hintq lab report\n\n");
+    let mode = lab.pick("full", "quick", "smoke");
+    let _ = writeln!(
+        s,
+        "A {mode} run on this machine (see [SETUP.md](SETUP.md) for the machine, pinning, versions \
+         and exact commands). Every number below is computed from the raw rows in `E<n>.csv`.\n"
+    );
+    s.push_str("| exp | paper | paper's claim | our figure | holds here? |\n|---|---|---|---|---|\n");
+    for (e, o) in outcomes {
+        let (ours, holds) = match o {
+            Outcome::NotRun(why) => ("—".to_string(), format!("not run: {why}")),
+            Outcome::Ran { analysis, .. } => (analysis.ours.clone(), analysis.holds.clone()),
+        };
+        let _ = writeln!(s, "| {} | {} | {} | {} | {} |", e.id(), cell(e.paper()), cell(e.claim()), cell(&ours), cell(&holds));
+    }
+    let missing = lab.missing.borrow();
+    if !missing.is_empty() {
+        s.push_str("\n## Not measured in this run\n\n");
+        for m in missing.iter() {
+            let _ = writeln!(s, "- {m}");
+        }
+    }
+    for (e, o) in outcomes {
+        let _ = writeln!(s, "\n## {}: {}\n\nReproduces {}. Paper: {}\n", e.id(), e.title(), e.paper(), e.claim());
+        match o {
+            Outcome::NotRun(why) => {
+                let _ = writeln!(s, "Not run: {why}.");
+            }
+            Outcome::Ran { rows, analysis } => section(&mut s, e.id(), rows, analysis),
+        }
+    }
+    s
+}
+
+fn section(s: &mut String, id: &str, rows: &[data::Row], a: &crate::exp::Analysis) {
+    let (failed, disturbed) = data::counts(rows);
+    let repeated = rows.iter().filter(|r| r.status == data::Status::Repeated).count();
+    let _ = writeln!(s, "![{id}]({id}.svg)\n\n([PNG]({id}.png), raw rows: [{id}.csv]({id}.csv))\n");
+    let _ = writeln!(s, "**Holds here?** {}. {}\n", a.holds, a.ours);
+    for r in &a.reading {
+        let _ = writeln!(s, "- {r}");
+    }
+    let _ = writeln!(
+        s,
+        "\n{} values; {failed} failed points; {disturbed} values measured while the machine was \
+         busy (kept, marked); {repeated} values from first tries that were disturbed and repeated \
+         (kept in the CSV, left out below).\n",
+        rows.len()
+    );
+    for r in rows.iter().filter(|r| r.status == data::Status::Failed) {
+        let _ = writeln!(s, "- failed: {} at {}: {}", r.series, r.x, cell(&r.note));
+    }
+    let _ = writeln!(s, "\n{TABLE_HEADER}\n|---|---|---|---|---|---|---|---|");
+    for (metric, label) in &a.metrics {
+        for l in data::lines(rows, metric) {
+            for p in &l.points {
+                let sp = p.spread;
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {metric} ({label}) | {} | {} | {} | {} | {} |",
+                    l.name,
+                    p.x,
+                    num(sp.median),
+                    num(sp.min),
+                    num(sp.max),
+                    sp.n,
+                    p.disturbed
+                );
+            }
+        }
+    }
+}
+
+/// SETUP.md.
+pub fn setup(lab: &Lab, commands: &[String], nofile: (u64, u64), args: &LabArgs, took: Duration) -> String {
+    let mut s = String::from("# Setup of this lab run\n\n| what | value |\n|---|---|\n");
+    let rows: Vec<(&str, String)> = vec![
+        ("command", std::env::args().collect::<Vec<_>>().join(" ")),
+        ("mode", lab.pick("full", "quick", "smoke").into()),
+        ("date (UTC)", stamp()),
+        ("duration", format!("{:.0} s", took.as_secs_f64())),
+        ("hintq commit", machine::commit()),
+        ("hintq version", env!("CARGO_PKG_VERSION").into()),
+        ("rustc", machine::command_line("rustc", &["--version"])),
+        ("cc", machine::command_line("cc", &["--version"])),
+        ("kernel", machine::command_line("uname", &["-srvm"])),
+        ("CPU", machine::cpu_model()),
+        ("CPUs allowed at the start", format!("{:?}", lab.cores.allowed)),
+        (
+            "core pinning",
+            format!(
+                "measured process and servers on CPU {}; load generator and the lab itself on CPU {} \
+                 (sched_setaffinity before exec; the commands below show it as taskset)",
+                lab.cores.bench, lab.cores.load
+            ),
+        ),
+        ("RLIMIT_NOFILE", format!("soft {}, hard {} (soft raised to hard)", nofile.0, nofile.1)),
+        ("load average at the end", machine::loadavg()),
+        (
+            "quiet check",
+            format!(
+                "before and after each point, the share of all CPUs busy over a short window while the lab \
+                 waits must stay under {:.0}%; during it, other processes may use at most {:.2} cores. A \
+                 disturbed point is run once more; a second disturbed try is kept and marked.",
+                machine::BUSY_LIMIT * 100.0,
+                machine::FOREIGN_LIMIT
+            ),
+        ),
+        ("--only", args.only.as_ref().map_or("all".into(), |o| o.join(","))),
+    ];
+    for (k, v) in rows {
+        let _ = writeln!(s, "| {k} | {} |", cell(&v));
+    }
+    s.push_str("\n## Peers\n\n");
+    let peers = lab.peers.borrow();
+    if peers.is_empty() {
+        s.push_str("None found.\n");
+    }
+    for (name, version) in peers.iter() {
+        let _ = writeln!(s, "- {name}: {version}");
+    }
+    let missing = lab.missing.borrow();
+    for m in missing.iter() {
+        let _ = writeln!(s, "- missing: {m}");
+    }
+    s.push_str("\n## Exact commands, in order\n\nEach ran in its own directory under `raw/E<n>/<point>/`.\n\n```sh\n");
+    for c in commands {
+        let _ = writeln!(s, "{c}");
+    }
+    s.push_str("```\n");
+    s
+}

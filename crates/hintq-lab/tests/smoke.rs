@@ -1,0 +1,109 @@
+//! End to end: `hintq lab --quick --smoke` (one tiny point per experiment) into a temporary
+//! directory; every expected file exists, every experiment is either run (CSV, SVG, PNG) or
+//! reported "not run", and every number of REPORT.md's tables equals the one computed here,
+//! independently, from the CSV files.
+
+use hintq_lab::data::{self, Status};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// `target/<profile>/hintq`, built by a nested cargo into the same target directory and
+/// profile as this test (`target/<profile>/deps/smoke-<hash>` is this test).
+fn hintq() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>").to_path_buf();
+    let profile = match dir.file_name().and_then(|p| p.to_str()).expect("a UTF-8 profile name") {
+        "debug" => "dev",
+        other => other,
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new(env!("CARGO"))
+        .args(["build", "--bin", "hintq", "--profile", profile])
+        .env("CARGO_TARGET_DIR", dir.parent().expect("target dir"))
+        .current_dir(&root)
+        .output()
+        .expect("running cargo build");
+    assert!(out.status.success(), "cargo build --bin hintq:\n{}", String::from_utf8_lossy(&out.stderr));
+    let bin = dir.join("hintq");
+    assert!(bin.exists(), "no {}", bin.display());
+    bin
+}
+
+/// The median of `v` (sorted here, on its own, not with the lab's code).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+#[test]
+fn smoke_run_writes_every_file_and_the_report_matches_the_raw_rows() {
+    let bin = hintq();
+    let out = tempfile::tempdir().unwrap();
+    let t0 = Instant::now();
+    let run = Command::new(&bin)
+        .args(["lab", "--quick", "--smoke", "--out"])
+        .arg(out.path())
+        .output()
+        .expect("running hintq lab");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "hintq lab --smoke failed:\n{stderr}");
+    assert!(t0.elapsed() < Duration::from_secs(120), "the smoke run took {:?}", t0.elapsed());
+
+    let dir = out.path();
+    let report = std::fs::read_to_string(dir.join("REPORT.md")).expect("REPORT.md");
+    let setup = std::fs::read_to_string(dir.join("SETUP.md")).expect("SETUP.md");
+    for want in ["kernel", "CPU", "core pinning", "hintq commit", "rustc", "Exact commands"] {
+        assert!(setup.contains(want), "SETUP.md lacks {want}");
+    }
+    let mut ran = Vec::new();
+    for n in 1..=9 {
+        let id = format!("E{n}");
+        let row = report.lines().find(|l| l.starts_with(&format!("| {id} |"))).unwrap_or_else(|| panic!("no {id} row"));
+        if row.contains("not run: ") {
+            assert!(!dir.join(format!("{id}.csv")).exists(), "{id} not run but has a CSV");
+            continue;
+        }
+        for ext in ["csv", "svg", "png"] {
+            let f = dir.join(format!("{id}.{ext}"));
+            assert!(f.metadata().is_ok_and(|m| m.len() > 0), "{} missing or empty", f.display());
+        }
+        ran.push(id);
+    }
+    // E9 needs nothing but this binary; E3 and E4 need `hintq bench micro`, which exists.
+    for id in ["E3", "E4", "E9"] {
+        assert!(ran.iter().any(|r| r == id), "{id} did not run:\n{report}\n{stderr}");
+    }
+
+    let mut checked = 0;
+    for id in &ran {
+        let rows = data::read_csv(&std::fs::read_to_string(dir.join(format!("{id}.csv"))).unwrap()).unwrap();
+        assert!(!rows.is_empty(), "{id}.csv has no row");
+        let section = report.split(&format!("\n## {id}:")).nth(1).expect("a section").split("\n## ").next().unwrap();
+        let table: Vec<&str> = section.lines().skip_while(|l| !l.starts_with("| series |")).skip(2).take_while(|l| l.starts_with('|')).collect();
+        assert!(!table.is_empty(), "{id}: no table of numbers");
+        for line in table {
+            let c: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+            let (series, x) = (c[0], c[1].parse::<f64>().unwrap());
+            let metric = c[2].split(' ').next().unwrap();
+            let values: Vec<f64> = rows
+                .iter()
+                .filter(|r| r.series == series && r.x == x && r.metric == metric)
+                .filter(|r| matches!(r.status, Status::Ok | Status::Disturbed))
+                .filter_map(|r| r.value)
+                .collect();
+            assert!(!values.is_empty(), "{id}: {line} has no raw row");
+            let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let want = [data::num(median(values.clone())), data::num(lo), data::num(hi), values.len().to_string()];
+            assert_eq!(&c[3..7], &want, "{id}: {line}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 0);
+}
