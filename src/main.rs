@@ -27,6 +27,12 @@ enum Command {
         #[command(subcommand)]
         what: BenchCommand,
     },
+    /// Load generator: hot (closed-loop or fixed-rate) and cold HTTP/1.1 connections to
+    /// loopback targets, with latency from the intended send time and errors by kind.
+    Load(Box<LoadArgs>),
+    /// Internal: a worker process of `hintq load` (reads its share on stdin).
+    #[command(name = "__load-worker", hide = true)]
+    LoadWorker,
 }
 
 #[derive(Subcommand)]
@@ -82,6 +88,8 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Backends => backends(),
         Command::Lab(args) => hintq_lab::main(args),
+        Command::Load(args) => load(*args),
+        Command::LoadWorker => load_worker(),
         Command::Bench { what: BenchCommand::Micro(args) } => bench_micro(args),
         Command::Bench { what: BenchCommand::Rtsig(args) } => bench_hist("rtsig", args),
         Command::Bench { what: BenchCommand::Gooch(args) } => bench_hist("gooch", args),
@@ -137,4 +145,108 @@ fn backends() -> ExitCode {
         println!("{:<14} {:<10} {}", b.name(), ok, [mark, &why].join(" ").trim());
     }
     ExitCode::SUCCESS
+}
+
+#[derive(Args)]
+struct LoadArgs {
+    /// Target URLs (http://127.x.y.z[:port]/path, http://[::1]/..., http://localhost/...).
+    /// Loopback only. Hot connection i goes to URL i mod the number of URLs.
+    #[arg(required = true, value_name = "URL")]
+    urls: Vec<hintq_load::Target>,
+    /// Hot connections, each with at most one request in flight.
+    #[arg(short, long, default_value_t = 10, value_name = "N")]
+    connections: usize,
+    /// Open loop: requests per second in total on a fixed schedule, latency from the intended
+    /// send time [default: closed loop].
+    #[arg(short, long, value_name = "R")]
+    rate: Option<f64>,
+    /// How long the hot load runs (e.g. 10s, 500ms, 2m).
+    #[arg(short, long, default_value = "10s", value_parser = hintq_load::parse_duration, value_name = "D")]
+    duration: std::time::Duration,
+    /// Stop after this many requests (each ends as a success or an error).
+    #[arg(short = 'n', long, value_name = "N")]
+    requests: Option<u64>,
+    /// Cold connections held beside the hot load (opened before it starts).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    cold: usize,
+    /// What cold connections send: nothing, or a request head without its end.
+    #[arg(long, default_value = "idle", value_name = "idle|partial")]
+    cold_mode: hintq_load::ColdMode,
+    /// Cold lifetimes: held all run, or lognormal after Banga Fig. 1 (median 0.20 s, mean 2.07 s).
+    #[arg(long, default_value = "forever", value_name = "forever|heavy-tail")]
+    cold_lifetime: hintq_load::ColdLifetime,
+    /// Worker threads per process, each with its own event queue.
+    #[arg(short, long, default_value_t = 1, value_name = "T")]
+    threads: usize,
+    /// Worker processes [default: as many as RLIMIT_NOFILE needs].
+    #[arg(long, value_name = "P")]
+    processes: Option<usize>,
+    /// Event backend (see `hintq backends`) [default: $HINTQ_BACKEND or the recommended one].
+    #[arg(long, value_name = "NAME")]
+    backend: Option<String>,
+    /// A request (or connect) unanswered this long is a timeout error.
+    #[arg(long, default_value = "5s", value_parser = hintq_load::parse_duration, value_name = "D")]
+    timeout: std::time::Duration,
+    /// Close the connection after each response and open a new one for the next request.
+    #[arg(long)]
+    new_conn_per_request: bool,
+    /// 127.0.0.x source addresses to spread over [default: as many as the ports need].
+    #[arg(long, value_name = "N")]
+    sources: Option<usize>,
+    /// Write every figure and the exact settings as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// No progress bar (there is none anyway when stderr is not a terminal).
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn load(a: LoadArgs) -> ExitCode {
+    let cfg = hintq_load::Config {
+        targets: a.urls,
+        connections: a.connections,
+        rate: a.rate,
+        duration: a.duration,
+        requests: a.requests,
+        cold: a.cold,
+        cold_mode: a.cold_mode,
+        cold_lifetime: a.cold_lifetime,
+        threads: a.threads,
+        processes: a.processes,
+        backend: a.backend,
+        timeout: a.timeout,
+        new_conn_per_request: a.new_conn_per_request,
+        sources: a.sources,
+        port_range: None,
+        progress: !a.quiet,
+    };
+    let spawner = std::env::current_exe()
+        .ok()
+        .map(|exe| hintq_load::Spawner { exe, args: vec!["__load-worker".to_string()] });
+    let report = match hintq_load::run(&cfg, spawner.as_ref()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("hintq load: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    print!("{}", report.summary());
+    if let Some(path) = a.json {
+        let written = std::fs::File::create(&path).map_err(|e| e.to_string()).and_then(|f| {
+            serde_json::to_writer_pretty(std::io::BufWriter::new(f), &report).map_err(|e| e.to_string())
+        });
+        if let Err(e) = written {
+            eprintln!("hintq load: writing {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn load_worker() -> ExitCode {
+    if hintq_load::worker_main() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }

@@ -253,7 +253,8 @@ mod tests {
 
     #[test]
     fn read_csv_names_the_bad_line() {
-        let err = read_csv("experiment,series,x,rep,metric,value,status,note\nE9,a,x,0,m,1,ok,\n").unwrap_err();
+        let err =
+            read_csv("experiment,series,x,rep,metric,value,status,note\nE9,a,x,0,m,1,ok,\n").unwrap_err();
         assert!(err.contains("line 2") && err.contains("bad x"), "{err}");
     }
 
@@ -271,7 +272,10 @@ mod tests {
         assert_eq!(l.len(), 1, "b has no value");
         assert_eq!(l[0].points.iter().map(|p| p.x).collect::<Vec<_>>(), [10.0, 100.0]);
         let p = l[0].at(100.0).unwrap();
-        assert_eq!((p.spread.median, p.spread.min, p.spread.max, p.spread.n, p.disturbed), (2.0, 1.0, 3.0, 3, 1));
+        assert_eq!(
+            (p.spread.median, p.spread.min, p.spread.max, p.spread.n, p.disturbed),
+            (2.0, 1.0, 3.0, 3, 1)
+        );
     }
 
     #[test]

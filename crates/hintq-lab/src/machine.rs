@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 /// Busy and total jiffies of all CPUs, from the first line of `/proc/stat`.
 fn cpu_jiffies() -> Option<(u64, u64)> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let v: Vec<u64> = stat.lines().next()?.split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
+    let v: Vec<u64> =
+        stat.lines().next()?.split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
     // user nice system idle iowait irq softirq steal ...
     let total: u64 = v.iter().take(8).sum();
     let idle = v.get(3)? + v.get(4).unwrap_or(&0);

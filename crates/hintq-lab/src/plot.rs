@@ -46,7 +46,11 @@ pub fn render(title: &str, panels: &[Panel], svg: &Path, png: &Path) -> Result<(
     draw(BitMapBackend::new(png, size).into_drawing_area(), title, panels)
 }
 
-fn draw<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, title: &str, panels: &[Panel]) -> Result<(), String>
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    panels: &[Panel],
+) -> Result<(), String>
 where
     DB::ErrorType: 'static,
 {
@@ -97,7 +101,12 @@ const COLORS: [RGBColor; 10] = [
     RGBColor(23, 190, 207),
 ];
 
-fn chart<DB, X, Y>(area: &DrawingArea<DB, plotters::coord::Shift>, panel: &Panel, x: X, y: Y) -> Result<(), String>
+fn chart<DB, X, Y>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    panel: &Panel,
+    x: X,
+    y: Y,
+) -> Result<(), String>
 where
     DB: DrawingBackend,
     DB::ErrorType: 'static,
@@ -144,8 +153,10 @@ where
         }))
         .map_err(e)?;
         let bars = line.points.iter().filter(|p| p.spread.n > 1);
-        c.draw_series(bars.map(|p| ErrorBar::new_vertical(p.x, p.spread.min, p.spread.median, p.spread.max, style, 8)))
-            .map_err(e)?;
+        c.draw_series(
+            bars.map(|p| ErrorBar::new_vertical(p.x, p.spread.min, p.spread.median, p.spread.max, style, 8)),
+        )
+        .map_err(e)?;
     }
     c.configure_series_labels()
         .background_style(WHITE.mix(0.85))
@@ -160,7 +171,13 @@ where
 /// An axis label: 1500 → 1.5k, 2e6 → 2M.
 fn short(v: f64) -> String {
     let a = v.abs();
-    let trim = |s: String| if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
+    let trim = |s: String| {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    };
     if a >= 1e6 {
         format!("{}M", trim(format!("{:.1}", v / 1e6)))
     } else if a >= 1e4 {
@@ -236,6 +253,9 @@ mod tests {
 
     #[test]
     fn short_labels() {
-        assert_eq!([short(1500.0), short(15000.0), short(2e6), short(0.5), short(0.0)], ["1500", "15k", "2M", "0.5", "0"]);
+        assert_eq!(
+            [short(1500.0), short(15000.0), short(2e6), short(0.5), short(0.0)],
+            ["1500", "15k", "2M", "0.5", "0"]
+        );
     }
 }

@@ -19,8 +19,9 @@ impl Progress {
             Some(total.as_millis().max(1) as u64),
             if shown { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() },
         );
-        let style = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} about {eta} left  {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar());
+        let style =
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} about {eta} left  {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
         bar.enable_steady_tick(Duration::from_millis(250));
         Progress { bar, shown }

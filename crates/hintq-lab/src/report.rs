@@ -32,7 +32,7 @@ fn cell(s: &str) -> String {
 pub const TABLE_HEADER: &str = "| series | x | metric | median | min | max | n | disturbed |";
 
 /// REPORT.md.
-pub fn report(outcomes: &[(&Box<dyn Experiment>, Outcome)], lab: &Lab) -> String {
+pub fn report(outcomes: &[(&dyn Experiment, Outcome)], lab: &Lab) -> String {
     let mut s = String::from("# hintq lab report\n\n");
     let mode = lab.pick("full", "quick", "smoke");
     let _ = writeln!(
@@ -46,7 +46,15 @@ pub fn report(outcomes: &[(&Box<dyn Experiment>, Outcome)], lab: &Lab) -> String
             Outcome::NotRun(why) => ("—".to_string(), format!("not run: {why}")),
             Outcome::Ran { analysis, .. } => (analysis.ours.clone(), analysis.holds.clone()),
         };
-        let _ = writeln!(s, "| {} | {} | {} | {} | {} |", e.id(), cell(e.paper()), cell(e.claim()), cell(&ours), cell(&holds));
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} |",
+            e.id(),
+            cell(e.paper()),
+            cell(e.claim()),
+            cell(&ours),
+            cell(&holds)
+        );
     }
     let missing = lab.missing.borrow();
     if !missing.is_empty() {
@@ -56,7 +64,8 @@ pub fn report(outcomes: &[(&Box<dyn Experiment>, Outcome)], lab: &Lab) -> String
         }
     }
     for (e, o) in outcomes {
-        let _ = writeln!(s, "\n## {}: {}\n\nReproduces {}. Paper: {}\n", e.id(), e.title(), e.paper(), e.claim());
+        let _ =
+            writeln!(s, "\n## {}: {}\n\nReproduces {}. Paper: {}\n", e.id(), e.title(), e.paper(), e.claim());
         match o {
             Outcome::NotRun(why) => {
                 let _ = writeln!(s, "Not run: {why}.");

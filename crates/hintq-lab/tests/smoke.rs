@@ -64,7 +64,10 @@ fn smoke_run_writes_every_file_and_the_report_matches_the_raw_rows() {
     let mut ran = Vec::new();
     for n in 1..=9 {
         let id = format!("E{n}");
-        let row = report.lines().find(|l| l.starts_with(&format!("| {id} |"))).unwrap_or_else(|| panic!("no {id} row"));
+        let row = report
+            .lines()
+            .find(|l| l.starts_with(&format!("| {id} |")))
+            .unwrap_or_else(|| panic!("no {id} row"));
         if row.contains("not run: ") {
             assert!(!dir.join(format!("{id}.csv")).exists(), "{id} not run but has a CSV");
             continue;
@@ -84,8 +87,14 @@ fn smoke_run_writes_every_file_and_the_report_matches_the_raw_rows() {
     for id in &ran {
         let rows = data::read_csv(&std::fs::read_to_string(dir.join(format!("{id}.csv"))).unwrap()).unwrap();
         assert!(!rows.is_empty(), "{id}.csv has no row");
-        let section = report.split(&format!("\n## {id}:")).nth(1).expect("a section").split("\n## ").next().unwrap();
-        let table: Vec<&str> = section.lines().skip_while(|l| !l.starts_with("| series |")).skip(2).take_while(|l| l.starts_with('|')).collect();
+        let section =
+            report.split(&format!("\n## {id}:")).nth(1).expect("a section").split("\n## ").next().unwrap();
+        let table: Vec<&str> = section
+            .lines()
+            .skip_while(|l| !l.starts_with("| series |"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .collect();
         assert!(!table.is_empty(), "{id}: no table of numbers");
         for line in table {
             let c: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
@@ -100,7 +109,8 @@ fn smoke_run_writes_every_file_and_the_report_matches_the_raw_rows() {
             assert!(!values.is_empty(), "{id}: {line} has no raw row");
             let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let want = [data::num(median(values.clone())), data::num(lo), data::num(hi), values.len().to_string()];
+            let want =
+                [data::num(median(values.clone())), data::num(lo), data::num(hi), values.len().to_string()];
             assert_eq!(&c[3..7], &want, "{id}: {line}");
             checked += 1;
         }

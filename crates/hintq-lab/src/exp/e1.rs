@@ -49,7 +49,11 @@ impl Experiment for E1 {
     fn plan(&self, lab: &Lab) -> Vec<Point> {
         let colds: Vec<usize> =
             lab.pick(vec![0, 1000, 2000, 5000, 10000, 15000], vec![0, 1000, 5000], vec![0]);
-        let backends = lab.pick(&["uring", "epoll", "poll", "select", "rtsig", "gooch"][..], &["uring", "epoll", "poll"][..], &["epoll"][..]);
+        let backends = lab.pick(
+            &["uring", "epoll", "poll", "select", "rtsig", "gooch"][..],
+            &["uring", "epoll", "poll"][..],
+            &["epoll"][..],
+        );
         let (reps, secs) = (lab.pick(3, 2, 1), lab.pick(4.0, 2.0, 0.5));
         let mut points = Vec::new();
         for s in servers(lab, backends) {
@@ -79,7 +83,8 @@ impl Experiment for E1 {
                                 &json,
                                 &[("throughput_rps", THROUGHPUT, 1.0), ("errors", ERRORS, 1.0)],
                             )?;
-                            let requests = serve::find(&json, REQUESTS).ok_or("load.json has no request count")?;
+                            let requests =
+                                serve::find(&json, REQUESTS).ok_or("load.json has no request count")?;
                             if let (Some(cpu), true) = (ran.server_cpu, requests > 0.0) {
                                 rows.push(Row {
                                     metric: "server_cpu_us_per_request".into(),
@@ -99,18 +104,43 @@ impl Experiment for E1 {
     }
     fn analyse(&self, rows: &[Row]) -> Analysis {
         let x = "cold (idle) connections";
-        let t = panel(rows, "throughput_rps", "(a) throughput, 32 hot connections, 1 KB file", x, "requests per second", (false, false));
-        let c = panel(rows, "server_cpu_us_per_request", "(b) server CPU per request", x, "µs CPU per request", (false, false));
+        let t = panel(
+            rows,
+            "throughput_rps",
+            "(a) throughput, 32 hot connections, 1 KB file",
+            x,
+            "requests per second",
+            (false, false),
+        );
+        let c = panel(
+            rows,
+            "server_cpu_us_per_request",
+            "(b) server CPU per request",
+            x,
+            "µs CPU per request",
+            (false, false),
+        );
         let mut reading = Vec::new();
         for l in &t.lines {
             if let Some((x0, m0, x1, m1, g)) = growth(l) {
-                reading.push(format!("{}: {} req/s with {x0} cold, {} req/s with {x1} ({}x).", l.name, num(m0), num(m1), num(g)));
+                reading.push(format!(
+                    "{}: {} req/s with {x0} cold, {} req/s with {x1} ({}x).",
+                    l.name,
+                    num(m0),
+                    num(m1),
+                    num(g)
+                ));
             }
         }
         let get = |n: &str| t.lines.iter().find(|l| l.name == n).and_then(growth);
         let (ours, holds) = match (get("hintq-epoll"), get("hintq-poll")) {
             (Some(e), Some(p)) => (
-                format!("epoll keeps {}% of its throughput at {} cold, poll {}%", num(e.4 * 100.0), e.2, num(p.4 * 100.0)),
+                format!(
+                    "epoll keeps {}% of its throughput at {} cold, poll {}%",
+                    num(e.4 * 100.0),
+                    e.2,
+                    num(p.4 * 100.0)
+                ),
                 match (e.4 > 0.8, p.4 < 0.7) {
                     (true, true) => "yes",
                     (false, false) => "no",

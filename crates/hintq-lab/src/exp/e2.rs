@@ -31,8 +31,11 @@ impl Experiment for E2 {
         lab.need(&["serve"]).and(lab.need(&["load"]))
     }
     fn plan(&self, lab: &Lab) -> Vec<Point> {
-        let rates: Vec<f64> =
-            lab.pick(vec![1000.0, 2000.0, 4000.0, 8000.0, 16000.0, 32000.0], vec![1000.0, 4000.0, 16000.0], vec![500.0]);
+        let rates: Vec<f64> = lab.pick(
+            vec![1000.0, 2000.0, 4000.0, 8000.0, 16000.0, 32000.0],
+            vec![1000.0, 4000.0, 16000.0],
+            vec![500.0],
+        );
         let backends = lab.pick(&["uring", "epoll", "poll"][..], &["epoll", "poll"][..], &["epoll"][..]);
         let (reps, secs) = (lab.pick(3, 2, 1), lab.pick(4.0, 2.0, 0.5));
         let mut points = Vec::new();
@@ -76,8 +79,16 @@ impl Experiment for E2 {
     }
     fn analyse(&self, rows: &[Row]) -> Analysis {
         let x = "offered rate (requests per second)";
-        let p50 = panel(rows, "p50_ms", "(a) median latency, 750 cold", x, "ms from intended send", (true, true));
-        let p99 = panel(rows, "p99_ms", "(b) 99th percentile latency, 750 cold", x, "ms from intended send", (true, true));
+        let p50 =
+            panel(rows, "p50_ms", "(a) median latency, 750 cold", x, "ms from intended send", (true, true));
+        let p99 = panel(
+            rows,
+            "p99_ms",
+            "(b) 99th percentile latency, 750 cold",
+            x,
+            "ms from intended send",
+            (true, true),
+        );
         let mut reading = Vec::new();
         let at_top = |name: &str| {
             let l = p99.lines.iter().find(|l| l.name == name)?;
@@ -86,7 +97,12 @@ impl Experiment for E2 {
         };
         for l in &p99.lines {
             if let Some(last) = l.points.last() {
-                reading.push(format!("{}: p99 {} ms at {} req/s offered.", l.name, num(last.spread.median), last.x));
+                reading.push(format!(
+                    "{}: p99 {} ms at {} req/s offered.",
+                    l.name,
+                    num(last.spread.median),
+                    last.x
+                ));
             }
         }
         let (ours, holds) = match (at_top("hintq-epoll"), at_top("hintq-poll")) {
@@ -101,7 +117,12 @@ impl Experiment for E2 {
             ours,
             holds,
             reading,
-            metrics: vec![("p50_ms", "p50 ms"), ("p99_ms", "p99 ms"), ("max_ms", "max ms"), ("errors", "errors")],
+            metrics: vec![
+                ("p50_ms", "p50 ms"),
+                ("p99_ms", "p99 ms"),
+                ("max_ms", "max ms"),
+                ("errors", "errors"),
+            ],
         }
     }
 }

@@ -32,8 +32,10 @@ impl Experiment for E4 {
     }
     fn analyse(&self, rows: &[Row]) -> Analysis {
         let x = "descriptors already registered";
-        let d = panel(rows, "fig7_ns_per_declare", "(a) declare_interest(READ)", x, "ns per call", (false, true));
-        let r = panel(rows, "fig7_ns_per_revoke", "(b) revoke (empty interest)", x, "ns per call", (false, true));
+        let d =
+            panel(rows, "fig7_ns_per_declare", "(a) declare_interest(READ)", x, "ns per call", (false, true));
+        let r =
+            panel(rows, "fig7_ns_per_revoke", "(b) revoke (empty interest)", x, "ns per call", (false, true));
         let mut reading = Vec::new();
         for (what, lines) in [("declare", &d.lines), ("revoke", &r.lines)] {
             for l in lines.iter() {

@@ -15,8 +15,22 @@ pub struct E5;
 
 /// Symbols counted as event notification.
 const EVENT_SYMBOLS: &[&str] = &[
-    "select", "poll", "epoll", "io_uring", "get_next_event", "declare_interest", "fget", "fput",
-    "sock_poll", "tcp_poll", "unix_poll", "pollwake", "ep_", "sys_ppoll", "rt_sig", "sigtimedwait",
+    "select",
+    "poll",
+    "epoll",
+    "io_uring",
+    "get_next_event",
+    "declare_interest",
+    "fget",
+    "fput",
+    "sock_poll",
+    "tcp_poll",
+    "unix_poll",
+    "pollwake",
+    "ep_",
+    "sys_ppoll",
+    "rt_sig",
+    "sigtimedwait",
 ];
 
 fn perf_ok() -> Result<(), String> {
@@ -32,7 +46,9 @@ pub fn event_share(report: &str) -> Option<f64> {
     let mut seen = false;
     for line in report.lines().filter(|l| !l.trim_start().starts_with('#')) {
         let mut f = line.split_whitespace();
-        let Some(pct) = f.next().and_then(|p| p.strip_suffix('%')).and_then(|p| p.parse::<f64>().ok()) else { continue };
+        let Some(pct) = f.next().and_then(|p| p.strip_suffix('%')).and_then(|p| p.parse::<f64>().ok()) else {
+            continue;
+        };
         seen = true;
         let symbol = f.last().unwrap_or("");
         if EVENT_SYMBOLS.iter().any(|s| symbol.contains(s)) {
@@ -61,7 +77,11 @@ impl Experiment for E5 {
     }
     fn plan(&self, lab: &Lab) -> Vec<Point> {
         let colds: Vec<usize> = lab.pick(vec![750, 5000], vec![750, 5000], vec![100]);
-        let backends = lab.pick(&["uring", "epoll", "poll", "select"][..], &["epoll", "poll", "select"][..], &["epoll"][..]);
+        let backends = lab.pick(
+            &["uring", "epoll", "poll", "select"][..],
+            &["epoll", "poll", "select"][..],
+            &["epoll"][..],
+        );
         let secs = lab.pick(4.0, 2.0, 0.5);
         let mut points = Vec::new();
         for s in servers(lab, backends) {
@@ -71,7 +91,14 @@ impl Experiment for E5 {
                 }
                 let port = serve::port();
                 let Ok(mut server) = serve::server(lab, &s, port) else { continue };
-                let mut args = vec!["record".to_string(), "-F".into(), "999".into(), "-o".into(), "perf.data".into(), "--".into()];
+                let mut args = vec![
+                    "record".to_string(),
+                    "-F".into(),
+                    "999".into(),
+                    "-o".into(),
+                    "perf.data".into(),
+                    "--".into(),
+                ];
                 args.push(server.cmd.program.to_string_lossy().into());
                 args.extend(server.cmd.args.clone());
                 server.cmd = Cmd { program: "perf".into(), args, cpu: server.cmd.cpu };
@@ -87,7 +114,15 @@ impl Experiment for E5 {
                     estimate: Duration::from_secs_f64(secs + 3.0),
                     parse: Box::new(move |ran| {
                         let out = Command::new("perf")
-                            .args(["report", "-i", "perf.data", "--stdio", "--no-children", "--sort", "symbol"])
+                            .args([
+                                "report",
+                                "-i",
+                                "perf.data",
+                                "--stdio",
+                                "--no-children",
+                                "--sort",
+                                "symbol",
+                            ])
                             .current_dir(&ran.dir)
                             .output()
                             .map_err(|e| format!("perf report: {e}"))?;
@@ -111,12 +146,27 @@ impl Experiment for E5 {
         points
     }
     fn analyse(&self, rows: &[Row]) -> Analysis {
-        let p = panel(rows, "event_cpu_pct", "400 req/s, 50 hot", "cold connections", "% of server CPU samples", (false, false));
-        let top = |n: &str| p.lines.iter().find(|l| l.name == n).and_then(|l| l.points.last()).map(|pt| (pt.x, pt.spread.median));
+        let p = panel(
+            rows,
+            "event_cpu_pct",
+            "400 req/s, 50 hot",
+            "cold connections",
+            "% of server CPU samples",
+            (false, false),
+        );
+        let top = |n: &str| {
+            p.lines
+                .iter()
+                .find(|l| l.name == n)
+                .and_then(|l| l.points.last())
+                .map(|pt| (pt.x, pt.spread.median))
+        };
         let reading = p
             .lines
             .iter()
-            .filter_map(|l| l.points.last().map(|pt| format!("{}: {}% at {} cold.", l.name, num(pt.spread.median), pt.x)))
+            .filter_map(|l| {
+                l.points.last().map(|pt| format!("{}: {}% at {} cold.", l.name, num(pt.spread.median), pt.x))
+            })
             .collect();
         let (ours, holds) = match (top("hintq-epoll"), top("hintq-poll")) {
             (Some(e), Some(s)) => (
@@ -125,7 +175,13 @@ impl Experiment for E5 {
             ),
             _ => ("epoll or poll not measured".into(), UNMEASURED.into()),
         };
-        Analysis { panels: vec![p], ours, holds, reading, metrics: vec![("event_cpu_pct", "% CPU in event notification")] }
+        Analysis {
+            panels: vec![p],
+            ours,
+            holds,
+            reading,
+            metrics: vec![("event_cpu_pct", "% CPU in event notification")],
+        }
     }
 }
 

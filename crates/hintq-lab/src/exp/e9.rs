@@ -39,7 +39,14 @@ fn series(lab: &Lab) -> Vec<Series> {
         out.push(Series {
             name: format!("hintq-{}", b.name()),
             program: exe.clone(),
-            args: vec!["lab".into(), "peer-bench".into(), "--lib".into(), "hintq".into(), "--backend".into(), b.name().into()],
+            args: vec![
+                "lab".into(),
+                "peer-bench".into(),
+                "--lib".into(),
+                "hintq".into(),
+                "--backend".into(),
+                b.name().into(),
+            ],
             scans: matches!(b, Backend::Poll | Backend::Select | Backend::Gooch),
             max_pairs: if b == Backend::Select { (libc::FD_SETSIZE - 64) / 2 } else { usize::MAX },
         });
@@ -100,7 +107,9 @@ impl Experiment for E9 {
         for s in series(lab) {
             for &n in &pairs {
                 if 2 * n as u64 + 64 > soft {
-                    lab.missing.borrow_mut().push(format!("E9: {} pairs need more descriptors than RLIMIT_NOFILE {soft}", n));
+                    lab.missing
+                        .borrow_mut()
+                        .push(format!("E9: {} pairs need more descriptors than RLIMIT_NOFILE {soft}", n));
                     continue;
                 }
                 if n > s.max_pairs {
@@ -112,8 +121,12 @@ impl Experiment for E9 {
                     continue;
                 }
                 let mut args: Vec<String> = s.args.clone();
-                args.extend(["-n", &n.to_string(), "-a", "1", "-w", &writes.to_string(), "-r", &runs.to_string()].map(String::from));
-                let per_run_us = (writes + 1) as f64 * (1.0 + if s.scans { n as f64 * 0.3 } else { 0.0 }) + n as f64;
+                args.extend(
+                    ["-n", &n.to_string(), "-a", "1", "-w", &writes.to_string(), "-r", &runs.to_string()]
+                        .map(String::from),
+                );
+                let per_run_us =
+                    (writes + 1) as f64 * (1.0 + if s.scans { n as f64 * 0.3 } else { 0.0 }) + n as f64;
                 let estimate = Duration::from_secs_f64(runs as f64 * per_run_us / 1e6 + 0.5);
                 let (name, x) = (s.name.clone(), n as f64);
                 points.push(Point {
@@ -132,11 +145,24 @@ impl Experiment for E9 {
         points
     }
     fn analyse(&self, rows: &[Row]) -> Analysis {
-        let p = panel(rows, METRIC, "1 active, writes passed round N pairs", "socket pairs", "µs per run", (true, true));
+        let p = panel(
+            rows,
+            METRIC,
+            "1 active, writes passed round N pairs",
+            "socket pairs",
+            "µs per run",
+            (true, true),
+        );
         let mut reading = Vec::new();
         for l in &p.lines {
             if let Some((x0, m0, x1, m1, g)) = growth(l) {
-                reading.push(format!("{}: {} µs at {x0} pairs, {} µs at {x1} ({}x).", l.name, num(m0), num(m1), num(g)));
+                reading.push(format!(
+                    "{}: {} µs at {x0} pairs, {} µs at {x1} ({}x).",
+                    l.name,
+                    num(m0),
+                    num(m1),
+                    num(g)
+                ));
             }
         }
         let get = |name: &str| p.lines.iter().find(|l| l.name == name).and_then(growth);
@@ -164,7 +190,13 @@ impl Experiment for E9 {
                 (ours, holds.to_string())
             }
             (Some(f), None) => (
-                format!("hintq-epoll {} µs at {} pairs, {} at {} (poll not measured)", num(f.1), f.0, num(f.3), f.2),
+                format!(
+                    "hintq-epoll {} µs at {} pairs, {} at {} (poll not measured)",
+                    num(f.1),
+                    f.0,
+                    num(f.3),
+                    f.2
+                ),
                 "partly measured: epoll only".into(),
             ),
             _ => ("hintq-epoll not measured at two pair counts".into(), UNMEASURED.into()),
@@ -204,7 +236,10 @@ mod tests {
     #[test]
     fn parses_one_row_per_run_and_refuses_garbage() {
         let rows = super::parse("932.5\n1195.0\n", "libevent-epoll", 100.0).unwrap();
-        assert_eq!(rows.iter().map(|r| (r.rep, r.value.unwrap())).collect::<Vec<_>>(), [(0, 932.5), (1, 1195.0)]);
+        assert_eq!(
+            rows.iter().map(|r| (r.rep, r.value.unwrap())).collect::<Vec<_>>(),
+            [(0, 932.5), (1, 1195.0)]
+        );
         assert!(super::parse("", "x", 1.0).is_err());
         assert!(super::parse("12\nXcount\n", "x", 1.0).is_err());
     }

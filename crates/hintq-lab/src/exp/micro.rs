@@ -32,7 +32,8 @@ pub fn points(lab: &Lab, exp: &'static str, figs: &'static [Fig]) -> Vec<Point> 
                 estimate: Duration::from_secs(lab.pick(40, 6, 2)),
                 parse: Box::new(move |ran| {
                     let path = ran.dir.join("micro.csv");
-                    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                    let text =
+                        std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
                     let rows = micro::read_csv(&text)?;
                     Ok(convert(exp, rep, &rows, figs))
                 }),
@@ -91,6 +92,9 @@ fig7,poll,0,,1000,256,revoke,1,256,0,25600,100.0,,1,1,0\n";
         );
         assert!(e3.iter().all(|r| r.rep == 2 && r.experiment == "E3"));
         let e4 = convert("E4", 0, &rows, &[Fig::Fig7]);
-        assert_eq!((e4.len(), e4[0].metric.as_str(), e4[0].x, e4[0].value), (1, "fig7_ns_per_revoke", 1000.0, Some(100.0)));
+        assert_eq!(
+            (e4.len(), e4[0].metric.as_str(), e4[0].x, e4[0].value),
+            (1, "fig7_ns_per_revoke", 1000.0, Some(100.0))
+        );
     }
 }

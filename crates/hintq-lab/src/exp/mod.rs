@@ -159,7 +159,8 @@ pub enum Outcome {
 pub fn run_lab(args: &LabArgs) -> Result<(), String> {
     let started = Instant::now();
     let exps = all();
-    let only: Option<Vec<String>> = args.only.as_ref().map(|v| v.iter().map(|s| s.trim().to_uppercase()).collect());
+    let only: Option<Vec<String>> =
+        args.only.as_ref().map(|v| v.iter().map(|s| s.trim().to_uppercase()).collect());
     if let Some(bad) = only.iter().flatten().find(|o| !exps.iter().any(|e| e.id() == o.as_str())) {
         return Err(format!("--only: no experiment {bad} (E1 to E9)"));
     }
@@ -197,7 +198,8 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
         };
         plans.push((e, plan));
     }
-    let total: Duration = plans.iter().filter_map(|(_, p)| p.as_ref().ok()).flatten().map(|p| p.estimate).sum();
+    let total: Duration =
+        plans.iter().filter_map(|(_, p)| p.as_ref().ok()).flatten().map(|p| p.estimate).sum();
     eprintln!("hintq lab: writing {} (estimated {:.0} s)", out.display(), total.as_secs_f64());
     let progress = Progress::new(total);
     let mut outcomes = Vec::new();
@@ -209,14 +211,18 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
             }
             Ok(points) => run_experiment(e.as_ref(), &points, &lab, &mut runner, &progress)?,
         };
-        outcomes.push((e, outcome));
+        outcomes.push((e.as_ref(), outcome));
     }
     progress.finish();
     let setup = report::setup(&lab, &runner.commands, nofile, args, started.elapsed());
     std::fs::write(out.join("SETUP.md"), setup).map_err(|e| e.to_string())?;
     let text = report::report(&outcomes, &lab);
     std::fs::write(out.join("REPORT.md"), text).map_err(|e| e.to_string())?;
-    eprintln!("hintq lab: {} written in {:.0} s", out.join("REPORT.md").display(), started.elapsed().as_secs_f64());
+    eprintln!(
+        "hintq lab: {} written in {:.0} s",
+        out.join("REPORT.md").display(),
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 

@@ -32,7 +32,13 @@ macro_rules! pending {
                 Vec::new()
             }
             fn analyse(&self, _: &[Row]) -> Analysis {
-                Analysis { panels: Vec::new(), ours: String::new(), holds: String::new(), reading: Vec::new(), metrics: Vec::new() }
+                Analysis {
+                    panels: Vec::new(),
+                    ours: String::new(),
+                    holds: String::new(),
+                    reading: Vec::new(),
+                    metrics: Vec::new(),
+                }
             }
         }
     };

@@ -51,7 +51,10 @@ pub fn server(lab: &Lab, series: &str, port: u16) -> Result<Server, String> {
     } else {
         let backend = series.strip_prefix("hintq-").unwrap_or(series);
         let root = root.to_string_lossy();
-        lab.hintq(&["serve", "--root", &root, "--listen", &listen, "--backend", backend, "--threads", "1"], lab.cores.bench)
+        lab.hintq(
+            &["serve", "--root", &root, "--listen", &listen, "--backend", backend, "--threads", "1"],
+            lab.cores.bench,
+        )
     };
     Ok(Server { cmd, ready })
 }
@@ -60,7 +63,8 @@ pub fn server(lab: &Lab, series: &str, port: u16) -> Result<Server, String> {
 pub fn load(lab: &Lab, port: u16, file: &str, hot: usize, cold: usize, rate: Option<f64>, secs: f64) -> Cmd {
     let url = format!("http://127.0.0.1:{port}/{file}");
     let (hot, cold, dur) = (hot.to_string(), cold.to_string(), format!("{secs}s"));
-    let mut args = vec!["load", &url, "--connections", &hot, "--cold", &cold, "--duration", &dur, "--json", "load.json"];
+    let mut args =
+        vec!["load", &url, "--connections", &hot, "--cold", &cold, "--duration", &dur, "--json", "load.json"];
     let rate = rate.map(|r| format!("{r}"));
     if let Some(r) = &rate {
         args.extend(["--rate", r.as_str()]);
@@ -125,12 +129,19 @@ pub const ERRORS: &[&str] = &["errors_total", "errors"];
 mod tests {
     #[test]
     fn finds_numbers_by_any_name_at_any_depth_and_never_guesses() {
-        let v: serde_json::Value =
-            serde_json::from_str(r#"{"config":{"rate":5},"result":{"throughput_rps":1234.5,"latency_ms":{"p99":0.4}}}"#)
-                .unwrap();
+        let v: serde_json::Value = serde_json::from_str(
+            r#"{"config":{"rate":5},"result":{"throughput_rps":1234.5,"latency_ms":{"p99":0.4}}}"#,
+        )
+        .unwrap();
         assert_eq!(super::find(&v, super::THROUGHPUT), Some(1234.5));
         assert_eq!(super::find(&v, &["p99"]), Some(0.4));
-        let rows = super::rows("E1", "nginx", 0.0, &v, &[("rps", super::THROUGHPUT, 1.0), ("p50_ms", &["p50"], 1.0)]);
+        let rows = super::rows(
+            "E1",
+            "nginx",
+            0.0,
+            &v,
+            &[("rps", super::THROUGHPUT, 1.0), ("p50_ms", &["p50"], 1.0)],
+        );
         assert!(rows.unwrap_err().contains("p50"));
     }
 }

@@ -88,7 +88,9 @@ impl Loop for MioLoop {
 fn socketpair() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: socketpair writes two descriptors into the array we own.
-    let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0, fds.as_mut_ptr()) };
+    let r = unsafe {
+        libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0, fds.as_mut_ptr())
+    };
     if r != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -160,7 +162,8 @@ pub fn main(a: &BenchArgs) -> Result<(), String> {
         return Err("bad -n/-a/-r".into());
     }
     crate::machine::raise_nofile();
-    let pairs = (0..a.pairs).map(|_| socketpair()).collect::<io::Result<Vec<_>>>().map_err(|e| e.to_string())?;
+    let pairs =
+        (0..a.pairs).map(|_| socketpair()).collect::<io::Result<Vec<_>>>().map_err(|e| e.to_string())?;
     let mut lp: Box<dyn Loop> = match a.lib.as_str() {
         "hintq" => {
             let b: Backend = a.backend.parse().map_err(|e| format!("{e}"))?;

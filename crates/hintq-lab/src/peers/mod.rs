@@ -79,7 +79,9 @@ pub fn build_c(peer: &CPeer, dir: &Path) -> Result<(PathBuf, String), String> {
         .pkg
         .and_then(|p| {
             let o = Command::new("pkg-config").args(["--cflags", "--libs", p]).output().ok()?;
-            o.status.success().then(|| String::from_utf8_lossy(&o.stdout).split_whitespace().map(String::from).collect())
+            o.status
+                .success()
+                .then(|| String::from_utf8_lossy(&o.stdout).split_whitespace().map(String::from).collect())
         })
         .unwrap_or_else(|| vec![peer.libs.to_string()]);
     let out = Command::new("cc")
@@ -117,7 +119,8 @@ pub fn nginx() -> Result<(PathBuf, String), String> {
 
 /// `--install-peers`: installs the missing peers with apt-get, saying what it did.
 pub fn install_missing(lab: &Lab) {
-    let mut pkgs: Vec<&str> = C_PEERS.iter().filter(|p| !Path::new(p.header).exists()).map(|p| p.apt).collect();
+    let mut pkgs: Vec<&str> =
+        C_PEERS.iter().filter(|p| !Path::new(p.header).exists()).map(|p| p.apt).collect();
     if nginx().is_err() {
         pkgs.push("nginx-light");
     }
