@@ -313,7 +313,9 @@ impl Table {
 
     /// Median of `backend` over median of the raw loop at the same point.
     fn ratio(&self, p: Point, backend: &str) -> Option<f64> {
-        Some(self.get(p, backend)?.median / self.get(p, RAW)?.median)
+        // Both ways of declaring are compared with the raw loop's one `EPOLL_CTL_ADD`.
+        let raw = if p.2 == "declare-nostate" { (p.0, p.1, "declare") } else { p };
+        Some(self.get(p, backend)?.median / self.get(raw, RAW)?.median)
     }
 
     /// The swept values at which `backend` was measured in `exp`/`phase`, ascending.
