@@ -5,6 +5,8 @@ use hintq::Backend;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod bench_patterns;
+
 #[derive(Parser)]
 #[command(
     name = "hintq",
@@ -46,6 +48,9 @@ enum BenchCommand {
     /// Gooch's figure: poll(2) cost per idle fd, the active/inactive split with 1% active, and
     /// the wake-up latency of a quiet fd.
     Gooch(HistArgs),
+    /// Strebelow & Prehofer: reactor, Leader/Followers, Half-Sync, sharded x backend x
+    /// threads over 512 request/response connections.
+    Patterns(bench_patterns::PatternsArgs),
 }
 
 #[derive(Args)]
@@ -93,6 +98,7 @@ fn main() -> ExitCode {
         Command::Bench { what: BenchCommand::Micro(args) } => bench_micro(args),
         Command::Bench { what: BenchCommand::Rtsig(args) } => bench_hist("rtsig", args),
         Command::Bench { what: BenchCommand::Gooch(args) } => bench_hist("gooch", args),
+        Command::Bench { what: BenchCommand::Patterns(args) } => bench_patterns::run(args),
     }
 }
 

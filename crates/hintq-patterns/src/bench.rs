@@ -1,1 +1,495 @@
-//! The Strebelow & Prehofer experiment (filled below).
+//! `hintq bench patterns`: Strebelow & Prehofer's micro-benchmark on this machine.
+//!
+//! 512 persistent TCP connections over loopback, one request (64 bytes) in flight on each;
+//! the handler reads the request, busy-waits `--work-us` (default 0), sends a 64-byte
+//! reply. Swept: pattern x backend (`select`, `epoll`, `epoll-et`, `epoll-oneshot`,
+//! `uring`) x threads. The server's threads are pinned to one CPU and the load generator
+//! (one thread in this process, driving every connection through a hintq `Queue` on
+//! `epoll`) to the other, as PERF.md asks; its CPU share is reported with every row, so a
+//! saturated load side shows.
+//!
+//! Reported per row (measured over the window after a warm-up, from the raw counters):
+//! throughput (replies per second, counted by the client); time to get one event (time in
+//! `get_next_event` over the events it returned, blocking included, as the paper's Figs. 9
+//! and 12); queue-insert time (Half-Sync's push); re-activation time ([`hintq::Rearm`]);
+//! "again" (reports that found their descriptor in flight); connections per thread.
+//!
+//! The client's sockets are moved to descriptor numbers above 2048 so the server's own stay
+//! below `select`'s 1024.
+
+use crate::{start, Config, Counters, Handler, Next, Pattern, Role};
+use hintq::{Backend, Event, Interest, Queue, State};
+use hintq_bench::report::Spread;
+use hintq_bench::sys;
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Connections, as in the paper.
+pub const CONNS: usize = 512;
+/// Request and reply size in bytes.
+pub const MSG: usize = 64;
+/// The backends of the sweep.
+pub const BACKENDS: [Backend; 5] =
+    [Backend::Select, Backend::Epoll, Backend::EpollEt, Backend::EpollOneshot, Backend::Uring];
+
+/// What `hintq bench patterns` was asked for.
+#[derive(Clone, Debug, Default)]
+pub struct BenchConfig {
+    /// Threads 1, 2, 4, one repetition, short windows: under a minute.
+    pub quick: bool,
+    /// CSV for the raw rows [default: hintq-patterns-<unix time>.csv].
+    pub out: Option<PathBuf>,
+    /// Busy-wait per request, microseconds.
+    pub work_us: u64,
+    /// Patterns (default all).
+    pub patterns: Option<Vec<Pattern>>,
+    /// Backends (default [`BACKENDS`]).
+    pub backends: Option<Vec<Backend>>,
+    /// Thread counts (default 1..=4; quick 1, 2, 4).
+    pub threads: Option<Vec<usize>>,
+    /// Repetitions (default 3; quick 1).
+    pub reps: Option<u32>,
+    /// CPU for the server's threads (default the first allowed).
+    pub server_cpu: Option<usize>,
+    /// CPU for the load generator (default the last allowed).
+    pub client_cpu: Option<usize>,
+    /// The command line, recorded in the CSV.
+    pub command: String,
+}
+
+/// One measured run: a line of the CSV.
+#[derive(Clone, Debug, Default)]
+pub struct Row {
+    /// Pattern.
+    pub pattern: String,
+    /// Backend.
+    pub backend: String,
+    /// Threads (Half-Sync: workers, plus the asynchronous thread).
+    pub threads: usize,
+    /// Repetition.
+    pub rep: u32,
+    /// Measurement window, ns.
+    pub window_ns: u64,
+    /// Replies received by the client in the window.
+    pub replies: u64,
+    /// Server counters over the window, all threads.
+    pub server: Counters,
+    /// Server CPU ns over the window (process CPU minus the client thread's).
+    pub server_cpu_ns: u64,
+    /// Client thread CPU ns over the window.
+    pub client_cpu_ns: u64,
+    /// Connections accepted per thread, `a/b/c`.
+    pub spread: String,
+}
+
+impl Row {
+    /// Replies per second.
+    pub fn throughput(&self) -> f64 {
+        self.replies as f64 * 1e9 / self.window_ns.max(1) as f64
+    }
+    fn per(ns: u64, n: u64) -> Option<f64> {
+        (n > 0).then(|| ns as f64 / n as f64)
+    }
+    /// ns in `get_next_event` per event it returned.
+    pub fn wait_per_event(&self) -> Option<f64> {
+        Self::per(self.server.wait_ns, self.server.events)
+    }
+    /// ns per work-queue insert.
+    pub fn insert_ns(&self) -> Option<f64> {
+        Self::per(self.server.insert_ns, self.server.inserts)
+    }
+    /// ns per re-activation.
+    pub fn rearm_ns(&self) -> Option<f64> {
+        Self::per(self.server.rearm_ns, self.server.rearms)
+    }
+    /// The client's share of its CPU.
+    pub fn client_cpu(&self) -> f64 {
+        self.client_cpu_ns as f64 / self.window_ns.max(1) as f64
+    }
+    /// Server CPU µs per reply.
+    pub fn server_us_per_reply(&self) -> Option<f64> {
+        Self::per(self.server_cpu_ns, self.replies).map(|v| v / 1000.0)
+    }
+}
+
+const COLUMNS: &str =
+    "pattern,backend,threads,rep,window_ns,replies,throughput,handled,again,waits,wait_ns,events,\
+                       wait_ns_per_event,inserts,insert_ns,insert_ns_per_op,rearms,rearm_ns,rearm_ns_per_op,\
+                       server_cpu_ns,server_us_per_reply,client_cpu_ns,client_cpu_share,spread";
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or(String::new(), |v| format!("{v:.1}"))
+}
+
+/// Writes `# key: value` lines, the header and one line per row.
+pub fn write_csv(mut w: impl Write, meta: &[(String, String)], rows: &[Row]) -> io::Result<()> {
+    for (k, v) in meta {
+        writeln!(w, "# {k}: {}", v.replace('\n', " "))?;
+    }
+    writeln!(w, "{COLUMNS}")?;
+    for r in rows {
+        let s = &r.server;
+        writeln!(
+            w,
+            "{},{},{},{},{},{},{:.0},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{}",
+            r.pattern,
+            r.backend,
+            r.threads,
+            r.rep,
+            r.window_ns,
+            r.replies,
+            r.throughput(),
+            s.handled,
+            s.again,
+            s.waits,
+            s.wait_ns,
+            s.events,
+            opt(r.wait_per_event()),
+            s.inserts,
+            s.insert_ns,
+            opt(r.insert_ns()),
+            s.rearms,
+            s.rearm_ns,
+            opt(r.rearm_ns()),
+            r.server_cpu_ns,
+            opt(r.server_us_per_reply()),
+            r.client_cpu_ns,
+            r.client_cpu(),
+            r.spread,
+        )?;
+    }
+    Ok(())
+}
+
+/// The benchmark's handler: read the request, busy-wait, reply.
+struct Reply {
+    work: Duration,
+}
+
+impl Handler for Reply {
+    type Conn = ();
+    fn accept(&self, _fd: RawFd) -> Option<()> {
+        Some(())
+    }
+    fn ready(&self, _c: &mut (), fd: RawFd, _s: State) -> Next {
+        let mut buf = [0u8; 4 * MSG];
+        // SAFETY: reads into a live local buffer.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n == 0 {
+            return Next::Close;
+        }
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::WouldBlock { Next::Read } else { Next::Close };
+        }
+        if !self.work.is_zero() {
+            let t = Instant::now();
+            while t.elapsed() < self.work {
+                std::hint::spin_loop();
+            }
+        }
+        // One request in flight: a read shorter than the buffer drained the socket (the
+        // edge-triggered rule), and the reply always fits the socket buffer.
+        // SAFETY: writes MSG bytes from a live local buffer.
+        unsafe { libc::write(fd, buf.as_ptr().cast(), MSG) };
+        Next::Read
+    }
+}
+
+fn process_cpu_ns() -> u64 {
+    // SAFETY: an all-zero rusage is valid; the kernel fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a live rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let t = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1000;
+    t(ru.ru_utime) + t(ru.ru_stime)
+}
+
+/// Moves a descriptor to a number at or above 2048 (keeps the low ones for the server).
+fn high(fd: OwnedFd) -> io::Result<OwnedFd> {
+    // SAFETY: plain fcntl on a live descriptor.
+    let n = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 2048) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `n` was just created and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(n) })
+}
+
+/// The load side: `CONNS` connections driven by one thread over a hintq queue.
+struct Client {
+    q: Queue,
+    conns: Vec<OwnedFd>,
+}
+
+impl Client {
+    fn connect(addr: SocketAddr) -> io::Result<Client> {
+        let mut q = Queue::new(Backend::Epoll)?;
+        let mut conns = Vec::with_capacity(CONNS);
+        for _ in 0..CONNS {
+            let s = TcpStream::connect(addr)?;
+            s.set_nodelay(true)?;
+            s.set_nonblocking(true)?;
+            let fd = high(OwnedFd::from(s))?;
+            q.declare(fd.as_raw_fd(), Interest::READ)?;
+            conns.push(fd);
+        }
+        Ok(Client { q, conns })
+    }
+
+    /// Sends one request on every connection, then answers each reply with the next
+    /// request until `until`; returns replies counted after `from`.
+    fn run(&mut self, from: Instant, until: Instant) -> io::Result<(u64, u64, u64)> {
+        let req = [7u8; MSG];
+        for c in &self.conns {
+            // SAFETY: writes MSG bytes from a live buffer.
+            unsafe { libc::write(c.as_raw_fd(), req.as_ptr().cast(), MSG) };
+        }
+        let mut evs = [Event::default(); 256];
+        let mut buf = [0u8; 4 * MSG];
+        let (mut replies, mut cpu0, mut wall0) = (0u64, None, None);
+        loop {
+            let now = Instant::now();
+            if now >= until {
+                break;
+            }
+            if cpu0.is_none() && now >= from {
+                cpu0 = Some(sys::thread_cpu_ns());
+                wall0 = Some(now);
+                replies = 0;
+            }
+            let n = self.q.get_next_event(&mut evs, Some(Duration::from_millis(10)))?;
+            for ev in &evs[..n] {
+                let fd = ev.fd();
+                // SAFETY: reads into a live local buffer.
+                let got = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+                if got > 0 {
+                    replies += (got as usize / MSG) as u64;
+                    // SAFETY: as above.
+                    unsafe { libc::write(fd, req.as_ptr().cast(), MSG) };
+                } else if got == 0 {
+                    return Err(io::Error::other("server closed a connection"));
+                }
+            }
+        }
+        let wall = wall0.map_or(0, |w| w.elapsed().as_nanos() as u64);
+        let cpu = cpu0.map_or(0, |c| sys::thread_cpu_ns() - c);
+        Ok((replies, wall, cpu))
+    }
+
+    /// Reads what is left so the server sees no half-answered requests, then closes all.
+    fn close(mut self) {
+        for c in self.conns.drain(..) {
+            let _ = self.q.close(c.into_raw_fd());
+        }
+    }
+}
+
+fn diff(a: &[Counters], b: &[Counters]) -> Counters {
+    let mut d = Counters::default();
+    for (x, y) in a.iter().zip(b) {
+        d.handled += y.handled - x.handled;
+        d.again += y.again - x.again;
+        d.waits += y.waits - x.waits;
+        d.wait_ns += y.wait_ns - x.wait_ns;
+        d.events += y.events - x.events;
+        d.inserts += y.inserts - x.inserts;
+        d.insert_ns += y.insert_ns - x.insert_ns;
+        d.rearms += y.rearms - x.rearms;
+        d.rearm_ns += y.rearm_ns - x.rearm_ns;
+        d.busy_ns += y.busy_ns - x.busy_ns;
+    }
+    d
+}
+
+struct Point {
+    pattern: Pattern,
+    backend: Backend,
+    threads: usize,
+}
+
+/// One run of one point.
+fn measure(p: &Point, rep: u32, bc: &BenchConfig, cpus: (usize, usize)) -> io::Result<Row> {
+    let (warm, window) = if bc.quick {
+        (Duration::from_millis(100), Duration::from_millis(200))
+    } else {
+        (Duration::from_millis(300), Duration::from_secs(1))
+    };
+    let mut cfg = Config::new(p.pattern, p.threads, p.backend, "127.0.0.1:0".parse().expect("literal"));
+    cfg.measure = true;
+    cfg.max_fds = 2048;
+    let server_cpu = cpus.0;
+    cfg.on_thread_start = Some(Arc::new(move |_: Role, _| drop(sys::pin(server_cpu))));
+    let server = start(cfg, Arc::new(Reply { work: Duration::from_micros(bc.work_us) }))?;
+    let addr = server.local_addr();
+    let client_cpu = cpus.1;
+    let client = std::thread::spawn(move || -> io::Result<_> {
+        sys::pin(client_cpu)?;
+        let mut c = Client::connect(addr)?;
+        let from = Instant::now() + warm;
+        let r = c.run(from, from + window);
+        c.close();
+        r
+    });
+    // Server counters over the client's window: sampled at its edges from this thread.
+    std::thread::sleep(warm);
+    let (s0, cpu0) = (server.stats(), process_cpu_ns());
+    std::thread::sleep(window);
+    let (s1, cpu1) = (server.stats(), process_cpu_ns());
+    let (replies, wall, client_cpu_ns) = client.join().map_err(|_| io::Error::other("client panicked"))??;
+    let stats = server.shutdown();
+    let spread: Vec<String> = stats.iter().map(|s| s.accepted.to_string()).collect();
+    Ok(Row {
+        pattern: p.pattern.name().into(),
+        backend: p.backend.name().into(),
+        threads: p.threads,
+        rep,
+        window_ns: wall,
+        replies,
+        server: diff(&s0, &s1),
+        server_cpu_ns: (cpu1 - cpu0).saturating_sub(client_cpu_ns),
+        client_cpu_ns,
+        spread: spread.join("/"),
+    })
+}
+
+/// Runs the sweep, writes the CSV, prints the summary; returns the rows.
+///
+/// # Errors
+/// Pinning, descriptors, a server that cannot start, a client that fails.
+pub fn run(bc: &BenchConfig) -> io::Result<Vec<Row>> {
+    let started = Instant::now();
+    sys::raise_nofile()?;
+    let allowed = sys::affinity()?;
+    let cpus = (
+        bc.server_cpu.or(allowed.first().copied()).unwrap_or(0),
+        bc.client_cpu.or(allowed.last().copied()).unwrap_or(0),
+    );
+    let patterns = bc.patterns.clone().unwrap_or_else(|| Pattern::ALL.to_vec());
+    let threads =
+        bc.threads.clone().unwrap_or_else(|| if bc.quick { vec![1, 2, 4] } else { vec![1, 2, 3, 4] });
+    let reps = bc.reps.unwrap_or(if bc.quick { 1 } else { 3 });
+    let mut notes = Vec::new();
+    let mut backends = Vec::new();
+    for b in bc.backends.clone().unwrap_or_else(|| BACKENDS.to_vec()) {
+        match b.probe() {
+            Ok(()) => backends.push(b),
+            Err(why) => notes.push(format!("skipped {b}: {why}")),
+        }
+    }
+    let mut points = Vec::new();
+    for &pattern in &patterns {
+        for &backend in &backends {
+            let ts: &[usize] = if pattern == Pattern::Reactor { &[1] } else { &threads };
+            points.extend(ts.iter().map(|&threads| Point { pattern, backend, threads }));
+        }
+    }
+    println!(
+        "{} points x {reps} repetitions, {CONNS} connections, {MSG}-byte messages, work {} us; server on CPU {}, \
+         load generator on CPU {}",
+        points.len(),
+        bc.work_us,
+        cpus.0,
+        cpus.1
+    );
+    notes.iter().for_each(|n| println!("{n}"));
+    let mut rows = Vec::new();
+    for rep in 0..reps {
+        for p in &points {
+            let row = measure(p, rep, bc, cpus)?;
+            println!(
+                "  {:<16} {:<13} {} threads rep {rep}: {:>8.0} replies/s, client CPU {:>3.0}%",
+                row.pattern,
+                row.backend,
+                row.threads,
+                row.throughput(),
+                row.client_cpu() * 100.0
+            );
+            rows.push(row);
+        }
+    }
+    let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let meta: Vec<(String, String)> = vec![
+        ("command".into(), bc.command.clone()),
+        ("kernel".into(), sys::kernel_release()),
+        ("cpus allowed".into(), format!("{allowed:?}")),
+        ("pinning".into(), format!("server threads on CPU {}, load generator thread on CPU {}", cpus.0, cpus.1)),
+        ("method".into(), format!("{CONNS} persistent loopback TCP connections, one {MSG}-byte request in flight each, handler reads, busy-waits {} us, replies {MSG} bytes; load generator = one thread, hintq Queue on epoll; warm-up then window ({}); server counters sampled at the window edges; wait_ns includes blocking", bc.work_us, if bc.quick { "100 ms + 200 ms" } else { "300 ms + 1 s" })),
+        ("threads".into(), "half-sync: workers, beside the asynchronous thread; reactor: 1".into()),
+        ("loadavg after".into(), loadavg.split_whitespace().take(3).collect::<Vec<_>>().join(" ")),
+        ("duration".into(), format!("{:.1} s", started.elapsed().as_secs_f64())),
+    ];
+    let csv = bc.out.clone().unwrap_or_else(|| {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        PathBuf::from(format!("hintq-patterns-{t}.csv"))
+    });
+    let mut w = io::BufWriter::new(std::fs::File::create(&csv)?);
+    write_csv(&mut w, &meta, &rows)?;
+    w.flush()?;
+    print!("{}", summary(&rows));
+    notes.iter().for_each(|n| println!("{n}"));
+    println!("{} rows written to {} in {:.1} s", rows.len(), csv.display(), started.elapsed().as_secs_f64());
+    Ok(rows)
+}
+
+/// The summary: per point, the median over repetitions (spread for throughput).
+pub fn summary(rows: &[Row]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n{:<16} {:<13} {:>3} {:>10} {:>17} {:>9} {:>9} {:>9} {:>7} {:>8} {:>7}  spread",
+        "pattern",
+        "backend",
+        "thr",
+        "replies/s",
+        "(min-max)",
+        "get ns/ev",
+        "insert ns",
+        "rearm ns",
+        "again",
+        "srv us/r",
+        "client"
+    );
+    let mut keys: Vec<(String, String, usize)> = Vec::new();
+    for r in rows {
+        let k = (r.pattern.clone(), r.backend.clone(), r.threads);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let med = |v: Vec<f64>| Spread::of(&v);
+    for (p, b, t) in keys {
+        let rs: Vec<&Row> =
+            rows.iter().filter(|r| r.pattern == p && r.backend == b && r.threads == t).collect();
+        let Some(tp) = med(rs.iter().map(|r| r.throughput()).collect()) else { continue };
+        let f = |get: fn(&Row) -> Option<f64>| {
+            med(rs.iter().filter_map(|r| get(r)).collect())
+                .map_or("-".to_string(), |m| format!("{:.0}", m.median))
+        };
+        let f2 = |get: fn(&Row) -> Option<f64>| {
+            med(rs.iter().filter_map(|r| get(r)).collect())
+                .map_or("-".to_string(), |m| format!("{:.2}", m.median))
+        };
+        let again = med(rs.iter().map(|r| r.server.again as f64).collect()).map_or(0.0, |m| m.median);
+        let client = med(rs.iter().map(|r| r.client_cpu()).collect()).map_or(0.0, |m| m.median);
+        let _ = writeln!(
+            s,
+            "{p:<16} {b:<13} {t:>3} {:>10.0} {:>17} {:>9} {:>9} {:>9} {:>7.0} {:>8} {:>6.0}%  {}",
+            tp.median,
+            format!("({:.0}-{:.0})", tp.min, tp.max),
+            f(Row::wait_per_event),
+            f(Row::insert_ns),
+            f(Row::rearm_ns),
+            again,
+            f2(Row::server_us_per_reply),
+            client * 100.0,
+            rs[0].spread
+        );
+    }
+    s
+}
