@@ -2,7 +2,7 @@
 //! cold (idle) connections grow, per backend, and nginx with one worker beside.
 
 use super::e3::growth;
-use super::serve::{self, ERRORS, REQUESTS, THROUGHPUT};
+use super::serve::{self, LOAD_CPU, REQUESTS, THROUGHPUT};
 use super::{panel, Analysis, Experiment, Lab, UNMEASURED};
 use crate::data::{num, Row, Status};
 use crate::runner::Point;
@@ -81,10 +81,13 @@ impl Experiment for E1 {
                                 &name,
                                 cold as f64,
                                 &json,
-                                &[("throughput_rps", THROUGHPUT, 1.0), ("errors", ERRORS, 1.0)],
+                                &[
+                                    ("throughput_rps", THROUGHPUT, 1.0),
+                                    ("load_cpu_us_per_request", LOAD_CPU, 1.0),
+                                ],
                             )?;
                             let requests =
-                                serve::find(&json, REQUESTS).ok_or("load.json has no request count")?;
+                                serve::at(&json, REQUESTS).ok_or("load.json has no /hot/successes")?;
                             if let (Some(cpu), true) = (ran.server_cpu, requests > 0.0) {
                                 rows.push(Row {
                                     metric: "server_cpu_us_per_request".into(),
@@ -159,6 +162,7 @@ impl Experiment for E1 {
                 ("throughput_rps", "requests per second"),
                 ("errors", "errors"),
                 ("server_cpu_us_per_request", "server µs CPU per request"),
+                ("load_cpu_us_per_request", "load generator µs CPU per request"),
             ],
         }
     }

@@ -2,7 +2,7 @@
 //! connections, open loop (measured from the intended send time).
 
 use super::e1::servers;
-use super::serve::{self, ERRORS};
+use super::serve;
 use super::{panel, Analysis, Experiment, Lab, UNMEASURED};
 use crate::data::{num, Row};
 use crate::runner::Point;
@@ -62,10 +62,10 @@ impl Experiment for E2 {
                                 rate,
                                 &json,
                                 &[
-                                    ("p50_ms", &["p50_ms", "p50"], 1.0),
-                                    ("p99_ms", &["p99_ms", "p99"], 1.0),
-                                    ("max_ms", &["max_ms", "max"], 1.0),
-                                    ("errors", ERRORS, 1.0),
+                                    ("p50_ms", "/latency_us/p50", 1e-3),
+                                    ("p99_ms", "/latency_us/p99", 1e-3),
+                                    ("max_ms", "/latency_us/max", 1e-3),
+                                    ("throughput_rps", serve::THROUGHPUT, 1.0),
                                 ],
                             )?;
                             rows.iter_mut().for_each(|r| r.rep = rep);

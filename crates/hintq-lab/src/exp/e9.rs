@@ -32,6 +32,15 @@ fn series(lab: &Lab) -> Vec<Series> {
     let mut out = Vec::new();
     let backends: Vec<Backend> = if lab.smoke { vec![Backend::Epoll] } else { Backend::ALL.to_vec() };
     for b in backends {
+        if b == Backend::Gooch {
+            // Measured: 50 s for 5 runs of 1000 writes at 1000 pairs, then killed.
+            lab.missing.borrow_mut().push(
+                "E9: hintq-gooch left out: the method passes each write to a pair idle since the last run, which \
+                 the gooch policy only polls every 10 ms (about 10 s per run of 1000 writes); E7 measures gooch"
+                    .into(),
+            );
+            continue;
+        }
         if let Err(why) = b.probe() {
             lab.missing.borrow_mut().push(format!("E9: hintq-{} not run: {why}", b.name()));
             continue;
@@ -47,7 +56,7 @@ fn series(lab: &Lab) -> Vec<Series> {
                 "--backend".into(),
                 b.name().into(),
             ],
-            scans: matches!(b, Backend::Poll | Backend::Select | Backend::Gooch),
+            scans: matches!(b, Backend::Poll | Backend::Select),
             max_pairs: if b == Backend::Select { (libc::FD_SETSIZE - 64) / 2 } else { usize::MAX },
         });
     }

@@ -1,5 +1,6 @@
-//! E3 and E4 both read `hintq bench micro`: one process per repetition (`--reps 1`), pinned
-//! to the measured core; the runner runs each command once and both experiments read its CSV.
+//! Experiments read from `hintq bench` tools (E3 and E4 from `micro`, E7 from `gooch`, E8
+//! from `rtsig`): one process per repetition (`--reps 1`), pinned to the measured core; the
+//! runner runs each command once, so E3 and E4 both read the same `micro` CSV.
 
 use super::Lab;
 use crate::data::{Row, Status};
@@ -7,35 +8,56 @@ use crate::runner::Point;
 use hintq_bench::report::{self as micro, Experiment as Fig};
 use std::time::Duration;
 
-/// The points of `exp`: one `hintq bench micro --reps 1` per repetition; `pick` turns the
-/// micro-benchmark's rows of one figure into `(metric, x)` pairs of ours.
+/// The points of `exp`: one `hintq bench micro --reps 1` per repetition, read by `figs`.
 pub fn points(lab: &Lab, exp: &'static str, figs: &'static [Fig]) -> Vec<Point> {
-    let reps = lab.pick(5, 3, 1);
     let cpu = lab.cores.bench.to_string();
+    let mut extra = vec!["--cpu", cpu.as_str()];
+    if lab.smoke {
+        extra.extend(["--backends", "epoll"]);
+    }
+    let est = Duration::from_secs(lab.pick(40, 6, 2));
+    tool_points(lab, exp, "micro", &extra, lab.pick(3, 3, 1), est, move |rep, text| {
+        Ok(convert(exp, rep, &micro::read_csv(text)?, figs))
+    })
+}
+
+/// `reps` times `hintq bench <sub> --reps 1 --out <sub>.csv [--quick] <extra>`, pinned
+/// to the measured core (`extra` says where its threads go); `read(rep, csv text)` gives our
+/// rows.
+pub fn tool_points(
+    lab: &Lab,
+    exp: &'static str,
+    sub: &'static str,
+    extra: &[&str],
+    reps: u32,
+    estimate: Duration,
+    read: impl Fn(u32, &str) -> Result<Vec<Row>, String> + Clone + 'static,
+) -> Vec<Point> {
+    let file = format!("{sub}.csv");
     (0..reps)
         .map(|rep| {
-            let mut args = vec!["bench", "micro", "--reps", "1", "--out", "micro.csv", "--cpu", &cpu];
+            let mut args = vec!["bench", sub, "--reps", "1", "--out", &file];
             if lab.quick {
                 args.push("--quick");
             }
-            if lab.smoke {
-                args.extend(["--backends", "epoll"]);
-            }
+            args.extend(extra);
+            let (file, read) = (file.clone(), read.clone());
             Point {
                 experiment: exp,
-                series: "hintq bench micro".into(),
+                series: format!("hintq bench {sub}"),
                 x: rep as f64,
-                name: format!("micro-rep{rep}"),
+                name: format!("{sub}-rep{rep}"),
                 server: None,
                 cmd: lab.hintq(&args, lab.cores.bench),
-                timeout: Duration::from_secs(lab.pick(300, 120, 60)),
-                estimate: Duration::from_secs(lab.pick(40, 6, 2)),
+                timeout: estimate * 5 + Duration::from_secs(30),
+                estimate,
                 parse: Box::new(move |ran| {
-                    let path = ran.dir.join("micro.csv");
+                    let path = ran.dir.join(&file);
                     let text =
                         std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-                    let rows = micro::read_csv(&text)?;
-                    Ok(convert(exp, rep, &rows, figs))
+                    let mut rows = read(rep, &text)?;
+                    rows.iter_mut().for_each(|r| r.rep = rep);
+                    Ok(rows)
                 }),
             }
         })

@@ -5,9 +5,11 @@ mod e2;
 mod e3;
 mod e4;
 mod e5;
+mod e6;
+mod e7;
+mod e8;
 mod e9;
 mod micro;
-mod pending;
 mod serve;
 
 use crate::data::{self, Row};
@@ -132,9 +134,9 @@ pub fn all() -> Vec<Box<dyn Experiment>> {
         Box::new(e3::E3),
         Box::new(e4::E4),
         Box::new(e5::E5),
-        Box::new(pending::E6),
-        Box::new(pending::E7),
-        Box::new(pending::E8),
+        Box::new(e6::E6),
+        Box::new(e7::E7),
+        Box::new(e8::E8),
         Box::new(e9::E9),
     ]
 }

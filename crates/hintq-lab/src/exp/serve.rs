@@ -72,16 +72,18 @@ pub fn load(lab: &Lab, port: u16, file: &str, hot: usize, cold: usize, rate: Opt
     lab.hintq(&args, lab.cores.load)
 }
 
-/// The first number found under any of `keys`, searched depth first.
-pub fn find(v: &serde_json::Value, keys: &[&str]) -> Option<f64> {
-    match v {
-        serde_json::Value::Object(m) => keys
-            .iter()
-            .find_map(|k| m.get(*k).and_then(serde_json::Value::as_f64))
-            .or_else(|| m.values().find_map(|c| find(c, keys))),
-        serde_json::Value::Array(a) => a.iter().find_map(|c| find(c, keys)),
-        _ => None,
-    }
+/// The number at a JSON pointer (`/latency_us/p99`) of `hintq load --json`.
+pub fn at(v: &serde_json::Value, pointer: &str) -> Option<f64> {
+    v.pointer(pointer).and_then(serde_json::Value::as_f64)
+}
+
+/// Errors of every kind, hot and cold: the sum of the counts under `/hot/errors` and
+/// `/cold/errors`.
+pub fn errors(v: &serde_json::Value) -> Option<f64> {
+    let sum = |p: &str| -> Option<f64> {
+        Some(v.pointer(p)?.as_object()?.values().filter_map(|c| c.as_f64()).sum())
+    };
+    Some(sum("/hot/errors")? + sum("/cold/errors").unwrap_or(0.0))
 }
 
 /// The load generator's report of one point.
@@ -91,57 +93,59 @@ pub fn load_json(ran: &Ran) -> Result<serde_json::Value, String> {
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Rows of the named numbers of `json` (every one must be there: a missing one fails the
-/// point rather than being guessed).
+/// Rows of the numbers of `json` at the given pointers, scaled, plus its errors (every one
+/// must be there: a missing one fails the point rather than being guessed).
 pub fn rows(
     exp: &str,
     series: &str,
     x: f64,
     json: &serde_json::Value,
-    wanted: &[(&str, &[&str], f64)],
+    wanted: &[(&str, &str, f64)],
 ) -> Result<Vec<Row>, String> {
-    wanted
+    let row = |metric: &str, v: f64| Row {
+        experiment: exp.into(),
+        series: series.into(),
+        x,
+        rep: 0,
+        metric: metric.to_string(),
+        value: Some(v),
+        status: Status::Ok,
+        note: String::new(),
+    };
+    let mut out = wanted
         .iter()
-        .map(|(metric, keys, scale)| {
-            let v = find(json, keys).ok_or_else(|| format!("load.json has none of {keys:?}"))?;
-            Ok(Row {
-                experiment: exp.into(),
-                series: series.into(),
-                x,
-                rep: 0,
-                metric: metric.to_string(),
-                value: Some(v * scale),
-                status: Status::Ok,
-                note: String::new(),
-            })
+        .map(|(metric, pointer, scale)| {
+            let v = at(json, pointer).ok_or_else(|| format!("load.json has no number at {pointer}"))?;
+            Ok(row(metric, v * scale))
         })
-        .collect()
+        .collect::<Result<Vec<_>, String>>()?;
+    out.push(row("errors", errors(json).ok_or("load.json has no /hot/errors")?));
+    Ok(out)
 }
 
-/// The number of completed requests in `json`.
-pub const REQUESTS: &[&str] = &["requests_ok", "completed", "ok", "responses", "requests"];
-/// Achieved throughput.
-pub const THROUGHPUT: &[&str] = &["achieved_rps", "achieved_rate", "throughput_rps", "throughput", "rps"];
-/// Errors of every kind.
-pub const ERRORS: &[&str] = &["errors_total", "errors"];
+/// Completed requests.
+pub const REQUESTS: &str = "/hot/successes";
+/// Achieved throughput, requests per second.
+pub const THROUGHPUT: &str = "/throughput";
+/// The load generator's CPU per request, to show it was not the bottleneck.
+pub const LOAD_CPU: &str = "/cpu/per_request_us";
 
 #[cfg(test)]
 mod tests {
+    const JSON: &str = r#"{"throughput":1234.5,"connect_us":{"p50":9,"p99":10},"latency_us":{"p50":400,"p99":900,"max":5000},
+        "hot":{"successes":100,"errors":{"reset":2,"timeout":1}},"cold":{"errors":{"connect":3}}}"#;
+
     #[test]
-    fn finds_numbers_by_any_name_at_any_depth_and_never_guesses() {
-        let v: serde_json::Value = serde_json::from_str(
-            r#"{"config":{"rate":5},"result":{"throughput_rps":1234.5,"latency_ms":{"p99":0.4}}}"#,
-        )
-        .unwrap();
-        assert_eq!(super::find(&v, super::THROUGHPUT), Some(1234.5));
-        assert_eq!(super::find(&v, &["p99"]), Some(0.4));
-        let rows = super::rows(
-            "E1",
-            "nginx",
-            0.0,
-            &v,
-            &[("rps", super::THROUGHPUT, 1.0), ("p50_ms", &["p50"], 1.0)],
+    fn reads_load_json_by_pointer_sums_errors_and_never_guesses() {
+        let v: serde_json::Value = serde_json::from_str(JSON).unwrap();
+        assert_eq!(super::at(&v, super::THROUGHPUT), Some(1234.5));
+        assert_eq!(super::errors(&v), Some(6.0));
+        let rows = super::rows("E2", "nginx", 1.0, &v, &[("p99_ms", "/latency_us/p99", 1e-3)]).unwrap();
+        assert_eq!(
+            rows.iter().map(|r| (r.metric.as_str(), r.value.unwrap())).collect::<Vec<_>>(),
+            [("p99_ms", 0.9), ("errors", 6.0)]
         );
-        assert!(rows.unwrap_err().contains("p50"));
+        let missing = super::rows("E1", "nginx", 0.0, &v, &[("x", "/nothing", 1.0)]);
+        assert!(missing.unwrap_err().contains("/nothing"));
     }
 }

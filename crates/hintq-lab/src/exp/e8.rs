@@ -1,0 +1,179 @@
+//! E8, Provos & Lever §4-6: RT signals against poll, epoll and io_uring in bursts, with the
+//! signal queue overflowing (RLIMIT_SIGPENDING lowered) and the hybrid switch off and on;
+//! and the cost of one recovery scan against registered descriptors. Read from
+//! `hintq bench rtsig`.
+
+use super::micro::tool_points;
+use super::{panel, Analysis, Experiment, Lab, UNMEASURED};
+use crate::data::{num, Row, Status};
+use crate::runner::Point;
+use hintq_bench::rec::{self, Rec};
+use std::time::Duration;
+
+/// E8.
+pub struct E8;
+
+/// The series of a row: its target, and the signal-queue limit where it matters.
+fn series(r: &Rec) -> String {
+    match r.sigpending.as_str() {
+        "" => r.target.clone(),
+        s => format!("{} ({s} limit)", r.target),
+    }
+}
+
+/// Our rows from the rtsig benchmark's: µs per burst and recoveries per burst (overflow,
+/// against the burst size), ns per get_next_event call (scan, against registered).
+pub fn convert(recs: &[Rec]) -> Vec<Row> {
+    let mut out = Vec::new();
+    for r in recs {
+        let mut push = |metric: &str, x: usize, value: f64| {
+            out.push(Row {
+                experiment: "E8".into(),
+                series: series(r),
+                x: x as f64,
+                rep: r.rep,
+                metric: metric.into(),
+                value: Some(value),
+                status: Status::Ok,
+                note: String::new(),
+            })
+        };
+        match r.experiment.as_str() {
+            "overflow" => {
+                push("overflow_us_per_burst", r.active, r.ns_per_op() / 1000.0);
+                push("overflow_recoveries_per_burst", r.active, r.recoveries as f64 / r.ops.max(1) as f64);
+            }
+            "scan" => push("scan_ns_per_call", r.registered, r.ns_per_op()),
+            _ => {}
+        }
+    }
+    out
+}
+
+impl Experiment for E8 {
+    fn id(&self) -> &'static str {
+        "E8"
+    }
+    fn title(&self) -> &'static str {
+        "RT signals vs poll, epoll, io_uring; signal queue overflow; hybrid switching"
+    }
+    fn paper(&self) -> &'static str {
+        "Provos & Lever 2000, §4-6"
+    }
+    fn claim(&self) -> &'static str {
+        "RT signals deliver events cheaply until the signal queue overflows; recovery then costs \
+         a poll over every descriptor, and a hybrid that switches to polling under load keeps \
+         throughput."
+    }
+    fn needs(&self, lab: &Lab) -> Result<(), String> {
+        if lab.smoke {
+            return Err("left out of --smoke: `hintq bench rtsig --quick` alone takes about 30 s".into());
+        }
+        lab.need(&["bench", "rtsig"])
+    }
+    fn plan(&self, lab: &Lab) -> Vec<Point> {
+        let est = Duration::from_secs(lab.pick(60, 15, 15));
+        let cpu = lab.cores.bench.to_string();
+        tool_points(lab, "E8", "rtsig", &["--cpu", &cpu], lab.pick(3, 2, 1), est, |_, text| {
+            Ok(convert(&rec::read_csv(text)?))
+        })
+    }
+    fn analyse(&self, rows: &[Row]) -> Analysis {
+        let a = panel(
+            rows,
+            "overflow_us_per_burst",
+            "(a) bursts among 1000 idle",
+            "burst size (ready descriptors)",
+            "µs per burst",
+            (true, true),
+        );
+        let b = panel(
+            rows,
+            "scan_ns_per_call",
+            "(b) get_next_event, burst of 32",
+            "descriptors registered",
+            "ns per call",
+            (true, true),
+        );
+        let at = |name: &str| {
+            a.lines
+                .iter()
+                .find(|l| l.name == name)
+                .and_then(|l| l.points.last())
+                .map(|p| (p.x, p.spread.median))
+        };
+        let reading: Vec<String> = a
+            .lines
+            .iter()
+            .filter_map(|l| {
+                l.points
+                    .last()
+                    .map(|p| format!("{}: {} µs per burst of {}.", l.name, num(p.spread.median), p.x))
+            })
+            .collect();
+        let (def, low, hyb, poll) = (
+            at("rtsig (default limit)"),
+            at("rtsig (lowered limit)"),
+            at("rtsig-hybrid (lowered limit)"),
+            at("poll"),
+        );
+        let (ours, holds) = match (def, low, hyb) {
+            (Some(d), Some(l), Some(h)) => {
+                let mut ours = format!(
+                    "burst of {}: rtsig {} µs, overflowing {} µs ({}x), hybrid overflowing {} µs",
+                    d.0,
+                    num(d.1),
+                    num(l.1),
+                    num(l.1 / d.1),
+                    num(h.1)
+                );
+                if let Some(p) = poll {
+                    ours.push_str(&format!(", poll {} µs", num(p.1)));
+                }
+                let holds = match (l.1 > d.1 * 1.2, h.1 < l.1) {
+                    (true, true) => "yes",
+                    (false, false) => "no",
+                    _ => "partly",
+                };
+                (ours, holds.to_string())
+            }
+            _ => ("rtsig at both limits and the hybrid not all measured".into(), UNMEASURED.into()),
+        };
+        Analysis {
+            panels: vec![a, b],
+            ours,
+            holds,
+            reading,
+            metrics: vec![
+                ("overflow_us_per_burst", "µs per burst"),
+                ("overflow_recoveries_per_burst", "recoveries per burst"),
+                ("scan_ns_per_call", "ns per get_next_event call"),
+            ],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    const CSV: &str = "experiment,target,sigpending,rlimit,rep,registered,active,ops,events,total_ns,ns_per_op,wall_ns,cpu_ns,preempted,recoveries,switches,migrations\n\
+overflow,rtsig,lowered,64,0,1256,256,10,2560,1000000,100000.0,1,1,0,10,0,0\n\
+overflow,poll,,,0,1256,256,10,2560,500000,50000.0,1,1,0,0,0,0\n\
+scan,rtsig,default,,0,5000,32,4,128,8000,2000.0,1,1,0,0,0,0\n";
+
+    #[test]
+    fn rtsig_rows_keep_the_limit_in_the_series_and_count_recoveries_per_burst() {
+        let rows = super::convert(&hintq_bench::rec::read_csv(CSV).unwrap());
+        let got: Vec<(&str, &str, f64, f64)> =
+            rows.iter().map(|r| (r.series.as_str(), r.metric.as_str(), r.x, r.value.unwrap())).collect();
+        assert_eq!(
+            got,
+            [
+                ("rtsig (lowered limit)", "overflow_us_per_burst", 256.0, 100.0),
+                ("rtsig (lowered limit)", "overflow_recoveries_per_burst", 256.0, 1.0),
+                ("poll", "overflow_us_per_burst", 256.0, 50.0),
+                ("poll", "overflow_recoveries_per_burst", 256.0, 0.0),
+                ("rtsig (default limit)", "scan_ns_per_call", 5000.0, 2000.0),
+            ]
+        );
+    }
+}
