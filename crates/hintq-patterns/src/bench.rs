@@ -126,44 +126,45 @@ fn opt(v: Option<f64>) -> String {
     v.map_or(String::new(), |v| format!("{v:.1}"))
 }
 
-/// Writes `# key: value` lines, the header and one line per row.
-pub fn write_csv(mut w: impl Write, meta: &[(String, String)], rows: &[Row]) -> io::Result<()> {
+/// Writes `# key: value` lines and the header.
+pub fn write_head(mut w: impl Write, meta: &[(String, String)]) -> io::Result<()> {
     for (k, v) in meta {
         writeln!(w, "# {k}: {}", v.replace('\n', " "))?;
     }
-    writeln!(w, "{COLUMNS}")?;
-    for r in rows {
-        let s = &r.server;
-        writeln!(
-            w,
-            "{},{},{},{},{},{},{:.0},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{}",
-            r.pattern,
-            r.backend,
-            r.threads,
-            r.rep,
-            r.window_ns,
-            r.replies,
-            r.throughput(),
-            s.handled,
-            s.again,
-            s.waits,
-            s.wait_ns,
-            s.events,
-            opt(r.wait_per_event()),
-            s.inserts,
-            s.insert_ns,
-            opt(r.insert_ns()),
-            s.rearms,
-            s.rearm_ns,
-            opt(r.rearm_ns()),
-            r.server_cpu_ns,
-            opt(r.server_us_per_reply()),
-            r.client_cpu_ns,
-            r.client_cpu(),
-            r.spread,
-        )?;
-    }
-    Ok(())
+    writeln!(w, "{COLUMNS}")
+}
+
+/// Writes one row.
+pub fn write_row(mut w: impl Write, r: &Row) -> io::Result<()> {
+    let s = &r.server;
+    writeln!(
+        w,
+        "{},{},{},{},{},{},{:.0},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{}",
+        r.pattern,
+        r.backend,
+        r.threads,
+        r.rep,
+        r.window_ns,
+        r.replies,
+        r.throughput(),
+        s.handled,
+        s.again,
+        s.waits,
+        s.wait_ns,
+        s.events,
+        opt(r.wait_per_event()),
+        s.inserts,
+        s.insert_ns,
+        opt(r.insert_ns()),
+        s.rearms,
+        s.rearm_ns,
+        opt(r.rearm_ns()),
+        r.server_cpu_ns,
+        opt(r.server_us_per_reply()),
+        r.client_cpu_ns,
+        r.client_cpu(),
+        r.spread,
+    )
 }
 
 /// The benchmark's handler: read the request, busy-wait, reply.
@@ -398,6 +399,27 @@ pub fn run(bc: &BenchConfig) -> io::Result<Vec<Row>> {
         cpus.1
     );
     notes.iter().for_each(|n| println!("{n}"));
+    let csv = bc.out.clone().unwrap_or_else(|| {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        PathBuf::from(format!("hintq-patterns-{t}.csv"))
+    });
+    let loadavg = || {
+        let s = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    };
+    let meta: Vec<(String, String)> = vec![
+        ("command".into(), bc.command.clone()),
+        ("kernel".into(), sys::kernel_release()),
+        ("cpus allowed".into(), format!("{allowed:?}")),
+        ("pinning".into(), format!("server threads on CPU {}, load generator thread on CPU {}", cpus.0, cpus.1)),
+        ("method".into(), format!("{CONNS} persistent loopback TCP connections, one {MSG}-byte request in flight each, handler reads, busy-waits {} us, replies {MSG} bytes; load generator = one thread, hintq Queue on epoll; warm-up then window ({}); server counters sampled at the window edges; wait_ns includes blocking", bc.work_us, if bc.quick { "100 ms + 200 ms" } else { "300 ms + 1 s" })),
+        ("threads".into(), "half-sync: workers, beside the asynchronous thread; reactor: 1".into()),
+        ("loadavg before".into(), loadavg()),
+    ];
+    // Rows are written as they are measured, so an interrupted run keeps what it measured.
+    let mut w = io::BufWriter::new(std::fs::File::create(&csv)?);
+    write_head(&mut w, &meta)?;
+    w.flush()?;
     let mut rows = Vec::new();
     for rep in 0..reps {
         for p in &points {
@@ -410,26 +432,13 @@ pub fn run(bc: &BenchConfig) -> io::Result<Vec<Row>> {
                 row.throughput(),
                 row.client_cpu() * 100.0
             );
+            write_row(&mut w, &row)?;
+            w.flush()?;
             rows.push(row);
         }
     }
-    let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let meta: Vec<(String, String)> = vec![
-        ("command".into(), bc.command.clone()),
-        ("kernel".into(), sys::kernel_release()),
-        ("cpus allowed".into(), format!("{allowed:?}")),
-        ("pinning".into(), format!("server threads on CPU {}, load generator thread on CPU {}", cpus.0, cpus.1)),
-        ("method".into(), format!("{CONNS} persistent loopback TCP connections, one {MSG}-byte request in flight each, handler reads, busy-waits {} us, replies {MSG} bytes; load generator = one thread, hintq Queue on epoll; warm-up then window ({}); server counters sampled at the window edges; wait_ns includes blocking", bc.work_us, if bc.quick { "100 ms + 200 ms" } else { "300 ms + 1 s" })),
-        ("threads".into(), "half-sync: workers, beside the asynchronous thread; reactor: 1".into()),
-        ("loadavg after".into(), loadavg.split_whitespace().take(3).collect::<Vec<_>>().join(" ")),
-        ("duration".into(), format!("{:.1} s", started.elapsed().as_secs_f64())),
-    ];
-    let csv = bc.out.clone().unwrap_or_else(|| {
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        PathBuf::from(format!("hintq-patterns-{t}.csv"))
-    });
-    let mut w = io::BufWriter::new(std::fs::File::create(&csv)?);
-    write_csv(&mut w, &meta, &rows)?;
+    writeln!(w, "# loadavg after: {}", loadavg())?;
+    writeln!(w, "# duration: {:.1} s", started.elapsed().as_secs_f64())?;
     w.flush()?;
     print!("{}", summary(&rows));
     notes.iter().for_each(|n| println!("{n}"));

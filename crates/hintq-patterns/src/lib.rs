@@ -52,6 +52,14 @@
 //! thread, so parking it would strand them. Strebelow & Prehofer's conclusion is the reason:
 //! too many threads cost Half-Sync dearly, too few cap Leader/Followers.
 //!
+//! ## Thread hand-offs cost wake-ups
+//!
+//! Every hand-off between threads (Leader/Followers promoting a follower, Half-Sync's push
+//! to a sleeping worker, a `select` re-arm waking the waiting thread) is a futex wake: about
+//! 1 µs on the same core, 30-40 µs across cores on the 2-vCPU machine of PERF.md, ten times
+//! a whole request. The crate README discusses what that does to each pattern, with the
+//! figures of `hintq bench patterns`.
+//!
 //! ## Shutdown
 //!
 //! [`Server::shutdown`] stops every thread (waking waiters, followers, parked threads and

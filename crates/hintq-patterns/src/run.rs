@@ -559,7 +559,10 @@ fn start_pool<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::Re
     let g = Arc::clone(&gate);
     let stop: Box<dyn FnOnce() + Send> = Box::new(move || {
         c.stop.store(true, SeqCst);
-        shared.lead.stop();
+        // Not `lead.stop()`: followers leave one at a time, each after becoming leader and
+        // seeing the flag, so no thread exits while another still works the queue. (On
+        // io_uring a thread's exit cancels the polls it submitted; a leader cancelling
+        // polls meanwhile was seen to wait forever for a completion.)
         let _ = shared.waker.wake();
         work.close();
         g.stop();
