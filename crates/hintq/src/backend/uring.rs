@@ -47,6 +47,11 @@
 //!    (5.13) has no feature bit, so [`probe`] arms one on an eventfd and looks for `F_MORE`.
 //!    The environment variable `HINTQ_URING_DISABLE=1` makes the probe refuse too, with the
 //!    reason "disabled by HINTQ_URING_DISABLE": a test hook for the epoll fallback.
+//! i. A `POLL_REMOVE` that meets the poll while the kernel is running it (a wake-up being
+//!    posted) completes with `-EALREADY` and does *not* end a multishot poll, which goes on
+//!    posting `F_MORE` completions. `delete` resubmits the remove until it takes (0) or the
+//!    poll is gone (`-ENOENT`, or its last CQE seen). Found by `hintq load` against a server
+//!    that closes every connection: waiting for the last CQE after one `-EALREADY` hung.
 //!
 //! `user_data`: a poll carries the queue's token unchanged. Our own `POLL_REMOVE`s carry
 //! [`REMOVE`], bit 31 alone. Bit 31 is the sign bit of the descriptor half of a queue token,
@@ -150,15 +155,15 @@ struct Table {
     pending: Vec<Ready>,
     /// Tokens whose poll ended and is to be re-armed.
     ended: Vec<u64>,
-    /// A `POLL_REMOVE` completed since the flag was cleared.
-    removed: bool,
+    /// The result of our last `POLL_REMOVE`, once its CQE came.
+    removed: Option<i32>,
 }
 
 impl Table {
     /// Takes one CQE into account (quirks a, b, e).
     fn complete(&mut self, user_data: u64, res: i32, flags: u32) {
         if user_data == REMOVE {
-            self.removed = true;
+            self.removed = Some(res);
             return;
         }
         // A poll we already forgot: a straggler of a cancelled registration.
@@ -282,10 +287,14 @@ impl Uring {
         if !w.live {
             return Ok(());
         }
-        self.table.removed = false;
-        self.push(&opcode::PollRemove::new(token).build().user_data(REMOVE))?;
         let lost_before = std::mem::take(&mut self.lost);
-        while (self.table.is_live(token) || !self.table.removed) && !self.lost {
+        self.table.removed = Some(-libc::EALREADY);
+        while (self.table.is_live(token) || self.table.removed.is_none()) && !self.lost {
+            if self.table.removed == Some(-libc::EALREADY) && self.table.is_live(token) {
+                // Quirk i: the poll was running; the remove did not take. Ask again.
+                self.table.removed = None;
+                self.push(&opcode::PollRemove::new(token).build().user_data(REMOVE))?;
+            }
             match self.enter(None) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 r => r?,
