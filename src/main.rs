@@ -187,7 +187,7 @@ struct LoadArgs {
     /// Worker processes [default: as many as RLIMIT_NOFILE needs].
     #[arg(long, value_name = "P")]
     processes: Option<usize>,
-    /// Event backend (see `hintq backends`) [default: $HINTQ_BACKEND, else epoll].
+    /// Event backend (see `hintq backends`) [default: $HINTQ_BACKEND or the recommended one].
     #[arg(long, value_name = "NAME")]
     backend: Option<String>,
     /// A request (or connect) unanswered this long is a timeout error.

@@ -210,12 +210,7 @@ impl<'a> Worker<'a> {
             Some(name) => name
                 .parse::<Backend>()
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?,
-            // Not `recommended()` (io_uring) by default: the core's io_uring `cancel` can wait
-            // forever for the remove's completion when a connection is closed right after
-            // the server closed it (seen with `Connection: close` servers; reported). epoll is
-            // also what wrk uses, which keeps the comparison fair. HINTQ_BACKEND still wins.
-            None if std::env::var_os("HINTQ_BACKEND").is_some() => Backend::from_env()?,
-            None => Backend::Epoll,
+            None => Backend::from_env()?,
         };
         let workers = plan.workers();
         let now = Instant::now();
