@@ -50,8 +50,9 @@ pub struct LabArgs {
     /// Experiments to run, comma-separated (E1..E9) [default: all].
     #[arg(long, value_name = "E1,E3,...", value_delimiter = ',')]
     pub only: Option<Vec<String>>,
-    /// Install missing peers (nginx-light, libevent-dev, libev-dev, libuv1-dev) with
-    /// apt-get before the run; without it, a missing peer is reported with its install command.
+    /// In the full run, install missing peers (nginx-light, libevent-dev, libev-dev,
+    /// libuv1-dev) with apt-get first; without it, a missing peer is reported with its install
+    /// command and the run goes on.
     #[arg(long)]
     pub install_peers: bool,
     /// One tiny point per experiment (for the end-to-end test).

@@ -41,7 +41,8 @@ fn fonts() {
 /// A drawing or file error, as text.
 pub fn render(title: &str, panels: &[Panel], svg: &Path, png: &Path) -> Result<(), String> {
     fonts();
-    let size = (SIZE.0 * panels.len().max(1) as u32 * 2 / 3 + SIZE.0 / 3, SIZE.1);
+    let (cols, rows) = grid(panels.len());
+    let size = (SIZE.0 * cols as u32 * 2 / 3 + SIZE.0 / 3, SIZE.1 * rows as u32 * 5 / 6 + SIZE.1 / 6);
     draw(SVGBackend::new(svg, size).into_drawing_area(), title, panels)?;
     draw(BitMapBackend::new(png, size).into_drawing_area(), title, panels)
 }
@@ -57,7 +58,8 @@ where
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     root.fill(&WHITE).map_err(e)?;
     let root = root.titled(title, (FONT, 22).into_font()).map_err(e)?;
-    let areas = root.split_evenly((1, panels.len().max(1)));
+    let (cols, rows) = grid(panels.len());
+    let areas = root.split_evenly((rows, cols));
     for (area, panel) in areas.iter().zip(panels) {
         let (x0, x1) = bounds(panel.lines.iter().flat_map(|l| l.points.iter().map(|p| p.x)), panel.log_x);
         let (y0, y1) = bounds(
@@ -72,6 +74,12 @@ where
         }?;
     }
     root.present().map_err(e)
+}
+
+/// Columns and rows for `n` panels: at most three side by side.
+fn grid(n: usize) -> (usize, usize) {
+    let cols = n.clamp(1, 3);
+    (cols, n.max(1).div_ceil(cols))
 }
 
 /// The axis range of `values`, with a margin; from 0 on a linear axis.
@@ -143,7 +151,8 @@ where
             .map_err(e)?
             .label(&line.name)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
-        let marker = i / COLORS.len() + i % 3;
+        // Colours first, then the marker tells lines of the same colour apart.
+        let marker = i / COLORS.len();
         c.draw_series(pts.iter().map(|&p| -> DynElement<DB, (f64, f64)> {
             match marker % 3 {
                 0 => Circle::new(p, 4, style.filled()).into_dyn(),

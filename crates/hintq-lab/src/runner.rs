@@ -127,13 +127,18 @@ impl Runner {
     /// Runs `p` (once more if it was disturbed) and returns its rows, every attempt's rows
     /// included: a repeated attempt's rows are marked [`Status::Repeated`].
     pub fn run(&mut self, p: &Point, progress: &Progress) -> Vec<Row> {
-        let mut all = Vec::new();
+        let mut all: Vec<Row> = Vec::new();
         for attempt in 0..2 {
             progress.point(p.experiment, &p.name, attempt);
             let (rows, quiet, cached) = match self.attempt(p, attempt) {
                 Ok(ok) => ok,
                 Err(why) => {
                     progress.println(&format!("{} {}: failed: {why}", p.experiment, p.name));
+                    // A repeat that failed leaves the first, disturbed try as the measurement.
+                    for r in all.iter_mut().filter(|r| r.status == Status::Repeated) {
+                        r.status = Status::Disturbed;
+                        r.note = format!("{}; its repeat failed", r.note);
+                    }
                     all.push(failed(p, &why));
                     return all;
                 }

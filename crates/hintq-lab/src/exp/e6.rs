@@ -77,12 +77,39 @@ impl Experiment for E6 {
         tool_points(lab, "E6", "patterns", &extra, lab.pick(3, 2, 1), est, |_, text| convert(text))
     }
     fn analyse(&self, rows: &[Row]) -> Analysis {
-        let t =
-            panel(rows, "throughput_rps", "(a) throughput", "threads", "replies per second", (false, false));
+        // Strebelow's figures: one panel per pattern, one line per backend.
+        let mut patterns: Vec<&str> = Vec::new();
+        for r in rows {
+            let Some((p, _)) = r.series.split_once('/') else { continue };
+            if !patterns.contains(&p) {
+                patterns.push(p);
+            }
+        }
+        let mut panels: Vec<_> = patterns
+            .iter()
+            .map(|p| {
+                let prefix = format!("{p}/");
+                let sub: Vec<Row> = rows
+                    .iter()
+                    .filter_map(|r| {
+                        Some(Row { series: r.series.strip_prefix(&prefix)?.to_string(), ..r.clone() })
+                    })
+                    .collect();
+                panel(
+                    &sub,
+                    "throughput_rps",
+                    &format!("throughput: {p}"),
+                    "threads",
+                    "replies per second",
+                    (false, false),
+                )
+            })
+            .collect();
+        let t = panel(rows, "throughput_rps", "", "", "", (false, false));
         let w = panel(
             rows,
             "rearm_ns_per_op",
-            "(b) re-activation cost",
+            "re-activation cost",
             "threads",
             "ns per re-activation",
             (false, true),
@@ -115,8 +142,9 @@ impl Experiment for E6 {
             ),
             None => ("no throughput measured".into(), UNMEASURED.into()),
         };
+        panels.push(w);
         Analysis {
-            panels: vec![t, w],
+            panels,
             ours,
             holds,
             reading,
@@ -146,5 +174,37 @@ mod tests {
             ]
         );
         assert!(super::convert("pattern,backend\n").unwrap_err().contains("threads"));
+    }
+}
+
+#[cfg(test)]
+mod panel_tests {
+    use super::*;
+
+    #[test]
+    fn one_throughput_panel_per_pattern_then_the_reactivation_panel() {
+        let row = |series: &str, x: f64, metric: &str, v: f64| Row {
+            experiment: "E6".into(),
+            series: series.into(),
+            x,
+            rep: 0,
+            metric: metric.into(),
+            value: Some(v),
+            status: Status::Ok,
+            note: String::new(),
+        };
+        let rows = vec![
+            row("reactor/epoll", 1.0, "throughput_rps", 10.0),
+            row("leader-followers/epoll", 1.0, "throughput_rps", 20.0),
+            row("leader-followers/uring", 2.0, "throughput_rps", 30.0),
+            row("leader-followers/epoll", 1.0, "rearm_ns_per_op", 170.0),
+            Row { status: Status::Failed, value: None, ..row("hintq bench patterns", 0.0, "", 0.0) },
+        ];
+        let a = E6.analyse(&rows);
+        let titles: Vec<&str> = a.panels.iter().map(|p| p.title.as_str()).collect();
+        assert_eq!(titles, ["throughput: reactor", "throughput: leader-followers", "re-activation cost"]);
+        let names: Vec<&str> = a.panels[1].lines.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["epoll", "uring"]);
+        assert!(a.ours.contains("leader-followers/uring") && a.holds == "yes", "{} / {}", a.ours, a.holds);
     }
 }

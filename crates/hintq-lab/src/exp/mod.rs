@@ -183,8 +183,10 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
         missing: RefCell::new(Vec::new()),
         subcommands: RefCell::new(HashMap::new()),
     };
-    if lab.install_peers {
+    if lab.install_peers && !lab.quick {
         crate::peers::install_missing(&lab);
+    } else if lab.install_peers {
+        eprintln!("hintq lab: --install-peers installs only in the full run (without --quick)");
     }
     let window = Duration::from_millis(lab.pick(300, 200, 50));
     let mut runner = Runner::new(out.join("raw"), window);
