@@ -77,7 +77,7 @@ pub struct Ran {
     pub dir: PathBuf,
     /// The command's standard output.
     pub stdout: String,
-    /// The server's CPU seconds over the point, when there was a server.
+    /// The server's CPU seconds while the command ran, when there was a server.
     pub server_cpu: Option<f64>,
 }
 
@@ -211,9 +211,11 @@ fn run_point(p: &Point, dir: &Path) -> Result<(String, Option<f64>), String> {
         Some(s) => Some(start_server(s, dir)?),
         None => None,
     };
+    // The server's CPU from when it listens: its start-up is not part of the load.
+    let cpu0 = server.as_ref().and_then(|c| process_cpu(c.id()));
     let result = p.cmd.spawn(dir, "cmd").map_err(|e| format!("{}: {e}", p.cmd.program.display()));
     let result = result.and_then(|mut child| wait_bounded(&mut child, p.timeout));
-    let server_cpu = server.as_ref().and_then(|c| process_cpu(c.id()));
+    let server_cpu = server.as_ref().and_then(|c| Some(process_cpu(c.id())? - cpu0?));
     if let Some(mut s) = server.take() {
         stop(&mut s);
     }

@@ -135,6 +135,23 @@ impl Experiment for E1 {
                 ));
             }
         }
+        // PERF.md: show the load generator was not the bottleneck.
+        let load = crate::data::lines(rows, "load_cpu_us_per_request");
+        for l in &t.lines {
+            let Some(lc) = load.iter().find(|c| c.name == l.name) else { continue };
+            let busiest = l
+                .points
+                .iter()
+                .filter_map(|p| Some((p.x, p.spread.median * lc.median(p.x)? / 1e6)))
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            if let Some((x, cores)) = busiest.filter(|b| b.1 > 0.9) {
+                reading.push(format!(
+                    "{}: the load generator used {} of its core at {x} cold: it, not the server, may limit this throughput.",
+                    l.name,
+                    num(cores)
+                ));
+            }
+        }
         let get = |n: &str| t.lines.iter().find(|l| l.name == n).and_then(growth);
         let (ours, holds) = match (get("hintq-epoll"), get("hintq-poll")) {
             (Some(e), Some(p)) => (

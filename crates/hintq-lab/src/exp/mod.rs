@@ -269,4 +269,4 @@ pub fn panel(rows: &[Row], metric: &str, title: &str, x: &str, y: &str, log: (bo
 }
 
 /// "not measured" when a verdict's inputs are missing.
-pub const UNMEASURED: &str = "not measured (see the failed points)";
+pub const UNMEASURED: &str = "cannot say: a line it needs was not measured (see its section)";

@@ -10,10 +10,16 @@ use std::sync::atomic::{AtomicU16, Ordering};
 
 static PORT: AtomicU16 = AtomicU16::new(0);
 
-/// A fresh loopback port for one point.
+/// A free loopback port for one point, below the ephemeral range (32768 and up by default)
+/// so that the load generator's own connections can never hold it.
 pub fn port() -> u16 {
-    let base = 20_000 + (std::process::id() % 20_000) as u16;
-    base + PORT.fetch_add(1, Ordering::Relaxed)
+    let base = 10_000 + (std::process::id() % 10_000) as u16;
+    loop {
+        let p = base + PORT.fetch_add(1, Ordering::Relaxed) % 12_000;
+        if std::net::TcpListener::bind(("127.0.0.1", p)).is_ok() {
+            return p;
+        }
+    }
 }
 
 /// The document root, with a 1 KB file (Banga's) and a 6 KB one (Provos').
