@@ -145,7 +145,8 @@ pub fn setup(lab: &Lab, commands: &[String], nofile: (u64, u64), args: &LabArgs,
             format!(
                 "before and after each point, the share of all CPUs busy over a short window while the lab \
                  waits must stay under {:.0}%; during it, other processes may use at most {:.2} cores. A \
-                 disturbed point is run once more; a second disturbed try is kept and marked.",
+                 disturbed point is run once more (while the repeats have used less than half the run's \
+                 estimated time); a second disturbed try is kept and marked.",
                 machine::BUSY_LIMIT * 100.0,
                 machine::FOREIGN_LIMIT
             ),

@@ -115,13 +115,16 @@ pub struct Runner {
     pub raw: PathBuf,
     /// Every command run, in order.
     pub commands: Vec<String>,
+    /// Time left for repeating disturbed points; once spent, a disturbed point is kept and
+    /// marked without a repeat, so a busy machine cannot stretch the run without bound.
+    pub repeat_budget: Duration,
     done: HashMap<String, (PathBuf, String, Option<f64>, Quiet)>,
 }
 
 impl Runner {
-    /// A runner writing under `raw`.
-    pub fn new(raw: PathBuf, window: Duration) -> Runner {
-        Runner { window, raw, commands: Vec::new(), done: HashMap::new() }
+    /// A runner writing under `raw`, with `repeat_budget` of time for repeats.
+    pub fn new(raw: PathBuf, window: Duration, repeat_budget: Duration) -> Runner {
+        Runner { window, raw, commands: Vec::new(), repeat_budget, done: HashMap::new() }
     }
 
     /// Runs `p` (once more if it was disturbed) and returns its rows, every attempt's rows
@@ -143,19 +146,24 @@ impl Runner {
                     return all;
                 }
             };
-            let disturbed = quiet.disturbed();
+            let mut disturbed = quiet.disturbed();
+            let budget = self.repeat_budget >= p.estimate;
             let (status, retry) = match (&disturbed, attempt) {
                 (None, _) => (Status::Ok, false),
                 // Another experiment's reading of the same run: its retry was made there.
-                (Some(_), 0) if !cached => (Status::Repeated, true),
+                (Some(_), 0) if !cached && budget => (Status::Repeated, true),
                 (Some(_), _) => (Status::Disturbed, false),
             };
+            if let (Some(d), 0, false, false) = (&mut disturbed, attempt, cached, budget) {
+                d.push_str("; not repeated: the run's time for repeats was used up");
+            }
             let note = disturbed.unwrap_or_else(|| format!("quiet: {quiet}"));
             all.extend(rows.into_iter().map(|r| Row { status, note: note.clone(), ..r }));
             if !retry {
                 break;
             }
             self.done.remove(&key(p));
+            self.repeat_budget = self.repeat_budget.saturating_sub(p.estimate);
             std::thread::sleep(self.window * 2);
         }
         all
