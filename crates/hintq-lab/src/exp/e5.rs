@@ -22,6 +22,7 @@ const EVENT_SYMBOLS: &[&str] = &[
     "get_next_event",
     "declare_interest",
     "fget",
+    "fdget",
     "fput",
     "sock_poll",
     "tcp_poll",
@@ -50,7 +51,8 @@ pub fn event_share(report: &str) -> Option<f64> {
             continue;
         };
         seen = true;
-        let symbol = f.last().unwrap_or("");
+        // `[k] name  -  -`: the symbol (which may hold spaces) follows the `[k]`/`[.]` column.
+        let symbol = line.split_once("] ").map_or("", |(_, rest)| rest.trim_end_matches([' ', '-']));
         if EVENT_SYMBOLS.iter().any(|s| symbol.contains(s)) {
             total += pct;
         }
@@ -189,8 +191,11 @@ impl Experiment for E5 {
 mod tests {
     #[test]
     fn sums_event_symbols_of_a_perf_report() {
-        let report = "# Overhead  Symbol\n    30.00%  [k] do_sys_poll\n    10.50%  [k] tcp_sendmsg\n     4.00%  [.] hintq::Queue::get_next_event\n";
-        assert_eq!(super::event_share(report), Some(34.0));
+        // As perf 6 prints it here: trailing columns after the symbol.
+        let report = "# Overhead  Symbol\n    30.00%  [k] do_sys_poll      -      -\n    10.50%  [k] tcp_sendmsg  -  -\n\
+                      4.00%  [.] <hintq::backend::poll::Poll as hintq::Backend>::get_next_event  -  -\n\
+                      1.50%  [k] fdget  -  -\n";
+        assert_eq!(super::event_share(report), Some(35.5));
         assert_eq!(super::event_share("# nothing\n"), None);
     }
 }
