@@ -32,6 +32,9 @@ enum Command {
     /// Load generator: hot (closed-loop or fixed-rate) and cold HTTP/1.1 connections to
     /// loopback targets, with latency from the intended send time and errors by kind.
     Load(Box<LoadArgs>),
+    /// Static HTTP/1.1 server: GET and HEAD of files under --root, keep-alive and pipelining,
+    /// sendfile, timeouts, graceful shutdown on SIGINT/SIGTERM.
+    Serve(hintq_serve::serve::ServeArgs),
     /// Internal: a worker process of `hintq load` (reads its share on stdin).
     #[command(name = "__load-worker", hide = true)]
     LoadWorker,
@@ -95,6 +98,7 @@ fn main() -> ExitCode {
         Command::Lab(args) => hintq_lab::main(args),
         Command::Load(args) => load(*args),
         Command::LoadWorker => load_worker(),
+        Command::Serve(args) => serve(&args),
         Command::Bench { what: BenchCommand::Micro(args) } => bench_micro(args),
         Command::Bench { what: BenchCommand::Rtsig(args) } => bench_hist("rtsig", args),
         Command::Bench { what: BenchCommand::Gooch(args) } => bench_hist("gooch", args),
@@ -254,5 +258,15 @@ fn load_worker() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+fn serve(args: &hintq_serve::serve::ServeArgs) -> ExitCode {
+    match hintq_serve::serve::run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hintq serve: {e}");
+            ExitCode::FAILURE
+        }
     }
 }

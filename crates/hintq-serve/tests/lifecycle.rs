@@ -1,0 +1,145 @@
+//! Process-wide checks, in their own test binary so that no other test opens descriptors
+//! meanwhile: descriptors back to baseline after clients vanish mid-response (row S18),
+//! graceful drain (responses in flight finish, idle connections close, new ones are refused),
+//! and EMFILE at accept without a busy loop (row E7 as the server meets it).
+
+mod support;
+
+use hintq::Backend;
+use hintq_patterns::{open_fds, Pattern};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+use support::Srv;
+
+/// The tests here count the process's descriptors and CPU: one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn wait_fds(want: usize, limit: Duration) -> usize {
+    let end = Instant::now() + limit;
+    loop {
+        let n = open_fds();
+        if n <= want || Instant::now() > end {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn vanish(srv: &Srv) {
+    for i in 0..6 {
+        let mut s = TcpStream::connect(srv.addr).unwrap();
+        s.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\nGET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let mut tmp = [0u8; 2000];
+        s.read_exact(&mut tmp).unwrap();
+        if i % 2 == 0 {
+            let l = libc::linger { l_onoff: 1, l_linger: 0 };
+            // SAFETY: `l` is a live linger of the size passed.
+            unsafe {
+                use std::os::fd::AsRawFd;
+                let len = std::mem::size_of::<libc::linger>() as libc::socklen_t;
+                libc::setsockopt(
+                    s.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_LINGER,
+                    (&l as *const libc::linger).cast(),
+                    len,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn s18_descriptors_back_to_baseline() {
+    let _one = serial();
+    for p in Pattern::ALL {
+        for b in Backend::ALL {
+            let before = open_fds();
+            let Some(srv) = Srv::start(b, p, "s18 fds") else { continue };
+            srv.still_serves();
+            srv.wait_idle(Duration::from_secs(3));
+            let baseline = wait_fds(0, Duration::ZERO);
+            vanish(&srv);
+            srv.still_serves();
+            srv.wait_idle(Duration::from_secs(4));
+            let now = wait_fds(baseline, Duration::from_secs(3));
+            assert_eq!(now, baseline, "{}: descriptors back to baseline after clients vanished", srv.combo());
+            drop(srv);
+            let after = wait_fds(before, Duration::from_secs(3));
+            assert_eq!(after, before, "{b}/{p}: shutdown releases every descriptor");
+        }
+    }
+}
+
+#[test]
+fn graceful_drain_finishes_responses_in_flight() {
+    let _one = serial();
+    for p in Pattern::ALL {
+        let Some(mut srv) = Srv::start(Backend::Epoll, p, "drain") else { continue };
+        // A slow reader with a 4 MiB response in flight, and an idle keep-alive connection.
+        let mut busy = srv.client();
+        busy.send(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n");
+        let mut idle = srv.client();
+        idle.send(b"GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(idle.response(false).status, 200);
+        std::thread::sleep(Duration::from_millis(100));
+        let serving = srv.serving.take().unwrap();
+        let drain = std::thread::spawn(move || serving.drain(Duration::from_secs(5)));
+        std::thread::sleep(Duration::from_millis(200));
+        let body = busy.response(false).body;
+        assert!(body == support::big_bytes(), "{p}: the response in flight finished");
+        busy.assert_closed();
+        idle.assert_closed();
+        assert_eq!(drain.join().unwrap(), 0, "{p}: nothing left to close by force");
+        assert!(TcpStream::connect(srv.addr).is_err(), "{p}: listener closed after the drain");
+    }
+}
+
+/// Out of descriptors at accept: the pattern sheds pending connections (hintq::Acceptor)
+/// instead of spinning on a readable listener; the server serves again once descriptors free.
+#[test]
+fn emfile_at_accept_sheds_without_spinning() {
+    let _one = serial();
+    for p in [Pattern::Reactor, Pattern::LeaderFollowers] {
+        let srv = Srv::start(Backend::Epoll, p, "emfile").unwrap();
+        let mut held: Vec<TcpStream> = Vec::new();
+        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: `lim` is a live rlimit.
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+        let low = libc::rlimit { rlim_cur: (open_fds() + 40) as libc::rlim_t, rlim_max: lim.rlim_max };
+        // SAFETY: as above.
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &low) };
+        // Clients take descriptors too: open until connect itself fails.
+        while let Ok(s) = TcpStream::connect(srv.addr) {
+            held.push(s);
+            if held.len() > 200 {
+                break;
+            }
+        }
+        let cpu0 = cpu_time();
+        std::thread::sleep(Duration::from_millis(500));
+        let spent = cpu_time() - cpu0;
+        // SAFETY: restores the limit read above.
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
+        assert!(
+            spent < Duration::from_millis(250),
+            "{p}: {spent:?} of CPU in 500 ms while out of descriptors"
+        );
+        held.clear();
+        srv.still_serves();
+    }
+}
+
+fn cpu_time() -> Duration {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a live rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}

@@ -1,0 +1,424 @@
+//! RELIABILITY.md rows S1–S19 against `hintq serve`, each sending the raw bytes and checking
+//! the answer, the connection state (closed or kept) and that the next client is served.
+//!
+//! Every row runs on every backend with the reactor; a representative subset (framing,
+//! timeouts, paths, pipelining, half-close, expect, vanishing clients, empty connections)
+//! runs on every other pattern × backend. Unsupported combinations are skipped with a
+//! printed reason (Leader/Followers and Half-Sync need a backend with hand-off mode).
+
+mod support;
+
+use hintq::Backend;
+use hintq_patterns::Pattern;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+use support::{refused, Client, Srv};
+
+const GET_A: &[u8] = b"GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n";
+
+fn s01_cl_and_te(srv: &Srv) {
+    refused(
+        srv,
+        b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        400,
+    );
+    refused(
+        srv,
+        b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n",
+        400,
+    );
+}
+
+fn s02_bad_content_length(srv: &Srv) {
+    for cl in [
+        "Content-Length: 5\r\nContent-Length: 6",
+        "Content-Length: +5",
+        "Content-Length: -1",
+        "Content-Length: 0x5",
+        "Content-Length: ",
+        "Content-Length: 123456789012345678901234567890",
+        "Content-Length: 5, 6",
+    ] {
+        refused(srv, format!("POST / HTTP/1.1\r\nHost: t\r\n{cl}\r\n\r\nhello").as_bytes(), 400);
+    }
+    // "42, 42" collapses to 42: the body is consumed and the connection kept.
+    let mut c = srv.client();
+    c.send(
+        format!(
+            "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 4, 4\r\n\r\nabcd{}",
+            std::str::from_utf8(GET_A).unwrap()
+        )
+        .as_bytes(),
+    );
+    assert_eq!(c.response(false).status, 405);
+    assert_eq!(c.response(false).body, b"alpha\n");
+    c.assert_kept();
+}
+
+fn s03_bad_transfer_encoding(srv: &Srv) {
+    for (te, status) in [("identity", 501), ("gzip", 501), ("chunked, identity", 501), (",chunked", 400)] {
+        refused(
+            srv,
+            format!("POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: {te}\r\n\r\n0\r\n\r\n").as_bytes(),
+            status,
+        );
+    }
+    refused(srv, b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400);
+    refused(srv, b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400);
+}
+
+fn s04_bad_chunk_size(srv: &Srv) {
+    for line in
+        ["0x1\r\na", "+1\r\na", "-1\r\na", "1_0\r\na", "\r\na", "10000000000000001\r\na", "1\na", "1\rXa"]
+    {
+        let req =
+            format!("POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n{line}\r\n0\r\n\r\n");
+        refused(srv, req.as_bytes(), 400);
+    }
+}
+
+fn s05_chunk_overrun(srv: &Srv) {
+    refused(
+        srv,
+        b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcdef\r\n0\r\n\r\n",
+        400,
+    );
+}
+
+fn s06_chunk_overhead(srv: &Srv) {
+    let mut req = b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for _ in 0..40_000 {
+        req.extend_from_slice(b"1\r\na\r\n");
+    }
+    refused(srv, &req, 400);
+    let ext = format!(
+        "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n1;x={}\r\na\r\n0\r\n\r\n",
+        "y".repeat(20_000)
+    );
+    refused(srv, ext.as_bytes(), 400);
+}
+
+fn s07_bad_field_names(srv: &Srv) {
+    for h in ["Host: t\r\nX: a\r\n b", "Host : t", "Host: t\r\n: x", "Host: t\r\nX(y): 1", " X: 1\r\nHost: t"]
+    {
+        refused(srv, format!("GET / HTTP/1.1\r\n{h}\r\n\r\n").as_bytes(), 400);
+    }
+}
+
+fn s08_bad_bytes(srv: &Srv) {
+    refused(srv, b"GET / HTTP/1.1\r\nHost: t\r\nX: a\0b\r\n\r\n", 400);
+    refused(srv, b"GET / HTTP/1.1\r\nHost: t\r\nX: a\rb\r\n\r\n", 400);
+    refused(srv, b"GET / HTTP/1.1\r\nHost: t\r\nX: a\nb\r\n\r\n", 400);
+    refused(srv, b"GET /\r HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+}
+
+fn s09_host(srv: &Srv) {
+    refused(srv, b"GET / HTTP/1.1\r\n\r\n", 400);
+    refused(srv, b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400);
+    // HTTP/1.0 without Host is fine.
+    let mut c = srv.client();
+    c.send(b"GET /a.txt HTTP/1.0\r\n\r\n");
+    assert_eq!(c.response(false).status, 200);
+    c.assert_closed();
+}
+
+fn s10_limits(srv: &Srv) {
+    refused(srv, format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "a".repeat(9000)).as_bytes(), 414);
+    refused(srv, format!("GET / HTTP/1.1\r\nHost: t\r\nX: {}\r\n\r\n", "a".repeat(9000)).as_bytes(), 431);
+    let many: String = (0..101).map(|i| format!("X{i}: 1\r\n")).collect();
+    refused(srv, format!("GET / HTTP/1.1\r\nHost: t\r\n{many}\r\n").as_bytes(), 431);
+    refused(srv, format!("{} / HTTP/1.1\r\nHost: t\r\n\r\n", "A".repeat(40)).as_bytes(), 501);
+    refused(
+        srv,
+        format!("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n", 2 << 20).as_bytes(),
+        413,
+    );
+    // A request line of 8000 octets is supported (RFC 9112 §3¶5): 404, not 414.
+    let mut c = srv.client();
+    c.send(format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "a".repeat(7990)).as_bytes());
+    assert_eq!(c.response(false).status, 404);
+    c.assert_kept();
+}
+
+fn s11_slowloris(srv: &Srv) {
+    let mut slow = srv.client();
+    let t0 = Instant::now();
+    slow.send(b"GET / HTTP/1.1\r\n");
+    let trickle = b"X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    let mut answered = None;
+    for b in trickle.iter() {
+        std::thread::sleep(Duration::from_millis(50));
+        if slow.s.write_all(&[*b]).is_err() {
+            answered = Some(t0.elapsed()); // reset after the server closed
+            break;
+        }
+        // Others are served meanwhile.
+        if t0.elapsed() < Duration::from_millis(300) {
+            srv.still_serves();
+        }
+        let mut peek = [0u8; 1];
+        slow.s.set_nonblocking(true).unwrap();
+        let r = slow.s.peek(&mut peek);
+        slow.s.set_nonblocking(false).unwrap();
+        if !matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock) {
+            answered = Some(t0.elapsed());
+            break;
+        }
+    }
+    let at = answered.expect("the slow head must be cut off");
+    assert!(at >= support::HEADER, "not before the header deadline: {at:?}");
+    assert!(
+        at < support::HEADER + Duration::from_secs(2),
+        "at the header deadline, whatever the trickle: {at:?}"
+    );
+    let rest = slow.read_to_end();
+    if !rest.is_empty() {
+        assert!(rest.starts_with(b"HTTP/1.1 408 "), "{:?}", String::from_utf8_lossy(&rest));
+    }
+    srv.still_serves();
+}
+
+fn s12_idle(srv: &Srv) {
+    let mut idle: Vec<Client> = (0..200).map(|_| srv.client()).collect();
+    for c in idle.iter_mut().take(50) {
+        c.send(GET_A);
+        assert_eq!(c.response(false).status, 200);
+    }
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(400) {
+        srv.still_serves();
+    }
+    for c in &mut idle {
+        assert!(c.closed_within(Duration::from_secs(3)), "idle connection closed at the idle timeout");
+    }
+    assert!(t0.elapsed() < Duration::from_secs(4));
+    srv.wait_idle(Duration::from_secs(2));
+    srv.still_serves();
+}
+
+fn s13_paths(srv: &Srv) {
+    let mut c = srv.client();
+    let cases: [(&str, u16); 12] = [
+        ("/../secret.txt", 400),
+        ("/%2e%2e/secret.txt", 400),
+        ("/sub/..%2fsecret.txt", 400),
+        ("/sub%2f..%2f..%2fsecret.txt", 400),
+        ("/a.txt%00.html", 400),
+        ("/sub\\..\\..\\secret.txt", 400),
+        ("/out", 403),
+        ("/sub/up", 403),
+        ("/sub/../../secret.txt", 400),
+        ("/noindex/", 404),
+        ("/nothing", 404),
+        ("/in", 200),
+    ];
+    for (target, status) in cases {
+        c.send(format!("GET {target} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+        let r = c.response(false);
+        assert_eq!(r.status, status, "{target}: {}", r.head);
+        assert!(!String::from_utf8_lossy(&r.body).contains("SECRET"), "{target} leaked the outside file");
+    }
+    c.assert_kept();
+    // Absolute-form and a dot-segment that stays inside.
+    c.send(b"GET http://t/sub/../a.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(c.response(false).body, b"alpha\n");
+}
+
+fn s14_pipelining(srv: &Srv) {
+    let mut c = srv.client();
+    c.send(b"GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\nGET /sub/ HTTP/1.1\r\nHost: t\r\n\r\nHEAD /1k.bin HTTP/1.1\r\nHost: t\r\n\r\nGET /big.bin HTTP/1.1\r\nHost: t\r\n\r\nGET /index.html HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(c.response(false).body, b"alpha\n");
+    assert_eq!(c.response(false).body, b"<p>sub</p>\n");
+    let h = c.response(true);
+    assert_eq!((h.status, h.header("content-length")), (200, Some("1024")));
+    assert!(c.response(false).body == support::big_bytes(), "big body intact between pipelined responses");
+    assert_eq!(c.response(false).body, b"<h1>hello</h1>\n");
+    c.send(b"POST /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\nhello worldGET /x HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = c.response(false);
+    assert_eq!((r.status, r.header("allow")), (405, Some("GET, HEAD")));
+    assert_eq!(c.response(false).status, 404, "the pipelined GET after the body");
+    c.send(b"POST /a.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nGET /\r\n0\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(c.response(false).status, 405);
+    assert_eq!(c.response(false).body, b"alpha\n");
+    c.assert_kept();
+}
+
+fn s15_valid_then_invalid(srv: &Srv) {
+    let mut c = srv.client();
+    c.send(b"GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\nGET / HTTP/1.1\r\nHost t\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(c.response(false).body, b"alpha\n");
+    let r = c.response(false);
+    assert_eq!((r.status, r.header("connection")), (400, Some("close")));
+    c.assert_closed();
+    srv.still_serves();
+}
+
+fn s16_half_close(srv: &Srv) {
+    let mut c = srv.client();
+    c.send(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n");
+    c.shutdown_write();
+    assert!(c.response(false).body == support::big_bytes());
+    c.assert_closed();
+    srv.still_serves();
+}
+
+fn s17_expect(srv: &Srv) {
+    let mut c = srv.client();
+    c.send(b"POST /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+    assert_eq!(c.response(false).status, 100, "100 before the body is sent");
+    c.send(b"hello");
+    assert_eq!(c.response(false).status, 405);
+    c.assert_kept();
+    let mut c = srv.client();
+    c.send(b"POST /a.txt HTTP/1.0\r\nContent-Length: 5\r\nExpect: 100-continue\r\nConnection: keep-alive\r\n\r\nhello");
+    let r = c.response(false);
+    assert_eq!((r.status, r.header("connection")), (405, Some("keep-alive")), "no 100 in HTTP/1.0");
+    refused(srv, b"GET / HTTP/1.1\r\nHost: t\r\nExpect: foo\r\n\r\n", 417);
+}
+
+fn s18_client_vanishes(srv: &Srv) {
+    for _ in 0..5 {
+        let mut s = TcpStream::connect(srv.addr).unwrap();
+        s.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\nGET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let mut tmp = [0u8; 1000];
+        s.read_exact(&mut tmp).unwrap();
+        // SO_LINGER 0: close with RST while the server is mid-sendfile.
+        let l = libc::linger { l_onoff: 1, l_linger: 0 };
+        // SAFETY: `l` is a live linger struct of the size passed.
+        unsafe {
+            use std::os::fd::AsRawFd;
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&l as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as u32,
+            );
+        }
+        drop(s);
+    }
+    for _ in 0..5 {
+        // Vanishing politely (FIN) mid-response too.
+        let mut s = TcpStream::connect(srv.addr).unwrap();
+        s.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        drop(s);
+    }
+    srv.still_serves();
+    srv.wait_idle(Duration::from_secs(4));
+}
+
+fn s19_empty_connections(srv: &Srv) {
+    let mut c = srv.client();
+    c.shutdown_write();
+    assert!(c.read_to_end().is_empty(), "silent close of an empty connection");
+    let mut c = srv.client();
+    c.send(b"\r\n\r\n\r\n");
+    c.shutdown_write();
+    assert!(c.read_to_end().is_empty(), "silent close after CRLF only");
+    let mut c = srv.client();
+    c.send(b"\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(c.response(false).body, b"alpha\n", "leading CRLF ignored");
+    c.assert_kept();
+    // An idle connection that never sent a byte is closed silently, not with 408.
+    let mut c = srv.client();
+    c.send(b"\r\n");
+    assert!(c.closed_within(Duration::from_secs(4)));
+}
+
+/// Basic GET/HEAD semantics the rows rely on.
+fn basics(srv: &Srv) {
+    let mut c = srv.client();
+    c.send(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = c.response(false);
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"<h1>hello</h1>\n"[..]));
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    assert!(r.header("date").is_some());
+    let lm = r.header("last-modified").unwrap().to_string();
+    c.send(format!("GET /index.html HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: {lm}\r\n\r\n").as_bytes());
+    assert_eq!(c.response(false).status, 304);
+    c.send(
+        b"GET /index.html HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: Sat, 01 Jan 2000 00:00:00 GMT\r\n\r\n",
+    );
+    assert_eq!(c.response(false).status, 200);
+    c.send(b"HEAD /sub/style.css HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = c.response(true);
+    assert_eq!(
+        (r.status, r.header("content-type"), r.header("content-length")),
+        (200, Some("text/css; charset=utf-8"), Some("4"))
+    );
+    c.send(b"GET /a%20b.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(c.response(false).body, b"space\n");
+    c.send(b"DELETE /a.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = c.response(false);
+    assert_eq!((r.status, r.header("allow")), (405, Some("GET, HEAD")));
+    c.send(b"BREW /pot HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(c.response(false).status, 501);
+    c.send(b"GET /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    let r = c.response(false);
+    assert_eq!(r.header("connection"), Some("close"));
+    c.assert_closed();
+    refused(srv, b"GET / HTTP/2.0\r\nHost: t\r\n\r\n", 505);
+}
+
+macro_rules! cases {
+    ($backend:expr, $pattern:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                if let Some(srv) = crate::support::Srv::start($backend, $pattern, stringify!($case)) {
+                    super::super::$case(&srv);
+                    srv.still_serves();
+                }
+            }
+        )*
+    };
+}
+
+macro_rules! backends {
+    ($pattern:expr; $($case:ident),* $(,)?) => {
+        mod uring { cases!(hintq::Backend::Uring, $pattern; $($case),*); }
+        mod epoll { cases!(hintq::Backend::Epoll, $pattern; $($case),*); }
+        mod epoll_et { cases!(hintq::Backend::EpollEt, $pattern; $($case),*); }
+        mod epoll_oneshot { cases!(hintq::Backend::EpollOneshot, $pattern; $($case),*); }
+        mod poll { cases!(hintq::Backend::Poll, $pattern; $($case),*); }
+        mod select { cases!(hintq::Backend::Select, $pattern; $($case),*); }
+        mod rtsig { cases!(hintq::Backend::Rtsig, $pattern; $($case),*); }
+        mod gooch { cases!(hintq::Backend::Gooch, $pattern; $($case),*); }
+    };
+}
+
+mod reactor {
+    backends!(hintq_patterns::Pattern::Reactor;
+        basics, s01_cl_and_te, s02_bad_content_length, s03_bad_transfer_encoding, s04_bad_chunk_size,
+        s05_chunk_overrun, s06_chunk_overhead, s07_bad_field_names, s08_bad_bytes, s09_host, s10_limits,
+        s11_slowloris, s12_idle, s13_paths, s14_pipelining, s15_valid_then_invalid, s16_half_close,
+        s17_expect, s18_client_vanishes, s19_empty_connections);
+}
+
+macro_rules! subset {
+    ($($name:ident => $pattern:expr),* $(,)?) => {
+        $(
+            mod $name {
+                backends!($pattern;
+                    basics, s01_cl_and_te, s04_bad_chunk_size, s11_slowloris, s13_paths, s14_pipelining,
+                    s15_valid_then_invalid, s16_half_close, s17_expect, s18_client_vanishes,
+                    s19_empty_connections);
+            }
+        )*
+    };
+}
+
+subset! {
+    leader_followers => hintq_patterns::Pattern::LeaderFollowers,
+    half_sync => hintq_patterns::Pattern::HalfSync,
+    sharded => hintq_patterns::Pattern::Sharded,
+    sharded_shared => hintq_patterns::Pattern::ShardedShared,
+}
+
+#[test]
+fn every_backend_is_listed() {
+    assert_eq!(Backend::ALL.len(), 8, "a new backend needs a line in `backends!`");
+    assert_eq!(Pattern::ALL.len(), 5, "a new pattern needs a line in `subset!`");
+}
