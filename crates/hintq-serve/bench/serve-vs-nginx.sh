@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# hintq serve (one thread) against nginx (one worker), same run, same 1 KB file, keep-alive,
+# at 0 and $IDLE idle connections: the issue's static-server benchmark.
+#
+# The server under test is pinned to $SRV_CPU, wrk and the idle-connection holder to
+# $LOAD_CPU. CPU is user + system of the server process from /proc/PID/stat (hintq: all its
+# threads; nginx: the worker) across the wrk run, divided by the requests wrk completed.
+# Memory per idle connection: VmRSS of that process after the idle connections are open,
+# minus before, divided by their number (a Python helper holds them: they connect and
+# never send a byte). Reported, not asserted: goals are CPU per request ours/nginx <= 0.75
+# and our throughput at $IDLE idle >= 0.95 x ours at 0 idle.
+#
+# nginx runs from a config of ours in a temporary directory (the system's config and
+# service are never touched); only processes started here are stopped. Raw rows go to $OUT.
+#
+# Usage: crates/hintq-serve/bench/serve-vs-nginx.sh
+#   [env: C=50 RUNS=3 DUR=8 IDLE=10000 PORT=18290 SRV_CPU=0 LOAD_CPU=1 BACKEND=epoll HINTQ=path/to/hintq OUT=rows.csv]
+set -euo pipefail
+
+C=${C:-50}
+RUNS=${RUNS:-3}
+DUR=${DUR:-8}
+IDLE=${IDLE:-10000}
+PORT=${PORT:-18290}
+SRV_CPU=${SRV_CPU:-0}
+LOAD_CPU=${LOAD_CPU:-1}
+BACKEND=${BACKEND:-epoll}
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+HINTQ=${HINTQ:-}
+
+if ! command -v nginx >/dev/null || ! command -v wrk >/dev/null; then
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light wrk
+fi
+if [ -z "$HINTQ" ]; then
+    target=${CARGO_TARGET_DIR:-$ROOT/target-serve}
+    (cd "$ROOT" && CARGO_TARGET_DIR=$target cargo build --release -q -p hintq-cli)
+    HINTQ=$target/release/hintq
+fi
+
+TMP=$(mktemp -d /tmp/hintq-serve-bench.XXXXXX)
+OUT=${OUT:-$TMP/rows.csv}
+chmod 755 "$TMP"
+mkdir -p "$TMP/www" "$TMP/logs"
+head -c 1024 /dev/zero | tr '\0' 'x' >"$TMP/www/1k.html"
+OURS=127.0.0.1:$PORT
+NGINX=127.0.0.1:$((PORT + 1))
+
+cat >"$TMP/nginx.conf" <<EOF
+worker_processes 1;
+worker_rlimit_nofile 19000;
+pid $TMP/nginx.pid;
+error_log $TMP/logs/error.log warn;
+events { worker_connections 18000; }
+http {
+    access_log off;
+    sendfile on;
+    keepalive_timeout 600s;
+    keepalive_requests 100000000;
+    client_body_temp_path $TMP/body;
+    proxy_temp_path $TMP/proxy;
+    fastcgi_temp_path $TMP/fastcgi;
+    uwsgi_temp_path $TMP/uwsgi;
+    scgi_temp_path $TMP/scgi;
+    types { text/html html; }
+    server { listen $NGINX backlog=4096; root $TMP/www; }
+}
+EOF
+
+cat >"$TMP/idle.py" <<'EOF'
+# Holds N idle connections to HOST:PORT (connect, send nothing) until killed.
+import resource, socket, sys, time
+host, port, n, ready = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+held = []
+for i in range(n):
+    s = socket.socket()
+    s.connect((host, port))
+    held.append(s)
+open(ready, "w").write(str(len(held)))
+while True:
+    time.sleep(60)
+EOF
+
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+taskset -c "$SRV_CPU" "$HINTQ" serve --root "$TMP/www" --listen "$OURS" --threads 1 --backend "$BACKEND" \
+    --idle-timeout 3600s 2>"$TMP/logs/hintq.log" &
+OURS_PID=$!
+PIDS+=("$OURS_PID")
+taskset -c "$SRV_CPU" nginx -c "$TMP/nginx.conf" -g 'daemon off;' 2>"$TMP/logs/nginx.stderr" &
+NGINX_MASTER=$!
+PIDS+=("$NGINX_MASTER")
+sleep 1
+NGINX_PID=$(pgrep -P "$NGINX_MASTER" | head -1)
+[ -n "$NGINX_PID" ] || { echo "nginx did not start:"; cat "$TMP/logs/nginx.stderr" "$TMP/logs/error.log"; exit 1; }
+
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+HZ=$(getconf CLK_TCK)
+
+# run NAME ADDR PID IDLE_COUNT -> one CSV row
+run() {
+    local name=$1 addr=$2 pid=$3 idle=$4 rep=$5
+    local t0 t1 out reqs
+    t0=$(ticks "$pid")
+    out=$(taskset -c "$LOAD_CPU" wrk -t1 -c"$C" -d"${DUR}s" --latency "http://$addr/1k.html")
+    t1=$(ticks "$pid")
+    reqs=$(echo "$out" | awk '/requests in/ {print $1}')
+    local rps p99 errs
+    rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+    p99=$(echo "$out" | awk '$1 == "99%" {print $2}')
+    errs=$(echo "$out" | awk '/Non-2xx|Socket errors/ {printf "%s ", $0}')
+    local us
+    us=$(awk -v d="$((t1 - t0))" -v hz="$HZ" -v n="$reqs" 'BEGIN { printf "%.2f", d / hz * 1e6 / n }')
+    echo "$name,$idle,$rep,$reqs,$rps,$us,$p99,\"$errs\"" | tee -a "$OUT"
+}
+
+echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus; $(nginx -v 2>&1); $("$HINTQ" --version); commit $(git -C "$ROOT" rev-parse --short HEAD)" | tee "$OUT"
+echo "# server on cpu $SRV_CPU, wrk -t1 -c$C -d${DUR}s and the idle holder on cpu $LOAD_CPU; backend $BACKEND; 1 KB file" | tee -a "$OUT"
+echo "# loadavg before: $(cat /proc/loadavg)" | tee -a "$OUT"
+echo "server,idle,rep,requests,req_per_s,cpu_us_per_req,p99,errors" | tee -a "$OUT"
+
+for rep in $(seq "$RUNS"); do
+    run hintq "$OURS" "$OURS_PID" 0 "$rep"
+    run nginx "$NGINX" "$NGINX_PID" 0 "$rep"
+done
+
+declare -A RSS_DELTA
+for srv in hintq nginx; do
+    if [ "$srv" = hintq ]; then addr=$OURS pid=$OURS_PID; else addr=$NGINX pid=$NGINX_PID; fi
+    before=$(rss_kb "$pid")
+    rm -f "$TMP/ready.$srv"
+    taskset -c "$LOAD_CPU" python3 "$TMP/idle.py" "${addr%:*}" "${addr#*:}" "$IDLE" "$TMP/ready.$srv" &
+    holder=$!
+    PIDS+=("$holder")
+    for _ in $(seq 300); do [ -s "$TMP/ready.$srv" ] && break; sleep 0.2; done
+    sleep 1
+    after=$(rss_kb "$pid")
+    RSS_DELTA[$srv]=$(awk -v a="$after" -v b="$before" -v n="$IDLE" 'BEGIN { printf "%.0f", (a - b) * 1024 / n }')
+    echo "# $srv: RSS $before kB -> $after kB with $(cat "$TMP/ready.$srv" 2>/dev/null || echo '?') idle: ${RSS_DELTA[$srv]} bytes per idle connection" | tee -a "$OUT"
+    for rep in $(seq "$RUNS"); do
+        run "$srv" "$addr" "$pid" "$IDLE" "$rep"
+    done
+    kill "$holder"
+    wait "$holder" 2>/dev/null || true
+done
+echo "# loadavg after: $(cat /proc/loadavg)" | tee -a "$OUT"
+
+# Summary from the raw rows: medians per server and idle count.
+python3 - "$OUT" "$IDLE" <<'EOF'
+import csv, statistics, sys
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if not l.startswith("#"))][1:]
+idle = sys.argv[2]
+def med(srv, idle_n, col):
+    v = [float(r[col]) for r in rows if r[0] == srv and r[1] == idle_n]
+    return statistics.median(v), min(v), max(v)
+for srv in ("hintq", "nginx"):
+    for n in ("0", idle):
+        rps, cpu = med(srv, n, 4), med(srv, n, 5)
+        print(f"{srv:6} idle={n:>6}: {rps[0]:>9.0f} req/s ({rps[1]:.0f}-{rps[2]:.0f}), {cpu[0]:.2f} us CPU/request ({cpu[1]:.2f}-{cpu[2]:.2f})")
+r0 = med("hintq", "0", 5)[0] / med("nginx", "0", 5)[0]
+r1 = med("hintq", idle, 5)[0] / med("nginx", idle, 5)[0]
+t = med("hintq", idle, 4)[0] / med("hintq", "0", 4)[0]
+print(f"CPU per request ours/nginx: {r0:.2f} at 0 idle, {r1:.2f} at {idle} idle (goal <= 0.75)")
+print(f"our throughput at {idle} idle / at 0 idle: {t:.3f} (goal >= 0.95)")
+EOF
+echo "raw rows: $OUT"
