@@ -47,14 +47,13 @@ impl Experiment for E1 {
         lab.need(&["serve"]).and(lab.need(&["load"]))
     }
     fn plan(&self, lab: &Lab) -> Vec<Point> {
-        let colds: Vec<usize> =
-            lab.pick(vec![0, 1000, 2000, 5000, 10000, 15000], vec![0, 1000, 5000], vec![0]);
+        let colds: Vec<usize> = lab.pick(vec![0, 1000, 2000, 5000, 10000, 15000], vec![0, 5000], vec![0]);
         let backends = lab.pick(
-            &["uring", "epoll", "poll", "select", "rtsig", "gooch"][..],
-            &["uring", "epoll", "poll"][..],
+            &["uring", "epoll", "poll", "select", "rtsig"][..],
+            &["epoll", "poll"][..],
             &["epoll"][..],
         );
-        let (reps, secs) = (lab.pick(3, 2, 1), lab.pick(4.0, 2.0, 0.5));
+        let (reps, secs) = (lab.pick(3, 2, 1), lab.pick(3.0, 2.0, 0.5));
         let mut points = Vec::new();
         for s in servers(lab, backends) {
             for &cold in &colds {

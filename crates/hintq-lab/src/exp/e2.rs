@@ -35,11 +35,11 @@ impl Experiment for E2 {
     fn plan(&self, lab: &Lab) -> Vec<Point> {
         let rates: Vec<f64> = lab.pick(
             vec![1000.0, 2000.0, 4000.0, 8000.0, 16000.0, 32000.0],
-            vec![1000.0, 4000.0, 16000.0],
+            vec![1000.0, 8000.0],
             vec![500.0],
         );
         let backends = lab.pick(&["uring", "epoll", "poll"][..], &["epoll", "poll"][..], &["epoll"][..]);
-        let (reps, secs) = (lab.pick(3, 2, 1), lab.pick(4.0, 2.0, 0.5));
+        let (reps, secs) = (lab.pick(3, 2, 1), lab.pick(3.0, 2.0, 0.5));
         let mut points = Vec::new();
         for s in servers(lab, backends) {
             for &rate in &rates {

@@ -78,12 +78,9 @@ impl Experiment for E5 {
         lab.need(&["serve"]).and(lab.need(&["load"])).and(perf_ok())
     }
     fn plan(&self, lab: &Lab) -> Vec<Point> {
-        let colds: Vec<usize> = lab.pick(vec![750, 5000], vec![750, 5000], vec![100]);
-        let backends = lab.pick(
-            &["uring", "epoll", "poll", "select"][..],
-            &["epoll", "poll", "select"][..],
-            &["epoll"][..],
-        );
+        let colds: Vec<usize> = lab.pick(vec![750, 5000], vec![5000], vec![100]);
+        let backends =
+            lab.pick(&["uring", "epoll", "poll", "select"][..], &["epoll", "poll"][..], &["epoll"][..]);
         let secs = lab.pick(4.0, 2.0, 0.5);
         let mut points = Vec::new();
         for s in servers(lab, backends) {

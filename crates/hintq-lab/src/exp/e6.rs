@@ -72,8 +72,12 @@ impl Experiment for E6 {
     }
     fn plan(&self, lab: &Lab) -> Vec<Point> {
         let (server, client) = (lab.cores.bench.to_string(), lab.cores.load.to_string());
-        let est = Duration::from_secs(lab.pick(120, 60, 60));
-        let extra = ["--server-cpu", server.as_str(), "--client-cpu", client.as_str()];
+        let est = Duration::from_secs(lab.pick(120, 30, 30));
+        let mut extra = vec!["--server-cpu", server.as_str(), "--client-cpu", client.as_str()];
+        if lab.quick {
+            // Every pattern, the backends that tell level, edge and uring apart, 1 and 2 threads.
+            extra.extend(["--backends", "epoll,epoll-et,uring", "--threads", "1,2"]);
+        }
         tool_points(lab, "E6", "patterns", &extra, lab.pick(3, 2, 1), est, |_, text| convert(text))
     }
     fn analyse(&self, rows: &[Row]) -> Analysis {

@@ -120,7 +120,7 @@ impl Experiment for E9 {
         let (soft, _) = crate::machine::raise_nofile();
         let pairs: Vec<usize> = lab.pick(vec![100, 1000, 5000, 9000], vec![100, 1000, 5000], vec![100]);
         let writes = lab.pick(1000, 1000, 100);
-        let runs = lab.pick(15, 5, 2);
+        let runs = lab.pick(15, 3, 2);
         let mut points = Vec::new();
         for s in series(lab) {
             for &n in &pairs {
