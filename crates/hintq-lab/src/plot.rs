@@ -42,7 +42,8 @@ fn fonts() {
 pub fn render(title: &str, panels: &[Panel], svg: &Path, png: &Path) -> Result<(), String> {
     fonts();
     let (cols, rows) = grid(panels.len());
-    let size = (SIZE.0 * cols as u32 * 2 / 3 + SIZE.0 / 3, SIZE.1 * rows as u32 * 5 / 6 + SIZE.1 / 6);
+    let width = (SIZE.0 * cols as u32 * 2 / 3 + SIZE.0 / 3).max(1200);
+    let size = (width, SIZE.1 * rows as u32 * 5 / 6 + SIZE.1 / 6);
     draw(SVGBackend::new(svg, size).into_drawing_area(), title, panels)?;
     draw(BitMapBackend::new(png, size).into_drawing_area(), title, panels)
 }
@@ -57,7 +58,10 @@ where
 {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     root.fill(&WHITE).map_err(e)?;
-    let root = root.titled(title, (FONT, 22).into_font()).map_err(e)?;
+    // Shrink a long title to the width (about 0.55 em per character).
+    let width = root.dim_in_pixel().0 as f64;
+    let size = (width / (title.chars().count() as f64 * 0.55)).clamp(12.0, 22.0);
+    let root = root.titled(title, (FONT, size).into_font()).map_err(e)?;
     let (cols, rows) = grid(panels.len());
     let areas = root.split_evenly((rows, cols));
     for (area, panel) in areas.iter().zip(panels) {
