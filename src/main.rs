@@ -32,6 +32,10 @@ enum Command {
     /// Load generator: hot (closed-loop or fixed-rate) and cold HTTP/1.1 connections to
     /// loopback targets, with latency from the intended send time and errors by kind.
     Load(Box<LoadArgs>),
+    /// Non-caching HTTP/1.1 reverse proxy (the one Banga et al. measured) in front of one
+    /// upstream server. Patterns: reactor and sharded only (a proxied connection has two
+    /// descriptors; the thread-pool patterns would hand them to two threads).
+    Proxy(hintq_serve::proxy::ProxyArgs),
     /// Static HTTP/1.1 server: GET and HEAD of files under --root, keep-alive and pipelining,
     /// sendfile, timeouts, graceful shutdown on SIGINT/SIGTERM.
     Serve(hintq_serve::serve::ServeArgs),
@@ -98,6 +102,7 @@ fn main() -> ExitCode {
         Command::Lab(args) => hintq_lab::main(args),
         Command::Load(args) => load(*args),
         Command::LoadWorker => load_worker(),
+        Command::Proxy(args) => proxy(args),
         Command::Serve(args) => serve(&args),
         Command::Bench { what: BenchCommand::Micro(args) } => bench_micro(args),
         Command::Bench { what: BenchCommand::Rtsig(args) } => bench_hist("rtsig", args),
@@ -266,6 +271,16 @@ fn serve(args: &hintq_serve::serve::ServeArgs) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("hintq serve: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn proxy(args: hintq_serve::proxy::ProxyArgs) -> ExitCode {
+    match hintq_serve::proxy::run(&args) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hintq proxy: {e}");
             ExitCode::FAILURE
         }
     }

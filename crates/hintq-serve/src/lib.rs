@@ -1,8 +1,9 @@
 //! The servers Banga et al. and Provos & Lever measured their mechanisms with, built on
 //! hintq's event API: `hintq serve` (static files, [`serve`]) and `hintq proxy` (a
-//! non-caching reverse proxy, `proxy`). HTTP parsing and framing come from `hintq-http`
+//! non-caching reverse proxy, [`proxy`]). HTTP parsing and framing come from `hintq-http`
 //! (no sockets there); threads from `hintq-patterns`. What both servers share (output queue
 //! with `sendfile`, access log, graceful shutdown, common flags) is in [`common`].
 
 pub mod common;
+pub mod proxy;
 pub mod serve;

@@ -1,0 +1,150 @@
+//! Fixed-size relay buffers and the per-thread pool they come from.
+//!
+//! Every byte the proxy holds sits in a [`Buf`] of [`BUF_SIZE`] bytes: the client's input,
+//! the upstream's input, and what waits to be written to each. Reads ask for at most the
+//! room left, body data is decoded only into the room the other side's buffer has, and
+//! interest in reading is declared only while there is room: a fast sender is slowed to
+//! the pace of a slow receiver by TCP itself, never by growing memory. A connection that is
+//! idle between requests gives its buffers back, so an idle client costs no buffer at all.
+
+use crate::common::{read_into, send_now, Read};
+use std::io;
+use std::os::fd::RawFd;
+
+/// Size of every relay buffer. It must hold a whole request or response head
+/// (`Limits::max_head`, 16 KiB) plus the lines the proxy adds.
+pub const BUF_SIZE: usize = 32 * 1024;
+
+/// Buffers kept for reuse per thread; more are freed.
+const POOL_KEEP: usize = 256;
+
+/// A byte queue: data is `v[start..]`; writes append at the end, reads consume the front.
+#[derive(Debug, Default)]
+pub(crate) struct Buf {
+    v: Vec<u8>,
+    start: usize,
+    /// While pinned, consumed bytes are kept so [`Buf::rewind`] can send them again.
+    pinned: bool,
+}
+
+impl Buf {
+    pub(crate) fn data(&self) -> &[u8] {
+        &self.v[self.start..]
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.start == self.v.len()
+    }
+
+    fn allocated(&self) -> bool {
+        self.v.capacity() > 0
+    }
+
+    pub(crate) fn consume(&mut self, n: usize) {
+        self.start += n;
+        if self.start == self.v.len() && !self.pinned {
+            self.v.clear();
+            self.start = 0;
+        }
+    }
+
+    /// Drops everything, pinned bytes included.
+    pub(crate) fn clear(&mut self) {
+        self.v.clear();
+        self.start = 0;
+        self.pinned = false;
+    }
+
+    /// Keeps consumed bytes until [`Buf::unpin`] (for a retry).
+    pub(crate) fn pin(&mut self) {
+        self.pinned = true;
+    }
+
+    pub(crate) fn unpin(&mut self) {
+        self.pinned = false;
+        self.consume(0);
+    }
+
+    /// Makes the consumed (pinned) bytes pending again.
+    pub(crate) fn rewind(&mut self) {
+        self.start = 0;
+    }
+
+    /// Free space at the end, after moving pending bytes to the front when that helps.
+    /// Zero for a buffer not taken from the pool yet: call [`Pool::fill`] first.
+    pub(crate) fn room(&mut self) -> usize {
+        if self.start > 0 && !self.pinned && self.v.capacity() - self.v.len() < BUF_SIZE / 2 {
+            self.v.drain(..self.start);
+            self.start = 0;
+        }
+        BUF_SIZE.min(self.v.capacity()).saturating_sub(self.v.len())
+    }
+
+    /// The vector to append to (check [`Buf::room`] first).
+    pub(crate) fn vec(&mut self) -> &mut Vec<u8> {
+        &mut self.v
+    }
+
+    /// Reads from `fd` into the room left (never growing the buffer).
+    pub(crate) fn read_from(&mut self, fd: RawFd) -> io::Result<Read> {
+        if self.room() == 0 {
+            return Ok(Read::Again);
+        }
+        read_into(fd, &mut self.v, 0)
+    }
+
+    /// Writes pending bytes to `fd`; returns how many left.
+    pub(crate) fn write_to(&mut self, fd: RawFd) -> io::Result<usize> {
+        let n = send_now(fd, self.data())?;
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+/// The per-thread pool of [`BUF_SIZE`] buffers, with the counters the memory-bound test reads.
+#[derive(Debug, Default)]
+pub(crate) struct Pool {
+    free: Vec<Vec<u8>>,
+    /// Buffers taken and not given back.
+    pub(crate) out: usize,
+    /// The most ever out at once.
+    pub(crate) peak_out: usize,
+    /// The most bytes ever held in one buffer.
+    pub(crate) peak_len: usize,
+}
+
+impl Pool {
+    /// Gives `b` a buffer if it has none.
+    pub(crate) fn fill(&mut self, b: &mut Buf) {
+        if !b.allocated() {
+            b.v = self.free.pop().unwrap_or_else(|| Vec::with_capacity(BUF_SIZE));
+            self.out += 1;
+            self.peak_out = self.peak_out.max(self.out);
+        }
+    }
+
+    /// Notes how full `b` is (for the peak), and takes its buffer back if it is empty.
+    pub(crate) fn settle(&mut self, b: &mut Buf) {
+        self.peak_len = self.peak_len.max(b.v.len());
+        if b.allocated() && b.is_empty() && !b.pinned {
+            self.put(std::mem::take(&mut b.v));
+            b.start = 0;
+        }
+    }
+
+    /// Takes `b`'s buffer back whatever it holds.
+    pub(crate) fn release(&mut self, b: &mut Buf) {
+        b.clear();
+        if b.allocated() {
+            self.put(std::mem::take(&mut b.v));
+        }
+    }
+
+    fn put(&mut self, mut v: Vec<u8>) {
+        self.out -= 1;
+        if self.free.len() < POOL_KEEP && v.capacity() == BUF_SIZE {
+            v.clear();
+            self.free.push(v);
+        }
+    }
+}

@@ -1,0 +1,937 @@
+//! One client connection and, while a request is in flight, its upstream connection: the
+//! state machine that relays between them.
+//!
+//! A session is driven by [`Session::pump`] after any event on either descriptor: it moves
+//! bytes as far as the buffers and the sockets allow (client → `cin` → request relay →
+//! `to_up` → upstream; upstream → `uin` → response relay → `to_client` → client) and returns
+//! when nothing more can move. The worker then declares the interest the session wants
+//! ([`Session::client_interest`], [`Upstream::interest`]): reading only while there is room,
+//! writing only while bytes wait and the socket said it was full.
+//!
+//! Requests on one client connection are handled one at a time, in order; bytes a client
+//! pipelines wait in `cin` until the previous response has been relayed completely, so
+//! responses keep the order of requests (RFC 9112 §9.3.2).
+
+use super::buf::{Buf, Pool};
+use super::{sys, Settings, Stats};
+use crate::common::{peer_addr, shutdown_write, Read};
+use hintq::{Interest, State};
+use hintq_http::{
+    add_via, parse_request, parse_response, strip_hop_by_hop, write_chunk_end, write_chunk_header,
+    write_error_response, write_last_chunk, BodyDecoder, DateCache, Error, Framing, HeadWriter, RequestHead,
+    ResponseHead, Side, Version,
+};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+/// The pseudonym in the `Via` lines the proxy adds.
+pub(crate) const VIA: &str = "hintq";
+
+/// Space a chunk's size line and closing CRLF need beside its data.
+const CHUNK_OVERHEAD: usize = 16 + 2 + 2;
+
+/// Room a response head may need beyond the upstream head it is made from: a longer reason
+/// phrase, `Via`, `Content-Length` or `Transfer-Encoding`, `Connection`.
+const HEAD_EXTRA: usize = 256;
+
+/// How long a closing connection keeps draining the client's input after its last byte was
+/// sent, so the kernel does not answer unread input with a reset that destroys the response.
+const LINGER: Duration = Duration::from_secs(2);
+
+/// What the worker hands a session besides itself.
+pub(crate) struct Ctx<'a> {
+    pub now: Instant,
+    pub pool: &'a mut Pool,
+    /// Idle upstream connections of this thread, most recently used last.
+    pub idle: &'a mut Vec<Upstream>,
+    /// Upstream connections the session gave up: `true` to keep in the idle pool, `false` to
+    /// close. The worker revokes and closes them after the pump, so their numbers cannot be
+    /// reused while the queue still has them registered.
+    pub released: &'a mut Vec<(Upstream, bool)>,
+    pub cfg: &'a Settings,
+    pub stats: &'a Stats,
+    pub date: &'a mut DateCache,
+}
+
+impl Ctx<'_> {
+    /// A connection to the upstream: the most recent idle one that is still alive, else a
+    /// new one.
+    fn upstream(&mut self) -> io::Result<Upstream> {
+        while let Some(up) = self.idle.pop() {
+            if sys::idle_alive(up.fd.as_raw_fd()) {
+                self.stats.upstream_reused.fetch_add(1, Relaxed);
+                return Ok(up);
+            }
+            self.stats.stale_idle.fetch_add(1, Relaxed);
+            self.released.push((up, false));
+        }
+        self.connect()
+    }
+
+    fn connect(&mut self) -> io::Result<Upstream> {
+        let (fd, done) = sys::connect(self.cfg.upstream)?;
+        self.stats.upstream_connects.fetch_add(1, Relaxed);
+        Ok(Upstream {
+            fd,
+            reg: Interest::empty(),
+            readable: false,
+            writable: done,
+            connecting: !done,
+            eof: false,
+            hup: false,
+            reused: false,
+        })
+    }
+}
+
+/// A connection to the upstream.
+#[derive(Debug)]
+pub(crate) struct Upstream {
+    pub fd: OwnedFd,
+    /// Interest registered in the queue now.
+    pub reg: Interest,
+    readable: bool,
+    writable: bool,
+    connecting: bool,
+    /// The upstream closed its side (read it).
+    eof: bool,
+    /// The upstream's close was reported (not read yet, perhaps: a short read then does
+    /// not mean drained, since the close arrives as no new event on edge backends).
+    hup: bool,
+    /// Taken from the idle pool (it may have gone stale: see [`Exchange::retry`]).
+    reused: bool,
+}
+
+impl Upstream {
+    /// Back into the idle pool: the next user finds nothing pending and a writable socket.
+    fn make_idle(mut self) -> Upstream {
+        self.readable = false;
+        self.writable = true;
+        self.reused = true;
+        self
+    }
+
+    pub(crate) fn event(&mut self, state: State) {
+        self.readable |= state.is_readable();
+        self.writable |= state.is_writable();
+        self.hup |= state.contains(State::HUP);
+    }
+}
+
+/// How a relayed body is framed on the way out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Enc {
+    /// As it came: Content-Length (the same length), or delimited by closing.
+    Plain,
+    /// Chunked (what came chunked, or until-close to an HTTP/1.1 client).
+    Chunked,
+}
+
+/// A body being relayed: decoded from one side, re-framed for the other.
+#[derive(Debug)]
+struct Body {
+    dec: BodyDecoder,
+    enc: Enc,
+    /// The end (last chunk and trailers) has been written.
+    ended: bool,
+    /// Data bytes relayed (for the access log).
+    sent: u64,
+}
+
+/// Why a relay stopped short.
+enum RelayError {
+    /// The incoming framing was invalid.
+    Framing(Error),
+}
+
+impl Body {
+    fn new(framing: Framing, side: Side, enc: Enc, cfg: &Settings) -> Body {
+        Body { dec: BodyDecoder::new(framing, side, &cfg.limits), enc, ended: false, sent: 0 }
+    }
+
+    /// Moves body data from `src` to `dst` as far as room allows; true if anything moved.
+    fn relay(&mut self, src: &mut Buf, dst: &mut Buf, pool: &mut Pool) -> Result<bool, RelayError> {
+        let mut progress = false;
+        loop {
+            if self.dec.is_done() {
+                if !self.ended {
+                    pool.fill(dst);
+                    if !self.write_end(dst) {
+                        return Ok(progress);
+                    }
+                    progress = true;
+                }
+                return Ok(progress);
+            }
+            if src.is_empty() {
+                return Ok(progress);
+            }
+            pool.fill(dst);
+            let overhead = if self.enc == Enc::Chunked { CHUNK_OVERHEAD } else { 0 };
+            let room = dst.room();
+            if room <= overhead {
+                return Ok(progress);
+            }
+            let input = &src.data()[..src.data().len().min(room - overhead)];
+            let d = self.dec.decode(input).map_err(RelayError::Framing)?;
+            let data = &input[d.data.clone()];
+            if !data.is_empty() {
+                self.sent += data.len() as u64;
+                let out = dst.vec();
+                match self.enc {
+                    Enc::Plain => out.extend_from_slice(data),
+                    Enc::Chunked => {
+                        write_chunk_header(out, data.len());
+                        out.extend_from_slice(data);
+                        write_chunk_end(out);
+                    }
+                }
+            }
+            src.consume(d.consumed);
+            if d.consumed == 0 && !d.done {
+                return Ok(progress);
+            }
+            progress = true;
+        }
+    }
+
+    /// Writes the end of the body if there is room; true once written.
+    fn write_end(&mut self, dst: &mut Buf) -> bool {
+        if self.enc == Enc::Chunked {
+            let trailers = self.dec.trailers();
+            let need = 5 + trailers.iter().map(|h| h.name.len() + h.value.len() + 4).sum::<usize>();
+            if dst.room() < need {
+                return false;
+            }
+            write_last_chunk(dst.vec(), trailers);
+        }
+        self.ended = true;
+        true
+    }
+
+    /// The sender closed: the body ends here if it was delimited by close; otherwise it was
+    /// cut short (row P3: then its end is never written).
+    fn finish(&mut self) -> bool {
+        self.dec.finish().is_ok()
+    }
+}
+
+#[derive(Debug)]
+enum Resp {
+    /// Waiting for the (final) response head.
+    Head,
+    Body(Body),
+    /// Relayed completely.
+    Done,
+}
+
+/// The request in flight and its response.
+#[derive(Debug)]
+struct Exchange {
+    is_head: bool,
+    client_v10: bool,
+    /// The client connection may serve another request after this one.
+    keep_client: bool,
+    expect_continue: bool,
+    sent_continue: bool,
+    /// Idempotent and without body: may be sent once more on a fresh connection when a
+    /// reused one fails before any response byte (row P9: never for other requests).
+    retry: bool,
+    retried: bool,
+    /// Request body still to relay (`None`: none, done, or abandoned).
+    req: Option<Body>,
+    /// The response came before the request body was relayed: the rest of it is never
+    /// sent, so neither connection can carry another request.
+    req_abandoned: bool,
+    resp: Resp,
+    /// The upstream's response allows another request on its connection.
+    upstream_keep: bool,
+    /// Any response byte came from the upstream.
+    upstream_spoke: bool,
+    /// The request line, when there is an access log.
+    log_line: Option<String>,
+    /// The final status relayed, and the body bytes.
+    status: u16,
+    resp_bytes: u64,
+}
+
+impl Exchange {
+    /// The response is over (complete or cut short).
+    fn response_done(&mut self) {
+        if let Resp::Body(b) = &self.resp {
+            self.resp_bytes = b.sent;
+        }
+        self.resp = Resp::Done;
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Reading a request head (or idle between requests).
+    Head,
+    /// A request is in flight: `ex` and `up` are set.
+    Exchange,
+    /// Sending what is left, then half-closing.
+    Closing,
+    /// Half-closed: discarding the client's input until it closes or [`LINGER`] passes.
+    Linger,
+}
+
+/// The session is over: the worker closes both connections.
+pub(crate) struct End;
+
+type Step = Result<bool, End>;
+
+/// A client connection.
+pub(crate) struct Session {
+    pub client: OwnedFd,
+    /// Interest registered in the queue now for the client.
+    pub reg: Interest,
+    readable: bool,
+    writable: bool,
+    eof: bool,
+    /// A close was reported (see [`Upstream`]'s).
+    hup: bool,
+    cin: Buf,
+    to_client: Buf,
+    to_up: Buf,
+    uin: Buf,
+    pub up: Option<Upstream>,
+    ex: Option<Box<Exchange>>,
+    phase: Phase,
+    head_started: bool,
+    pub deadline: Instant,
+}
+
+impl Session {
+    pub(crate) fn new(client: OwnedFd, reg: Interest, deadline: Instant) -> Session {
+        Session {
+            client,
+            reg,
+            readable: false,
+            writable: true,
+            eof: false,
+            hup: false,
+            cin: Buf::default(),
+            to_client: Buf::default(),
+            to_up: Buf::default(),
+            uin: Buf::default(),
+            up: None,
+            ex: None,
+            phase: Phase::Head,
+            head_started: false,
+            deadline,
+        }
+    }
+
+    pub(crate) fn client_event(&mut self, state: State) {
+        self.readable |= state.is_readable();
+        self.writable |= state.is_writable();
+        self.hup |= state.contains(State::HUP);
+    }
+
+    /// The interest the client descriptor should have now.
+    pub(crate) fn client_interest(&mut self) -> Interest {
+        let mut i = Interest::empty();
+        let read = match self.phase {
+            Phase::Linger => true,
+            Phase::Closing => false,
+            Phase::Head | Phase::Exchange => !self.eof && (self.cin.data().is_empty() || self.cin.room() > 0),
+        };
+        if read {
+            i |= Interest::READ;
+        }
+        if !self.to_client.is_empty() && !self.writable {
+            i |= Interest::WRITE;
+        }
+        i
+    }
+
+    /// The interest the upstream descriptor should have now.
+    pub(crate) fn upstream_interest(&mut self) -> Interest {
+        let Some(up) = &self.up else { return Interest::empty() };
+        let mut i = Interest::empty();
+        if up.connecting || (!self.to_up.is_empty() && !up.writable) {
+            i |= Interest::WRITE;
+        }
+        if !up.connecting && !up.eof && (self.uin.data().is_empty() || self.uin.room() > 0) {
+            i |= Interest::READ;
+        }
+        i
+    }
+
+    /// Gives every buffer back (the session is being closed).
+    pub(crate) fn release_buffers(&mut self, pool: &mut Pool) {
+        for b in [&mut self.cin, &mut self.to_client, &mut self.to_up, &mut self.uin] {
+            pool.release(b);
+        }
+    }
+
+    /// Moves everything that can move; see the module docs.
+    pub(crate) fn pump(&mut self, ctx: &mut Ctx<'_>) -> Result<(), End> {
+        loop {
+            let mut progress = self.read_client(ctx)?;
+            if self.phase == Phase::Head {
+                progress |= self.parse_head(ctx)?;
+            }
+            if self.phase == Phase::Exchange {
+                // The head and the body bytes that came with it leave in one send.
+                progress |= self.relay_request(ctx)?;
+                progress |= self.write_upstream(ctx)?;
+                progress |= self.read_upstream(ctx)?;
+                progress |= self.relay_response(ctx)?;
+            }
+            progress |= self.write_client()?;
+            progress |= self.advance(ctx)?;
+            if progress && self.phase == Phase::Exchange {
+                // Waiting on a client that does not take the response: the send timeout;
+                // else the upstream's.
+                let stalled_on_client = !self.to_client.is_empty() && !self.writable;
+                let t = if stalled_on_client { ctx.cfg.send_timeout } else { ctx.cfg.upstream_timeout };
+                self.deadline = ctx.now + t;
+            }
+            if !progress {
+                break;
+            }
+        }
+        for b in [&mut self.cin, &mut self.to_client, &mut self.to_up, &mut self.uin] {
+            ctx.pool.settle(b);
+        }
+        Ok(())
+    }
+
+    /// The session's deadline passed: answer what the phase calls for.
+    pub(crate) fn expire(&mut self, ctx: &mut Ctx<'_>) -> Result<(), End> {
+        match self.phase {
+            // Slowloris (S11): 408 at the header deadline; an idle connection just closes (S12).
+            Phase::Head if !self.cin.is_empty() => self.fail_client(408, ctx),
+            Phase::Exchange if !self.response_started() => {
+                // Still waiting for the client's body: its fault; else the upstream's (P1: 504).
+                let client_slow = self.ex.as_ref().is_some_and(|ex| ex.req.is_some());
+                self.fail_client(if client_slow { 408 } else { 504 }, ctx);
+            }
+            _ => return Err(End),
+        }
+        Ok(())
+    }
+
+    fn response_started(&self) -> bool {
+        self.ex.as_ref().is_some_and(|ex| !matches!(ex.resp, Resp::Head))
+    }
+
+    fn read_client(&mut self, ctx: &mut Ctx<'_>) -> Step {
+        if !self.readable || self.eof || self.phase == Phase::Closing {
+            return Ok(false);
+        }
+        ctx.pool.fill(&mut self.cin);
+        if self.cin.room() == 0 {
+            return Ok(false);
+        }
+        match self.cin.read_from(self.client.as_raw_fd()) {
+            Ok(Read::Eof) => {
+                self.eof = true;
+                self.readable = false;
+            }
+            Ok(Read::Data { short, .. }) => self.readable = !(short && ctx.cfg.short_read_drains) || self.hup,
+            Ok(Read::Again) => {
+                self.readable = false;
+                return Ok(false);
+            }
+            Err(_) => return Err(End),
+        }
+        if self.phase == Phase::Linger {
+            self.cin.clear();
+            if self.eof {
+                return Err(End);
+            }
+        }
+        Ok(true)
+    }
+
+    fn write_client(&mut self) -> Step {
+        if self.to_client.is_empty() || !self.writable {
+            return Ok(false);
+        }
+        match self.to_client.write_to(self.client.as_raw_fd()) {
+            Ok(_) => {
+                self.writable = self.to_client.is_empty();
+                Ok(true)
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.writable = false;
+                Ok(false)
+            }
+            // The client vanished (EPIPE, reset: S18).
+            Err(_) => Err(End),
+        }
+    }
+
+    /// Head phase: parses the request head, and starts the exchange when it is complete.
+    fn parse_head(&mut self, ctx: &mut Ctx<'_>) -> Step {
+        if self.cin.is_empty() {
+            return if self.eof && self.to_client.is_empty() { Err(End) } else { Ok(false) };
+        }
+        if !self.head_started {
+            self.head_started = true;
+            self.deadline = ctx.now + ctx.cfg.header_timeout;
+        }
+        let head = match parse_request(self.cin.data(), &ctx.cfg.limits) {
+            Ok(Some(head)) => head,
+            // A partial head and the client closed: nothing to answer (S19).
+            Ok(None) if self.eof => return Err(End),
+            Ok(None) => return Ok(false),
+            // S1-S10 and P5: ambiguous or invalid framing is refused here, never forwarded.
+            Err(e) => {
+                self.fail_client(e.status(), ctx);
+                return Ok(true);
+            }
+        };
+        if head.method == "CONNECT" {
+            self.fail_client(501, ctx);
+            return Ok(true);
+        }
+        ctx.stats.requests.fetch_add(1, Relaxed);
+        let up = match ctx.upstream() {
+            Ok(up) => up,
+            Err(_) => {
+                self.fail_client(502, ctx);
+                return Ok(true);
+            }
+        };
+        ctx.pool.fill(&mut self.to_up);
+        write_request_head(&head, self.to_up.vec(), ctx.cfg);
+        let idempotent = matches!(&*head.method, "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE");
+        let retry = idempotent && head.framing == Framing::None && up.reused;
+        if retry {
+            self.to_up.pin();
+        }
+        let req = match head.framing {
+            Framing::None => None,
+            Framing::Chunked => Some(Body::new(Framing::Chunked, Side::Request, Enc::Chunked, ctx.cfg)),
+            f => Some(Body::new(f, Side::Request, Enc::Plain, ctx.cfg)),
+        };
+        self.ex = Some(Box::new(Exchange {
+            is_head: head.is_head(),
+            client_v10: head.version == Version::Http10,
+            keep_client: head.keep_alive,
+            expect_continue: head.expect_continue,
+            sent_continue: false,
+            retry,
+            retried: false,
+            req,
+            req_abandoned: false,
+            resp: Resp::Head,
+            upstream_keep: false,
+            upstream_spoke: false,
+            log_line: ctx
+                .cfg
+                .access_log
+                .is_some()
+                .then(|| format!("{} {} {}", head.method, head.target, head.version.as_str())),
+            status: 0,
+            resp_bytes: 0,
+        }));
+        let used = head.head_len;
+        self.cin.consume(used);
+        self.up = Some(up);
+        self.phase = Phase::Exchange;
+        Ok(true)
+    }
+
+    fn relay_request(&mut self, ctx: &mut Ctx<'_>) -> Step {
+        let Some(ex) = self.ex.as_mut() else { return Ok(false) };
+        let Some(body) = ex.req.as_mut() else { return Ok(false) };
+        let progress = match body.relay(&mut self.cin, &mut self.to_up, ctx.pool) {
+            Ok(p) => p,
+            Err(RelayError::Framing(e)) => {
+                // A bad chunk in the request body (S4-S6): the upstream has a partial request
+                // and cannot be reused; the client gets the error if no response started.
+                if self.response_started() {
+                    return Err(End);
+                }
+                self.fail_client(e.status(), ctx);
+                return Ok(true);
+            }
+        };
+        if body.ended {
+            ex.req = None;
+        } else if self.eof && self.cin.is_empty() {
+            // The client closed in the middle of its body: nothing can be completed.
+            return Err(End);
+        }
+        Ok(progress)
+    }
+
+    fn write_upstream(&mut self, ctx: &mut Ctx<'_>) -> Step {
+        let Some(up) = self.up.as_mut() else { return Ok(false) };
+        if up.connecting {
+            if !(up.writable || up.readable) {
+                return Ok(false);
+            }
+            if let Err(e) = sys::take_error(up.fd.as_raw_fd()) {
+                return self.upstream_failed(e, ctx);
+            }
+            up.connecting = false;
+            up.writable = true;
+            up.readable = false;
+        }
+        if self.to_up.is_empty() || !up.writable {
+            return Ok(false);
+        }
+        match self.to_up.write_to(up.fd.as_raw_fd()) {
+            Ok(_) => {
+                up.writable = self.to_up.is_empty();
+                Ok(true)
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                up.writable = false;
+                Ok(false)
+            }
+            Err(e) => self.upstream_failed(e, ctx),
+        }
+    }
+
+    fn read_upstream(&mut self, ctx: &mut Ctx<'_>) -> Step {
+        let (Some(up), Some(ex)) = (self.up.as_mut(), self.ex.as_mut()) else { return Ok(false) };
+        if !up.readable || up.eof || up.connecting || matches!(ex.resp, Resp::Done) {
+            return Ok(false);
+        }
+        ctx.pool.fill(&mut self.uin);
+        if self.uin.room() == 0 {
+            return Ok(false);
+        }
+        match self.uin.read_from(up.fd.as_raw_fd()) {
+            Ok(Read::Eof) => {
+                up.readable = false;
+                up.eof = true;
+                self.upstream_eof(ctx)
+            }
+            Ok(Read::Data { short, .. }) => {
+                up.readable = !(short && ctx.cfg.short_read_drains) || up.hup;
+                if !ex.upstream_spoke {
+                    ex.upstream_spoke = true;
+                    self.to_up.unpin();
+                }
+                Ok(true)
+            }
+            Ok(Read::Again) => {
+                up.readable = false;
+                Ok(false)
+            }
+            Err(e) => self.upstream_failed(e, ctx),
+        }
+    }
+
+    /// The upstream closed its side.
+    fn upstream_eof(&mut self, ctx: &mut Ctx<'_>) -> Step {
+        let Some(ex) = self.ex.as_mut() else { return Ok(false) };
+        match &mut ex.resp {
+            Resp::Head if !ex.upstream_spoke => {
+                self.upstream_failed(io::Error::from(io::ErrorKind::UnexpectedEof), ctx)
+            }
+            // Part of a head, then nothing: an invalid response (P1/P2).
+            Resp::Head => self.bad_gateway(502, ctx),
+            Resp::Body(_) => {
+                // The body is judged once what is buffered has been relayed (relay_response).
+                ex.upstream_keep = false;
+                Ok(true)
+            }
+            Resp::Done => Ok(false),
+        }
+    }
+
+    /// The upstream connection failed (refused, reset, closed) before a response started.
+    fn upstream_failed(&mut self, _e: io::Error, ctx: &mut Ctx<'_>) -> Step {
+        let Some(ex) = self.ex.as_mut() else { return Err(End) };
+        let stale = self.up.as_ref().is_some_and(|u| u.reused);
+        if ex.retry && stale && !ex.upstream_spoke && !ex.retried && matches!(ex.resp, Resp::Head) {
+            // A pooled connection the upstream had closed: the idempotent request is sent
+            // once more on a new connection (P9 allows it for these only).
+            ex.retried = true;
+            if let Some(up) = self.up.take() {
+                ctx.released.push((up, false));
+            }
+            ctx.stats.retries.fetch_add(1, Relaxed);
+            self.to_up.rewind();
+            self.to_up.unpin();
+            self.uin.clear();
+            return match ctx.connect() {
+                Ok(up) => {
+                    self.up = Some(up);
+                    Ok(true)
+                }
+                Err(_) => self.bad_gateway(502, ctx),
+            };
+        }
+        self.bad_gateway(502, ctx)
+    }
+
+    /// The upstream failed (`status` 502) or timed out (504): the client gets `status` if no
+    /// response started, else a truncated response.
+    fn bad_gateway(&mut self, status: u16, ctx: &mut Ctx<'_>) -> Step {
+        if self.response_started() {
+            self.truncate();
+        } else {
+            self.fail_client(status, ctx);
+        }
+        Ok(true)
+    }
+
+    /// Gives up the upstream and ends the client connection after what is buffered for it.
+    fn truncate(&mut self) {
+        if let Some(ex) = self.ex.as_mut() {
+            ex.keep_client = false;
+            ex.upstream_keep = false;
+            ex.response_done();
+            ex.req = None;
+            ex.req_abandoned = true;
+        }
+    }
+
+    /// Answers `status` and closes: drops the request, the upstream and any input.
+    fn fail_client(&mut self, status: u16, ctx: &mut Ctx<'_>) {
+        match status {
+            502 => ctx.stats.bad_gateway.fetch_add(1, Relaxed),
+            504 => ctx.stats.gateway_timeout.fetch_add(1, Relaxed),
+            _ => ctx.stats.client_errors.fetch_add(1, Relaxed),
+        };
+        if let Some(up) = self.up.take() {
+            ctx.released.push((up, false));
+        }
+        let ex = self.ex.take();
+        if let Some(ex) = &ex {
+            self.log(ex, status, 0, ctx);
+        }
+        let is_head = ex.is_some_and(|ex| ex.is_head);
+        self.to_up.clear();
+        self.uin.clear();
+        self.cin.clear();
+        ctx.pool.fill(&mut self.to_client);
+        let date = ctx.date.get(std::time::SystemTime::now()).to_vec();
+        write_error_response(self.to_client.vec(), status, Some(&date), true, is_head);
+        self.enter_closing(ctx);
+    }
+
+    fn enter_closing(&mut self, ctx: &Ctx<'_>) {
+        self.phase = Phase::Closing;
+        self.deadline = ctx.now + ctx.cfg.send_timeout;
+    }
+
+    fn log(&self, ex: &Exchange, status: u16, bytes: u64, ctx: &Ctx<'_>) {
+        if let (Some(log), Some(line)) = (&ctx.cfg.access_log, &ex.log_line) {
+            log.log(peer_addr(self.client.as_raw_fd()), line, status, bytes);
+        }
+    }
+
+    fn relay_response(&mut self, ctx: &mut Ctx<'_>) -> Step {
+        // The head, then at once the body bytes that came with it: one send for both.
+        let mut progress = false;
+        while self.ex.as_ref().is_some_and(|ex| matches!(ex.resp, Resp::Head)) {
+            if !self.parse_response_head(ctx)? {
+                return Ok(progress);
+            }
+            progress = true;
+        }
+        let Some(ex) = self.ex.as_mut() else { return Ok(progress) };
+        let Resp::Body(body) = &mut ex.resp else { return Ok(progress) };
+        match body.relay(&mut self.uin, &mut self.to_client, ctx.pool) {
+            Ok(p) => {
+                progress |= p;
+                let closed = self.up.as_ref().is_some_and(|u| u.eof);
+                if closed && self.uin.is_empty() && !body.ended {
+                    if !body.finish() {
+                        // P3: cut short upstream, so cut short downstream: never the last
+                        // chunk, never the missing Content-Length bytes; then a close.
+                        ctx.stats.truncated.fetch_add(1, Relaxed);
+                        self.truncate();
+                        return Ok(true);
+                    }
+                    progress |= body.relay(&mut self.uin, &mut self.to_client, ctx.pool).unwrap_or(false);
+                }
+                if body.ended {
+                    ex.response_done();
+                }
+                Ok(progress)
+            }
+            // A bad chunk mid-body: the client must not get a complete body (P3).
+            Err(RelayError::Framing(_)) => {
+                ctx.stats.truncated.fetch_add(1, Relaxed);
+                self.truncate();
+                Ok(true)
+            }
+        }
+    }
+
+    fn parse_response_head(&mut self, ctx: &mut Ctx<'_>) -> Step {
+        let Some(ex) = self.ex.as_mut() else { return Ok(false) };
+        if self.uin.is_empty() {
+            return Ok(false);
+        }
+        let head = match parse_response(self.uin.data(), &ctx.cfg.limits, ex.is_head) {
+            Ok(Some(head)) => head,
+            Ok(None) => return Ok(false),
+            // P2: invalid CL, CL+TE, bad TE, bad bytes (P7): discarded, 502.
+            Err(_) => return self.bad_gateway(502, ctx),
+        };
+        ctx.pool.fill(&mut self.to_client);
+        if self.to_client.room() < head.head_len + HEAD_EXTRA {
+            return Ok(false); // the client has not taken the previous response yet
+        }
+        let used = head.head_len;
+        if head.is_informational() {
+            if head.status == 101 {
+                return self.bad_gateway(502, ctx); // no protocol switch was asked for
+            }
+            // P8: the upstream's 100 goes to a client that is waiting for it; other interim
+            // responses are dropped.
+            if head.status == 100 && ex.expect_continue && !ex.sent_continue {
+                ex.sent_continue = true;
+                self.to_client.vec().extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+            }
+            self.uin.consume(used);
+            return Ok(true);
+        }
+        if ex.req.is_some() {
+            // A final answer before the request body was sent (an error, or a 100-continue
+            // refusal): the rest of the body is not relayed, so neither connection is reused.
+            ex.req = None;
+            ex.req_abandoned = true;
+            ex.keep_client = false;
+            self.to_up.clear();
+        }
+        ex.upstream_keep = head.keep_alive;
+        ex.status = head.status;
+        let enc = match head.framing {
+            Framing::None | Framing::Length(_) => Enc::Plain,
+            Framing::Chunked | Framing::UntilClose if ex.client_v10 => Enc::Plain,
+            Framing::Chunked | Framing::UntilClose => Enc::Chunked,
+        };
+        if ex.client_v10 && matches!(head.framing, Framing::Chunked | Framing::UntilClose) {
+            ex.keep_client = false; // an HTTP/1.0 client learns the end from the close
+        }
+        write_response_head(&head, enc, ex, self.to_client.vec());
+        ex.resp = match head.framing {
+            Framing::None => Resp::Done,
+            f => Resp::Body(Body::new(f, Side::Response, enc, ctx.cfg)),
+        };
+        self.uin.consume(used);
+        Ok(true)
+    }
+
+    /// Moves to the next phase when the current one is over.
+    fn advance(&mut self, ctx: &mut Ctx<'_>) -> Step {
+        match self.phase {
+            Phase::Exchange => {
+                let done =
+                    self.ex.as_ref().is_some_and(|ex| matches!(ex.resp, Resp::Done) && ex.req.is_none());
+                if !done {
+                    return Ok(false);
+                }
+                let ex = self.ex.take().expect("checked above");
+                self.log(&ex, ex.status, ex.resp_bytes, ctx);
+                if let Some(up) = self.up.take() {
+                    // P4: bytes after the response (or a body to HEAD/204/304) mean the
+                    // upstream's framing cannot be trusted: those bytes are dropped and the
+                    // connection is not reused.
+                    let reuse = ex.upstream_keep
+                        && !up.eof
+                        && !up.hup
+                        && !ex.req_abandoned
+                        && self.uin.is_empty()
+                        && self.to_up.is_empty();
+                    ctx.released.push((up.make_idle(), reuse));
+                }
+                self.uin.clear();
+                self.to_up.clear();
+                // A client that half-closed after pipelining still gets every answer (S16).
+                if ex.keep_client && !(self.eof && self.cin.is_empty()) {
+                    self.phase = Phase::Head;
+                    self.head_started = false;
+                    self.deadline = ctx.now + ctx.cfg.idle_timeout;
+                } else {
+                    self.enter_closing(ctx);
+                }
+                Ok(true)
+            }
+            Phase::Closing if self.to_client.is_empty() => {
+                let _ = shutdown_write(self.client.as_raw_fd());
+                self.cin.clear();
+                self.phase = Phase::Linger;
+                self.deadline = ctx.now + LINGER.min(ctx.cfg.idle_timeout);
+                if self.eof {
+                    return Err(End);
+                }
+                self.readable = true;
+                Ok(true)
+            }
+            Phase::Head if self.eof && self.cin.is_empty() && self.to_client.is_empty() => Err(End),
+            _ => Ok(false),
+        }
+    }
+
+    /// The descriptor of the upstream connection in use, if any.
+    pub(crate) fn upstream_fd(&self) -> Option<RawFd> {
+        self.up.as_ref().map(|u| u.fd.as_raw_fd())
+    }
+}
+
+/// The request head as it goes upstream: HTTP/1.1, hop-by-hop fields removed (P6), framing
+/// written from the parsed [`Framing`] (never a received Content-Length copied: P5), `Via`
+/// added, `Host` added for an HTTP/1.0 request without one. Values cannot carry CR, LF or NUL
+/// (refused by the parser, and [`HeadWriter`] would blank them: P7).
+fn write_request_head(head: &RequestHead<'_>, out: &mut Vec<u8>, cfg: &Settings) {
+    let mut headers = head.headers.clone();
+    strip_hop_by_hop(&mut headers);
+    headers.retain(|h| !h.is("content-length") && (head.expect_continue || !h.is("expect")));
+    add_via(&mut headers, head.version, VIA);
+    let mut w = HeadWriter::request(out, &head.method, &head.target, Version::Http11);
+    w.headers(&headers);
+    if head.header("host").is_none() {
+        w.header("Host", cfg.upstream_host.as_bytes());
+    }
+    match head.framing {
+        Framing::Length(n) => drop(w.content_length(n)),
+        Framing::Chunked => drop(w.chunked()),
+        Framing::None | Framing::UntilClose => {}
+    }
+    w.finish();
+}
+
+/// The response head as it goes to the client; see [`write_request_head`]. A body-less
+/// response (HEAD, 204, 304) keeps its Content-Length: it describes the representation.
+fn write_response_head(head: &ResponseHead<'_>, enc: Enc, ex: &Exchange, out: &mut Vec<u8>) {
+    let mut headers = head.headers.clone();
+    strip_hop_by_hop(&mut headers);
+    if head.framing != Framing::None {
+        headers.retain(|h| !h.is("content-length"));
+    }
+    add_via(&mut headers, head.version, VIA);
+    let mut w = HeadWriter::response(out, Version::Http11, head.status);
+    w.headers(&headers);
+    match (head.framing, enc) {
+        (Framing::Length(n), _) => drop(w.content_length(n)),
+        (Framing::Chunked | Framing::UntilClose, Enc::Chunked) => drop(w.chunked()),
+        _ => {}
+    }
+    if !ex.keep_client {
+        w.connection_close();
+    } else if ex.client_v10 {
+        w.header("Connection", b"keep-alive");
+    }
+    w.finish();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An idle client connection holds no buffer: only its session record.
+    #[test]
+    fn an_idle_session_is_small() {
+        let size = std::mem::size_of::<Session>();
+        eprintln!("session record: {size} bytes");
+        assert!(size <= 320, "{size}");
+    }
+}
