@@ -1,0 +1,407 @@
+//! Test support for the proxy: a scripted fake upstream (a thread per connection that reads
+//! each request and then answers, or misbehaves, as the test says), the proxy in process on
+//! every backend × pattern, and a raw client that reads responses by their framing and tells
+//! a complete body from a cut-short one.
+#![allow(dead_code)]
+
+use hintq::Backend;
+use hintq_http::{parse_request, parse_response, BodyDecoder, Framing, Limits, Side};
+use hintq_serve::proxy::{self, Pattern, Proxy};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The proxy's upstream timeout in these tests (P1's 504).
+pub const UPSTREAM_TIMEOUT: Duration = Duration::from_millis(600);
+
+/// Every supported backend × every pattern the proxy offers.
+pub fn combos() -> Vec<(Backend, Pattern)> {
+    let mut v = Vec::new();
+    for b in Backend::ALL {
+        if let Err(why) = b.probe() {
+            eprintln!("SKIP backend {b}: {why}");
+            continue;
+        }
+        for p in proxy::PATTERNS {
+            v.push((b, p));
+        }
+    }
+    v
+}
+
+/// A request as the fake upstream received it.
+#[derive(Clone, Debug)]
+pub struct Got {
+    pub method: String,
+    pub target: String,
+    pub head: String,
+    pub framing: Framing,
+    pub body: Vec<u8>,
+    /// Which upstream connection (0, 1, ...) and which request on it.
+    pub conn: usize,
+    pub nth: usize,
+}
+
+impl Got {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        header_of(&self.head, name)
+    }
+}
+
+pub fn header_of<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().skip(1).find_map(|l| {
+        let (n, v) = l.split_once(':')?;
+        n.eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+/// What a script does after answering: keep the connection for the next request, or close it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum After {
+    Keep,
+    Close,
+    /// Close with a reset (`SO_LINGER` 0).
+    Reset,
+}
+
+type Script = dyn Fn(&Got, &mut TcpStream) -> After + Send + Sync;
+
+/// A fake upstream on 127.0.0.1. `/ok` is always answered `200 ok` with keep-alive; every
+/// other request goes to the script, its body read first (after a `100 Continue` when asked
+/// for) except for targets starting with `/no100`.
+pub struct Fake {
+    pub addr: SocketAddr,
+    pub got: Arc<Mutex<Vec<Got>>>,
+    pub conns: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Fake {
+    pub fn start(script: impl Fn(&Got, &mut TcpStream) -> After + Send + Sync + 'static) -> Fake {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let addr = l.local_addr().unwrap();
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let conns = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let script: Arc<Script> = Arc::new(script);
+        let (g, c, st) = (Arc::clone(&got), Arc::clone(&conns), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            while !st.load(SeqCst) {
+                match l.accept() {
+                    Ok((s, _)) => {
+                        let n = c.fetch_add(1, SeqCst);
+                        let (g, script) = (Arc::clone(&g), Arc::clone(&script));
+                        std::thread::spawn(move || serve_conn(s, n, &g, &*script));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        Fake { addr, got, conns, stop }
+    }
+
+    /// Requests received so far with this target.
+    pub fn requests_to(&self, target: &str) -> Vec<Got> {
+        self.got.lock().unwrap().iter().filter(|g| g.target == target).cloned().collect()
+    }
+
+    pub fn connections(&self) -> usize {
+        self.conns.load(SeqCst)
+    }
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        self.stop.store(true, SeqCst);
+    }
+}
+
+fn serve_conn(mut s: TcpStream, conn: usize, got: &Mutex<Vec<Got>>, script: &Script) {
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut buf = Vec::new();
+    for nth in 0.. {
+        let Some(req) = read_request(&mut s, &mut buf, conn, nth) else { return };
+        got.lock().unwrap().push(req.clone());
+        let after = if req.target == "/ok" {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+            After::Keep
+        } else {
+            script(&req, &mut s)
+        };
+        match after {
+            After::Keep => {}
+            After::Close => return,
+            After::Reset => return reset(s),
+        }
+    }
+}
+
+/// Reads one request (head and body) the way an origin server would, answering
+/// `100 Continue` first when asked; `None` at end of stream.
+fn read_request(s: &mut TcpStream, buf: &mut Vec<u8>, conn: usize, nth: usize) -> Option<Got> {
+    let limits = Limits { max_body: None, ..Limits::default() };
+    let (head, framing, continue_, head_len, method, target) = loop {
+        if let Some(h) = parse_request(buf, &limits).expect("the proxy forwards valid requests only") {
+            let text = String::from_utf8_lossy(&buf[..h.head_len]).into_owned();
+            break (
+                text,
+                h.framing,
+                h.expect_continue,
+                h.head_len,
+                h.method.to_string(),
+                h.target.to_string(),
+            );
+        }
+        if fill(s, buf) == 0 {
+            return None;
+        }
+    };
+    buf.drain(..head_len);
+    if target.starts_with("/no100") {
+        // This origin answers without reading the body (nor sending 100 Continue).
+        return Some(Got { method, target, head, framing, body: Vec::new(), conn, nth });
+    }
+    if continue_ {
+        s.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").ok()?;
+    }
+    let mut dec = BodyDecoder::new(framing, Side::Request, &limits);
+    let mut body = Vec::new();
+    while !dec.is_done() {
+        let used = dec.decode_to_vec(buf, &mut body).expect("valid body");
+        buf.drain(..used);
+        if !dec.is_done() && fill(s, buf) == 0 {
+            return None;
+        }
+    }
+    Some(Got { method, target, head, framing, body, conn, nth })
+}
+
+fn fill(s: &mut TcpStream, buf: &mut Vec<u8>) -> usize {
+    let mut tmp = [0u8; 65536];
+    match s.read(&mut tmp) {
+        Ok(n) => {
+            buf.extend_from_slice(&tmp[..n]);
+            n
+        }
+        Err(e) if e.kind() == ErrorKind::Interrupted => fill(s, buf),
+        Err(_) => 0,
+    }
+}
+
+/// Resets the connection (`SO_LINGER` 0, then close): the peer sees `ECONNRESET`.
+pub fn reset(s: TcpStream) {
+    use std::os::fd::AsRawFd;
+    let l = libc::linger { l_onoff: 1, l_linger: 0 };
+    // SAFETY: `l` is a live linger struct of the size given.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&l as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    drop(s);
+}
+
+/// The proxy in front of `upstream` with short timeouts.
+pub fn start_proxy(upstream: SocketAddr, backend: Backend, pattern: Pattern) -> Proxy {
+    start_proxy_with(upstream, backend, pattern, |_| {})
+}
+
+pub fn start_proxy_with(
+    upstream: SocketAddr,
+    backend: Backend,
+    pattern: Pattern,
+    tweak: impl FnOnce(&mut proxy::Config),
+) -> Proxy {
+    let mut cfg = proxy::Config::new("127.0.0.1:0".parse().unwrap(), upstream, backend);
+    cfg.pattern = pattern;
+    cfg.threads = 2;
+    cfg.upstream_timeout = UPSTREAM_TIMEOUT;
+    cfg.idle_timeout = Duration::from_secs(5);
+    cfg.header_timeout = Duration::from_secs(2);
+    cfg.send_timeout = Duration::from_secs(5);
+    tweak(&mut cfg);
+    proxy::start(cfg).unwrap_or_else(|e| panic!("proxy on {backend}/{pattern}: {e}"))
+}
+
+/// A response as the client read it.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub head: String,
+    pub body: Vec<u8>,
+    pub framing: Framing,
+    /// The body ended by its framing (false: the connection closed first, P3).
+    pub complete: bool,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        header_of(&self.head, name)
+    }
+}
+
+/// A raw client over one connection.
+pub struct Client {
+    pub s: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Client {
+    pub fn connect(addr: SocketAddr) -> Client {
+        let s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        Client { s, buf: Vec::new() }
+    }
+
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.s.write_all(bytes).unwrap();
+    }
+
+    fn fill(&mut self) -> usize {
+        let mut tmp = [0u8; 65536];
+        match self.s.read(&mut tmp) {
+            Ok(n) => {
+                self.buf.extend_from_slice(&tmp[..n]);
+                n
+            }
+            // The rtsig backend's signals may land on a test thread.
+            Err(e) if e.kind() == ErrorKind::Interrupted => self.fill(),
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => 0,
+            Err(e) => panic!("read: {e} (have {:?})", String::from_utf8_lossy(&self.buf)),
+        }
+    }
+
+    /// The next response (a 1xx included); `head_req` for a response to HEAD.
+    pub fn response(&mut self, head_req: bool) -> Resp {
+        let limits = Limits::default();
+        let (head, framing, len) = loop {
+            match parse_response(&self.buf, &limits, head_req) {
+                Ok(Some(h)) => {
+                    break (
+                        String::from_utf8_lossy(&self.buf[..h.head_len]).into_owned(),
+                        h.framing,
+                        h.head_len,
+                    )
+                }
+                Ok(None) => {}
+                Err(e) => panic!(
+                    "the proxy sent an invalid response ({e}): {:?}",
+                    String::from_utf8_lossy(&self.buf)
+                ),
+            }
+            assert!(
+                self.fill() > 0,
+                "closed before a complete head: {:?}",
+                String::from_utf8_lossy(&self.buf)
+            );
+        };
+        self.buf.drain(..len);
+        let status: u16 = head[9..12].parse().unwrap();
+        let mut dec = BodyDecoder::new(framing, Side::Response, &limits);
+        let mut body = Vec::new();
+        let complete = loop {
+            let used = dec.decode_to_vec(&self.buf, &mut body).expect("valid framing from the proxy");
+            self.buf.drain(..used);
+            if dec.is_done() {
+                break true;
+            }
+            if self.fill() == 0 {
+                break dec.finish().is_ok();
+            }
+        };
+        Resp { status, head, body, framing, complete }
+    }
+
+    /// Whether the proxy closed (EOF or reset) with nothing more sent; false if the
+    /// connection stays open for `wait`.
+    pub fn closed_within(&mut self, wait: Duration) -> bool {
+        assert!(self.buf.is_empty(), "unread bytes {:?}", String::from_utf8_lossy(&self.buf));
+        self.s.set_read_timeout(Some(wait)).unwrap();
+        let mut tmp = [0u8; 4096];
+        let r = loop {
+            match self.s.read(&mut tmp) {
+                Ok(0) => break true,
+                Ok(n) => panic!(
+                    "unexpected bytes after the last response: {:?}",
+                    String::from_utf8_lossy(&tmp[..n])
+                ),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break false,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => break true,
+            }
+        };
+        self.s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        r
+    }
+
+    pub fn assert_closed(&mut self) {
+        assert!(self.closed_within(Duration::from_secs(3)), "the proxy should have closed the connection");
+    }
+
+    /// The connection is kept: it carries one more request.
+    pub fn assert_kept(&mut self) {
+        self.send(b"GET /ok HTTP/1.1\r\nHost: t\r\n\r\n");
+        let r = self.response(false);
+        assert_eq!((r.status, r.body.as_slice()), (200, &b"ok"[..]), "connection kept: {}", r.head);
+    }
+
+    pub fn shutdown_write(&mut self) {
+        self.s.shutdown(Shutdown::Write).unwrap();
+    }
+}
+
+/// The proxy still serves a new client (after whatever a row did).
+pub fn still_serves(p: &Proxy) {
+    let mut c = Client::connect(p.local_addr());
+    c.assert_kept();
+}
+
+/// Sends `req` on a new connection and expects `status` with `Connection: close`, then the close.
+pub fn refused(p: &Proxy, req: &[u8], status: u16) -> Resp {
+    let mut c = Client::connect(p.local_addr());
+    c.send(req);
+    let r = c.response(false);
+    assert_eq!(r.status, status, "for {:?}: {}", String::from_utf8_lossy(req), r.head);
+    assert_eq!(r.header("connection"), Some("close"), "{}", r.head);
+    c.assert_closed();
+    r
+}
+
+/// Waits up to `limit` for `f` to hold.
+pub fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() > end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Deterministic pseudo-random bytes (xorshift), for relay checksums.
+pub fn pattern_bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// FNV-1a: a checksum to compare relayed bodies with.
+pub fn checksum(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+}
