@@ -105,16 +105,22 @@ impl Experiment for E7 {
         let (ours, holds) = match (perfd, gooch, poll) {
             (Some(p), Some(g), Some(q)) if g.0 == q.0 => (
                 format!(
-                    "poll(2) {} ns per idle descriptor at {} ({}x below Gooch's 3 µs); split: gooch {} ns vs poll {} ns per cycle at {}",
+                    "poll(2) {} ns per idle descriptor at {} ({}x below Gooch's 3 µs); 1% active: gooch {} µs vs poll {} µs per cycle at {}",
                     num(p.1),
                     p.0,
                     num(3000.0 / p.1),
-                    num(g.1),
-                    num(q.1),
+                    num(g.1 / 1000.0),
+                    num(q.1 / 1000.0),
                     g.0
                 ),
-                if g.1 < q.1 / 3.0 { "yes: the split still pays; the per-fd cost is far lower" } else { "partly: per-fd cost far lower, split saves little" }
-                    .into(),
+                if g.1 < q.1 / 3.0 {
+                    "yes: the split still pays, though the per-fd cost is far lower"
+                } else if g.1 < q.1 {
+                    "partly: per-fd cost far lower, and the split saves little"
+                } else {
+                    "no: per-fd cost far lower, and the split is slower than plain poll here"
+                }
+                .into(),
             ),
             _ => ("poll(2)-eventfd, gooch or poll missing from the rows".into(), UNMEASURED.into()),
         };
