@@ -253,11 +253,12 @@ fn start_server(s: &Server, dir: &Path) -> Result<Child, String> {
     Err(format!("server not listening on {} after 10 s", s.ready))
 }
 
-/// SIGTERM, then SIGKILL after five seconds (`perf record` writes its data on SIGTERM).
+/// SIGTERM, then SIGKILL after ten seconds (`perf record` writes its data once the server it
+/// wraps has finished its graceful shutdown).
 fn stop(child: &mut Child) {
     // SAFETY: kill(2) on the pid of a child we have not reaped.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-    if wait_bounded(child, Duration::from_secs(5)).is_err() {
+    if wait_bounded(child, Duration::from_secs(10)).is_err() {
         let _ = child.kill();
         let _ = child.wait();
     }
