@@ -36,6 +36,9 @@ const CHUNK_OVERHEAD: usize = 16 + 2 + 2;
 /// phrase, `Via`, `Content-Length` or `Transfer-Encoding`, `Connection`.
 const HEAD_EXTRA: usize = 256;
 
+/// An idle upstream connection older than this is checked before reuse; see [`Ctx::upstream`].
+const PEEK_AFTER: Duration = Duration::from_secs(1);
+
 /// How long a closing connection keeps draining the client's input after its last byte was
 /// sent, so the kernel does not answer unread input with a reset that destroys the response.
 const LINGER: Duration = Duration::from_secs(2);
@@ -58,9 +61,16 @@ pub(crate) struct Ctx<'a> {
 impl Ctx<'_> {
     /// A connection to the upstream: the most recent idle one that is still alive, else a
     /// new one.
+    ///
+    /// A close (or stray bytes) from the upstream on an idle connection is an event on its
+    /// registration, which drops it from the pool; one that arrived in the batch being
+    /// handled has not been seen yet, so a connection idle for [`PEEK_AFTER`] or more is
+    /// also checked with a `recv(MSG_PEEK)`. One idle for less was in use a moment ago: an
+    /// upstream closing it now is rare, and an idempotent request is then retried anyway.
     fn upstream(&mut self) -> io::Result<Upstream> {
         while let Some(up) = self.idle.pop() {
-            if sys::idle_alive(up.fd.as_raw_fd()) {
+            let recent = self.now.saturating_duration_since(up.idle_at) < PEEK_AFTER;
+            if recent || sys::idle_alive(up.fd.as_raw_fd()) {
                 self.stats.upstream_reused.fetch_add(1, Relaxed);
                 return Ok(up);
             }
@@ -82,6 +92,7 @@ impl Ctx<'_> {
             eof: false,
             hup: false,
             reused: false,
+            idle_at: self.now,
         })
     }
 }
@@ -102,11 +113,14 @@ pub(crate) struct Upstream {
     hup: bool,
     /// Taken from the idle pool (it may have gone stale: see [`Exchange::retry`]).
     reused: bool,
+    /// When it last went idle.
+    idle_at: Instant,
 }
 
 impl Upstream {
     /// Back into the idle pool: the next user finds nothing pending and a writable socket.
-    fn make_idle(mut self) -> Upstream {
+    fn make_idle(mut self, now: Instant) -> Upstream {
+        self.idle_at = now;
         self.readable = false;
         self.writable = true;
         self.reused = true;
@@ -841,7 +855,7 @@ impl Session {
                         && !ex.req_abandoned
                         && self.uin.is_empty()
                         && self.to_up.is_empty();
-                    ctx.released.push((up.make_idle(), reuse));
+                    ctx.released.push((up.make_idle(ctx.now), reuse));
                 }
                 self.uin.clear();
                 self.to_up.clear();
