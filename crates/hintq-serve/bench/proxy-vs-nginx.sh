@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# hintq proxy in front of hintq serve, against nginx as a reverse proxy in front of the same
+# hintq serve, and against hintq serve alone: CPU per proxied request, in the same run.
+#
+#   direct:  wrk -> hintq serve (CPU $PROXY_CPU)
+#   hintq:   wrk -> hintq proxy (CPU $PROXY_CPU) -> hintq serve (CPU $UP_CPU)
+#   nginx:   wrk -> nginx, 1 worker, proxy_pass with upstream keepalive (CPU $PROXY_CPU) -> hintq serve
+#
+# wrk runs pinned to $LOAD_CPU (beside the upstream: this machine has two cores). CPU is
+# user + system of the measured process from /proc/PID/stat (all its threads; nginx: the
+# worker). Reported: requests/s, CPU µs per request of the middle box, and the ratios
+# hintq proxy / hintq serve (goal <= 2.2) and hintq proxy / nginx proxy.
+#
+# nginx runs from a config of ours in a temporary directory (the system's nginx config and
+# service are never touched); only processes started here are stopped. Report, do not
+# assert: the machine is shared and noisy (check the loadavg lines). Raw rows go to $OUT.
+#
+# Usage: crates/hintq-serve/bench/proxy-vs-nginx.sh
+#   [env: N=50 RUNS=3 DUR=10 PORT=18190 PROXY_CPU=0 UP_CPU=1 LOAD_CPU=1 BACKEND= HINTQ=path/to/hintq OUT=rows.csv]
+set -euo pipefail
+
+N=${N:-50}
+RUNS=${RUNS:-3}
+DUR=${DUR:-10}
+PORT=${PORT:-18190}
+PROXY_CPU=${PROXY_CPU:-0}
+UP_CPU=${UP_CPU:-1}
+LOAD_CPU=${LOAD_CPU:-1}
+BACKEND=${BACKEND:-}
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+HINTQ=${HINTQ:-}
+
+if ! command -v nginx >/dev/null || ! command -v wrk >/dev/null; then
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y nginx-light wrk
+fi
+if [ -z "$HINTQ" ]; then
+    target=${CARGO_TARGET_DIR:-$ROOT/target-proxy}
+    (cd "$ROOT" && CARGO_TARGET_DIR=$target cargo build --release -q -p hintq-cli)
+    HINTQ=$target/release/hintq
+fi
+backend_flag=()
+if [ -n "$BACKEND" ]; then backend_flag=(--backend "$BACKEND"); fi
+
+TMP=$(mktemp -d /tmp/hintq-proxy-bench.XXXXXX)
+OUT=${OUT:-$TMP/rows.csv}
+chmod 755 "$TMP"
+mkdir -p "$TMP/www" "$TMP/logs"
+head -c 1024 /dev/zero | tr '\0' 'x' >"$TMP/www/1k.html"
+
+UP=127.0.0.1:$PORT             # hintq serve behind the proxies
+DIRECT=127.0.0.1:$((PORT + 1)) # hintq serve alone
+OURS=127.0.0.1:$((PORT + 2))   # hintq proxy
+NGINX=127.0.0.1:$((PORT + 3))  # nginx proxy
+
+cat >"$TMP/nginx.conf" <<EOF
+worker_processes 1;
+worker_rlimit_nofile 50000;
+pid $TMP/nginx.pid;
+error_log $TMP/logs/error.log warn;
+events { worker_connections 40000; }
+http {
+    access_log off;
+    keepalive_timeout 300s;
+    keepalive_requests 100000000;
+    client_body_temp_path $TMP/body;
+    proxy_temp_path $TMP/proxy;
+    fastcgi_temp_path $TMP/fastcgi;
+    uwsgi_temp_path $TMP/uwsgi;
+    scgi_temp_path $TMP/scgi;
+    upstream up { server $UP; keepalive 64; keepalive_requests 100000000; }
+    server {
+        listen $NGINX backlog=4096;
+        location / {
+            proxy_pass http://up;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_buffering off;
+        }
+    }
+}
+EOF
+
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+wait_port() {
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/${1%:*}/${1#*:}") 2>/dev/null && return 0
+        sleep 0.05
+    done
+    echo "nothing listens on $1" >&2
+    exit 1
+}
+
+taskset -c "$UP_CPU" "$HINTQ" serve --root "$TMP/www" --listen "$UP" "${backend_flag[@]}" 2>"$TMP/logs/up.log" &
+UP_PID=$!
+PIDS+=("$UP_PID")
+taskset -c "$PROXY_CPU" "$HINTQ" serve --root "$TMP/www" --listen "$DIRECT" "${backend_flag[@]}" 2>"$TMP/logs/direct.log" &
+DIRECT_PID=$!
+PIDS+=("$DIRECT_PID")
+taskset -c "$PROXY_CPU" "$HINTQ" proxy --listen "$OURS" --upstream "$UP" "${backend_flag[@]}" 2>"$TMP/logs/proxy.log" &
+OURS_PID=$!
+PIDS+=("$OURS_PID")
+taskset -c "$PROXY_CPU" nginx -p "$TMP" -c "$TMP/nginx.conf" -g 'daemon off;' &
+MASTER=$!
+PIDS+=("$MASTER")
+for a in "$UP" "$DIRECT" "$OURS" "$NGINX"; do wait_port "$a"; done
+NGINX_WORKER=$(pgrep -P "$MASTER" | head -1)
+
+# CPU seconds (user + system) of a process so far.
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.4f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+
+echo "case,run,connections,requests,req_per_s,box_cpu_us_per_req,upstream_cpu_us_per_req,errors" >"$OUT"
+declare -A SUM
+run_case() { # name url pid-of-the-middle-box run
+    local name=$1 url=$2 pid=$3 run=$4 c0 u0 reqs rps box up errs
+    c0=$(cpu_of "$pid")
+    u0=$(cpu_of "$UP_PID")
+    taskset -c "$LOAD_CPU" wrk -t1 -c"$N" -d"${DUR}s" "$url" >"$TMP/out.txt" 2>&1
+    reqs=$(awk '/requests in/ { print $1 }' "$TMP/out.txt")
+    rps=$(awk '/Requests\/sec/ { print $2 }' "$TMP/out.txt")
+    errs=$(awk '/Socket errors|Non-2xx/ { printf "%s ", $0 }' "$TMP/out.txt")
+    box=$(awk -v a="$c0" -v b="$(cpu_of "$pid")" -v n="$reqs" 'BEGIN { printf "%.2f", (b - a) * 1e6 / n }')
+    up=$(awk -v a="$u0" -v b="$(cpu_of "$UP_PID")" -v n="$reqs" 'BEGIN { printf "%.2f", (b - a) * 1e6 / n }')
+    echo "$name,$run,$N,$reqs,$rps,$box,$up,\"$errs\"" >>"$OUT"
+    printf '  %-7s run %s: %9.0f req/s  middle box %6.2f us/req  upstream %5.2f us/req %s\n' "$name" "$run" "$rps" "$box" "$up" "$errs"
+    SUM[$name]=$(awk -v s="${SUM[$name]:-0}" -v x="$box" 'BEGIN { print s + x }')
+}
+
+echo "machine: $(uname -sr), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'); nginx $(nginx -v 2>&1 | cut -d/ -f2)"
+echo "pinning: proxy or direct server on CPU $PROXY_CPU; upstream hintq serve on CPU $UP_CPU; wrk on CPU $LOAD_CPU"
+echo "backend: ${BACKEND:-default}; load: wrk -t1 -c$N, ${DUR}s, GET 1 KB, keep-alive; $RUNS runs each, alternating"
+echo "loadavg before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for url in "http://$DIRECT/1k.html" "http://$OURS/1k.html" "http://$NGINX/1k.html"; do
+    wrk -t1 -c"$N" -d1s "$url" >/dev/null # warm-up (and the upstream pools fill)
+done
+for i in $(seq "$RUNS"); do
+    run_case direct "http://$DIRECT/1k.html" "$DIRECT_PID" "$i"
+    run_case hintq "http://$OURS/1k.html" "$OURS_PID" "$i"
+    run_case nginx "http://$NGINX/1k.html" "$NGINX_WORKER" "$i"
+done
+echo "loadavg after: $(cut -d' ' -f1-3 /proc/loadavg)"
+awk -v d="${SUM[direct]}" -v h="${SUM[hintq]}" -v g="${SUM[nginx]}" -v r="$RUNS" 'BEGIN {
+    printf "mean CPU per request: hintq serve %.2f us, hintq proxy %.2f us, nginx proxy %.2f us\n", d / r, h / r, g / r
+    printf "hintq proxy / hintq serve = %.2fx (goal <= 2.2x); hintq proxy / nginx proxy = %.2fx\n", h / d, h / g
+}'
+echo "raw rows: $OUT"
