@@ -389,7 +389,7 @@ pub fn ignore_sigpipe() {
 
 /// SIGINT and SIGTERM, blocked in the calling thread (and so in every thread it spawns
 /// afterwards) and taken with [`wait`](Self::wait): no handler runs at an arbitrary point.
-/// Create it before starting the server's threads.
+/// Create it before starting any other thread (the server's threads inherit the mask).
 #[derive(Debug)]
 pub struct ShutdownSignals {
     set: libc::sigset_t,
@@ -413,6 +413,13 @@ impl ShutdownSignals {
         let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
         if r != 0 {
             return Err(io::Error::from_raw_os_error(r));
+        }
+        // A shell starts background jobs with SIGINT ignored, and an ignored signal is
+        // discarded rather than left pending for `sigwait`: restore the default action
+        // (harmless while blocked). Threads that exist already must block them too.
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            // SAFETY: installing SIG_DFL runs no code of ours.
+            unsafe { libc::signal(sig, libc::SIG_DFL) };
         }
         Ok(ShutdownSignals { set })
     }

@@ -189,40 +189,45 @@ fn http_date(secs: i64) -> [u8; 29] {
 }
 
 /// Content-Type by file extension: the types a static site needs, else octet-stream.
+const TYPES: [(&str, &str); 26] = [
+    ("html", "text/html; charset=utf-8"),
+    ("htm", "text/html; charset=utf-8"),
+    ("css", "text/css; charset=utf-8"),
+    ("js", "text/javascript; charset=utf-8"),
+    ("mjs", "text/javascript; charset=utf-8"),
+    ("json", "application/json"),
+    ("txt", "text/plain; charset=utf-8"),
+    ("md", "text/plain; charset=utf-8"),
+    ("csv", "text/csv; charset=utf-8"),
+    ("xml", "application/xml"),
+    ("svg", "image/svg+xml"),
+    ("png", "image/png"),
+    ("jpg", "image/jpeg"),
+    ("jpeg", "image/jpeg"),
+    ("gif", "image/gif"),
+    ("webp", "image/webp"),
+    ("avif", "image/avif"),
+    ("ico", "image/x-icon"),
+    ("pdf", "application/pdf"),
+    ("wasm", "application/wasm"),
+    ("woff", "font/woff"),
+    ("woff2", "font/woff2"),
+    ("mp4", "video/mp4"),
+    ("webm", "video/webm"),
+    ("mp3", "audio/mpeg"),
+    ("zip", "application/zip"),
+];
+
 fn content_type(path: &[u8]) -> &'static [u8] {
     let name = path.rsplit(|&b| b == b'/').next().unwrap_or_default();
     let ext = match name.iter().rposition(|&b| b == b'.') {
         Some(i) if i > 0 => &name[i + 1..],
         _ => return b"application/octet-stream",
     };
-    let ext = std::str::from_utf8(ext).unwrap_or_default().to_ascii_lowercase();
-    match ext.as_str() {
-        "html" | "htm" => b"text/html; charset=utf-8",
-        "css" => b"text/css; charset=utf-8",
-        "js" | "mjs" => b"text/javascript; charset=utf-8",
-        "json" => b"application/json",
-        "txt" | "md" => b"text/plain; charset=utf-8",
-        "csv" => b"text/csv; charset=utf-8",
-        "xml" => b"application/xml",
-        "svg" => b"image/svg+xml",
-        "png" => b"image/png",
-        "jpg" | "jpeg" => b"image/jpeg",
-        "gif" => b"image/gif",
-        "webp" => b"image/webp",
-        "avif" => b"image/avif",
-        "ico" => b"image/x-icon",
-        "pdf" => b"application/pdf",
-        "wasm" => b"application/wasm",
-        "woff" => b"font/woff",
-        "woff2" => b"font/woff2",
-        "mp4" => b"video/mp4",
-        "webm" => b"video/webm",
-        "mp3" => b"audio/mpeg",
-        "zip" => b"application/zip",
-        "gz" => b"application/gzip",
-        "tar" => b"application/x-tar",
-        _ => b"application/octet-stream",
-    }
+    TYPES
+        .iter()
+        .find(|(e, _)| e.as_bytes().eq_ignore_ascii_case(ext))
+        .map_or(b"application/octet-stream", |(_, t)| t.as_bytes())
 }
 
 fn connection_header(w: &mut HeadWriter<'_>, version: Version, keep: bool) {
@@ -286,7 +291,9 @@ impl Files {
                             return false;
                         }
                         let p = c.body.take().expect("matched above");
-                        self.respond(c, &p.head);
+                        if !self.respond(&mut c.out, c.peer, &p.head) {
+                            c.close = Some(c.pos < c.input.len());
+                        }
                     }
                     Err(e) => self.fail(c, e.status()),
                 }
@@ -304,17 +311,21 @@ impl Files {
                 Err(e) => self.fail(c, e.status()),
                 Ok(Some(head)) => {
                     let used = head.head_len;
-                    let head = head.into_owned();
-                    c.pos += used;
                     c.head_since = None;
                     if matches!(head.framing, Framing::Length(1..) | Framing::Chunked) {
                         if head.expect_continue {
                             c.out.push_bytes(b"HTTP/1.1 100 Continue\r\n\r\n");
                         }
                         let decoder = BodyDecoder::new(head.framing, Side::Request, &self.cfg.limits);
-                        c.body = Some(Box::new(Pending { decoder, head }));
+                        c.body = Some(Box::new(Pending { decoder, head: head.into_owned() }));
+                        c.pos += used;
                     } else {
-                        self.respond(c, &head);
+                        // The head borrows the input: no copy on the common path.
+                        let keep = self.respond(&mut c.out, c.peer, &head);
+                        c.pos += used;
+                        if !keep {
+                            c.close = Some(c.pos < c.input.len());
+                        }
                     }
                 }
             }
@@ -333,22 +344,21 @@ impl Files {
         }
     }
 
-    fn respond(&self, c: &mut Conn, head: &RequestHead<'_>) {
+    /// Answers `head`; returns whether the connection stays open after it.
+    fn respond(&self, out: &mut Out, peer: Option<SocketAddr>, head: &RequestHead<'_>) -> bool {
         let keep = head.keep_alive && !self.life.draining();
         let a = match &*head.method {
-            "GET" | "HEAD" => self.file(&mut c.out, head, keep),
+            "GET" | "HEAD" => self.file(out, head, keep),
             m => {
                 let status = if KNOWN_METHODS.contains(&m) { 405 } else { 501 };
-                self.short(&mut c.out, status, head.version, keep, false)
+                self.short(out, status, head.version, keep, false)
             }
         };
-        if !keep {
-            c.close = Some(c.pos < c.input.len());
-        }
         if let Some(log) = &self.cfg.access_log {
             let line = format!("{} {} {}", head.method, head.target, head.version.as_str());
-            log.log(c.peer, &line, a.status, a.bytes);
+            log.log(peer, &line, a.status, a.bytes);
         }
+        keep
     }
 
     /// A short response: status line, Date, text/plain body naming the status (`Allow` on 405).

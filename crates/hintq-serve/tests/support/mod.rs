@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-pub const IDLE: Duration = Duration::from_millis(700);
+pub const IDLE: Duration = Duration::from_millis(1000);
 pub const HEADER: Duration = Duration::from_millis(700);
 pub const SEND: Duration = Duration::from_secs(2);
 
