@@ -225,8 +225,12 @@ impl<H: Handler> Core<H> {
                     None => {
                         let conn = g.take().expect("matched above");
                         drop(g);
-                        self.close(conn, ctl, Why::Handler, st);
+                        // Release the flag before `close` lets the number be reused: a new
+                        // connection accepted on it by another thread must not find the flag
+                        // held, or its first event is dropped as "in flight" and, on edge and
+                        // hand-off backends, never reported again.
                         slot.flight.abandon();
+                        self.close(conn, ctl, Why::Handler, st);
                         return;
                     }
                     Some(i) if i == conn.interest => {
@@ -271,8 +275,8 @@ impl<H: Handler> Core<H> {
             if due {
                 let conn = g.take().expect("checked above");
                 drop(g);
+                slot.flight.abandon(); // before the number can be reused; see `handle`
                 self.close(conn, ctl, Why::Timeout, st);
-                slot.flight.abandon();
             } else {
                 drop(g);
                 if !slot.flight.leave() {

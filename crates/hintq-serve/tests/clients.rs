@@ -11,11 +11,7 @@ use std::process::Command;
 use support::Srv;
 
 /// The patterns every client test runs on, each on every backend: those whose threads own
-/// their queue and listener. Leader/Followers, Half-Sync and sharded-shared run in the
-/// ignored `clients_on_the_other_patterns`: there a connection accepted on a descriptor
-/// number just closed sometimes never gets its first readiness (a hintq-patterns issue, see
-/// `s18_descriptors_back_to_baseline_pool_patterns` in tests/lifecycle.rs) and the client
-/// is reset at the idle timeout.
+/// their queue and listener here; the pool patterns in `clients_on_the_other_patterns`.
 const PATTERNS: [Pattern; 2] = [Pattern::Reactor, Pattern::Sharded];
 const OTHER_PATTERNS: [Pattern; 3] = [Pattern::LeaderFollowers, Pattern::HalfSync, Pattern::ShardedShared];
 
@@ -42,8 +38,8 @@ fn h11_accepts_every_response() {
     h11(&PATTERNS);
 }
 
+/// Regression for the hintq-patterns race of a reused descriptor (see tests/rows.rs).
 #[test]
-#[ignore = "hintq-patterns: a reused descriptor sometimes never gets its first readiness on these patterns"]
 fn clients_on_the_other_patterns() {
     curl(&OTHER_PATTERNS);
     h11(&OTHER_PATTERNS);

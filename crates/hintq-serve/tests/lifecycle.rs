@@ -67,15 +67,11 @@ fn s18_descriptors_back_to_baseline() {
     }
 }
 
-/// The same on Leader/Followers and Half-Sync: fails here on epoll and select (most runs).
-/// Traced with logging in the handler: a connection accepted on a descriptor number that was
-/// closed (through the pool's deferred close) just before is adopted and then never gets a
-/// readiness (`Handler::ready` is not called at all) until its idle timeout closes it with
-/// unread input, which resets the client. Most likely a stale hand-off event for the old
-/// registration disarms the new one and, being stale, is never re-armed: a hintq-patterns
-/// issue, reported; run with `cargo test -p hintq-serve --test lifecycle -- --ignored`.
+/// The same on Leader/Followers and Half-Sync. Regression: it failed on epoll and select in
+/// most runs while a closing thread closed the descriptor before releasing its in-flight
+/// flag (a connection accepted on the reused number lost its first readiness and was reset
+/// at its idle timeout with unread input).
 #[test]
-#[ignore = "hintq-patterns: pool patterns lose the first readiness of a reused descriptor"]
 fn s18_descriptors_back_to_baseline_pool_patterns() {
     let _one = serial();
     for p in [Pattern::LeaderFollowers, Pattern::HalfSync] {
