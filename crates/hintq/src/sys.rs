@@ -50,11 +50,14 @@ pub(crate) fn state_from_poll(revents: libc::c_short) -> State {
     s
 }
 
-/// Maps an interest to the `poll(2)` events to ask for.
+/// Maps an interest to the `poll(2)` events to ask for. `POLLRDHUP` (the peer's half-close)
+/// only with `READ`: it stays set, so a writer asking for it would be woken on every wait of
+/// a level-triggered backend while it waits for buffer space. A full hang-up (`POLLHUP`) and
+/// errors are reported whatever the interest.
 pub(crate) fn poll_events(interest: crate::Interest) -> libc::c_short {
-    let mut e = libc::POLLRDHUP;
+    let mut e = 0;
     if interest.contains(crate::Interest::READ) {
-        e |= libc::POLLIN;
+        e |= libc::POLLIN | libc::POLLRDHUP;
     }
     if interest.contains(crate::Interest::WRITE) {
         e |= libc::POLLOUT;
@@ -172,11 +175,12 @@ pub(crate) fn state_from_epoll(events: u32) -> State {
     s
 }
 
-/// Maps an interest to epoll event bits (without trigger flags).
+/// Maps an interest to epoll event bits (without trigger flags); `EPOLLRDHUP` only with
+/// `READ`, as in [`poll_events`].
 pub(crate) fn epoll_events(interest: crate::Interest) -> u32 {
-    let mut e = libc::EPOLLRDHUP as u32;
+    let mut e = 0;
     if interest.contains(crate::Interest::READ) {
-        e |= libc::EPOLLIN as u32;
+        e |= (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
     }
     if interest.contains(crate::Interest::WRITE) {
         e |= libc::EPOLLOUT as u32;

@@ -714,6 +714,24 @@ fn close_from_other_thread(b: Backend) {
     assert!(revoked.is_ok(), "revoking a descriptor closed behind our back: {revoked:?}");
 }
 
+/// Regression: a writer whose peer half-closed (and stopped reading) is not woken on every
+/// wait by the half-close: `RDHUP` is only asked for with `READ` (it spun `hintq proxy`
+/// until its send timeout on the level-triggered backends).
+fn half_close_does_not_wake_a_writer(b: Backend) {
+    let mut q = queue(b);
+    let (a, peer) = pair();
+    let chunk = [0u8; 65536];
+    while (&a).write(&chunk).is_ok() {} // fill the send buffer: not writable
+    peer.shutdown(std::net::Shutdown::Write).unwrap(); // the peer half-closes, reads nothing
+    q.declare(a.as_raw_fd(), Interest::WRITE).unwrap();
+    let evs = collect(&mut q, 8, MS(300));
+    let mine = evs.iter().filter(|e| e.fd() == a.as_raw_fd()).count();
+    assert!(mine <= 1, "a half-close must not keep waking a writer: {evs:?}");
+    drop(peer); // a full hang-up still reaches it
+    let s = wait_for(&mut q, a.as_raw_fd(), MS(2000)).expect("a hang-up reaches a writer");
+    assert!(s.intersects(State::HUP | State::ERR | State::WRITE), "{s:?}");
+}
+
 /// Narrowing and widening interest takes effect; duplicates allowed, lost readiness not.
 fn change_interest(b: Backend) {
     let mut q = queue(b);
@@ -757,7 +775,7 @@ macro_rules! suite {
                     dup_then_close, closed_without_revoke, high_descriptor, spurious_readiness,
                     emfile_at_accept, reset_before_accept, wake_one_exactly_once,
                     shared_listener_accepts_once, deliver_to_all, close_from_other_thread,
-                    change_interest,
+                    change_interest, half_close_does_not_wake_a_writer,
                 );
             }
         )*

@@ -12,8 +12,11 @@
 //!    `EEXIST` and is retried as `MOD` (libevent's epoll.c does the same).
 //! c. `DEL` of a descriptor the kernel already dropped (closed: `EBADF`; forgotten:
 //!    `ENOENT`) is success: the registration is gone either way.
-//! d. `EPOLLRDHUP` is always asked for, so a half-closed peer reads as `HUP` even on a
-//!    descriptor watched only for writing.
+//! d. `EPOLLRDHUP` is asked for with `READ` interest, so a half-closed peer reads as `HUP`
+//!    to a reader. Not for a writer: the half-close stays set, and a level-triggered
+//!    registration waiting for buffer space would be reported on every wait (a spin until
+//!    the send timeout, seen in `hintq proxy` with a client that half-closed and stopped
+//!    reading). A full hang-up (`EPOLLHUP`) and errors reach every registration.
 //! e. `EPOLLONESHOT` disarms the registration after one report; the queue re-arms it
 //!    with `MOD`, which is exactly the re-activation cost Strebelow & Prehofer measure.
 //! f. Hand-off mode ([`crate::Rearm`]): `epoll_ctl` may be called from any thread while

@@ -7,7 +7,8 @@
 //!    which would turn the loop into a busy loop. It is reported once, as `ERR`, and its
 //!    entry is dropped (libevent's `test_event_closed_fd_poll` behaviour).
 //! b. `POLLHUP`, `POLLERR` and `POLLNVAL` are reported whatever was asked; `POLLRDHUP` is
-//!    always asked for so a half-close reads as `HUP`.
+//!    asked for with `READ` interest so a half-close reads as `HUP` to a reader (not to a
+//!    writer: see epoll's quirk d).
 //! c. Timeouts are in milliseconds; a partial millisecond is rounded up so the wait never
 //!    ends before its deadline.
 
