@@ -32,7 +32,7 @@ impl Waker {
         Waker { how: How::Signal(sig) }
     }
 
-    /// Wakes the queue.
+    /// Wakes the queue. Waking a queue that was dropped does nothing.
     ///
     /// # Errors
     /// Writing the eventfd failed for a reason other than a full counter, or the signal
@@ -40,7 +40,10 @@ impl Waker {
     pub fn wake(&self) -> io::Result<()> {
         match &self.how {
             How::EventFd(fd) => sys::eventfd_signal(fd),
-            How::Signal(s) => sys::tgkill(s.tid.load(Ordering::Acquire), s.signo),
+            How::Signal(s) => match s.tid.load(Ordering::Acquire) {
+                0 => Ok(()), // the queue is gone (see the rtsig backend's drop)
+                tid => sys::tgkill(tid, s.signo),
+            },
         }
     }
 }

@@ -227,3 +227,12 @@ fn dropping_a_queue_leaves_a_reused_number_alone() {
     assert_eq!(serve(&mut live, MS(2000)).get(&num), Some(&1), "the live queue lost its signals");
     live.close(num).unwrap();
 }
+
+/// A waker that outlives its rtsig queue does nothing: it must not signal whatever thread
+/// now has the queue's old thread id (seen as EINTR in unrelated tests).
+#[test]
+fn waker_of_a_dropped_queue_signals_nobody() {
+    let w = std::thread::spawn(|| Queue::new(Backend::Rtsig).unwrap().waker().unwrap()).join().unwrap();
+    // The queue and its thread are gone; the waker is a harmless no-op.
+    w.wake().unwrap();
+}

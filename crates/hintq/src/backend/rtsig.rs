@@ -353,6 +353,9 @@ impl Poller for Rtsig {
 
 impl Drop for Rtsig {
     fn drop(&mut self) {
+        // Wakers may outlive the queue; thread id 0 tells them there is nothing to wake, so a
+        // later wake cannot signal an unrelated thread that reused the id.
+        self.tid.store(0, Ordering::Release);
         let _ = self.toggle_all(false);
         let _ = self.flush();
         *RESERVED.lock().unwrap_or_else(|e| e.into_inner()) &= !(1 << self.signo);
