@@ -322,7 +322,8 @@ fn cpu_model() -> String {
 
 /// `git rev-parse HEAD` of the source tree this was built from, marked when the tree has
 /// uncommitted changes to tracked files.
-fn commit() -> String {
+/// The commit the sources were built from (and whether tracked files differ from it).
+pub fn commit() -> String {
     let dir = env!("CARGO_MANIFEST_DIR");
     let git = |args: &[&str]| {
         std::process::Command::new("git")
@@ -344,7 +345,7 @@ fn commit() -> String {
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ`.
-fn utc(t: SystemTime) -> String {
+pub fn utc(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Howard Hinnant's civil_from_days.

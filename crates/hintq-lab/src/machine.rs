@@ -182,27 +182,7 @@ pub fn cpu_model() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-/// `git rev-parse HEAD` of the tree this was built from, marked when tracked files changed.
-pub fn commit() -> String {
-    let dir = env!("CARGO_MANIFEST_DIR");
-    let git = |args: &[&str]| {
-        Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    };
-    match git(&["rev-parse", "HEAD"]) {
-        None => "unknown (no git)".into(),
-        Some(head) => match git(&["status", "--porcelain", "--untracked-files=no"]) {
-            Some(s) if !s.is_empty() => format!("{head} (tracked files modified)"),
-            _ => head,
-        },
-    }
-}
+pub use hintq_bench::commit;
 
 /// The soft and hard `RLIMIT_NOFILE`, after raising the soft one to the hard one.
 pub fn raise_nofile() -> (u64, u64) {
