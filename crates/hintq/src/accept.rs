@@ -4,9 +4,11 @@
 //!   the listener stays readable and a level-triggered loop spins at 100% CPU. [`Acceptor`]
 //!   keeps one spare descriptor (`/dev/null`); when out of descriptors it closes the spare,
 //!   accepts and closes the pending connections (the clients see a close, not a hang), then
-//!   reopens the spare. libuv does the same (src/unix/stream.c). With several threads
-//!   accepting, another thread may take the freed slot first; shedding then stops early and
-//!   the next readiness tries again, still without spinning.
+//!   reopens the spare. libuv does the same (src/unix/stream.c). Another thread of the
+//!   process may take the slot the spare freed before it is reopened; the spare is then lost
+//!   until a descriptor frees, and [`Accepted::Exhausted`] tells the caller to stop watching
+//!   the listener for [`Acceptor::BACKOFF`] (nginx disables its accept events for 500 ms the
+//!   same way); watching on would spin, as the pending connections keep it readable.
 //! * Errors that belong to one pending connection (H6): Linux `accept` passes on pending
 //!   network errors (`ENETDOWN`, `EPROTO`, `ENOPROTOOPT`, `EHOSTDOWN`, `ENONET`,
 //!   `EHOSTUNREACH`, `EOPNOTSUPP`, `ENETUNREACH`) and `ECONNABORTED` for a peer that reset
@@ -15,6 +17,7 @@
 use crate::sys;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
 
 /// Accepts from one non-blocking listener; see the module docs.
 #[derive(Debug)]
@@ -33,9 +36,18 @@ pub enum Accepted {
     Drained,
     /// Out of descriptors: this many pending connections were accepted and closed.
     Shed(u64),
+    /// Out of descriptors with no spare to shed with (connections may have been shed before
+    /// it was lost; [`Acceptor::shed`] counts them): connections stay queued and the listener
+    /// readable. Stop watching it for [`Acceptor::BACKOFF`], then accept again.
+    Exhausted,
 }
 
 impl Acceptor {
+    /// How long to stop watching the listener after [`Accepted::Exhausted`]: long enough
+    /// that retrying costs nothing measurable, short enough that service resumes promptly
+    /// once descriptors free.
+    pub const BACKOFF: Duration = Duration::from_millis(100);
+
     /// Wraps a listening socket (which the caller keeps owning and must make non-blocking).
     ///
     /// # Errors
@@ -60,7 +72,7 @@ impl Acceptor {
                 Err(e) => match e.raw_os_error().unwrap_or(0) {
                     libc::EAGAIN => return Ok(Accepted::Drained),
                     libc::EINTR => continue,
-                    libc::EMFILE | libc::ENFILE => return Ok(Accepted::Shed(self.shed_pending())),
+                    libc::EMFILE | libc::ENFILE => return Ok(self.shed_pending()),
                     libc::ECONNABORTED
                     | libc::ENETDOWN
                     | libc::EPROTO
@@ -77,17 +89,30 @@ impl Acceptor {
         }
     }
 
-    fn shed_pending(&mut self) -> u64 {
-        let Some(spare) = self.spare.take() else { return 0 };
+    fn shed_pending(&mut self) -> Accepted {
+        // A spare lost to another thread comes back once a descriptor frees.
+        let Some(spare) = self.spare.take().or_else(|| open_spare().ok()) else {
+            return Accepted::Exhausted;
+        };
         drop(spare);
         let mut n = 0;
-        while let Ok(fd) = accept4(self.listener) {
-            drop(fd);
-            n += 1;
-        }
+        let drained = loop {
+            match accept4(self.listener) {
+                Ok(fd) => {
+                    drop(fd);
+                    n += 1;
+                }
+                Err(e) => break e.raw_os_error() == Some(libc::EAGAIN),
+            }
+        };
         self.spare = open_spare().ok();
         self.shed += n;
-        n
+        // Connections left pending with no spare to shed them: the listener stays readable.
+        if drained || self.spare.is_some() {
+            Accepted::Shed(n)
+        } else {
+            Accepted::Exhausted
+        }
     }
 }
 

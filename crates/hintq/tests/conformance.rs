@@ -531,6 +531,22 @@ fn emfile_body(b: Backend) {
     let _c2 = TcpStream::connect(addr).unwrap();
     assert!(wait_for(&mut q, listener.as_raw_fd(), MS(2000)).is_some());
     assert!(matches!(acc.accept().unwrap(), Accepted::Conn(_)), "accepting recovers");
+
+    // Not even the slot the spare frees is usable (as when another thread takes it first):
+    // the acceptor reports that it cannot shed, so that the caller backs off instead of
+    // taking the listener's readiness again and again.
+    let _c3 = TcpStream::connect(addr).unwrap();
+    assert!(wait_for(&mut q, listener.as_raw_fd(), MS(2000)).is_some());
+    let none = libc::rlimit { rlim_cur: 3, rlim_max: old.rlim_max };
+    // SAFETY (test): below every descriptor but the standard three; restored just after.
+    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &none) };
+    let (first, second) = (acc.accept().unwrap(), acc.accept().unwrap());
+    // SAFETY (test): restore the old limit.
+    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &old) };
+    assert!(matches!(first, Accepted::Exhausted), "no spare to shed with: {first:?}");
+    assert!(matches!(second, Accepted::Exhausted), "the spare stays lost: {second:?}");
+    assert!(matches!(acc.accept().unwrap(), Accepted::Conn(_)), "the pending client is accepted later");
+    assert_eq!(acc.shed(), 1, "nothing shed without a spare");
 }
 
 /// A peer that resets before accept is skipped; later clients are served (E8).
