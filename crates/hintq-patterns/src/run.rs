@@ -99,6 +99,20 @@ struct Slot<C> {
     conn: Mutex<Option<Conn<C>>>,
 }
 
+/// What is left on a listener after accepting from it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Listen {
+    /// Nothing pending: wait for its next event.
+    Drained,
+    /// The batch ended with connections possibly still pending. An edge-triggered backend
+    /// (epoll-et, io_uring's multishot poll) reports no new edge for them, so the listener
+    /// is declared again, which reports its readiness anew.
+    More,
+    /// Out of descriptors with none to shed with: the listener is not watched until then,
+    /// as it stays readable and would spin.
+    Pause(Instant),
+}
+
 /// Deferred work for the thread holding a shared event source.
 enum Op {
     /// Revoke, then close (the descriptor stays open, so its number is not reused, until then).
@@ -115,6 +129,8 @@ struct Shared {
     waker: Waker,
     /// The holder is (about to be) blocked in `get_next_event`.
     waiting: AtomicBool,
+    /// Out of descriptors: the listener is not watched until then ([`Listen::Pause`]).
+    paused: Mutex<Option<Instant>>,
 }
 
 impl Shared {
@@ -167,13 +183,22 @@ impl<H: Handler> Core<H> {
     }
 
     /// Accepts up to `limit` connections.
-    fn accept(&self, acc: &mut Acceptor, q: &mut Queue, src: usize, st: &ThreadStats, limit: usize) {
+    fn accept(
+        &self,
+        acc: &mut Acceptor,
+        q: &mut Queue,
+        src: usize,
+        st: &ThreadStats,
+        limit: usize,
+    ) -> Listen {
         for _ in 0..limit {
             match acc.accept() {
                 Ok(Accepted::Conn(fd)) => self.adopt(fd, q, src, st),
-                Ok(Accepted::Drained | Accepted::Shed(_)) | Err(_) => break,
+                Ok(Accepted::Exhausted) => return Listen::Pause(Instant::now() + Acceptor::BACKOFF),
+                Ok(Accepted::Drained | Accepted::Shed(_)) | Err(_) => return Listen::Drained,
             }
         }
+        Listen::More
     }
 
     fn close(&self, conn: Conn<H::Conn>, ctl: &mut Ctl<'_>, why: Why, st: &ThreadStats) {
@@ -482,14 +507,30 @@ fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::
                 let lfd = listener.as_raw_fd();
                 let mut evs = [Event::default(); 64];
                 let mut next_sweep = Instant::now() + c.tick;
+                // Out of descriptors: the listener is not watched until then.
+                let mut paused: Option<Instant> = None;
                 while !c.stopped() {
                     let n = c.wait(&mut q, &mut evs, st);
                     for ev in &evs[..n] {
-                        if ev.fd() == lfd {
-                            c.accept(&mut acc, &mut q, i, st, limit);
-                        } else {
+                        if ev.fd() != lfd {
                             c.dispatch(*ev, &mut Ctl::Own(&mut q), st);
+                            continue;
                         }
+                        match (c.accept(&mut acc, &mut q, i, st, limit), &keep) {
+                            // A group re-arms its one-shot registration at the next wait,
+                            // which reports the connections still pending.
+                            (Listen::Drained, _) | (Listen::More, Some(_)) => {}
+                            (Listen::More, None) => drop(q.declare(lfd, Interest::READ)),
+                            (Listen::Pause(until), g) => {
+                                paused = Some(until);
+                                drop(watch(&mut q, g.as_ref(), lfd, Interest::empty()));
+                            }
+                        }
+                    }
+                    if paused.is_some_and(|t| Instant::now() >= t) {
+                        // Declared anew, the listener reports the connections still pending.
+                        paused = None;
+                        drop(watch(&mut q, keep.as_ref(), lfd, Interest::READ));
                     }
                     if Instant::now() >= next_sweep {
                         c.sweep(&mut Ctl::Own(&mut q), i, st);
@@ -511,6 +552,14 @@ fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::
     Ok(Server { addr, threads, stop: Some(stop), finish: None, stats: Box::new(Vec::new), gate: None })
 }
 
+/// Declares interest in a shard's listener, in the group if it is shared.
+fn watch(q: &mut Queue, group: Option<&Group>, lfd: RawFd, interest: Interest) -> io::Result<()> {
+    match group {
+        Some(g) => g.declare_interest(lfd, interest, Delivery::One).map(drop),
+        None => q.declare(lfd, interest),
+    }
+}
+
 /// Leader/Followers and Half-Sync: one queue in hand-off mode, shared by a pool.
 fn start_pool<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::Result<Server> {
     let listener = Arc::new(net::listen(cfg.listen, false)?);
@@ -525,6 +574,7 @@ fn start_pool<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::Re
         ops: Mutex::new(Vec::new()),
         waker,
         waiting: AtomicBool::new(false),
+        paused: Mutex::new(None),
     });
     let active = cfg.adaptive.map_or(n, |a| a.min.clamp(1, n));
     let gate = Arc::new(Gate::new(active));
@@ -580,9 +630,16 @@ fn holder_chores<H: Handler>(
     c: &Core<H>,
     s: &Shared,
     q: &mut Queue,
+    lfd: RawFd,
     next_sweep: &mut Instant,
     st: &ThreadStats,
 ) {
+    let mut paused = s.paused.lock().unwrap_or_else(|e| e.into_inner());
+    if paused.is_some_and(|t| Instant::now() >= t) {
+        *paused = None;
+        let _ = q.declare(lfd, Interest::READ);
+    }
+    drop(paused);
     let ops = std::mem::take(&mut *s.ops.lock().unwrap_or_else(|e| e.into_inner()));
     for op in ops {
         match op {
@@ -611,7 +668,7 @@ fn hold_and_wait<H: Handler>(
     st: &ThreadStats,
 ) -> usize {
     while !c.stopped() {
-        holder_chores(c, s, q, next_sweep, st);
+        holder_chores(c, s, q, lfd, next_sweep, st);
         s.waiting.store(true, SeqCst);
         if !s.ops.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
             s.waiting.store(false, SeqCst);
@@ -623,8 +680,14 @@ fn hold_and_wait<H: Handler>(
         for k in 0..n {
             let ev = evs[k];
             if ev.fd() == lfd {
-                c.accept(&mut acc.lock().unwrap_or_else(|e| e.into_inner()), q, 0, st, 64);
-                let _ = s.rearm.rearm(&ev, Interest::READ);
+                let _ = match c.accept(&mut acc.lock().unwrap_or_else(|e| e.into_inner()), q, 0, st, 64) {
+                    Listen::Drained => s.rearm.rearm(&ev, Interest::READ),
+                    Listen::More => q.declare(lfd, Interest::READ),
+                    Listen::Pause(until) => {
+                        *s.paused.lock().unwrap_or_else(|e| e.into_inner()) = Some(until);
+                        q.declare_interest(lfd, Interest::empty()).map(drop)
+                    }
+                };
             } else {
                 evs[kept] = ev;
                 kept += 1;

@@ -31,6 +31,8 @@ struct Echo {
     replies: AtomicU64,
     overlaps: AtomicU64,
     idle: Option<Duration>,
+    /// The first accept sleeps this long, so that connections pile up in the backlog.
+    stall: Option<Duration>,
     by_id: Mutex<HashMap<u64, u32>>,
     next_id: AtomicU64,
 }
@@ -46,6 +48,9 @@ impl Handler for Echo {
     fn accept(&self, _fd: RawFd) -> Option<Conn> {
         self.accepted.fetch_add(1, SeqCst);
         let id = self.next_id.fetch_add(1, SeqCst);
+        if let Some(d) = self.stall.filter(|_| id == 0) {
+            std::thread::sleep(d);
+        }
         self.by_id.lock().unwrap().insert(id, 0);
         Some(Conn { id, busy: Arc::new(AtomicBool::new(false)), last: Instant::now() })
     }
@@ -191,6 +196,25 @@ fn shutdown_under_load_closes_everything() {
         stop.store(true, SeqCst);
         clients.into_iter().for_each(|t| t.join().unwrap());
         assert_eq!(open_fds(), fds_before, "{label}: descriptors leaked");
+    }
+}
+
+/// More connections pending at once than one accept batch takes (64): the rest are accepted
+/// without waiting for another arrival, on edge-triggered backends too.
+#[test]
+fn a_backlog_larger_than_one_batch_is_accepted_whole() {
+    let _serial = serial();
+    for (p, b, n) in cases() {
+        let h = Arc::new(Echo { stall: Some(Duration::from_millis(300)), ..Echo::default() });
+        let server = start(config(p, b, n), Arc::clone(&h)).unwrap();
+        let clients: Vec<_> = (0..200).map(|_| TcpStream::connect(server.local_addr()).unwrap()).collect();
+        let t = Instant::now();
+        while h.accepted.load(SeqCst) < 200 && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(h.accepted.load(SeqCst), 200, "{p} on {b}: pending connections left in the backlog");
+        drop(clients);
+        server.shutdown();
     }
 }
 

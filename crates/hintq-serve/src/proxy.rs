@@ -394,6 +394,8 @@ struct Worker {
     stats: Arc<Stats>,
     date: DateCache,
     tick: Duration,
+    /// Out of descriptors: the listener is not watched until then.
+    paused: Option<Instant>,
 }
 
 impl Worker {
@@ -424,6 +426,7 @@ impl Worker {
             stats,
             date: DateCache::new(),
             tick,
+            paused: None,
         };
         w.set_route(lfd, Route::Listener);
         Ok((w, waker))
@@ -452,6 +455,10 @@ impl Worker {
                 if self.q.is_current(ev) {
                     self.dispatch(ev, now);
                 }
+            }
+            if self.paused.is_some_and(|t| now >= t) {
+                self.paused = None;
+                let _ = self.q.declare(self.listener.as_raw_fd(), Interest::READ);
             }
             if now >= next_sweep {
                 self.sweep(now);
@@ -488,9 +495,17 @@ impl Worker {
     }
 
     fn accept(&mut self, now: Instant) {
+        let lfd = self.listener.as_raw_fd();
         for _ in 0..64 {
             let fd = match self.acc.accept() {
                 Ok(Accepted::Conn(fd)) => fd,
+                Ok(Accepted::Exhausted) => {
+                    // Out of descriptors with none to shed with: the listener stays readable,
+                    // so it is not watched for a while, or this loop would spin.
+                    self.paused = Some(now + Acceptor::BACKOFF);
+                    let _ = self.q.declare_interest(lfd, Interest::empty());
+                    return;
+                }
                 Ok(Accepted::Drained | Accepted::Shed(_)) | Err(_) => return,
             };
             let raw = fd.as_raw_fd();
@@ -506,6 +521,9 @@ impl Worker {
             }
             self.sessions[i] = Some(Box::new(Session::new(fd, Interest::READ, now + self.cfg.idle_timeout)));
         }
+        // Connections may still be pending, and an edge-triggered backend (epoll-et,
+        // io_uring) would not report them again: declared anew, the listener reports them.
+        let _ = self.q.declare(lfd, Interest::READ);
     }
 
     /// Runs `f` on the session of client `cfd`, then its pump, then puts the outcome into

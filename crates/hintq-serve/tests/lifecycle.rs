@@ -3,10 +3,12 @@
 //! graceful drain (responses in flight finish, idle connections close, new ones are refused),
 //! and EMFILE at accept without a busy loop (row E7 as the server meets it).
 
+mod proxy_util;
 mod support;
 
 use hintq::Backend;
 use hintq_patterns::{open_fds, Pattern};
+use hintq_serve::proxy;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -153,6 +155,99 @@ fn emfile_at_accept_sheds_without_spinning() {
         );
         held.clear();
         srv.still_serves();
+    }
+}
+
+/// Out of descriptors with not even the acceptor's spare to shed with (as when another
+/// thread of the process takes the slot the spare freed): the listener stays readable, so
+/// the server stops watching it for a while instead of spinning, and serves the pending
+/// clients once descriptors are back. Regression: the reactor spun at 100% CPU when a
+/// client thread of the test above took the spare's slot (seen once in CI).
+#[test]
+fn emfile_without_a_spare_backs_off() {
+    let _one = serial();
+    for b in [Backend::Epoll, Backend::Uring] {
+        for p in Pattern::ALL {
+            let Some(srv) = Srv::start(b, p, "no spare") else { continue };
+            without_descriptors(&format!("serve {b}/{p}"), srv.addr);
+        }
+    }
+}
+
+/// The same for the proxy, which runs its own reactors.
+#[test]
+fn proxy_emfile_without_a_spare_backs_off() {
+    let _one = serial();
+    let before = open_fds();
+    let origin = proxy_util::Fake::start(|_, s| {
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        proxy_util::After::Keep
+    });
+    for b in [Backend::Epoll, Backend::Uring] {
+        if b.probe().is_err() {
+            continue;
+        }
+        for p in proxy::PATTERNS {
+            let px = proxy_util::start_proxy(origin.addr, b, p);
+            without_descriptors(&format!("proxy {b}/{p}"), px.local_addr());
+        }
+    }
+    // The origin's threads close their descriptors on their own time: wait, so that the
+    // next test's count starts from the baseline.
+    drop(origin);
+    assert_eq!(wait_fds(before, Duration::from_secs(3)), before, "descriptors back to baseline");
+}
+
+/// Connects four clients to `addr` while the process can open no descriptor, checks that the
+/// server burns no CPU meanwhile, then that each client is served once the limit is back.
+fn without_descriptors(label: &str, addr: std::net::SocketAddr) {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // Sockets made before the limit drops; connecting needs no new descriptor.
+    let clients: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            // SAFETY: plain socket(2); the descriptor is owned by the TcpStream.
+            let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+            assert!(fd >= 0);
+            // SAFETY: as above.
+            unsafe { TcpStream::from_raw_fd(fd) }
+        })
+        .collect();
+    let std::net::SocketAddr::V4(v4) = addr else { panic!("{addr}: not IPv4") };
+    let sin = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: v4.port().to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from(*v4.ip()).to_be() },
+        sin_zero: [0; 8],
+    };
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `lim` is a live rlimit.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    let none = libc::rlimit { rlim_cur: 3, rlim_max: lim.rlim_max };
+    // SAFETY: no new descriptor below 3 can be had; restored below.
+    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &none) };
+    for c in &clients {
+        // SAFETY: `sin` is a live sockaddr_in of the size passed.
+        let r = unsafe {
+            libc::connect(
+                c.as_raw_fd(),
+                (&sin as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(r, 0, "{label}: connect: {}", std::io::Error::last_os_error());
+    }
+    let cpu0 = cpu_time();
+    std::thread::sleep(Duration::from_millis(500));
+    let spent = cpu_time() - cpu0;
+    // SAFETY: restores the limit read above.
+    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
+    assert!(spent < Duration::from_millis(250), "{label}: {spent:?} of CPU in 500 ms with no descriptor");
+    for mut c in clients {
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(b"GET /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+        let mut got = Vec::new();
+        let _ = c.read_to_end(&mut got);
+        assert!(got.starts_with(b"HTTP/1.1 200"), "{label}: a pending client is served after the pause");
     }
 }
 
