@@ -22,60 +22,27 @@ PORT=${PORT:-18089}
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
-HINTQ=${HINTQ:-}
+# shellcheck source=../../../bench/lib.sh
+. "$ROOT/bench/lib.sh"
 
-if ! command -v nginx >/dev/null || ! command -v wrk >/dev/null; then
-    apt-get update
-    DEBIAN_FRONTEND=noninteractive apt-get install -y nginx-light wrk
-fi
-if [ -z "$HINTQ" ]; then
-    (cd "$ROOT" && CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target-load} cargo build --release -q -p hintq-cli)
-    HINTQ=${CARGO_TARGET_DIR:-$ROOT/target-load}/release/hintq
-fi
-
-TMP=$(mktemp -d /tmp/hintq-vs-wrk.XXXXXX)
-OUT=${OUT:-$TMP/rows.csv}
-chmod 755 "$TMP" # the nginx worker runs as an unprivileged user and must read the file
-mkdir -p "$TMP/www" "$TMP/logs"
-head -c 1024 /dev/zero | tr '\0' 'x' >"$TMP/www/1k.html"
-cat >"$TMP/nginx.conf" <<EOF
-worker_processes 1;
-worker_rlimit_nofile 50000;
-pid $TMP/nginx.pid;
-error_log $TMP/logs/error.log warn;
-events { worker_connections 40000; }
-http {
-    access_log off;
+bench_tools
+bench_hintq load
+bench_tmp vs-wrk
+nginx_conf 50000 40000 <<EOF
     sendfile on;
     tcp_nopush on;
-    keepalive_timeout 300s;
-    keepalive_requests 100000000;
-    client_body_temp_path $TMP/body;
-    proxy_temp_path $TMP/proxy;
-    fastcgi_temp_path $TMP/fastcgi;
-    uwsgi_temp_path $TMP/uwsgi;
-    scgi_temp_path $TMP/scgi;
     server {
         listen 127.0.0.1:$PORT backlog=4096;
         root $TMP/www;
         location / { }
     }
-}
 EOF
-
-taskset -c "$SERVER_CPU" nginx -p "$TMP" -c "$TMP/nginx.conf" -g 'daemon off;' &
-MASTER=$!
-cleanup() { kill "$MASTER" 2>/dev/null || true; wait "$MASTER" 2>/dev/null || true; }
-trap cleanup EXIT
-for _ in $(seq 50); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
-    sleep 0.1
-done
-WORKER=$(pgrep -P "$MASTER" | head -1)
+nginx_start "$SERVER_CPU" "127.0.0.1:$PORT"
+WORKER=$NGINX_WORKER
 URL="http://127.0.0.1:$PORT/1k.html"
 
 # CPU seconds (user + system) of the nginx worker so far.
-server_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.4f", ($14 + $15) / hz }' "/proc/$WORKER/stat"; }
+server_cpu() { cpu_of "$WORKER"; }
 
 # Runs a command pinned to the load core; sets REQS, RPS, LOAD_CPU_S, SRV_CPU_S.
 measure() {

@@ -28,46 +28,22 @@ UP_CPU=${UP_CPU:-1}
 LOAD_CPU=${LOAD_CPU:-1}
 BACKEND=${BACKEND:-}
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
-HINTQ=${HINTQ:-}
+# shellcheck source=../../../bench/lib.sh
+. "$ROOT/bench/lib.sh"
 
-if ! command -v nginx >/dev/null || ! command -v wrk >/dev/null; then
-    apt-get update
-    DEBIAN_FRONTEND=noninteractive apt-get install -y nginx-light wrk
-fi
-if [ -z "$HINTQ" ]; then
-    target=${CARGO_TARGET_DIR:-$ROOT/target-proxy}
-    (cd "$ROOT" && CARGO_TARGET_DIR=$target cargo build --release -q -p hintq-cli)
-    HINTQ=$target/release/hintq
-fi
+bench_tools
+bench_hintq proxy
 backend_flag=()
 if [ -n "$BACKEND" ]; then backend_flag=(--backend "$BACKEND"); fi
 
-TMP=$(mktemp -d /tmp/hintq-proxy-bench.XXXXXX)
-OUT=${OUT:-$TMP/rows.csv}
-chmod 755 "$TMP"
-mkdir -p "$TMP/www" "$TMP/logs"
-head -c 1024 /dev/zero | tr '\0' 'x' >"$TMP/www/1k.html"
+bench_tmp proxy-bench
 
 UP=127.0.0.1:$PORT             # hintq serve behind the proxies
 DIRECT=127.0.0.1:$((PORT + 1)) # hintq serve alone
 OURS=127.0.0.1:$((PORT + 2))   # hintq proxy
 NGINX=127.0.0.1:$((PORT + 3))  # nginx proxy
 
-cat >"$TMP/nginx.conf" <<EOF
-worker_processes 1;
-worker_rlimit_nofile 50000;
-pid $TMP/nginx.pid;
-error_log $TMP/logs/error.log warn;
-events { worker_connections 40000; }
-http {
-    access_log off;
-    keepalive_timeout 300s;
-    keepalive_requests 100000000;
-    client_body_temp_path $TMP/body;
-    proxy_temp_path $TMP/proxy;
-    fastcgi_temp_path $TMP/fastcgi;
-    uwsgi_temp_path $TMP/uwsgi;
-    scgi_temp_path $TMP/scgi;
+nginx_conf 50000 40000 <<EOF
     upstream up { server $UP; keepalive 64; keepalive_requests 100000000; }
     server {
         listen $NGINX backlog=4096;
@@ -78,23 +54,7 @@ http {
             proxy_buffering off;
         }
     }
-}
 EOF
-
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-wait_port() {
-    for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/${1%:*}/${1#*:}") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "nothing listens on $1" >&2
-    exit 1
-}
 
 taskset -c "$UP_CPU" "$HINTQ" serve --root "$TMP/www" --listen "$UP" "${backend_flag[@]}" 2>"$TMP/logs/up.log" &
 UP_PID=$!
@@ -105,14 +65,8 @@ PIDS+=("$DIRECT_PID")
 taskset -c "$PROXY_CPU" "$HINTQ" proxy --listen "$OURS" --upstream "$UP" "${backend_flag[@]}" 2>"$TMP/logs/proxy.log" &
 OURS_PID=$!
 PIDS+=("$OURS_PID")
-taskset -c "$PROXY_CPU" nginx -p "$TMP" -c "$TMP/nginx.conf" -g 'daemon off;' &
-MASTER=$!
-PIDS+=("$MASTER")
-for a in "$UP" "$DIRECT" "$OURS" "$NGINX"; do wait_port "$a"; done
-NGINX_WORKER=$(pgrep -P "$MASTER" | head -1)
-
-# CPU seconds (user + system) of a process so far.
-cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.4f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+for a in "$UP" "$DIRECT" "$OURS"; do wait_port "$a"; done
+nginx_start "$PROXY_CPU" "$NGINX"
 
 echo "case,run,connections,requests,req_per_s,box_cpu_us_per_req,upstream_cpu_us_per_req,errors" >"$OUT"
 declare -A SUM

@@ -26,45 +26,18 @@ SRV_CPU=${SRV_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 BACKEND=${BACKEND:-epoll}
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
-HINTQ=${HINTQ:-}
+# shellcheck source=../../../bench/lib.sh
+. "$ROOT/bench/lib.sh"
 
-if ! command -v nginx >/dev/null || ! command -v wrk >/dev/null; then
-    apt-get update -q
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light wrk
-fi
-if [ -z "$HINTQ" ]; then
-    target=${CARGO_TARGET_DIR:-$ROOT/target-serve}
-    (cd "$ROOT" && CARGO_TARGET_DIR=$target cargo build --release -q -p hintq-cli)
-    HINTQ=$target/release/hintq
-fi
-
-TMP=$(mktemp -d /tmp/hintq-serve-bench.XXXXXX)
-OUT=${OUT:-$TMP/rows.csv}
-chmod 755 "$TMP"
-mkdir -p "$TMP/www" "$TMP/logs"
-head -c 1024 /dev/zero | tr '\0' 'x' >"$TMP/www/1k.html"
+bench_tools
+bench_hintq serve
+bench_tmp serve-bench
 OURS=127.0.0.1:$PORT
 NGINX=127.0.0.1:$((PORT + 1))
-
-cat >"$TMP/nginx.conf" <<EOF
-worker_processes 1;
-worker_rlimit_nofile 19000;
-pid $TMP/nginx.pid;
-error_log $TMP/logs/error.log warn;
-events { worker_connections 18000; }
-http {
-    access_log off;
+nginx_conf 19000 18000 <<EOF
     sendfile on;
-    keepalive_timeout 600s;
-    keepalive_requests 100000000;
-    client_body_temp_path $TMP/body;
-    proxy_temp_path $TMP/proxy;
-    fastcgi_temp_path $TMP/fastcgi;
-    uwsgi_temp_path $TMP/uwsgi;
-    scgi_temp_path $TMP/scgi;
     types { text/html html; }
     server { listen $NGINX backlog=4096; root $TMP/www; }
-}
 EOF
 
 cat >"$TMP/idle.py" <<'EOF'
@@ -83,42 +56,28 @@ while True:
     time.sleep(60)
 EOF
 
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-}
-trap cleanup EXIT
-
 taskset -c "$SRV_CPU" "$HINTQ" serve --root "$TMP/www" --listen "$OURS" --threads 1 --backend "$BACKEND" \
     --idle-timeout 3600s 2>"$TMP/logs/hintq.log" &
 OURS_PID=$!
 PIDS+=("$OURS_PID")
-taskset -c "$SRV_CPU" nginx -c "$TMP/nginx.conf" -g 'daemon off;' 2>"$TMP/logs/nginx.stderr" &
-NGINX_MASTER=$!
-PIDS+=("$NGINX_MASTER")
-sleep 1
-NGINX_PID=$(pgrep -P "$NGINX_MASTER" | head -1)
-[ -n "$NGINX_PID" ] || { echo "nginx did not start:"; cat "$TMP/logs/nginx.stderr" "$TMP/logs/error.log"; exit 1; }
-
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
-HZ=$(getconf CLK_TCK)
+wait_port "$OURS"
+nginx_start "$SRV_CPU" "$NGINX"
+NGINX_PID=$NGINX_WORKER
 
 # run NAME ADDR PID IDLE_COUNT -> one CSV row
 run() {
     local name=$1 addr=$2 pid=$3 idle=$4 rep=$5
     local t0 t1 out reqs
-    t0=$(ticks "$pid")
+    t0=$(cpu_of "$pid")
     out=$(taskset -c "$LOAD_CPU" wrk -t1 -c"$C" -d"${DUR}s" --latency "http://$addr/1k.html")
-    t1=$(ticks "$pid")
+    t1=$(cpu_of "$pid")
     reqs=$(echo "$out" | awk '/requests in/ {print $1}')
     local rps p99 errs
     rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
     p99=$(echo "$out" | awk '$1 == "99%" {print $2}')
     errs=$(echo "$out" | awk '/Non-2xx|Socket errors/ {printf "%s ", $0}')
     local us
-    us=$(awk -v d="$((t1 - t0))" -v hz="$HZ" -v n="$reqs" 'BEGIN { printf "%.2f", d / hz * 1e6 / n }')
+    us=$(awk -v a="$t0" -v b="$t1" -v n="$reqs" 'BEGIN { printf "%.2f", (b - a) * 1e6 / n }')
     echo "$name,$idle,$rep,$reqs,$rps,$us,$p99,\"$errs\"" | tee -a "$OUT"
 }
 

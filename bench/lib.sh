@@ -1,0 +1,102 @@
+# Shared by the benchmark scripts that measure against nginx and wrk
+# (crates/hintq-serve/bench/*.sh, crates/hintq-load/bench/vs-wrk.sh). Source it; it defines
+# functions only and starts nothing by itself.
+#
+# nginx always runs from a config of ours in a temporary directory: the system's nginx
+# config and service are never touched, and only processes these scripts start are stopped
+# (each start adds its pid to PIDS; `bench_cleanup` runs on exit).
+
+BENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PIDS=()
+
+# Installs nginx and wrk from the system packages if either is missing.
+bench_tools() {
+    if ! command -v nginx >/dev/null || ! command -v wrk >/dev/null; then
+        apt-get update -q
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light wrk
+    fi
+}
+
+# Sets HINTQ to a release build of the hintq binary unless HINTQ is already set; builds in
+# $CARGO_TARGET_DIR, or else target-$1 beside the workspace's target (not to disturb it).
+bench_hintq() {
+    if [ -z "${HINTQ:-}" ]; then
+        local target=${CARGO_TARGET_DIR:-$BENCH_ROOT/target-$1}
+        (cd "$BENCH_ROOT" && CARGO_TARGET_DIR=$target cargo build --release -q -p hintq-cli)
+        HINTQ=$target/release/hintq
+    fi
+}
+
+# Makes TMP (a fresh directory named after $1) with www/1k.html (1,024 bytes) and logs/,
+# readable by nginx's unprivileged worker; OUT defaults to $TMP/rows.csv.
+bench_tmp() {
+    TMP=$(mktemp -d "/tmp/hintq-$1.XXXXXX")
+    OUT=${OUT:-$TMP/rows.csv}
+    chmod 755 "$TMP"
+    mkdir -p "$TMP/www" "$TMP/logs"
+    head -c 1024 /dev/zero | tr '\0' 'x' >"$TMP/www/1k.html"
+}
+
+# Writes $TMP/nginx.conf: one worker allowed $1 descriptors and $2 connections, no access
+# log, unlimited keep-alive, temporary paths inside $TMP; the http block's own directives
+# (server blocks, upstreams) are read from standard input.
+nginx_conf() {
+    {
+        cat <<EOF
+worker_processes 1;
+worker_rlimit_nofile $1;
+pid $TMP/nginx.pid;
+error_log $TMP/logs/error.log warn;
+events { worker_connections $2; }
+http {
+    access_log off;
+    keepalive_timeout 600s;
+    keepalive_requests 100000000;
+    client_body_temp_path $TMP/body;
+    proxy_temp_path $TMP/proxy;
+    fastcgi_temp_path $TMP/fastcgi;
+    uwsgi_temp_path $TMP/uwsgi;
+    scgi_temp_path $TMP/scgi;
+EOF
+        cat
+        echo "}"
+    } >"$TMP/nginx.conf"
+}
+
+# Starts nginx from $TMP/nginx.conf pinned to CPU $1, waits until it listens on $2
+# (host:port), and sets NGINX_MASTER and NGINX_WORKER (the one worker, which does the work).
+nginx_start() {
+    taskset -c "$1" nginx -p "$TMP" -c "$TMP/nginx.conf" -g 'daemon off;' 2>"$TMP/logs/nginx.stderr" &
+    NGINX_MASTER=$!
+    PIDS+=("$NGINX_MASTER")
+    wait_port "$2"
+    NGINX_WORKER=$(pgrep -P "$NGINX_MASTER" | head -1)
+    if [ -z "$NGINX_WORKER" ]; then
+        echo "nginx did not start:" >&2
+        cat "$TMP/logs/nginx.stderr" "$TMP/logs/error.log" >&2
+        exit 1
+    fi
+}
+
+# Waits up to 5 s for something to accept connections on $1 (host:port).
+wait_port() {
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/${1%:*}/${1#*:}") 2>/dev/null && return 0
+        sleep 0.05
+    done
+    echo "nothing listens on $1" >&2
+    exit 1
+}
+
+# CPU seconds (user + system, all threads) process $1 has used so far.
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.4f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+
+# Resident memory of process $1, in kB.
+rss_kb() { awk '/VmRSS/ { print $2 }' "/proc/$1/status"; }
+
+# Stops what the script started (by pid), then waits for it.
+bench_cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+trap bench_cleanup EXIT
