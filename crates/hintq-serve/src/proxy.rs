@@ -25,7 +25,7 @@
 //! delimited by the upstream's close is chunked for HTTP/1.1 clients, and HTTP/1.0 clients
 //! get chunked or close-delimited bodies de-chunked with a close.
 //!
-//! # Threads, and why only `reactor` and `sharded`
+//! # Threads: `reactor`, `sharded` and `sharded-shared`, and why not the pools
 //!
 //! A proxied exchange has two descriptors, the client's and the upstream's, and both need
 //! readiness: the session state machine must run when either becomes ready, and never on
@@ -38,13 +38,31 @@
 //! * `--pattern reactor`: one thread, one queue, one listener (the paper's Figure 3 loop).
 //! * `--pattern sharded`: N such threads, each with its own `SO_REUSEPORT` listener (the
 //!   kernel spreads connections), its own queue and its own idle upstream pool.
+//! * `--pattern sharded-shared`: N such threads, each with its own queue, sessions and idle
+//!   upstream pool, taking connections from one shared listener declared in a
+//!   [`hintq::Group`] with [`Delivery::One`](hintq::Delivery::One) (the paper's process-wide
+//!   interest, §9): each readiness of the listener goes to exactly one thread, which accepts
+//!   one connection and keeps it; the group re-arms the listener at that thread's next wait,
+//!   so the next pending connection goes to whichever thread is waiting. The member queues
+//!   run on the chosen backend (the group's shared set is an epoll set every member's
+//!   backend watches); every backend can be a member.
 //!
 //! Leader/Followers and Half-Sync/Half-Async are not offered: they hand one descriptor's
 //! event to whichever thread is free, so the two descriptors of a session could be handled
 //! by two threads at once, and re-arming would have to cover a pair of registrations in a
-//! shared queue. Both could be built (a per-session in-flight flag over both descriptors), but
-//! each request would then pay the cross-core wake-up (30–40 µs here, PERF.md) those patterns
-//! cost, against a few µs of proxy work. Per-thread reactors never hand off.
+//! shared queue. Both could be built, but a pool would need a per-session lock (an in-flight
+//! flag over both descriptors) and each request would then pay the cross-core wake-up
+//! (30–40 µs here, PERF.md) those patterns cost, against a few µs of proxy work. Per-thread
+//! reactors never hand off a session: only the accept is shared, in `sharded-shared`.
+//!
+//! # Graceful drain
+//!
+//! [`Proxy::drain`] (SIGINT/SIGTERM in [`run`]) stops accepting (every thread revokes and
+//! closes its listener, or its share of the shared one: new connections are refused), closes
+//! the idle upstream pool, lets every exchange in flight finish (its response carries
+//! `Connection: close` if its head was not sent yet; the connection closes after it), closes
+//! idle client connections (a write shutdown, then the usual linger for the client's close),
+//! and after the grace period closes what is left, returning how many.
 
 mod buf;
 mod session;
@@ -54,7 +72,7 @@ pub use buf::BUF_SIZE;
 pub use hintq_patterns::Pattern;
 
 use crate::common::{parse_duration, set_nodelay, AccessLog, ServerArgs, ShutdownSignals};
-use hintq::{Accepted, Acceptor, Backend, Event, Interest, Queue, Waker};
+use hintq::{Accepted, Acceptor, Backend, Delivery, Event, Group, Interest, Queue, Waker};
 use hintq_http::{DateCache, Limits};
 use session::{Ctx, End, Session, Upstream};
 use std::io;
@@ -67,7 +85,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The patterns `hintq proxy` runs on; see the module docs for why not the others.
-pub const PATTERNS: [Pattern; 2] = [Pattern::Reactor, Pattern::Sharded];
+pub const PATTERNS: [Pattern; 3] = [Pattern::Reactor, Pattern::Sharded, Pattern::ShardedShared];
 
 /// How to run the proxy.
 #[derive(Clone, Debug)]
@@ -78,9 +96,10 @@ pub struct Config {
     pub upstream: SocketAddr,
     /// The event backend.
     pub backend: Backend,
-    /// [`Pattern::Reactor`] or [`Pattern::Sharded`].
+    /// One of [`PATTERNS`]: [`Pattern::Reactor`], [`Pattern::Sharded`] or
+    /// [`Pattern::ShardedShared`].
     pub pattern: Pattern,
-    /// Threads for `sharded` (the reactor has one).
+    /// Threads for `sharded` and `sharded-shared` (the reactor has one).
     pub threads: usize,
     /// Longest wait for the upstream (connect, response, each body read) before `504`, and
     /// for the client to take or send body bytes during an exchange.
@@ -147,6 +166,8 @@ pub(crate) struct Stats {
     gateway_timeout: AtomicU64,
     client_errors: AtomicU64,
     truncated: AtomicU64,
+    /// Client connections open now.
+    open: AtomicUsize,
     peak_buffers: AtomicUsize,
     peak_buffered: AtomicUsize,
 }
@@ -205,6 +226,7 @@ impl Stats {
 pub struct Proxy {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
+    draining: Arc<AtomicBool>,
     wakers: Vec<Waker>,
     threads: Vec<JoinHandle<()>>,
     stats: Arc<Stats>,
@@ -221,10 +243,32 @@ impl Proxy {
         self.stats.snapshot()
     }
 
+    /// Client connections open now.
+    pub fn open_connections(&self) -> usize {
+        self.stats.open.load(SeqCst)
+    }
+
     /// Stops every thread, closes every connection and listener, returns the final counters.
     pub fn shutdown(mut self) -> ProxyStats {
         self.stop_and_join();
         self.stats()
+    }
+
+    /// Graceful shutdown (see the module docs): stop accepting, finish the exchanges in
+    /// flight, close idle connections, wait up to `grace` for every client connection to
+    /// close, then stop. Returns the connections still open then, closed by force.
+    pub fn drain(mut self, grace: Duration) -> usize {
+        self.draining.store(true, SeqCst);
+        for w in &self.wakers {
+            let _ = w.wake();
+        }
+        let end = Instant::now() + grace;
+        while self.open_connections() > 0 && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let left = self.open_connections();
+        self.stop_and_join();
+        left
     }
 
     fn stop_and_join(&mut self) {
@@ -253,27 +297,38 @@ impl std::fmt::Debug for Proxy {
 /// Starts the proxy.
 ///
 /// # Errors
-/// A pattern other than reactor or sharded (`InvalidInput`), binding the listener(s),
-/// creating the queues, spawning threads.
+/// A pattern not in [`PATTERNS`] (`InvalidInput`), binding the listener(s), creating the
+/// group or the queues, spawning threads.
 pub fn start(cfg: Config) -> io::Result<Proxy> {
     if !PATTERNS.contains(&cfg.pattern) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!(
-                "pattern {} is not offered for the proxy (only reactor and sharded): a proxied \
-                 connection has two descriptors, and the thread-pool patterns would hand them \
-                 to two threads",
+                "pattern {} is not offered for the proxy (only reactor, sharded and \
+                 sharded-shared): a proxied connection has two descriptors, and the thread-pool \
+                 patterns would hand them to two threads",
                 cfg.pattern
             ),
         ));
     }
-    let n = if cfg.pattern == Pattern::Sharded { cfg.threads.max(1) } else { 1 };
+    let n = if cfg.pattern == Pattern::Reactor { 1 } else { cfg.threads.max(1) };
     let sharded = cfg.pattern == Pattern::Sharded;
-    let first = sys::listen(cfg.listen, sharded)?;
+    let first = Arc::new(sys::listen(cfg.listen, sharded)?);
     let addr = sys::local_addr(&first)?;
+    let group = if cfg.pattern == Pattern::ShardedShared {
+        let g = Group::new(cfg.backend)?;
+        g.declare_interest(first.as_raw_fd(), Interest::READ, Delivery::One)?;
+        Some(g)
+    } else {
+        None
+    };
     let mut listeners = vec![first];
-    for _ in 1..n {
-        listeners.push(sys::listen(addr, true)?);
+    for i in 1..n {
+        listeners.push(if sharded {
+            Arc::new(sys::listen(addr, true)?)
+        } else {
+            Arc::clone(&listeners[i - 1])
+        });
     }
     let settings = Arc::new(Settings {
         short_read_drains: cfg.backend != Backend::Rtsig,
@@ -289,23 +344,31 @@ pub fn start(cfg: Config) -> io::Result<Proxy> {
     });
     let stats = Arc::new(Stats::default());
     let stop = Arc::new(AtomicBool::new(false));
+    let draining = Arc::new(AtomicBool::new(false));
     let mut proxy = Proxy {
         addr,
         stop: Arc::clone(&stop),
+        draining: Arc::clone(&draining),
         wakers: Vec::new(),
         threads: Vec::new(),
         stats: Arc::clone(&stats),
     };
     for (i, listener) in listeners.into_iter().enumerate() {
         let (tx, rx) = mpsc::channel();
-        let (settings, stats, stop, backend) =
-            (Arc::clone(&settings), Arc::clone(&stats), Arc::clone(&stop), cfg.backend);
+        let (settings, stats, stop, draining, backend, group) = (
+            Arc::clone(&settings),
+            Arc::clone(&stats),
+            Arc::clone(&stop),
+            Arc::clone(&draining),
+            cfg.backend,
+            group.clone(),
+        );
         let t = std::thread::Builder::new().name(format!("hintq-proxy-{i}")).spawn(move || {
             // The queue is made on its thread: rtsig directs its signals to the creating thread.
-            match Worker::new(backend, listener, settings, stats) {
+            match Worker::new(backend, group, listener, settings, stats) {
                 Ok((mut w, waker)) => {
                     let _ = tx.send(Ok(waker));
-                    w.run(&stop);
+                    w.run(&stop, &draining);
                 }
                 Err(e) => drop(tx.send(Err(e))),
             }
@@ -354,18 +417,32 @@ impl ProxyArgs {
     }
 }
 
-/// Runs the proxy until SIGINT or SIGTERM, then shuts it down (connections in flight are
-/// closed).
+/// Runs the proxy until SIGINT or SIGTERM, then drains it gracefully ([`Proxy::drain`]) for
+/// up to the longest of the send, header and upstream timeouts: an exchange in flight makes
+/// progress within those or is ended by them anyway.
 ///
 /// # Errors
 /// As [`start`] and [`ProxyArgs::config`].
 pub fn run(args: &ProxyArgs) -> io::Result<ProxyStats> {
     let cfg = args.config()?;
+    let grace = cfg.send_timeout.max(cfg.header_timeout).max(cfg.upstream_timeout);
+    let (pattern, backend) = (cfg.pattern, cfg.backend);
+    let threads = if pattern == Pattern::Reactor { 1 } else { cfg.threads.max(1) };
     let signals = ShutdownSignals::block()?;
     let proxy = start(cfg)?;
-    eprintln!("hintq proxy: listening on {}, upstream {}", proxy.local_addr(), args.upstream);
-    signals.wait();
-    Ok(proxy.shutdown())
+    eprintln!(
+        "hintq proxy: listening on {}, upstream {} (backend {backend}, pattern {pattern}, threads {threads})",
+        proxy.local_addr(),
+        args.upstream
+    );
+    let stats = Arc::clone(&proxy.stats);
+    let sig = signals.wait();
+    eprintln!("hintq proxy: signal {sig}: finishing responses in flight");
+    let forced = proxy.drain(grace);
+    if forced > 0 {
+        eprintln!("hintq proxy: closed {forced} connections still busy after the grace period");
+    }
+    Ok(stats.snapshot())
 }
 
 /// What a descriptor of a thread's queue is.
@@ -380,11 +457,15 @@ enum Route {
     Idle,
 }
 
-/// One thread: a queue, a listener, its sessions and its idle upstream pool.
+/// One thread: a queue, a listener (its own, or its share of the group's), its sessions and
+/// its idle upstream pool.
 struct Worker {
     q: Queue,
-    listener: OwnedFd,
-    acc: Acceptor,
+    /// The shared listener's group (`sharded-shared`): the listener is declared there.
+    group: Option<Group>,
+    /// Until the drain closes it.
+    listener: Option<(Arc<OwnedFd>, Acceptor)>,
+    lfd: RawFd,
     route: Vec<Route>,
     sessions: Vec<Option<Box<Session>>>,
     idle: Vec<Upstream>,
@@ -396,27 +477,36 @@ struct Worker {
     tick: Duration,
     /// Out of descriptors: the listener is not watched until then.
     paused: Option<Instant>,
+    /// A graceful drain began (see [`Proxy::drain`]).
+    draining: bool,
 }
 
 impl Worker {
     fn new(
         backend: Backend,
-        listener: OwnedFd,
+        group: Option<Group>,
+        listener: Arc<OwnedFd>,
         cfg: Arc<Settings>,
         stats: Arc<Stats>,
     ) -> io::Result<(Worker, Waker)> {
-        let mut q = Queue::new(backend)?;
+        let mut q = match &group {
+            Some(g) => g.queue()?,
+            None => Queue::new(backend)?,
+        };
         let waker = q.waker()?;
         let lfd = listener.as_raw_fd();
-        q.declare(lfd, Interest::READ)?;
+        if group.is_none() {
+            q.declare(lfd, Interest::READ)?;
+        }
         let acc = Acceptor::new(lfd)?;
         let shortest =
             cfg.upstream_timeout.min(cfg.idle_timeout).min(cfg.header_timeout).min(cfg.send_timeout);
         let tick = (shortest / 4).clamp(Duration::from_millis(5), Duration::from_millis(100));
         let mut w = Worker {
             q,
-            listener,
-            acc,
+            group,
+            listener: Some((listener, acc)),
+            lfd,
             route: Vec::new(),
             sessions: Vec::new(),
             idle: Vec::new(),
@@ -427,6 +517,7 @@ impl Worker {
             date: DateCache::new(),
             tick,
             paused: None,
+            draining: false,
         };
         w.set_route(lfd, Route::Listener);
         Ok((w, waker))
@@ -444,10 +535,23 @@ impl Worker {
         self.route.get(fd as usize).copied().unwrap_or(Route::Free)
     }
 
-    fn run(&mut self, stop: &AtomicBool) {
+    /// Sets (or with an empty interest revokes) interest in the listener: in the group's
+    /// shared registration for `sharded-shared`, else in this thread's queue.
+    fn watch_listener(&mut self, interest: Interest) {
+        let _ = match &self.group {
+            Some(g) => g.declare_interest(self.lfd, interest, Delivery::One).map(drop),
+            None if interest.is_empty() => self.q.declare_interest(self.lfd, interest).map(drop),
+            None => self.q.declare(self.lfd, interest),
+        };
+    }
+
+    fn run(&mut self, stop: &AtomicBool, draining: &AtomicBool) {
         let mut evs = [Event::default(); 64];
         let mut next_sweep = Instant::now() + self.tick;
         while !stop.load(Relaxed) {
+            if !self.draining && draining.load(Relaxed) {
+                self.begin_drain(Instant::now());
+            }
             let timeout = next_sweep.saturating_duration_since(Instant::now());
             let n = self.q.get_next_event(&mut evs, Some(timeout)).unwrap_or(0);
             let now = Instant::now();
@@ -458,7 +562,9 @@ impl Worker {
             }
             if self.paused.is_some_and(|t| now >= t) {
                 self.paused = None;
-                let _ = self.q.declare(self.listener.as_raw_fd(), Interest::READ);
+                if self.listener.is_some() {
+                    self.watch_listener(Interest::READ);
+                }
             }
             if now >= next_sweep {
                 self.sweep(now);
@@ -494,16 +600,42 @@ impl Worker {
         }
     }
 
+    /// The drain begins: the listener is revoked and closed (this thread's share of it, for
+    /// the group's), the idle upstream pool closed, and every session looked at once, so
+    /// that an idle one closes now (see `Session::nudge`).
+    fn begin_drain(&mut self, now: Instant) {
+        self.draining = true;
+        if self.listener.is_some() {
+            self.watch_listener(Interest::empty());
+            self.set_route(self.lfd, Route::Free);
+            self.listener = None;
+        }
+        while let Some(up) = self.idle.pop() {
+            self.close_upstream(up);
+        }
+        for cfd in 0..self.sessions.len() {
+            if self.sessions[cfd].is_some() {
+                self.drive(cfd as RawFd, now, |s, _| {
+                    s.nudge();
+                    Ok(())
+                });
+            }
+        }
+    }
+
     fn accept(&mut self, now: Instant) {
-        let lfd = self.listener.as_raw_fd();
-        for _ in 0..64 {
-            let fd = match self.acc.accept() {
+        // A shared listener: one connection per readiness, so that `Delivery::One` spreads
+        // them over the threads; an own listener is drained (the kernel already spread them).
+        let limit = if self.group.is_some() { 1 } else { 64 };
+        for _ in 0..limit {
+            let Some((_, acc)) = self.listener.as_mut() else { return };
+            let fd = match acc.accept() {
                 Ok(Accepted::Conn(fd)) => fd,
                 Ok(Accepted::Exhausted) => {
                     // Out of descriptors with none to shed with: the listener stays readable,
                     // so it is not watched for a while, or this loop would spin.
                     self.paused = Some(now + Acceptor::BACKOFF);
-                    let _ = self.q.declare_interest(lfd, Interest::empty());
+                    self.watch_listener(Interest::empty());
                     return;
                 }
                 Ok(Accepted::Drained | Accepted::Shed(_)) | Err(_) => return,
@@ -514,6 +646,7 @@ impl Worker {
                 continue; // refused by the backend (select above 1024): closed by the drop
             }
             self.stats.accepted.fetch_add(1, Relaxed);
+            self.stats.open.fetch_add(1, SeqCst);
             self.set_route(raw, Route::Client);
             let i = raw as usize;
             if i >= self.sessions.len() {
@@ -523,7 +656,10 @@ impl Worker {
         }
         // Connections may still be pending, and an edge-triggered backend (epoll-et,
         // io_uring) would not report them again: declared anew, the listener reports them.
-        let _ = self.q.declare(lfd, Interest::READ);
+        // (The group re-arms its one-shot registration at the next wait, which reports them.)
+        if self.group.is_none() {
+            self.watch_listener(Interest::READ);
+        }
     }
 
     /// Runs `f` on the session of client `cfd`, then its pump, then puts the outcome into
@@ -543,6 +679,7 @@ impl Worker {
             cfg: &self.cfg,
             stats: &self.stats,
             date: &mut self.date,
+            draining: self.draining,
         };
         let r = f(&mut s, &mut ctx).and_then(|()| s.pump(&mut ctx));
         self.settle_released();
@@ -558,7 +695,7 @@ impl Worker {
     /// Idle upstream connections into the pool, the others revoked and closed.
     fn settle_released(&mut self) {
         while let Some((mut up, keep)) = self.released.pop() {
-            if keep && self.idle.len() < self.cfg.max_idle_upstream {
+            if keep && !self.draining && self.idle.len() < self.cfg.max_idle_upstream {
                 if up.reg != Interest::READ && self.q.declare(up.fd.as_raw_fd(), Interest::READ).is_err() {
                     self.close_upstream(up);
                     continue;
@@ -610,6 +747,7 @@ impl Worker {
         }
         self.set_route(cfd, Route::Free);
         drop(s);
+        self.stats.open.fetch_sub(1, SeqCst);
     }
 
     /// Applies the deadlines: every session whose deadline passed is told so.
@@ -630,7 +768,10 @@ impl Worker {
         while let Some(up) = self.idle.pop() {
             self.close_upstream(up);
         }
-        let _ = self.q.declare_interest(self.listener.as_raw_fd(), Interest::empty());
+        if self.listener.is_some() {
+            self.watch_listener(Interest::empty());
+            self.listener = None;
+        }
     }
 }
 

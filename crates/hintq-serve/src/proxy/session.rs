@@ -56,6 +56,8 @@ pub(crate) struct Ctx<'a> {
     pub cfg: &'a Settings,
     pub stats: &'a Stats,
     pub date: &'a mut DateCache,
+    /// A graceful drain is under way: no keep-alive after the exchange in flight.
+    pub draining: bool,
 }
 
 impl Ctx<'_> {
@@ -340,6 +342,14 @@ impl Session {
         }
     }
 
+    /// The drain began: look at the client once more, as if it were readable (a request that
+    /// arrived unseen is answered, with a close), so that an idle connection closes now.
+    pub(crate) fn nudge(&mut self) {
+        if matches!(self.phase, Phase::Head | Phase::Exchange) && !self.eof {
+            self.readable = true;
+        }
+    }
+
     pub(crate) fn client_event(&mut self, state: State) {
         self.readable |= state.is_readable();
         self.writable |= state.is_writable();
@@ -529,7 +539,7 @@ impl Session {
         self.ex = Some(Box::new(Exchange {
             is_head: head.is_head(),
             client_v10: head.version == Version::Http10,
-            keep_client: head.keep_alive,
+            keep_client: head.keep_alive && !ctx.draining,
             expect_continue: head.expect_continue,
             sent_continue: false,
             retry,
@@ -817,6 +827,9 @@ impl Session {
         }
         ex.upstream_keep = head.keep_alive;
         ex.status = head.status;
+        if ctx.draining {
+            ex.keep_client = false; // the drain closes the connection after this response
+        }
         let enc = match head.framing {
             Framing::None | Framing::Length(_) => Enc::Plain,
             Framing::Chunked | Framing::UntilClose if ex.client_v10 => Enc::Plain,
@@ -860,7 +873,7 @@ impl Session {
                 self.uin.clear();
                 self.to_up.clear();
                 // A client that half-closed after pipelining still gets every answer (S16).
-                if ex.keep_client && !(self.eof && self.cin.is_empty()) {
+                if ex.keep_client && !ctx.draining && !(self.eof && self.cin.is_empty()) {
                     self.phase = Phase::Head;
                     self.head_started = false;
                     self.deadline = ctx.now + ctx.cfg.idle_timeout;
@@ -881,6 +894,12 @@ impl Session {
                 Ok(true)
             }
             Phase::Head if self.eof && self.cin.is_empty() && self.to_client.is_empty() => Err(End),
+            // Draining: an idle connection (no request begun) is closed after what it still
+            // has to receive, with a write shutdown and the linger, like any other close.
+            Phase::Head if ctx.draining && self.cin.is_empty() => {
+                self.enter_closing(ctx);
+                Ok(true)
+            }
             _ => Ok(false),
         }
     }
