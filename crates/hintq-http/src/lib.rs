@@ -35,6 +35,9 @@
 //!   copy-free (it returns ranges into the input).
 //! - `write`: [`HeadWriter`], [`DateCache`], [`write_error_response`], chunk writers.
 //! - `proxy`: [`strip_hop_by_hop`], [`add_via`].
+//! - `conditional`: validators, conditional and range requests (RFC 9110 §8.8, §13, §14):
+//!   [`select`] decides 304, 200, 206 or 416 from the request's fields and a file's
+//!   [`Validators`]; [`parse_range`], [`if_none_match`], [`if_range`] are its parts.
 //!
 //! # Choices where RFC 9112 leaves room, and whose behaviour we follow
 //!
@@ -60,12 +63,16 @@
 //! | `Expect` other than `100-continue` in HTTP/1.1 (S17) | 417 | RFC 9110 §10.1.1 MAY; ignored in HTTP/1.0 |
 //! | Host | HTTP/1.1 needs exactly one; any version refuses two and bytes no authority contains | RFC 9112 §3.2¶6, nginx `http_host.t` |
 //! | Invalid CL/TE in 204/304/HEAD responses | still an error (502) | strictness: such an upstream is broken |
+//! | Range with two or more ranges, invalid syntax, another unit, or on two lines | ignored: full 200 | RFC 9110 §14.2¶3,¶5 allow ignoring Range; multipart/byteranges is not implemented |
+//! | Range numbers beyond `u64` | saturated: first-pos → 416, last-pos clamped, suffix → whole | RFC 9110 §14.1.1 has no bound on digits; never an overflow |
+//! | If-None-Match that does not parse | matches nothing (full 200), still overrides If-Modified-Since | RFC 9110 §13.2.2 (presence decides) |
 //!
 //! Not supported: CONNECT tunnels and `101 Switching Protocols` (the caller sees the head and
 //! decides), transfer codings other than chunked.
 #![warn(missing_docs)]
 
 mod body;
+mod conditional;
 mod error;
 mod framing;
 mod head;
@@ -74,6 +81,9 @@ mod proxy;
 mod write;
 
 pub use body::{BodyDecoder, ChunkedDecoder, Decoded, LengthDecoder};
+pub use conditional::{
+    if_none_match, if_range, parse_range, select, ByteRange, RangeRequest, Resolved, Selected, Validators,
+};
 pub use error::{Error, ErrorKind, Side};
 pub use framing::Framing;
 pub use head::{find_header, parse_request, parse_response, Header, RequestHead, ResponseHead, Version};

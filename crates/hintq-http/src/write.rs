@@ -106,6 +106,33 @@ impl<'b> HeadWriter<'b> {
         self.header("Content-Length", &digits[..len])
     }
 
+    /// Adds `Content-Range: bytes first-last/len` for `Some((first, last))`, or
+    /// `Content-Range: bytes */len` (a 416) for `None` (RFC 9110 §14.4).
+    pub fn content_range(&mut self, range: Option<(u64, u64)>, len: u64) -> &mut Self {
+        let mut v = [0u8; 6 + 20 + 1 + 20 + 1 + 20];
+        v[..6].copy_from_slice(b"bytes ");
+        let mut at = 6;
+        let mut digits = [0u8; 20];
+        let put = |v: &mut [u8], at: &mut usize, bytes: &[u8]| {
+            v[*at..*at + bytes.len()].copy_from_slice(bytes);
+            *at += bytes.len();
+        };
+        match range {
+            Some((first, last)) => {
+                let n = format_u64(first, &mut digits);
+                put(&mut v, &mut at, &digits[..n]);
+                put(&mut v, &mut at, b"-");
+                let n = format_u64(last, &mut digits);
+                put(&mut v, &mut at, &digits[..n]);
+            }
+            None => put(&mut v, &mut at, b"*"),
+        }
+        put(&mut v, &mut at, b"/");
+        let n = format_u64(len, &mut digits);
+        put(&mut v, &mut at, &digits[..n]);
+        self.header("Content-Range", &v[..at])
+    }
+
     /// Adds `Transfer-Encoding: chunked`.
     pub fn chunked(&mut self) -> &mut Self {
         self.header("Transfer-Encoding", b"chunked")
