@@ -1,0 +1,112 @@
+//! `hintq load` spread over worker processes (`--processes`): the binary starts copies of
+//! itself (`hintq __load-worker`), hands each its share on standard input, and merges their
+//! results. Checked end to end against a small server that counts what it receives: every
+//! request and every connection of every process arrives once, and the merged report says
+//! so, with the workers' own shares included.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Default)]
+struct Counts {
+    connections: AtomicUsize,
+    requests: AtomicUsize,
+}
+
+/// A thread-per-connection HTTP/1.1 server answering every request with 200 and 5 bytes.
+fn server() -> (SocketAddr, Arc<Counts>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let counts = Arc::new(Counts::default());
+    let c = Arc::clone(&counts);
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(s) = s else { continue };
+            c.connections.fetch_add(1, SeqCst);
+            let c = Arc::clone(&c);
+            std::thread::spawn(move || answer(s, &c));
+        }
+    });
+    (addr, counts)
+}
+
+fn answer(mut s: TcpStream, c: &Counts) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            buf.drain(..end + 4);
+            c.requests.fetch_add(1, SeqCst);
+            if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello").is_err() {
+                return;
+            }
+        }
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+/// Runs `hintq load` with `args` against `addr`; returns its JSON report.
+fn load(addr: SocketAddr, args: &[&str]) -> serde_json::Value {
+    let name = format!("hintq-load-{}-{}.json", std::process::id(), args.join("").replace('-', ""));
+    let json = std::env::temp_dir().join(name);
+    let out = Command::new(env!("CARGO_BIN_EXE_hintq"))
+        .arg("load")
+        .args(args)
+        .args(["--duration", "30s", "--quiet", "--json"])
+        .arg(&json)
+        .arg(format!("http://{addr}/x"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "hintq load failed: {}", String::from_utf8_lossy(&out.stderr));
+    let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    report
+}
+
+fn errors(v: &serde_json::Value) -> u64 {
+    v.as_object().unwrap().values().map(|e| e.as_u64().unwrap()).sum()
+}
+
+#[test]
+fn requests_split_over_worker_processes_are_all_sent_and_counted() {
+    let (addr, counts) = server();
+    let r = load(addr, &["--processes", "2", "--threads", "1", "--connections", "8", "--requests", "400"]);
+    assert_eq!(r["plan"]["processes"], 2, "the run used two processes: {}", r["plan"]);
+    assert_eq!(r["hot"]["successes"], 400, "the workers' successes are merged: {}", r["hot"]);
+    assert_eq!(errors(&r["hot"]["errors"]), 0, "{}", r["hot"]);
+    assert_eq!(r["hot"]["connects"], 8, "{}", r["hot"]);
+    assert_eq!(counts.requests.load(SeqCst), 400, "the server got every request once");
+    assert_eq!(counts.connections.load(SeqCst), 8, "each process opened its share of connections");
+}
+
+#[test]
+fn cold_connections_are_held_by_every_process() {
+    let (addr, counts) = server();
+    let r = load(
+        addr,
+        &["--processes", "2", "--threads", "2", "--connections", "4", "--cold", "10", "--requests", "200"],
+    );
+    assert_eq!(r["plan"]["processes"], 2, "{}", r["plan"]);
+    assert_eq!(r["plan"]["threads"], 2, "{}", r["plan"]);
+    assert_eq!(r["cold"]["target"], 10, "{}", r["cold"]);
+    assert_eq!(
+        r["cold"]["held_at_end"], 10,
+        "all cold connections held, across both processes: {}",
+        r["cold"]
+    );
+    assert_eq!(r["hot"]["successes"], 200, "{}", r["hot"]);
+    assert_eq!(errors(&r["cold"]["errors"]), 0, "{}", r["cold"]);
+    // The cold connections stay open until the workers exit; the server saw every one.
+    let t = std::time::Instant::now();
+    while counts.connections.load(SeqCst) < 14 && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(counts.connections.load(SeqCst), 14, "4 hot and 10 cold connections");
+}
