@@ -27,6 +27,28 @@
 //! * Files are sent with `sendfile(2)` after a head sent with `MSG_MORE`; paths go through
 //!   the two fences of [`path`]: nothing outside the root is ever opened (row S13).
 //!
+//! # What a GET or HEAD gets (RFC 9110)
+//!
+//! * Validators (§8.8): `Last-Modified` and a strong `ETag`, `"<inode>-<size>-<mtime ns>"`
+//!   in hex ([`etag`]), on 200, 206 and 304; `Accept-Ranges: bytes` on 200 and 206.
+//! * Conditional requests (§13), evaluated by [`hintq_http::select`]: `If-None-Match` (a
+//!   list, `*`, weak comparison) gives 304, and when present `If-Modified-Since` is not
+//!   looked at; otherwise `If-Modified-Since` gives 304 for a file not changed since. A 304
+//!   carries `Date`, `ETag` and `Last-Modified` and no body. `If-Match` and
+//!   `If-Unmodified-Since` are not evaluated.
+//! * Range requests (§14): one `bytes=` range (`first-last`, `first-`, `-suffix`) gives 206
+//!   with `Content-Range: bytes first-last/len`, the body sent with `sendfile` from `first`;
+//!   a range starting at or past the end (or `-0`) gives 416 with `Content-Range: bytes */len`.
+//!   Several ranges, a syntactically invalid Range, another unit, or an `If-Range` (strong
+//!   ETag or exact date) that does not match: the Range is ignored and the whole file sent
+//!   with 200, as §14.2 allows (no `multipart/byteranges`). HEAD with Range answers the
+//!   206's head. Numbers saturate instead of overflowing; parsing stops at a second range,
+//!   and the field is bounded by the header-line limit like every other field.
+//! * Directories: without the trailing slash, 301 to the same path plus `/`, query kept
+//!   ([`path::location`]: built from the normalised path, so always a local path starting
+//!   with a single `/`, never `//host`); with it, its `index.html`, else 403 (no listings).
+//!   A regular file named with a trailing slash is 404.
+//!
 //! # Graceful shutdown
 //!
 //! [`Serving::drain`] (SIGINT/SIGTERM in [`run`]) stops accepting, lets responses in flight
@@ -42,7 +64,7 @@ use crate::common::{
 use hintq::State;
 use hintq_http::{
     error_body, parse_request, write_error_response, BodyDecoder, DateCache, Framing, HeadWriter, Limits,
-    RequestHead, Side, Version,
+    RequestHead, Selected, Side, Validators, Version,
 };
 use hintq_patterns::{Config, Handler, Next, Server, Why};
 use std::cell::RefCell;
@@ -63,8 +85,18 @@ const MAX_QUEUED: usize = 64 * 1024;
 /// Methods RFC 9110 defines (and PATCH): 405 with `Allow`; any other method is 501.
 const KNOWN_METHODS: [&str; 7] = ["POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"];
 
+/// What `hintq serve --help` lists after the flags.
+pub const HELP_FEATURES: &str = "\
+Serves GET and HEAD of regular files under --root (nothing outside it is ever opened):
+  ETag (inode-size-mtime) and Last-Modified; If-None-Match and If-Modified-Since -> 304
+  Range: one bytes range -> 206 with Content-Range; past the end -> 416; several ranges,
+    an invalid Range or a non-matching If-Range -> the whole file (200)
+  /dir -> 301 to /dir/; /dir/ -> its index.html, else 403 (no listings)
+  keep-alive, pipelining, sendfile, header/idle/send timeouts, graceful SIGINT/SIGTERM";
+
 /// `hintq serve`'s flags.
 #[derive(clap::Args, Clone, Debug)]
+#[command(after_help = HELP_FEATURES)]
 pub struct ServeArgs {
     /// Directory to serve; nothing outside it is ever read.
     #[arg(long, value_name = "DIR")]
@@ -238,6 +270,9 @@ fn connection_header(w: &mut HeadWriter<'_>, version: Version, keep: bool) {
     }
 }
 
+/// An open regular file, its `stat` and its Content-Type.
+type Opened = (OwnedFd, libc::stat, &'static [u8]);
+
 /// What one answer was, for the access log.
 struct Answer {
     status: u16,
@@ -351,7 +386,7 @@ impl Files {
             "GET" | "HEAD" => self.file(out, head, keep),
             m => {
                 let status = if KNOWN_METHODS.contains(&m) { 405 } else { 501 };
-                self.short(out, status, head.version, keep, false)
+                self.short(out, status, head.version, keep, false, &[])
             }
         };
         if let Some(log) = &self.cfg.access_log {
@@ -361,8 +396,17 @@ impl Files {
         keep
     }
 
-    /// A short response: status line, Date, text/plain body naming the status (`Allow` on 405).
-    fn short(&self, out: &mut Out, status: u16, version: Version, keep: bool, head_only: bool) -> Answer {
+    /// A short response: status line, Date, text/plain body naming the status (`Allow` on 405),
+    /// and `extra` fields (`Location`, `Content-Range`).
+    fn short(
+        &self,
+        out: &mut Out,
+        status: u16,
+        version: Version,
+        keep: bool,
+        head_only: bool,
+        extra: &[(&str, &[u8])],
+    ) -> Answer {
         let body = error_body(status);
         let mut w = HeadWriter::response(out.buf(), Version::Http11, status);
         w.date(&date())
@@ -370,6 +414,9 @@ impl Files {
             .content_length(body.len() as u64);
         if status == 405 {
             w.header("Allow", b"GET, HEAD");
+        }
+        for (name, value) in extra {
+            w.header(name, value);
         }
         connection_header(&mut w, version, keep);
         w.finish();
@@ -380,59 +427,87 @@ impl Files {
         Answer { status, bytes: body.len() as u64 }
     }
 
-    /// GET or HEAD of a file.
+    /// GET or HEAD of a file: validators, conditional requests, a single range, the
+    /// redirect of a directory named without its slash.
     fn file(&self, out: &mut Out, head: &RequestHead<'_>, keep: bool) -> Answer {
-        let short = |out: &mut Out, s| self.short(out, s, head.version, keep, head.is_head());
-        let rel = match path::decode_target(&head.target) {
-            Ok(p) => p,
-            Err(s) => return short(out, s),
+        let short = |out: &mut Out, s, extra: &[(&str, &[u8])]| {
+            self.short(out, s, head.version, keep, head.is_head(), extra)
         };
-        let (file, st, ctype) = match self.open(&rel) {
-            Ok(f) => f,
-            Err(s) => return short(out, s),
+        let target = match path::decode_target(&head.target) {
+            Ok(t) => t,
+            Err(s) => return short(out, s, &[]),
         };
-        let mtime = st.st_mtime;
-        let ims = head
-            .header("if-modified-since")
-            .and_then(|v| std::str::from_utf8(v).ok())
-            .and_then(|v| httpdate::parse_http_date(v).ok())
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok());
-        let not_modified = ims.is_some_and(|t| mtime <= t.as_secs() as i64);
-        let status = if not_modified { 304 } else { 200 };
+        let (file, st, ctype) = match self.open(&target.rel, target.dir_form) {
+            Ok(Some(f)) => f,
+            Ok(None) => return short(out, 301, &[("Location", &path::location(&target))]),
+            Err(s) => return short(out, s, &[]),
+        };
+        let mtime = st.st_mtime.max(0);
         let len = st.st_size as u64;
+        let (tag, tag_len) = etag(&st);
+        let etag = &tag[..tag_len];
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let v =
+            Validators { etag, last_modified: mtime as u64, last_modified_strong: (mtime as u64) < now, len };
+        let selected = hintq_http::select(&head.headers, &v);
+        let (status, range) = match selected {
+            Selected::NotModified => (304, None),
+            Selected::Full => (200, None),
+            Selected::Partial { first, last } => (206, Some((first, last))),
+            Selected::Unsatisfiable => {
+                let cr = format!("bytes */{len}");
+                let cr = cr.as_bytes();
+                return short(out, 416, &[("Content-Range", cr), ("Accept-Ranges", b"bytes")]);
+            }
+        };
+        let (off, send) = match range {
+            Some((first, last)) => (first, last - first + 1),
+            None => (0, len),
+        };
         let mut w = HeadWriter::response(out.buf(), Version::Http11, status);
         w.date(&date());
-        if !not_modified {
-            w.header("Content-Type", ctype).content_length(len);
+        if status != 304 {
+            w.header("Content-Type", ctype).content_length(send);
+            if let Some(r) = range {
+                w.content_range(Some(r), len);
+            }
+            w.header("Accept-Ranges", b"bytes");
         }
-        w.header("Last-Modified", &http_date(mtime));
+        w.header("ETag", etag).header("Last-Modified", &http_date(mtime));
         connection_header(&mut w, head.version, keep);
         w.finish();
-        if not_modified || head.is_head() {
+        if status == 304 || head.is_head() {
             return Answer { status, bytes: 0 };
         }
-        out.push_file(file, 0, len);
-        Answer { status, bytes: len }
+        out.push_file(file, off, send);
+        Answer { status, bytes: send }
     }
 
-    /// Opens a regular file (or a directory's `index.html`) beneath the root; returns it with
-    /// its `stat` and Content-Type, or the status to answer.
-    fn open(&self, rel: &[u8]) -> Result<(OwnedFd, libc::stat, &'static [u8]), u16> {
+    /// Opens a regular file (or, for a path ending in `/`, a directory's `index.html`)
+    /// beneath the root; returns it with its `stat` and Content-Type, `None` for a directory
+    /// named without its slash (to redirect), or the status to answer: a directory without
+    /// `index.html` is 403 (no listings), a file named with a trailing slash 404.
+    fn open(&self, rel: &[u8], dir_form: bool) -> Result<Option<Opened>, u16> {
         let root = self.root.as_raw_fd();
         let fd = path::open_beneath(root, rel).map_err(|e| path::status_of(&e))?;
         let st = fstat(&fd)?;
         match st.st_mode & libc::S_IFMT {
-            libc::S_IFREG => Ok((fd, st, content_type(&rel[..rel.len() - 1]))),
+            libc::S_IFREG if dir_form && rel != b".\0" => Err(404),
+            libc::S_IFREG => Ok(Some((fd, st, content_type(&rel[..rel.len() - 1])))),
+            libc::S_IFDIR if !dir_form => Ok(None),
             libc::S_IFDIR => {
                 drop(fd);
                 let mut index = rel[..rel.len() - 1].to_vec();
                 index.extend_from_slice(b"/index.html\0");
-                let fd = path::open_beneath(root, &index).map_err(|e| path::status_of(&e))?;
+                let fd = path::open_beneath(root, &index).map_err(|e| match path::status_of(&e) {
+                    404 => 403,
+                    s => s,
+                })?;
                 let st = fstat(&fd)?;
                 if st.st_mode & libc::S_IFMT != libc::S_IFREG {
-                    return Err(404);
+                    return Err(403);
                 }
-                Ok((fd, st, b"text/html; charset=utf-8"))
+                Ok(Some((fd, st, b"text/html; charset=utf-8")))
             }
             _ => Err(403),
         }
@@ -464,6 +539,21 @@ fn discard(decoder: &mut BodyDecoder, input: &[u8]) -> Result<(usize, bool), hin
             return Ok((pos, false));
         }
     }
+}
+
+/// The entity-tag of a file: `"<inode>-<size>-<mtime in ns>"` in hex, as nginx's
+/// `"<mtime>-<size>"` but with the inode (a file replaced by another of the same size and
+/// second) and nanoseconds. Sent as a strong validator: it changes whenever the file's
+/// content can have changed, except for a write within one tick of the kernel's coarse
+/// timestamp clock that keeps the size (the same limit as every mtime-based ETag).
+fn etag(st: &libc::stat) -> ([u8; 56], usize) {
+    use std::io::Write as _;
+    let ns = (st.st_mtime as u64).wrapping_mul(1_000_000_000).wrapping_add(st.st_mtime_nsec as u64);
+    let mut buf = [0u8; 56];
+    let mut w = &mut buf[..];
+    let _ = write!(w, "\"{:x}-{:x}-{:x}\"", st.st_ino, st.st_size as u64, ns);
+    let len = 56 - w.len();
+    (buf, len)
 }
 
 fn fstat(fd: &OwnedFd) -> Result<libc::stat, u16> {
@@ -652,6 +742,37 @@ pub fn run(args: &ServeArgs) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn help_lists_the_features() {
+        use clap::{Args, Command};
+        let help = ServeArgs::augment_args(Command::new("serve")).render_help().to_string();
+        for word in ["ETag", "If-None-Match", "Range", "416", "301", "403", "--root"] {
+            assert!(help.contains(word), "{word} missing from:\n{help}");
+        }
+    }
+
+    #[test]
+    fn etags_change_with_each_part() {
+        // SAFETY: stat is plain data.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        (st.st_ino, st.st_size, st.st_mtime, st.st_mtime_nsec) = (0x1a, 6, 1, 5);
+        let tag = |st: &libc::stat| {
+            let (b, n) = etag(st);
+            String::from_utf8(b[..n].to_vec()).unwrap()
+        };
+        assert_eq!(tag(&st), "\"1a-6-3b9aca05\"");
+        let base = tag(&st);
+        let changes: [fn(&mut libc::stat); 3] =
+            [|s| s.st_ino += 1, |s| s.st_size += 1, |s| s.st_mtime_nsec += 1];
+        for change in changes {
+            let mut other = st;
+            change(&mut other);
+            assert_ne!(tag(&other), base);
+        }
+        (st.st_ino, st.st_size, st.st_mtime, st.st_mtime_nsec) = (u64::MAX, i64::MAX, i64::MAX, 999_999_999);
+        assert!(tag(&st).len() <= 56);
+    }
 
     #[test]
     fn content_types() {

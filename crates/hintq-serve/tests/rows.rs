@@ -215,7 +215,7 @@ fn s13_paths(srv: &Srv) {
         ("/out", 403),
         ("/sub/up", 403),
         ("/sub/../../secret.txt", 400),
-        ("/noindex/", 404),
+        ("/noindex/", 403),
         ("/nothing", 404),
         ("/in", 200),
     ];
@@ -333,6 +333,223 @@ fn s19_empty_connections(srv: &Srv) {
     assert!(c.closed_within(Duration::from_secs(4)));
 }
 
+/// Sends `method target` with `extra` header lines on `c`; returns the response.
+fn ask(c: &mut Client, method: &str, target: &str, extra: &str) -> support::Resp {
+    c.send(format!("{method} {target} HTTP/1.1\r\nHost: t\r\n{extra}\r\n").as_bytes());
+    c.response(method == "HEAD")
+}
+
+/// Sets a file's modification time a year in the past, so that its `Last-Modified` is a
+/// strong validator (RFC 9110 §8.8.2.2) whatever second the test runs in.
+fn age(srv: &Srv, name: &str) {
+    let f = std::fs::File::options().write(true).open(srv.root.path().join(name)).unwrap();
+    f.set_modified(std::time::SystemTime::now() - Duration::from_secs(365 * 86_400)).unwrap();
+}
+
+/// ETag on 200, If-None-Match (list, `*`, weak comparison) before If-Modified-Since, 304
+/// with ETag/Last-Modified/Date and no body, a changed file gets a new tag (RFC 9110 §8.8.3,
+/// §13.1.2, §13.2.2, §15.4.5).
+fn v1_validators(srv: &Srv) {
+    let mut c = srv.client();
+    let r = ask(&mut c, "GET", "/a.txt", "");
+    assert_eq!(r.header("accept-ranges"), Some("bytes"));
+    let tag = r.header("etag").expect("ETag on 200").to_string();
+    let lm = r.header("last-modified").unwrap().to_string();
+    let inner = tag.strip_prefix('"').and_then(|t| t.strip_suffix('"')).expect("a strong, quoted tag");
+    let parts: Vec<&str> = inner.split('-').collect();
+    assert_eq!(parts.len(), 3, "inode-size-mtime: {tag}");
+    assert!(parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_hexdigit())), "{tag}");
+    assert_eq!(parts[1], "6", "size in hex: {tag}");
+    // The same tag for the same file, on a fresh connection too.
+    assert_eq!(ask(&mut srv.client(), "HEAD", "/a.txt", "").header("etag"), Some(tag.as_str()));
+
+    for inm in
+        [tag.clone(), format!("W/{tag}"), "*".into(), format!("\"x\", W/\"y\" ,{tag}"), format!(" ,{tag},")]
+    {
+        // Pipelined with a plain GET: a 304 has no body, so the next response starts right after it.
+        c.send(
+            format!("GET /a.txt HTTP/1.1\r\nHost: t\r\nIf-None-Match: {inm}\r\n\r\n{}", as_str(GET_A))
+                .as_bytes(),
+        );
+        let r = c.response(false);
+        assert_eq!(r.status, 304, "If-None-Match: {inm}: {}", r.head);
+        assert_eq!(r.header("etag"), Some(tag.as_str()));
+        assert_eq!(r.header("last-modified"), Some(lm.as_str()));
+        assert!(r.header("date").is_some());
+        assert_eq!(r.header("content-length"), None, "{}", r.head);
+        assert_eq!(c.response(false).body, b"alpha\n", "the request after a 304");
+    }
+    let r = ask(&mut c, "HEAD", "/a.txt", &format!("If-None-Match: {tag}\r\n"));
+    assert_eq!(r.status, 304);
+    // If-None-Match takes precedence: not matching → 200 even though If-Modified-Since would be 304.
+    let r = ask(&mut c, "GET", "/a.txt", &format!("If-None-Match: \"other\"\r\nIf-Modified-Since: {lm}\r\n"));
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"alpha\n"[..]));
+    // An unparsable If-None-Match matches nothing, and still overrides If-Modified-Since.
+    let r = ask(&mut c, "GET", "/a.txt", &format!("If-None-Match: {inner}\r\nIf-Modified-Since: {lm}\r\n"));
+    assert_eq!(r.status, 200, "unquoted tag");
+    // Without If-None-Match, If-Modified-Since still works and the 304 carries the tag.
+    let r = ask(&mut c, "GET", "/a.txt", &format!("If-Modified-Since: {lm}\r\n"));
+    assert_eq!((r.status, r.header("etag")), (304, Some(tag.as_str())));
+    // Another file has another tag.
+    let other = ask(&mut c, "GET", "/1k.bin", "");
+    assert_ne!(other.header("etag"), Some(tag.as_str()));
+    // A changed file gets a new tag, and the old one no longer matches.
+    std::fs::write(srv.root.path().join("a.txt"), "alpha!\n").unwrap();
+    let r = ask(&mut c, "GET", "/a.txt", &format!("If-None-Match: {tag}\r\n"));
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"alpha!\n"[..]));
+    assert_ne!(r.header("etag"), Some(tag.as_str()));
+    std::fs::write(srv.root.path().join("a.txt"), "alpha\n").unwrap();
+    c.assert_kept();
+}
+
+fn as_str(b: &[u8]) -> &str {
+    std::str::from_utf8(b).unwrap()
+}
+
+/// Single ranges (RFC 9110 §14): 206 with Content-Range and exactly those bytes (sendfile
+/// from the offset), 416 with `bytes */len`, everything else ignored (200, full body).
+fn r1_ranges(srv: &Srv) {
+    let big = support::big_bytes();
+    let len = big.len();
+    let mut c = srv.client();
+    for (spec, first, last) in [
+        ("bytes=10-99", 10, 99),
+        ("bytes=0-0", 0, 0),
+        ("bytes=-100", len - 100, len - 1),
+        ("bytes=4194300-", len - 4, len - 1),
+        ("bytes=0-", 0, len - 1),
+        ("bytes=4194000-99999999999999999999999", 4_194_000, len - 1),
+        ("bytes=-99999999999999999999999", 0, len - 1),
+        ("BYTES=1000000-1999999", 1_000_000, 1_999_999),
+        ("bytes= , 7-8 ,", 7, 8),
+    ] {
+        let r = ask(&mut c, "GET", "/big.bin", &format!("Range: {spec}\r\n"));
+        assert_eq!(r.status, 206, "{spec}: {}", r.head);
+        assert_eq!(r.header("content-range"), Some(format!("bytes {first}-{last}/{len}").as_str()), "{spec}");
+        assert_eq!(r.header("content-length"), Some((last - first + 1).to_string().as_str()));
+        assert!(r.header("etag").is_some() && r.header("last-modified").is_some());
+        assert!(r.body == big[first..=last], "{spec}: bytes {first}-{last}");
+    }
+    // Pipelined: a range, a normal request, a range of a small file, in one write.
+    c.send(b"GET /big.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=3000000-3999999\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=1-3\r\n\r\nGET /1k.bin HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = c.response(false);
+    assert!(r.status == 206 && r.body == big[3_000_000..4_000_000], "{}", r.head);
+    assert_eq!(c.response(false).body, b"alpha\n");
+    let r = c.response(false);
+    assert_eq!((r.status, r.body.as_slice()), (206, &b"lph"[..]));
+    assert_eq!(c.response(false).body, vec![b'x'; 1024]);
+    // HEAD answers the 206's head, no body.
+    let r = ask(&mut c, "HEAD", "/big.bin", "Range: bytes=10-99\r\n");
+    assert_eq!((r.status, r.header("content-length")), (206, Some("90")));
+    assert_eq!(r.header("content-range"), Some(format!("bytes 10-99/{len}").as_str()));
+    // Unsatisfiable: 416, the current length, a short body, connection kept.
+    for spec in ["bytes=4194304-", "bytes=4194304-4194400", "bytes=99999999999999999999999-", "bytes=-0"] {
+        let r = ask(&mut c, "GET", "/big.bin", &format!("Range: {spec}\r\n"));
+        assert_eq!(r.status, 416, "{spec}: {}", r.head);
+        assert_eq!(r.header("content-range"), Some(format!("bytes */{len}").as_str()));
+        assert_eq!(r.body, b"416 Range Not Satisfiable\n");
+    }
+    let r = ask(&mut c, "GET", "/empty.txt", "Range: bytes=0-\r\n");
+    assert_eq!((r.status, r.header("content-range")), (416, Some("bytes */0")));
+    let r = ask(&mut c, "GET", "/empty.txt", "Range: bytes=-5\r\n");
+    assert_eq!((r.status, r.body.len()), (200, 0));
+    // Ignored: invalid syntax, other units, several ranges, Range on two lines.
+    let many = format!("bytes={}", "0-0,".repeat(1500));
+    for extra in [
+        "Range: bytes=5-1\r\n".to_string(),
+        "Range: bytes=abc\r\n".into(),
+        "Range: bytes=1-2-3\r\n".into(),
+        "Range: items=0-1\r\n".into(),
+        "Range: bytes=0-1,3-4\r\n".into(),
+        "Range: bytes=0-1\r\nRange: bytes=0-1\r\n".into(),
+        format!("Range: {many}\r\n"),
+    ] {
+        let r = ask(&mut c, "GET", "/a.txt", &extra);
+        assert_eq!((r.status, r.body.as_slice()), (200, &b"alpha\n"[..]), "{extra:.60}");
+        assert_eq!(r.header("content-range"), None);
+    }
+    let r = ask(&mut c, "GET", "/big.bin", "Range: bytes=0-1,5-6\r\n");
+    assert!(r.status == 200 && r.body == big, "multi-range: the full file");
+    // A matching If-None-Match wins over Range.
+    let tag = ask(&mut c, "HEAD", "/big.bin", "").header("etag").unwrap().to_string();
+    let r = ask(&mut c, "GET", "/big.bin", &format!("Range: bytes=0-9\r\nIf-None-Match: {tag}\r\n"));
+    assert_eq!(r.status, 304);
+    c.assert_kept();
+}
+
+/// If-Range (RFC 9110 §13.1.5): the range only when the strong ETag or the exact
+/// Last-Modified matches; otherwise the full 200.
+fn r2_if_range(srv: &Srv) {
+    age(srv, "1k.bin");
+    let mut c = srv.client();
+    let h = ask(&mut c, "HEAD", "/1k.bin", "");
+    let (tag, lm) = (h.header("etag").unwrap().to_string(), h.header("last-modified").unwrap().to_string());
+    let partial = |c: &mut Client, if_range: &str| {
+        let r = ask(c, "GET", "/1k.bin", &format!("Range: bytes=1000-\r\nIf-Range: {if_range}\r\n"));
+        match r.status {
+            206 => {
+                assert_eq!((r.body.len(), r.header("content-range")), (24, Some("bytes 1000-1023/1024")));
+                true
+            }
+            200 => {
+                assert_eq!(r.body, vec![b'x'; 1024]);
+                false
+            }
+            s => panic!("If-Range: {if_range}: {s}"),
+        }
+    };
+    assert!(partial(&mut c, &tag), "matching ETag");
+    assert!(partial(&mut c, &lm), "matching date");
+    assert!(!partial(&mut c, &format!("W/{tag}")), "a weak tag never matches");
+    assert!(!partial(&mut c, "\"other\""));
+    assert!(!partial(&mut c, "Sat, 01 Jan 2000 00:00:00 GMT"));
+    assert!(!partial(&mut c, "garbage"));
+    c.assert_kept();
+}
+
+/// Directories (no listings): without the slash 301 to the same path plus `/` (query kept,
+/// percent-encoded, always a local path), with it `index.html` or 403.
+fn d1_directories(srv: &Srv) {
+    let mut c = srv.client();
+    for (target, location) in [
+        ("/sub", "/sub/"),
+        ("/sub?x=1&y=%20", "/sub/?x=1&y=%20"),
+        ("/noindex", "/noindex/"),
+        ("/a%20dir", "/a%20dir/"),
+        ("//evil.com", "/evil.com/"),
+        ("///evil.com?//x", "/evil.com/?//x"),
+        ("/.//evil.com", "/evil.com/"),
+        ("/sub/..//evil.com", "/evil.com/"),
+        ("http://t//evil.com", "/evil.com/"),
+        ("/idxdir/index.html", "/idxdir/index.html/"),
+    ] {
+        // Pipelined with a plain GET: the 301's body is framed right.
+        c.send(format!("GET {target} HTTP/1.1\r\nHost: t\r\n\r\n{}", as_str(GET_A)).as_bytes());
+        let r = c.response(false);
+        assert_eq!((r.status, r.header("location")), (301, Some(location)), "{target}: {}", r.head);
+        assert_eq!(r.body, b"301 Moved Permanently\n");
+        assert_eq!(c.response(false).body, b"alpha\n");
+    }
+    let r = ask(&mut c, "HEAD", "/sub", "");
+    assert_eq!((r.status, r.header("location")), (301, Some("/sub/")));
+    for (target, status, body) in [
+        ("/sub/", 200, &b"<p>sub</p>\n"[..]),
+        ("/a%20dir/", 200, b"spaced\n"),
+        ("//evil.com/", 200, b"local\n"),
+        ("/", 200, b"<h1>hello</h1>\n"),
+        ("/sub/.", 200, b"<p>sub</p>\n"),
+        ("/noindex/", 403, b"403 Forbidden\n"),
+        ("/idxdir/", 403, b"403 Forbidden\n"),
+        ("/a.txt/", 404, b"404 Not Found\n"),
+        ("/%2Fevil.com", 400, b"400 Bad Request\n"),
+    ] {
+        let r = ask(&mut c, "GET", target, "");
+        assert_eq!((r.status, r.body.as_slice()), (status, body), "{target}");
+        assert_eq!(r.header("location"), None);
+    }
+    c.assert_kept();
+}
+
 /// Basic GET/HEAD semantics the rows rely on.
 fn basics(srv: &Srv) {
     let mut c = srv.client();
@@ -401,7 +618,8 @@ mod reactor {
         basics, s01_cl_and_te, s02_bad_content_length, s03_bad_transfer_encoding, s04_bad_chunk_size,
         s05_chunk_overrun, s06_chunk_overhead, s07_bad_field_names, s08_bad_bytes, s09_host, s10_limits,
         s11_slowloris, s12_idle, s13_paths, s14_pipelining, s15_valid_then_invalid, s16_half_close,
-        s17_expect, s18_client_vanishes, s19_empty_connections);
+        s17_expect, s18_client_vanishes, s19_empty_connections, v1_validators, r1_ranges, r2_if_range,
+        d1_directories);
 }
 
 macro_rules! subset {
@@ -411,7 +629,7 @@ macro_rules! subset {
                 backends!(allow(unused); $pattern;
                     basics, s01_cl_and_te, s04_bad_chunk_size, s11_slowloris, s13_paths, s14_pipelining,
                     s15_valid_then_invalid, s16_half_close, s17_expect, s18_client_vanishes,
-                    s19_empty_connections);
+                    s19_empty_connections, v1_validators, r1_ranges, d1_directories);
             }
         )*
     };

@@ -14,12 +14,28 @@
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
-/// The path of `target` relative to the root, NUL-terminated (`.` for the root itself), or
-/// the status to answer.
-pub(crate) fn decode_target(target: &str) -> Result<Vec<u8>, u16> {
+/// A request target decoded by [`decode_target`].
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Target<'t> {
+    /// The path relative to the root, NUL-terminated (`.` for the root itself), without empty
+    /// or dot segments.
+    pub rel: Vec<u8>,
+    /// The normalised path ends in `/` (the target's last segment is empty, `.` or `..`,
+    /// as RFC 3986 §5.2.4 leaves them): a directory may be served from it.
+    pub dir_form: bool,
+    /// The query, as sent (still percent-encoded), when present and not empty.
+    pub query: Option<&'t str>,
+}
+
+/// Decodes `target` into the path relative to the root, or the status to answer.
+pub(crate) fn decode_target(target: &str) -> Result<Target<'_>, u16> {
     let path = origin_path(target).ok_or(400u16)?;
-    let path = path.split('?').next().unwrap_or_default();
+    let (path, query) = match path.split_once('?') {
+        Some((p, q)) => (p, Some(q).filter(|q| !q.is_empty())),
+        None => (path, None),
+    };
     let mut out = Vec::with_capacity(path.len() + 1);
+    let mut dir_form = true;
     // Where each kept segment (with its separator) starts in `out`, for `..`.
     let mut starts: Vec<usize> = Vec::new();
     for raw in path.split('/').skip(1) {
@@ -29,6 +45,7 @@ pub(crate) fn decode_target(target: &str) -> Result<Vec<u8>, u16> {
         }
         let seg_start = out.len();
         decode_segment(raw.as_bytes(), &mut out)?;
+        dir_form = matches!(&out[seg_start..], b"" | b"." | b"..");
         match &out[seg_start..] {
             b"" | b"." => out.truncate(start),
             b".." => out.truncate(starts.pop().ok_or(400u16)?),
@@ -39,7 +56,42 @@ pub(crate) fn decode_target(target: &str) -> Result<Vec<u8>, u16> {
         out.push(b'.');
     }
     out.push(0);
-    Ok(out)
+    Ok(Target { rel: out, dir_form, query })
+}
+
+/// The `Location` of the redirect from a directory named without its trailing slash: the
+/// normalised path (never the raw target) plus `/`, each byte outside RFC 3986's pchar
+/// percent-encoded, then the query with any byte a query may not hold encoded. `rel` holds
+/// no empty segment, so the result starts with exactly one `/` (`//host/` cannot come out:
+/// never an open redirect).
+pub(crate) fn location(t: &Target<'_>) -> Vec<u8> {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let rel = &t.rel[..t.rel.len() - 1];
+    let mut out = Vec::with_capacity(rel.len() * 3 + 2 + t.query.map_or(0, |q| q.len() * 3 + 1));
+    let push = |out: &mut Vec<u8>, b: u8, keep: bool| {
+        if keep {
+            out.push(b);
+        } else {
+            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        }
+    };
+    out.push(b'/');
+    if rel != b"." {
+        for &b in rel {
+            let pchar = b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b);
+            push(&mut out, b, pchar);
+        }
+        out.push(b'/');
+    }
+    if let Some(q) = t.query {
+        out.push(b'?');
+        for &b in q.as_bytes() {
+            let query = b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?%".contains(&b);
+            push(&mut out, b, query);
+        }
+    }
+    debug_assert!(!out.starts_with(b"//"));
+    out
 }
 
 /// The path part of an origin-form (`/a/b?q`) or absolute-form (`http://host/a/b`) target.
@@ -133,8 +185,53 @@ mod tests {
     use super::*;
 
     fn ok(t: &str) -> String {
-        let p = decode_target(t).unwrap_or_else(|s| panic!("{t}: {s}"));
+        let p = decode_target(t).unwrap_or_else(|s| panic!("{t}: {s}")).rel;
         String::from_utf8(p[..p.len() - 1].to_vec()).unwrap()
+    }
+
+    fn loc(t: &str) -> String {
+        String::from_utf8(location(&decode_target(t).unwrap())).unwrap()
+    }
+
+    #[test]
+    fn dir_form_and_query() {
+        for (t, dir) in [
+            ("/", true),
+            ("/sub", false),
+            ("/sub/", true),
+            ("/sub/.", true),
+            ("/sub/x/..", true),
+            ("/sub/%2e", true),
+            ("/sub//", true),
+            ("/sub?x=/", false),
+            ("http://h", true),
+            ("http://h/sub", false),
+        ] {
+            assert_eq!(decode_target(t).unwrap().dir_form, dir, "{t}");
+        }
+        assert_eq!(decode_target("/a?b=c?d").unwrap().query, Some("b=c?d"));
+        assert_eq!(decode_target("/a?").unwrap().query, None);
+    }
+
+    #[test]
+    fn locations_are_local_paths() {
+        assert_eq!(loc("/sub"), "/sub/");
+        assert_eq!(loc("/a/b?x=1&y=%20"), "/a/b/?x=1&y=%20");
+        assert_eq!(loc("/a%20b/c%3Fd%23e%25f"), "/a%20b/c%3Fd%23e%25f/");
+        assert_eq!(loc("/%C3%A9t%C3%A9"), "/%C3%A9t%C3%A9/");
+        assert_eq!(loc("/a?q=\u{e9}\"<"), "/a/?q=%C3%A9%22%3C");
+        // Never a network-path reference, however the target starts.
+        for t in [
+            "//evil.com",
+            "///evil.com",
+            "/.//evil.com",
+            "/./evil.com",
+            "/x/..//evil.com",
+            "http://h//evil.com",
+        ] {
+            assert_eq!(loc(t), "/evil.com/", "{t}");
+        }
+        assert_eq!(loc("/evil.com/..?//x"), "/?//x");
     }
 
     #[test]

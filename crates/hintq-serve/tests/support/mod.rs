@@ -36,6 +36,9 @@ impl Root {
         let root = dir.join("root");
         std::fs::create_dir_all(root.join("sub")).unwrap();
         std::fs::create_dir_all(root.join("noindex")).unwrap();
+        std::fs::create_dir_all(root.join("evil.com")).unwrap();
+        std::fs::create_dir_all(root.join("a dir")).unwrap();
+        std::fs::create_dir_all(root.join("idxdir/index.html")).unwrap();
         std::fs::write(dir.join("secret.txt"), "SECRET outside the root\n").unwrap();
         std::fs::write(root.join("index.html"), "<h1>hello</h1>\n").unwrap();
         std::fs::write(root.join("a.txt"), "alpha\n").unwrap();
@@ -44,6 +47,9 @@ impl Root {
         std::fs::write(root.join("big.bin"), big_bytes()).unwrap();
         std::fs::write(root.join("sub/index.html"), "<p>sub</p>\n").unwrap();
         std::fs::write(root.join("sub/style.css"), "p{}\n").unwrap();
+        std::fs::write(root.join("evil.com/index.html"), "local\n").unwrap();
+        std::fs::write(root.join("a dir/index.html"), "spaced\n").unwrap();
+        std::fs::write(root.join("empty.txt"), "").unwrap();
         std::os::unix::fs::symlink(dir.join("secret.txt"), root.join("out")).unwrap();
         std::os::unix::fs::symlink("../../secret.txt", root.join("sub/up")).unwrap();
         std::os::unix::fs::symlink("a.txt", root.join("in")).unwrap();
