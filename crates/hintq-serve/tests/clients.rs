@@ -83,7 +83,63 @@ fn curl(patterns: &[Pattern]) {
             .unwrap();
         let text = String::from_utf8_lossy(&o.stdout).to_ascii_lowercase();
         assert!(text.contains("content-length: 1024") && text.ends_with("200"), "{text}");
+        curl_conditional_and_ranges(&srv, &base, &out_dir);
     }
+}
+
+/// Runs curl with `args`; returns its `-w` output (it must exit 0).
+fn curl_out(srv: &Srv, args: &[&str]) -> String {
+    let o = Command::new("curl").args(["-sS", "--max-time", "20"]).args(args).output().unwrap();
+    assert!(o.status.success(), "{}: curl {args:?}: {}", srv.combo(), String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `curl --range`, `-z`, `--etag-save`/`--etag-compare` and `-L` through a directory redirect.
+fn curl_conditional_and_ranges(srv: &Srv, base: &str, out_dir: &std::path::Path) {
+    let combo = srv.combo();
+    let file = |name: &str| out_dir.join(name).to_str().unwrap().to_string();
+    let big = support::big_bytes();
+    let url = format!("{base}/big.bin");
+    let code = curl_out(srv, &["--range", "10-99", "-o", &file("r1"), "-w", "%{http_code}", &url]);
+    assert_eq!(code, "206", "{combo}");
+    assert!(std::fs::read(file("r1")).unwrap() == big[10..100], "{combo}: range 10-99 byte-exact");
+    let code = curl_out(srv, &["--range", "-1000", "-o", &file("r2"), "-w", "%{http_code}", &url]);
+    assert_eq!(code, "206", "{combo}");
+    assert!(std::fs::read(file("r2")).unwrap() == big[big.len() - 1000..], "{combo}: suffix range");
+    // Resuming a download: -C - asks for the rest of a partial local file.
+    std::fs::write(file("resume"), &big[..1_234_567]).unwrap();
+    let code = curl_out(srv, &["-C", "-", "-o", &file("resume"), "-w", "%{http_code}", &url]);
+    assert_eq!(code, "206", "{combo}");
+    assert!(std::fs::read(file("resume")).unwrap() == big, "{combo}: resumed download byte-exact");
+    // -z DATE: If-Modified-Since. A local file newer than the served one: 304.
+    let a = format!("{base}/a.txt");
+    let code =
+        curl_out(srv, &["-z", "Sat, 01 Jan 2000 00:00:00 GMT", "-o", &file("z1"), "-w", "%{http_code}", &a]);
+    assert_eq!((code.as_str(), std::fs::read(file("z1")).unwrap()), ("200", b"alpha\n".to_vec()), "{combo}");
+    std::fs::write(file("newer"), "x").unwrap();
+    let code = curl_out(srv, &["-z", &file("newer"), "-o", &file("z2"), "-w", "%{http_code}", &a]);
+    assert_eq!(code, "304", "{combo}: -z with a newer local file");
+    // --etag-save, then --etag-compare: If-None-Match with the saved tag gives 304.
+    let code = curl_out(srv, &["--etag-save", &file("etag"), "-o", &file("e1"), "-w", "%{http_code}", &a]);
+    assert_eq!(code, "200", "{combo}");
+    let saved = std::fs::read_to_string(file("etag")).unwrap();
+    assert!(saved.starts_with('"') && saved.trim_end().ends_with('"'), "{combo}: saved ETag {saved:?}");
+    let code = curl_out(srv, &["--etag-compare", &file("etag"), "-o", &file("e2"), "-w", "%{http_code}", &a]);
+    assert_eq!(code, "304", "{combo}: --etag-compare");
+    std::fs::write(file("etag"), "\"stale\"\n").unwrap();
+    let code = curl_out(srv, &["--etag-compare", &file("etag"), "-o", &file("e3"), "-w", "%{http_code}", &a]);
+    assert_eq!((code.as_str(), std::fs::read(file("e3")).unwrap()), ("200", b"alpha\n".to_vec()), "{combo}");
+    // -L through the directory redirect, query kept; //evil.com stays on this server.
+    let w = "%{http_code} %{num_redirects} %{url_effective}";
+    let out = curl_out(srv, &["-L", "-o", &file("d1"), "-w", w, &format!("{base}/sub?q=1")]);
+    assert_eq!(out, format!("200 1 {base}/sub/?q=1"), "{combo}");
+    assert_eq!(std::fs::read(file("d1")).unwrap(), b"<p>sub</p>\n");
+    let out =
+        curl_out(srv, &["-L", "--path-as-is", "-o", &file("d2"), "-w", w, &format!("{base}//evil.com")]);
+    assert_eq!(out, format!("200 1 {base}/evil.com/"), "{combo}: never an open redirect");
+    assert_eq!(std::fs::read(file("d2")).unwrap(), b"local\n");
+    let code = curl_out(srv, &["-o", "/dev/null", "-w", "%{http_code}", &format!("{base}/noindex/")]);
+    assert_eq!(code, "403", "{combo}: no listings");
 }
 
 fn h11(patterns: &[Pattern]) {

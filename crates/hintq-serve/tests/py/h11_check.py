@@ -85,6 +85,20 @@ CASES = [
     ("431", b"GET / HTTP/1.1\r\n" + H + b"".join(b"X%d: 1\r\n" % i for i in range(101)) + b"\r\n", ["GET"], [431], True),
     ("501 TE", b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: gzip\r\n\r\n", ["POST"], [501], True),
     ("505", b"GET / HTTP/2.0\r\n" + H + b"\r\n", ["GET"], [505], True),
+    ("206 range", b"GET /big.bin HTTP/1.1\r\n" + H + b"Range: bytes=10-99\r\n\r\n", ["GET"], [206], False),
+    ("206 suffix", b"GET /a.txt HTTP/1.1\r\n" + H + b"Range: bytes=-3\r\n\r\n", ["GET"], [206], False),
+    ("206 HEAD", b"HEAD /big.bin HTTP/1.1\r\n" + H + b"Range: bytes=0-\r\n\r\n", ["HEAD"], [206], False),
+    ("416", b"GET /a.txt HTTP/1.1\r\n" + H + b"Range: bytes=100-\r\n\r\n", ["GET"], [416], False),
+    ("multi-range 200", b"GET /a.txt HTTP/1.1\r\n" + H + b"Range: bytes=0-1,3-4\r\n\r\n", ["GET"], [200], False),
+    ("304 etag", b"GET /a.txt HTTP/1.1\r\n" + H + b"If-None-Match: *\r\n\r\n", ["GET"], [304], False),
+    ("304 HEAD", b"HEAD /a.txt HTTP/1.1\r\n" + H + b"If-None-Match: *\r\n\r\n", ["HEAD"], [304], False),
+    ("301 dir", b"GET /sub?x=1 HTTP/1.1\r\n" + H + b"\r\n", ["GET"], [301], False),
+    ("301 HEAD", b"HEAD /sub HTTP/1.1\r\n" + H + b"\r\n", ["HEAD"], [301], False),
+    ("403 no index", b"GET /noindex/ HTTP/1.1\r\n" + H + b"\r\n", ["GET"], [403], False),
+    ("pipelined new statuses", (b"GET /big.bin HTTP/1.1\r\n" + H + b"Range: bytes=1000-1999999\r\n\r\n")
+        + (b"GET /a.txt HTTP/1.1\r\n" + H + b"If-None-Match: *\r\n\r\n") + (b"GET /sub HTTP/1.1\r\n" + H + b"\r\n")
+        + (b"GET /a.txt HTTP/1.1\r\n" + H + b"Range: bytes=9-\r\n\r\n") + (b"GET /a.txt HTTP/1.1\r\n" + H + b"\r\n"),
+        ["GET", "GET", "GET", "GET", "GET"], [206, 304, 301, 416, 200], False),
     ("valid then invalid", (b"GET /a.txt HTTP/1.1\r\n" + H + b"\r\n") + b"GET / HTTP/1.1\r\nHost t\r\n\r\n",
         ["GET", "GET"], [200, 400], True),
 ]
