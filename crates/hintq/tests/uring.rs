@@ -348,3 +348,43 @@ impl Drop for PythonHttpServer {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// Quirk j: the ring runs completions cooperatively, so readiness caused by another thread
+/// while the queue's thread runs user code (no system call, no interrupt) waits as task work.
+/// A zero-timeout `get_next_event` must still report it: the backend sees the kernel's
+/// `IORING_SQ_TASKRUN` flag and enters the ring. (Reaping the ring alone found nothing.)
+#[test]
+fn readiness_caused_while_the_thread_runs_user_code_is_reported_at_once() {
+    if !uring_usable("readiness_caused_while_the_thread_runs_user_code_is_reported_at_once") {
+        return;
+    }
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::Arc;
+    let mut q = Queue::new(Backend::Uring).unwrap();
+    let mut missed = 0;
+    for _ in 0..50 {
+        let (a, b) = UnixStream::pair().unwrap();
+        a.set_nonblocking(true).unwrap();
+        q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+        let written = Arc::new(AtomicBool::new(false));
+        let w = Arc::clone(&written);
+        let writer = std::thread::spawn(move || {
+            (&b).write_all(b"x").unwrap();
+            w.store(true, SeqCst);
+            b
+        });
+        // Spin without a system call until the write has happened.
+        let t = Instant::now();
+        while !written.load(SeqCst) && t.elapsed() < PATIENCE {
+            std::hint::spin_loop();
+        }
+        let mut events = [Event::default(); 4];
+        let n = q.get_next_event(&mut events, Some(Duration::ZERO)).unwrap();
+        if !events[..n].iter().any(|e| e.fd() == a.as_raw_fd()) {
+            missed += 1;
+        }
+        let _b = writer.join().unwrap();
+        q.declare_interest(a.as_raw_fd(), Interest::empty()).unwrap();
+    }
+    assert_eq!(missed, 0, "readiness already caused was not reported by a zero-timeout wait");
+}
