@@ -33,9 +33,8 @@ enum Command {
     /// loopback targets, with latency from the intended send time and errors by kind.
     Load(Box<LoadArgs>),
     /// Non-caching HTTP/1.1 reverse proxy (the one Banga et al. measured) in front of one
-    /// upstream server; graceful drain on SIGINT/SIGTERM. Patterns: reactor, sharded and
-    /// sharded-shared only (a proxied connection has two descriptors; the pool patterns would
-    /// hand them to two threads, needing a per-session lock and a cross-core wake-up per request).
+    /// upstream server. Patterns: reactor and sharded only (a proxied connection has two
+    /// descriptors; the thread-pool patterns would hand them to two threads).
     Proxy(hintq_serve::proxy::ProxyArgs),
     /// Static HTTP/1.1 server: GET and HEAD of files under --root, keep-alive and pipelining,
     /// sendfile, timeouts, graceful shutdown on SIGINT/SIGTERM.
@@ -197,8 +196,7 @@ struct LoadArgs {
     /// Worker processes [default: as many as RLIMIT_NOFILE needs].
     #[arg(long, value_name = "P")]
     processes: Option<usize>,
-    /// Event backend (see `hintq backends`) [default: $HINTQ_BACKEND, else epoll: measured
-    /// faster than io_uring for a load generator here; see crates/hintq-load/bench/vs-wrk.sh].
+    /// Event backend (see `hintq backends`) [default: $HINTQ_BACKEND or the recommended one].
     #[arg(long, value_name = "NAME")]
     backend: Option<String>,
     /// A request (or connect) unanswered this long is a timeout error.

@@ -140,7 +140,7 @@ pub struct Config {
     pub threads: usize,
     /// Worker processes; `None`: as many as the descriptor limit needs.
     pub processes: Option<usize>,
-    /// Event backend name (`None`: `HINTQ_BACKEND` or [`crate::worker::DEFAULT_BACKEND`]).
+    /// Event backend name (`None`: `HINTQ_BACKEND` or the recommended one).
     pub backend: Option<String>,
     /// A request (or a connect) unanswered this long is a timeout error. In open loop the
     /// clock starts at the request's intended send time.

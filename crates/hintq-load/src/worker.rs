@@ -199,14 +199,6 @@ fn share(total: u64, w: usize, workers: usize) -> u64 {
     total / workers as u64 + u64::from((w as u64) < total % workers as u64)
 }
 
-/// The backend without `--backend` or `HINTQ_BACKEND`: level-triggered epoll, not the
-/// recommended io_uring. Against nginx with one worker (1 KB, 50 connections, one load
-/// thread, three alternating 5 s runs on this project's 2-core machine), epoll reached
-/// 0.93–1.11× wrk's throughput at 0.84–0.94× its CPU per request, io_uring only 0.72–0.88×
-/// at 1.2–1.5× the CPU, and nginx itself spent 4–6 µs more per request serving the
-/// io_uring client (`crates/hintq-load/bench/vs-wrk.sh` with `BACKEND=uring` and `epoll`).
-pub const DEFAULT_BACKEND: Backend = Backend::Epoll;
-
 impl<'a> Worker<'a> {
     /// Worker `w` of `plan.workers()`: hot and cold connections `i` with `i % workers == w`,
     /// its share of `--rate` and `--requests`.
@@ -218,7 +210,7 @@ impl<'a> Worker<'a> {
             Some(name) => name
                 .parse::<Backend>()
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?,
-            None => Backend::from_env_or(DEFAULT_BACKEND)?,
+            None => Backend::from_env()?,
         };
         let workers = plan.workers();
         let now = Instant::now();

@@ -239,16 +239,9 @@ impl Backend {
     /// The backend named by `HINTQ_BACKEND`, or [`Backend::recommended`] when it is unset
     /// or empty. An unknown name is an `InvalidInput` error.
     pub fn from_env() -> io::Result<Backend> {
-        Backend::from_env_or(Backend::recommended())
-    }
-
-    /// The backend named by `HINTQ_BACKEND`, or `default` when it is unset or empty: for a
-    /// program whose own measurements favour another default than [`Backend::recommended`].
-    /// An unknown name is an `InvalidInput` error.
-    pub fn from_env_or(default: Backend) -> io::Result<Backend> {
         match std::env::var("HINTQ_BACKEND") {
             Ok(name) if !name.is_empty() => Ok(name.parse()?),
-            _ => Ok(default),
+            _ => Ok(Backend::recommended()),
         }
     }
 
