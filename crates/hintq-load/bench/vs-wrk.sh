@@ -11,7 +11,7 @@
 # Report, do not assert: the machine is shared and noisy. Raw rows go to $OUT (CSV).
 #
 # Usage: crates/hintq-load/bench/vs-wrk.sh   [env: N=50 RUNS=3 DUR=10 COLD=15000 PORT=18089
-#                                             SERVER_CPU=0 LOAD_CPU=1 HINTQ=path/to/hintq]
+#                                             SERVER_CPU=0 LOAD_CPU=1 BACKEND= HINTQ=path/to/hintq]
 set -euo pipefail
 
 N=${N:-50}
@@ -21,6 +21,7 @@ COLD=${COLD:-15000}
 PORT=${PORT:-18089}
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
+BACKEND=${BACKEND:-} # hintq load's --backend; empty: its default
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 # shellcheck source=../../../bench/lib.sh
 . "$ROOT/bench/lib.sh"
@@ -28,6 +29,8 @@ ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 bench_tools
 bench_hintq load
 bench_tmp vs-wrk
+backend_flag=()
+if [ -n "$BACKEND" ]; then backend_flag=(--backend "$BACKEND"); fi
 nginx_conf 50000 40000 <<EOF
     sendfile on;
     tcp_nopush on;
@@ -86,11 +89,11 @@ wrk -t1 -c"$N" -d2s "$URL" >/dev/null # warm-up
 for i in $(seq "$RUNS"); do
     measure wrk wrk -t1 -c"$N" -d"${DUR}s" "$URL"
     row wrk "$i" 0
-    measure hintq "$HINTQ" load --threads 1 --connections "$N" --duration "${DUR}s" --quiet --json "$TMP/load.json" "$URL"
+    measure hintq "$HINTQ" load "${backend_flag[@]}" --threads 1 --connections "$N" --duration "${DUR}s" --quiet --json "$TMP/load.json" "$URL"
     row hintq "$i" 0
 done
 echo "with $COLD cold connections held:"
-measure hintq "$HINTQ" load --threads 1 --connections "$N" --cold "$COLD" --duration "${DUR}s" --quiet --json "$TMP/load.json" "$URL"
+measure hintq "$HINTQ" load "${backend_flag[@]}" --threads 1 --connections "$N" --cold "$COLD" --duration "${DUR}s" --quiet --json "$TMP/load.json" "$URL"
 row hintq-cold 1 "$COLD"
 python3 -c '
 import json, sys
