@@ -33,8 +33,9 @@ enum Command {
     /// loopback targets, with latency from the intended send time and errors by kind.
     Load(Box<LoadArgs>),
     /// Non-caching HTTP/1.1 reverse proxy (the one Banga et al. measured) in front of one
-    /// upstream server. Patterns: reactor and sharded only (a proxied connection has two
-    /// descriptors; the thread-pool patterns would hand them to two threads).
+    /// upstream server; graceful drain on SIGINT/SIGTERM. Patterns: reactor, sharded and
+    /// sharded-shared only (a proxied connection has two descriptors; the pool patterns would
+    /// hand them to two threads, needing a per-session lock and a cross-core wake-up per request).
     Proxy(hintq_serve::proxy::ProxyArgs),
     /// Static HTTP/1.1 server: GET and HEAD of files under --root, keep-alive and pipelining,
     /// sendfile, timeouts, graceful shutdown on SIGINT/SIGTERM.
