@@ -75,6 +75,9 @@ pub struct Fake {
     pub addr: SocketAddr,
     pub got: Arc<Mutex<Vec<Got>>>,
     pub conns: Arc<AtomicUsize>,
+    /// The connections (numbered as [`Got::conn`]) this side has closed, after the proxy
+    /// closed them or the script said so.
+    pub closed: Arc<Mutex<Vec<usize>>>,
     stop: Arc<AtomicBool>,
 }
 
@@ -85,22 +88,26 @@ impl Fake {
         let addr = l.local_addr().unwrap();
         let got = Arc::new(Mutex::new(Vec::new()));
         let conns = Arc::new(AtomicUsize::new(0));
+        let closed = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let script: Arc<Script> = Arc::new(script);
-        let (g, c, st) = (Arc::clone(&got), Arc::clone(&conns), Arc::clone(&stop));
+        let (g, c, cl, st) = (Arc::clone(&got), Arc::clone(&conns), Arc::clone(&closed), Arc::clone(&stop));
         std::thread::spawn(move || {
             while !st.load(SeqCst) {
                 match l.accept() {
                     Ok((s, _)) => {
                         let n = c.fetch_add(1, SeqCst);
-                        let (g, script) = (Arc::clone(&g), Arc::clone(&script));
-                        std::thread::spawn(move || serve_conn(s, n, &g, &*script));
+                        let (g, cl, script) = (Arc::clone(&g), Arc::clone(&cl), Arc::clone(&script));
+                        std::thread::spawn(move || {
+                            serve_conn(s, n, &g, &*script);
+                            cl.lock().unwrap().push(n);
+                        });
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(2)),
                 }
             }
         });
-        Fake { addr, got, conns, stop }
+        Fake { addr, got, conns, closed, stop }
     }
 
     /// Requests received so far with this target.
@@ -262,6 +269,12 @@ impl Client {
 
     pub fn send(&mut self, bytes: &[u8]) {
         self.s.write_all(bytes).unwrap();
+    }
+
+    /// Reads what has arrived (waiting for at least one byte); 0 at the end of the stream.
+    /// The bytes stay for [`Client::response`].
+    pub fn read_some(&mut self) -> usize {
+        self.fill()
     }
 
     fn fill(&mut self) -> usize {
