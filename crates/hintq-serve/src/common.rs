@@ -312,29 +312,15 @@ impl AccessLog {
     }
 }
 
-/// `22/Nov/2026:13:47:30 +0000` (UTC).
+/// `22/Nov/2026:13:47:30 +0000` (UTC): the fields of the IMF-fixdate that `httpdate`
+/// writes for the Date header (`Sun, 22 Nov 2026 13:47:30 GMT`), in the Common Log Format's
+/// order, so that no second calendar routine is needed.
 fn clf_time(t: SystemTime) -> String {
-    const MONTHS: [&str; 12] =
-        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{day:02}/{}/{year}:{:02}:{:02}:{:02} +0000",
-        MONTHS[(month - 1) as usize],
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let imf = httpdate::fmt_http_date(t.clamp(UNIX_EPOCH, UNIX_EPOCH + Duration::from_secs(253_402_300_799)));
+    match imf.split(' ').collect::<Vec<_>>()[..] {
+        [_, day, month, year, time, _] => format!("{day}/{month}/{year}:{time} +0000"),
+        _ => imf, // not reached: httpdate writes IMF-fixdate
+    }
 }
 
 /// Open connections and the draining flag: a graceful shutdown stops taking connections,
