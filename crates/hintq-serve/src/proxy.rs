@@ -380,8 +380,15 @@ pub fn start(cfg: Config) -> io::Result<Proxy> {
     Ok(proxy)
 }
 
-/// `hintq proxy`'s flags: those both servers take, plus the upstream's.
+/// `hintq proxy`'s flags: those both servers take, plus the upstream's. `--pattern` and
+/// `--threads` say what they mean for the proxy (see the module docs for the patterns).
 #[derive(clap::Args, Clone, Debug)]
+#[command(mut_arg("pattern", |a| a.help(
+    "Thread pattern: reactor, sharded (a SO_REUSEPORT listener per thread) or sharded-shared (one \
+     listener shared through a hintq::Group); not leader-followers or half-sync: a proxied \
+     connection has two descriptors, which a pool would hand to two threads"
+)))]
+#[command(mut_arg("threads", |a| a.help("Threads for sharded and sharded-shared (the reactor has one)")))]
 pub struct ProxyArgs {
     /// The upstream server, e.g. 127.0.0.1:8080.
     #[arg(long, value_name = "ADDR")]
