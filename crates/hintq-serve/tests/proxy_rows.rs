@@ -500,3 +500,23 @@ fn access_log_has_one_line_per_response() {
     );
     assert!(lines[1].ends_with("\"GET /gone HTTP/1.1\" 502 0"), "{text}");
 }
+
+/// A burst of connections opened at once, before any sends a request, each served: the
+/// shared listener of `sharded-shared` accepts one connection per readiness and must be
+/// reported again for the rest, also on the edge-triggered backends; the own listeners take
+/// theirs in batches and must be declared again after a full one.
+#[test]
+fn a_burst_of_pending_connections_is_all_served() {
+    const BURST: usize = 100;
+    each("burst", |b, p| {
+        let fake = Fake::start(|_, _| After::Close);
+        let px = start_proxy(fake.addr, b, p);
+        let mut clients: Vec<Client> = (0..BURST).map(|_| Client::connect(px.local_addr())).collect();
+        for (i, c) in clients.iter_mut().enumerate() {
+            c.send(b"GET /ok HTTP/1.1\r\nHost: t\r\n\r\n");
+            let r = c.response(false);
+            assert_eq!((r.status, r.body.as_slice()), (200, &b"ok"[..]), "{b}/{p}: client {i} of the burst");
+        }
+        assert_eq!(px.stats().accepted, BURST as u64, "{b}/{p}: each accepted once");
+    });
+}
