@@ -38,7 +38,8 @@ enum Command {
     /// hand them to two threads, needing a per-session lock and a cross-core wake-up per request).
     Proxy(hintq_serve::proxy::ProxyArgs),
     /// Static HTTP/1.1 server: GET and HEAD of files under --root, keep-alive and pipelining,
-    /// sendfile, timeouts, graceful shutdown on SIGINT/SIGTERM.
+    /// sendfile, ETag and Last-Modified validators, byte ranges, directory index.html,
+    /// timeouts, graceful shutdown on SIGINT/SIGTERM.
     Serve(hintq_serve::serve::ServeArgs),
     /// Internal: a worker process of `hintq load` (reads its share on stdin).
     #[command(name = "__load-worker", hide = true)]

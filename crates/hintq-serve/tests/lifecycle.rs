@@ -9,9 +9,10 @@ mod support;
 use hintq::Backend;
 use hintq_patterns::{open_fds, Pattern};
 use hintq_serve::proxy;
+use proxy_util::wait_fds;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use support::Srv;
 
 /// The tests here count the process's descriptors and CPU: one at a time.
@@ -19,17 +20,6 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn wait_fds(want: usize, limit: Duration) -> usize {
-    let end = Instant::now() + limit;
-    loop {
-        let n = open_fds();
-        if n <= want || Instant::now() > end {
-            return n;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn vanish(srv: &Srv) {

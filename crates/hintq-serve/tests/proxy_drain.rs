@@ -30,17 +30,6 @@ const BIG: usize = 16 << 20;
 /// How long the fake upstream takes over `/slow`.
 const SLOW: Duration = Duration::from_secs(1);
 
-fn wait_fds(want: usize, limit: Duration) -> usize {
-    let end = Instant::now() + limit;
-    loop {
-        let n = open_fds();
-        if n <= want || Instant::now() > end {
-            return n;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn refuses_connections(addr: SocketAddr) -> bool {
     eventually(Duration::from_secs(5), || TcpStream::connect(addr).is_err())
 }

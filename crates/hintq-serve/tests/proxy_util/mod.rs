@@ -418,3 +418,16 @@ pub fn pattern_bytes(len: usize, seed: u64) -> Vec<u8> {
 pub fn checksum(data: &[u8]) -> u64 {
     data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
 }
+
+/// Waits up to `limit` for the process's open descriptors to fall to `want`; returns the
+/// count last seen.
+pub fn wait_fds(want: usize, limit: Duration) -> usize {
+    let end = Instant::now() + limit;
+    loop {
+        let n = hintq_patterns::open_fds();
+        if n <= want || Instant::now() > end {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
