@@ -4,6 +4,7 @@
 //! `.ci/run` installs all three.
 
 mod support;
+mod tools;
 
 use hintq::Backend;
 use hintq_patterns::Pattern;
@@ -23,7 +24,7 @@ fn servers<'a>(case: &'a str, patterns: &'a [Pattern]) -> impl Iterator<Item = S
 fn have(tool: &str, args: &[&str]) -> bool {
     let ok = Command::new(tool).args(args).output().is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("SKIP: {tool} is not available ({tool} {})", args.join(" "));
+        tools::missing(&format!("{tool} is not available ({tool} {})", args.join(" ")));
     }
     ok
 }

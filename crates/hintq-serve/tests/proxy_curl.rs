@@ -3,6 +3,7 @@
 //! Status and bytes are checked. Skips (saying why) when curl is not installed.
 
 mod proxy_util;
+mod tools;
 
 use hintq_patterns::Config as PatternConfig;
 use hintq_serve::serve::{self, ServeConfig};
@@ -21,7 +22,7 @@ fn curl(args: &[&str]) -> (String, Vec<u8>) {
 #[test]
 fn curl_through_the_proxy_downloads_and_uploads_byte_exact() {
     if Command::new("curl").arg("--version").output().is_err() {
-        eprintln!("SKIP curl_through_the_proxy: curl is not installed (.ci/run installs it)");
+        tools::missing("curl_through_the_proxy: curl is not installed (.ci/run installs it)");
         return;
     }
     let dir = std::env::temp_dir().join(format!("hintq-proxy-curl-{}", std::process::id()));

@@ -8,6 +8,7 @@
 //! `.ci/run` installs them.
 
 mod proxy_util;
+mod tools;
 
 use proxy_util::*;
 use std::io::Write;
@@ -17,7 +18,7 @@ use std::process::Command;
 fn have_h11() -> bool {
     let ok = Command::new("python3").args(["-c", "import h11"]).output().is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("SKIP: python3 with h11 is not available (python3 -m pip install h11)");
+        tools::missing("python3 with h11 is not available (python3 -m pip install h11)");
     }
     ok
 }
