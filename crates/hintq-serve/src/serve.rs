@@ -41,8 +41,8 @@
 //!   a range starting at or past the end (or `-0`) gives 416 with `Content-Range: bytes */len`.
 //!   Several ranges, a syntactically invalid Range, another unit, or an `If-Range` (strong
 //!   ETag or exact date) that does not match: the Range is ignored and the whole file sent
-//!   with 200, as §14.2 allows (no `multipart/byteranges`). HEAD with Range answers the
-//!   206's head. Numbers saturate instead of overflowing; parsing stops at a second range,
+//!   with 200, as §14.2 allows (no `multipart/byteranges`). A Range on HEAD is ignored
+//!   (§14.2: range handling is defined for GET only): 200 with the whole file's head. Numbers saturate instead of overflowing; parsing stops at a second range,
 //!   and the field is bounded by the header-line limit like every other field.
 //! * Directories: without the trailing slash, 301 to the same path plus `/`, query kept
 //!   ([`path::location`]: built from the normalised path, so always a local path starting
@@ -449,7 +449,12 @@ impl Files {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         let v =
             Validators { etag, last_modified: mtime as u64, last_modified_strong: (mtime as u64) < now, len };
-        let selected = hintq_http::select(&head.headers, &v);
+        // RFC 9110 §14.2: range handling is defined for GET only, and a server MUST ignore a
+        // Range on other methods, so HEAD answers what a GET without Range would get.
+        let selected = match hintq_http::select(&head.headers, &v) {
+            Selected::Partial { .. } | Selected::Unsatisfiable if head.is_head() => Selected::Full,
+            s => s,
+        };
         let (status, range) = match selected {
             Selected::NotModified => (304, None),
             Selected::Full => (200, None),
