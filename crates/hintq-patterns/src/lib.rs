@@ -75,7 +75,7 @@ mod net;
 mod run;
 mod sync;
 
-pub use net::open_fds;
+pub use net::{listen, local_addr, open_fds};
 pub use run::{start, Counters, Server};
 
 use hintq::{Backend, Interest, State};

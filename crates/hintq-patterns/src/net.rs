@@ -20,8 +20,12 @@ fn set_opt(fd: RawFd, level: libc::c_int, name: libc::c_int, on: libc::c_int) ->
 }
 
 /// A non-blocking, close-on-exec TCP listener on `addr` (IPv4 or IPv6), with
-/// `SO_REUSEADDR`, and `SO_REUSEPORT` when `reuseport` (one per shard, same port).
-pub(crate) fn listen(addr: SocketAddr, reuseport: bool) -> io::Result<OwnedFd> {
+/// `SO_REUSEADDR`, and `SO_REUSEPORT` when `reuseport` (one per shard, same port). Also
+/// what `hintq proxy`, which runs its own loops, listens with.
+///
+/// # Errors
+/// `socket`, `setsockopt`, `bind` or `listen`.
+pub fn listen(addr: SocketAddr, reuseport: bool) -> io::Result<OwnedFd> {
     let family = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
     // SAFETY: plain syscall.
     let fd = cvt(unsafe {
@@ -61,7 +65,10 @@ pub(crate) fn listen(addr: SocketAddr, reuseport: bool) -> io::Result<OwnedFd> {
 }
 
 /// The address a listener is bound to.
-pub(crate) fn local_addr(fd: &OwnedFd) -> io::Result<SocketAddr> {
+///
+/// # Errors
+/// Duplicating the descriptor or `getsockname`.
+pub fn local_addr(fd: &OwnedFd) -> io::Result<SocketAddr> {
     let l = TcpListener::from(fd.try_clone()?);
     l.local_addr()
 }

@@ -313,8 +313,8 @@ pub fn start(cfg: Config) -> io::Result<Proxy> {
     }
     let n = if cfg.pattern == Pattern::Reactor { 1 } else { cfg.threads.max(1) };
     let sharded = cfg.pattern == Pattern::Sharded;
-    let first = Arc::new(sys::listen(cfg.listen, sharded)?);
-    let addr = sys::local_addr(&first)?;
+    let first = Arc::new(hintq_patterns::listen(cfg.listen, sharded)?);
+    let addr = hintq_patterns::local_addr(&first)?;
     let group = if cfg.pattern == Pattern::ShardedShared {
         let g = Group::new(cfg.backend)?;
         g.declare_interest(first.as_raw_fd(), Interest::READ, Delivery::One)?;
@@ -325,7 +325,7 @@ pub fn start(cfg: Config) -> io::Result<Proxy> {
     let mut listeners = vec![first];
     for i in 1..n {
         listeners.push(if sharded {
-            Arc::new(sys::listen(addr, true)?)
+            Arc::new(hintq_patterns::listen(addr, true)?)
         } else {
             Arc::clone(&listeners[i - 1])
         });

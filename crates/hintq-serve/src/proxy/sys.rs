@@ -1,5 +1,6 @@
-//! The socket calls only the proxy makes (the ones both servers make are in
-//! [`crate::common`]), each `unsafe` with its `SAFETY:` line.
+//! The socket calls only the proxy makes (its listeners come from
+//! [`hintq_patterns::listen`], the calls both servers make are in [`crate::common`]), each
+//! `unsafe` with its `SAFETY:` line.
 
 use crate::common::set_nodelay;
 use std::io;
@@ -13,12 +14,6 @@ fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     } else {
         Ok(r)
     }
-}
-
-fn set_opt(fd: RawFd, level: libc::c_int, name: libc::c_int, on: libc::c_int) -> io::Result<()> {
-    let len = mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: `on` is a live c_int and `len` its size.
-    cvt(unsafe { libc::setsockopt(fd, level, name, (&on as *const libc::c_int).cast(), len) }).map(drop)
 }
 
 fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
@@ -53,29 +48,6 @@ fn socket(addr: SocketAddr) -> io::Result<OwnedFd> {
     })?;
     // SAFETY: `fd` was just created and is owned by nobody else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// A non-blocking listener on `addr` with `SO_REUSEADDR`, and `SO_REUSEPORT` when
-/// `reuseport` (one per shard on the same port).
-pub(crate) fn listen(addr: SocketAddr, reuseport: bool) -> io::Result<OwnedFd> {
-    use std::os::fd::AsRawFd;
-    let sock = socket(addr)?;
-    let fd = sock.as_raw_fd();
-    set_opt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
-    if reuseport {
-        set_opt(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
-    }
-    let (ss, len) = sockaddr(addr);
-    // SAFETY: `ss` holds a sockaddr of `len` bytes.
-    cvt(unsafe { libc::bind(fd, (&ss as *const libc::sockaddr_storage).cast(), len) })?;
-    // SAFETY: plain syscall.
-    cvt(unsafe { libc::listen(fd, 4096) })?;
-    Ok(sock)
-}
-
-/// The address a socket is bound to.
-pub(crate) fn local_addr(fd: &OwnedFd) -> io::Result<SocketAddr> {
-    std::net::TcpListener::from(fd.try_clone()?).local_addr()
 }
 
 /// Starts a non-blocking connect to `to` (with `TCP_NODELAY`); the bool is true when it
