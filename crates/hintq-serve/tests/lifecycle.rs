@@ -5,6 +5,7 @@
 
 mod proxy_util;
 mod support;
+mod tools;
 
 use hintq::Backend;
 use hintq_patterns::{open_fds, Pattern};
@@ -31,19 +32,7 @@ fn vanish(srv: &Srv) {
         let combo = srv.combo();
         s.read_exact(&mut tmp).unwrap_or_else(|e| panic!("{combo}: client {i}: {e}"));
         if i % 2 == 0 {
-            let l = libc::linger { l_onoff: 1, l_linger: 0 };
-            // SAFETY: `l` is a live linger of the size passed.
-            unsafe {
-                use std::os::fd::AsRawFd;
-                let len = std::mem::size_of::<libc::linger>() as libc::socklen_t;
-                libc::setsockopt(
-                    s.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_LINGER,
-                    (&l as *const libc::linger).cast(),
-                    len,
-                );
-            }
+            tools::reset(s); // the other half vanish politely (FIN)
         }
     }
 }

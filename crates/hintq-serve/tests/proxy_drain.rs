@@ -6,6 +6,7 @@
 //! process's descriptors are back to their baseline afterwards.
 
 mod proxy_util;
+mod tools;
 
 use hintq::Backend;
 use hintq_patterns::open_fds;

@@ -4,6 +4,7 @@
 //! at most four fixed buffers per connection, none grown.
 
 mod proxy_util;
+mod tools;
 
 use hintq_http::Framing;
 use hintq_serve::proxy::BUF_SIZE;

@@ -4,6 +4,7 @@
 //! answer, the state of the connection, and that the proxy still serves the next client.
 
 mod proxy_util;
+mod tools;
 
 use hintq::Backend;
 use hintq_http::Framing;
@@ -472,7 +473,7 @@ fn s19_empty_connection_closed_silently_and_s18_client_vanishing_is_survived() {
         c.send(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
         let mut first = [0u8; 100];
         c.s.read_exact(&mut first).unwrap();
-        reset(c.s);
+        tools::reset(c.s);
         std::thread::sleep(Duration::from_millis(100));
         still_serves(&px);
     });

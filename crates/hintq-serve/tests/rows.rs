@@ -13,6 +13,7 @@
 //! tests.
 
 mod support;
+mod tools;
 
 use hintq::Backend;
 use hintq_patterns::Pattern;
@@ -290,20 +291,8 @@ fn s18_client_vanishes(srv: &Srv) {
             .unwrap();
         let mut tmp = [0u8; 1000];
         s.read_exact(&mut tmp).unwrap();
-        // SO_LINGER 0: close with RST while the server is mid-sendfile.
-        let l = libc::linger { l_onoff: 1, l_linger: 0 };
-        // SAFETY: `l` is a live linger struct of the size passed.
-        unsafe {
-            use std::os::fd::AsRawFd;
-            libc::setsockopt(
-                s.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_LINGER,
-                (&l as *const libc::linger).cast(),
-                std::mem::size_of::<libc::linger>() as u32,
-            );
-        }
-        drop(s);
+        // Close with RST while the server is mid-sendfile.
+        tools::reset(s);
     }
     for _ in 0..5 {
         // Vanishing politely (FIN) mid-response too.

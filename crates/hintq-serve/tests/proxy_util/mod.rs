@@ -141,7 +141,7 @@ fn serve_conn(mut s: TcpStream, conn: usize, got: &Mutex<Vec<Got>>, script: &Scr
         match after {
             After::Keep => {}
             After::Close => return,
-            After::Reset => return reset(s),
+            After::Reset => return crate::tools::reset(s),
         }
     }
 }
@@ -196,23 +196,6 @@ fn fill(s: &mut TcpStream, buf: &mut Vec<u8>) -> usize {
         Err(e) if e.kind() == ErrorKind::Interrupted => fill(s, buf),
         Err(_) => 0,
     }
-}
-
-/// Resets the connection (`SO_LINGER` 0, then close): the peer sees `ECONNRESET`.
-pub fn reset(s: TcpStream) {
-    use std::os::fd::AsRawFd;
-    let l = libc::linger { l_onoff: 1, l_linger: 0 };
-    // SAFETY: `l` is a live linger struct of the size given.
-    unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&l as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
-    drop(s);
 }
 
 /// The proxy in front of `upstream` with short timeouts.
@@ -336,22 +319,7 @@ impl Client {
     /// connection stays open for `wait`.
     pub fn closed_within(&mut self, wait: Duration) -> bool {
         assert!(self.buf.is_empty(), "unread bytes {:?}", String::from_utf8_lossy(&self.buf));
-        self.s.set_read_timeout(Some(wait)).unwrap();
-        let mut tmp = [0u8; 4096];
-        let r = loop {
-            match self.s.read(&mut tmp) {
-                Ok(0) => break true,
-                Ok(n) => panic!(
-                    "unexpected bytes after the last response: {:?}",
-                    String::from_utf8_lossy(&tmp[..n])
-                ),
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break false,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(_) => break true,
-            }
-        };
-        self.s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        r
+        crate::tools::closed_within(&mut self.s, wait)
     }
 
     pub fn assert_closed(&mut self) {

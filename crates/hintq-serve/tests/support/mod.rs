@@ -237,23 +237,8 @@ impl Client {
     /// Whether the server closed (EOF or reset) with nothing more sent; false if it stays
     /// open for `wait`.
     pub fn closed_within(&mut self, wait: Duration) -> bool {
-        self.s.set_read_timeout(Some(wait)).unwrap();
-        let mut tmp = [0u8; 4096];
-        let r = loop {
-            match self.s.read(&mut tmp) {
-                Ok(0) => break true,
-                Ok(n) => panic!(
-                    "unexpected bytes after the last response: {:?}",
-                    String::from_utf8_lossy(&tmp[..n])
-                ),
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break false,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(_) => break true,
-            }
-        };
-        self.s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         assert!(self.buf.is_empty(), "unread bytes {:?}", String::from_utf8_lossy(&self.buf));
-        r
+        crate::tools::closed_within(&mut self.s, wait)
     }
 
     /// Asserts the connection is closed (within 3 s).
