@@ -1,10 +1,10 @@
 //! What both servers share: `hintq serve` ([`crate::serve`]) uses all of it, and `hintq proxy`
 //! ([`crate::proxy`]) is meant to reuse it rather than grow a twin.
 //!
-//! * [`Out`]: a connection's output queue, responses in request order. Bytes go out with
-//!   `send(MSG_NOSIGNAL)` (a vanished peer gives `EPIPE`, never a `SIGPIPE`, row S18), file
-//!   ranges with `sendfile(2)`; a head followed by a file is sent with `MSG_MORE` so that the
-//!   two leave in one segment where they fit.
+//! * [`Out`]: a connection's output queue, responses in request order. Bytes (copied or
+//!   shared) go out gathered in one `sendmsg(MSG_NOSIGNAL)` (a vanished peer gives `EPIPE`,
+//!   never a `SIGPIPE`, row S18), file ranges with `sendfile(2)`; a head followed by a file is
+//!   sent with `MSG_MORE` so that the two leave in one segment where they fit.
 //! * [`read_into`], [`send_now`], [`shutdown_write`], [`set_nodelay`], [`peer_addr`]: the
 //!   socket calls, each `unsafe` with its `SAFETY:` line, `EINTR` retried here.
 //! * [`AccessLog`]: the optional access log (Common Log Format), off unless asked for.
@@ -23,7 +23,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 fn cvt(r: isize) -> io::Result<usize> {
@@ -49,18 +49,23 @@ fn retry(mut f: impl FnMut() -> isize) -> io::Result<usize> {
 enum Item {
     /// Bytes, of which the first `.1` are sent.
     Bytes(Vec<u8>, usize),
+    /// Shared bytes `[.1, .2)` (a cached file's body), sent from where they are.
+    Shared(Arc<[u8]>, usize, usize),
     /// A file range `[off, end)`, sent with `sendfile`.
-    File { file: OwnedFd, off: i64, end: i64 },
+    File { file: Arc<OwnedFd>, off: i64, end: i64 },
 }
 
-/// A connection's output: byte runs and file ranges, sent in the order they were queued.
-/// Adjacent byte runs are merged, so a pipelined batch of small responses leaves in one send.
+/// Most pieces gathered into one `sendmsg` (well under `IOV_MAX`).
+const GATHER: usize = 32;
+
+/// A connection's output: byte runs, shared bytes and file ranges, sent in the order they
+/// were queued. Everything up to the next file range leaves in one gathered `sendmsg`, so a
+/// head and a small body, or a pipelined batch of responses, cost one system call.
 #[derive(Debug, Default)]
 pub struct Out {
     items: VecDeque<Item>,
     /// A cleared buffer kept for the next response (no allocation per request).
     spare: Vec<u8>,
-    queued: usize,
 }
 
 /// What [`Out::flush`] achieved.
@@ -78,14 +83,14 @@ impl Out {
         self.items.is_empty()
     }
 
-    /// Queued pieces (byte runs and files): bounds pipelining depth and open files.
+    /// Queued pieces (byte runs, shared bytes and files): bounds pipelining depth and open files.
     pub fn pieces(&self) -> usize {
         self.items.len()
     }
 
     /// Bytes queued in memory (file ranges not counted).
     pub fn queued_bytes(&self) -> usize {
-        self.queued
+        self.items.iter().map(Item::unsent).sum()
     }
 
     /// The byte run at the tail, to append a head or a small body to.
@@ -102,70 +107,112 @@ impl Out {
         self.buf().extend_from_slice(bytes);
     }
 
+    /// Appends `len` bytes of `shared` from offset `off`, without copying them.
+    pub fn push_shared(&mut self, shared: Arc<[u8]>, off: usize, len: usize) {
+        if len > 0 {
+            debug_assert!(off + len <= shared.len());
+            self.items.push_back(Item::Shared(shared, off, off + len));
+        }
+    }
+
     /// Appends `len` bytes of `file` from offset `off`.
-    pub fn push_file(&mut self, file: OwnedFd, off: u64, len: u64) {
+    pub fn push_file(&mut self, file: Arc<OwnedFd>, off: u64, len: u64) {
         if len > 0 {
             self.items.push_back(Item::File { file, off: off as i64, end: (off + len) as i64 });
         }
     }
 
-    /// Sends as much as the socket takes. `Ok` with `done: false` means `EAGAIN` (wait for
-    /// writability). An error means the peer is gone (`EPIPE`, `ECONNRESET`) or a file shrank
-    /// under us (`UnexpectedEof`: the promised length cannot be kept, so close).
+    /// Sends as much as the socket takes. `Ok` with `done: false` means the socket is full
+    /// (a short send or `EAGAIN`: wait for writability). An error means the peer is gone
+    /// (`EPIPE`, `ECONNRESET`) or a file shrank under us (`UnexpectedEof`: the promised
+    /// length cannot be kept, so close).
     ///
     /// # Errors
     /// As above.
     pub fn flush(&mut self, fd: RawFd) -> io::Result<Flushed> {
-        self.queued = self.items.iter().map(Item::unsent).sum();
         let mut progress = false;
-        loop {
-            let file_follows = matches!(self.items.get(1), Some(Item::File { .. }));
-            let Some(front) = self.items.front_mut() else { break };
-            let r = match front {
-                Item::Bytes(b, sent) => {
-                    let flags = libc::MSG_NOSIGNAL | if file_follows { libc::MSG_MORE } else { 0 };
-                    // SAFETY: the pointer and length describe the unsent tail of `b`.
-                    let r = retry(|| unsafe {
-                        libc::send(fd, b[*sent..].as_ptr().cast(), b.len() - *sent, flags)
-                    });
-                    r.map(|n| {
-                        *sent += n;
-                        *sent == b.len()
-                    })
-                }
-                Item::File { file, off, end } => {
+        let full = loop {
+            let r = match self.items.front_mut() {
+                None => break false,
+                Some(Item::File { file, off, end }) => {
                     let want = (*end - *off).min(1 << 30) as usize;
                     // SAFETY: `off` is a live i64 the kernel advances; both descriptors are open.
-                    let r = retry(|| unsafe { libc::sendfile(fd, file.as_raw_fd(), off, want) });
-                    match r {
+                    match retry(|| unsafe { libc::sendfile(fd, file.as_raw_fd(), off, want) }) {
                         Ok(0) => {
                             Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank while being sent"))
                         }
-                        Ok(_) => Ok(*off == *end),
+                        Ok(n) => {
+                            if *off == *end {
+                                self.items.pop_front();
+                            }
+                            Ok(n < want)
+                        }
                         Err(e) => Err(e),
                     }
                 }
+                Some(_) => self.send_gathered(fd),
             };
             match r {
-                Ok(true) => {
+                Ok(short) => {
                     progress = true;
-                    if let Some(Item::Bytes(mut b, _)) = self.items.pop_front() {
-                        if b.capacity() <= 64 * 1024 {
-                            b.clear();
-                            self.spare = b;
-                        }
+                    if short {
+                        break true;
                     }
                 }
-                Ok(false) => progress = true,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.queued = self.items.iter().map(Item::unsent).sum();
-                    return Ok(Flushed { done: false, progress });
-                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break true,
                 Err(e) => return Err(e),
             }
+        };
+        Ok(Flushed { done: !full && self.items.is_empty(), progress })
+    }
+
+    /// Sends the byte pieces at the front, up to the next file range, in one `sendmsg`
+    /// (`MSG_MORE` when a file range follows, so a head and its file share a segment);
+    /// drops what was sent whole; returns whether the send was short.
+    fn send_gathered(&mut self, fd: RawFd) -> io::Result<bool> {
+        let mut iov = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; GATHER];
+        let (mut n, mut total, mut file_follows) = (0, 0, false);
+        for item in self.items.iter().take(GATHER) {
+            let s: &[u8] = match item {
+                Item::Bytes(b, sent) => &b[*sent..],
+                Item::Shared(b, off, end) => &b[*off..*end],
+                Item::File { .. } => {
+                    file_follows = true;
+                    break;
+                }
+            };
+            iov[n] = libc::iovec { iov_base: s.as_ptr() as *mut libc::c_void, iov_len: s.len() };
+            n += 1;
+            total += s.len();
         }
-        self.queued = 0;
-        Ok(Flushed { done: true, progress })
+        // SAFETY: msghdr is plain data; all-zero is an empty message.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = iov.as_mut_ptr();
+        msg.msg_iovlen = n;
+        let flags = libc::MSG_NOSIGNAL | if file_follows { libc::MSG_MORE } else { 0 };
+        // SAFETY: each iovec describes live bytes of an item, kept alive (and unmoved) by
+        // `self.items` until the call returns.
+        let mut sent = retry(|| unsafe { libc::sendmsg(fd, &msg, flags) })?;
+        let short = sent < total;
+        while sent > 0 {
+            let Some(front) = self.items.front_mut() else { break };
+            let left = front.unsent();
+            if sent < left {
+                match front {
+                    Item::Bytes(_, s) | Item::Shared(_, s, _) => *s += sent,
+                    Item::File { .. } => unreachable!("only byte pieces were gathered"),
+                }
+                break;
+            }
+            sent -= left;
+            if let Some(Item::Bytes(mut b, _)) = self.items.pop_front() {
+                if b.capacity() <= 64 * 1024 {
+                    b.clear();
+                    self.spare = b;
+                }
+            }
+        }
+        Ok(short)
     }
 }
 
@@ -173,6 +220,7 @@ impl Item {
     fn unsent(&self) -> usize {
         match self {
             Item::Bytes(b, sent) => b.len() - sent,
+            Item::Shared(_, off, end) => end - off,
             Item::File { .. } => 0,
         }
     }

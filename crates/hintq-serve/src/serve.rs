@@ -55,12 +55,14 @@
 //! finish with `Connection: close`, closes idle connections at the next tick, then shuts
 //! the pattern down.
 
+mod cache;
 mod path;
 
 use crate::common::{
     self, read_into, send_now, set_nodelay, shutdown_write, AccessLog, Lifecycle, Out, Read, ServerArgs,
     ShutdownSignals,
 };
+use cache::{Entry, FileCache};
 use hintq::State;
 use hintq_http::{
     error_body, parse_request, write_error_response, BodyDecoder, DateCache, Framing, HeadWriter, Limits,
@@ -103,6 +105,14 @@ pub struct ServeArgs {
     pub root: PathBuf,
     #[command(flatten)]
     pub server: ServerArgs,
+    /// Open-file cache: how long a cached file (descriptor, metadata, and the bytes of a small
+    /// file) is served before it is opened again; a change to a file shows within this
+    /// period (0: no cache).
+    #[arg(long, value_name = "D", default_value = "1s", value_parser = common::parse_duration)]
+    pub file_cache_valid: Duration,
+    /// Open-file cache: most paths held.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub file_cache_entries: usize,
 }
 
 /// What the static server needs besides the pattern configuration.
@@ -120,10 +130,16 @@ pub struct ServeConfig {
     pub limits: Limits,
     /// Optional access log.
     pub access_log: Option<AccessLog>,
+    /// How long an open-file cache entry is trusted before it is opened again (zero: no
+    /// cache, every request opens its file).
+    pub file_cache_valid: Duration,
+    /// Most paths the open-file cache holds.
+    pub file_cache_entries: usize,
 }
 
 impl ServeConfig {
-    /// Defaults: idle 60 s, header 10 s, send 30 s, `Limits::default()`, no access log.
+    /// Defaults: idle 60 s, header 10 s, send 30 s, `Limits::default()`, no access log, an
+    /// open-file cache of 1,024 paths trusted for 1 s.
     pub fn new(root: impl Into<PathBuf>) -> ServeConfig {
         ServeConfig {
             root: root.into(),
@@ -132,6 +148,8 @@ impl ServeConfig {
             send_timeout: Duration::from_secs(30),
             limits: Limits::default(),
             access_log: None,
+            file_cache_valid: Duration::from_secs(1),
+            file_cache_entries: 1024,
         }
     }
 }
@@ -142,6 +160,7 @@ pub struct Files {
     root: OwnedFd,
     cfg: ServeConfig,
     life: Lifecycle,
+    cache: FileCache,
 }
 
 /// A request whose body is being read (and discarded) before it is answered.
@@ -198,6 +217,8 @@ thread_local! {
     static DATE: RefCell<DateCache> = RefCell::new(DateCache::new());
     /// The last `Last-Modified` formatted: (seconds, text).
     static MTIME: RefCell<(i64, [u8; 29])> = const { RefCell::new((i64::MIN, [0; 29])) };
+    /// The decoded path of the request being answered (reused: no allocation per request).
+    static REL: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 fn date() -> [u8; 29] {
@@ -273,6 +294,12 @@ fn connection_header(w: &mut HeadWriter<'_>, version: Version, keep: bool) {
 /// An open regular file, its `stat` and its Content-Type.
 type Opened = (OwnedFd, libc::stat, &'static [u8]);
 
+/// Why a path has no cache entry: a directory named without its slash, or a status to answer.
+enum Miss {
+    Redirect,
+    Status(u16),
+}
+
 /// What one answer was, for the access log.
 struct Answer {
     status: u16,
@@ -300,7 +327,8 @@ impl Files {
             }
             _ => e,
         })?;
-        Ok(Files { root, cfg, life: Lifecycle::default() })
+        let cache = FileCache::new(cfg.file_cache_entries, cfg.file_cache_valid);
+        Ok(Files { root, cfg, life: Lifecycle::default(), cache })
     }
 
     /// Open connections and the draining flag.
@@ -348,7 +376,8 @@ impl Files {
                     let used = head.head_len;
                     c.head_since = None;
                     if matches!(head.framing, Framing::Length(1..) | Framing::Chunked) {
-                        if head.expect_continue {
+                        // RFC 9110 §10.1.1: no interim response once body bytes have arrived.
+                        if head.expect_continue && c.pos + used == c.input.len() {
                             c.out.push_bytes(b"HTTP/1.1 100 Continue\r\n\r\n");
                         }
                         let decoder = BodyDecoder::new(head.framing, Side::Request, &self.cfg.limits);
@@ -433,22 +462,30 @@ impl Files {
         let short = |out: &mut Out, s, extra: &[(&str, &[u8])]| {
             self.short(out, s, head.version, keep, head.is_head(), extra)
         };
-        let target = match path::decode_target(&head.target) {
-            Ok(t) => t,
-            Err(s) => return short(out, s, &[]),
+        let found = REL.with_borrow_mut(|rel| {
+            let target = path::decode_target(&head.target, rel).map_err(Ok)?;
+            // The cache key: the path and whether it named a directory.
+            rel.push(u8::from(target.dir_form));
+            let key = &rel[..];
+            let path = &key[..key.len() - 1];
+            self.cache.get(key, || self.entry(path, target.dir_form)).map_err(|m| match m {
+                Miss::Redirect => Err(path::location(&target, path)),
+                Miss::Status(s) => Ok(s),
+            })
+        });
+        let f = match found {
+            Ok(f) => f,
+            Err(Ok(s)) => return short(out, s, &[]),
+            Err(Err(location)) => return short(out, 301, &[("Location", &location)]),
         };
-        let (file, st, ctype) = match self.open(&target.rel, target.dir_form) {
-            Ok(Some(f)) => f,
-            Ok(None) => return short(out, 301, &[("Location", &path::location(&target))]),
-            Err(s) => return short(out, s, &[]),
-        };
-        let mtime = st.st_mtime.max(0);
-        let len = st.st_size as u64;
-        let (tag, tag_len) = etag(&st);
-        let etag = &tag[..tag_len];
+        let len = f.len;
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let v =
-            Validators { etag, last_modified: mtime as u64, last_modified_strong: (mtime as u64) < now, len };
+        let v = Validators {
+            etag: &f.etag,
+            last_modified: f.mtime as u64,
+            last_modified_strong: (f.mtime as u64) < now,
+            len,
+        };
         // RFC 9110 §14.2: range handling is defined for GET only, and a server MUST ignore a
         // Range on other methods, so HEAD answers what a GET without Range would get.
         let selected = match hintq_http::select(&head.headers, &v) {
@@ -472,20 +509,32 @@ impl Files {
         let mut w = HeadWriter::response(out.buf(), Version::Http11, status);
         w.date(&date());
         if status != 304 {
-            w.header("Content-Type", ctype).content_length(send);
+            w.header("Content-Type", f.ctype).content_length(send);
             if let Some(r) = range {
                 w.content_range(Some(r), len);
             }
             w.header("Accept-Ranges", b"bytes");
         }
-        w.header("ETag", etag).header("Last-Modified", &http_date(mtime));
+        w.header("ETag", &f.etag).header("Last-Modified", &f.last_modified);
         connection_header(&mut w, head.version, keep);
         w.finish();
         if status == 304 || head.is_head() {
             return Answer { status, bytes: 0 };
         }
-        out.push_file(file, off, send);
+        match (&f.body, &f.file) {
+            (Some(body), _) => out.push_shared(Arc::clone(body), off as usize, send as usize),
+            (None, Some(file)) => out.push_file(Arc::clone(file), off, send),
+            (None, None) => unreachable!("an entry holds its body or its file"),
+        }
         Answer { status, bytes: send }
+    }
+
+    /// Opens `rel` (see [`open`](Self::open)) into a cache entry.
+    fn entry(&self, rel: &[u8], dir_form: bool) -> Result<Entry, Miss> {
+        let (fd, st, ctype) = self.open(rel, dir_form).map_err(Miss::Status)?.ok_or(Miss::Redirect)?;
+        let (tag, tag_len) = etag(&st);
+        let last_modified = http_date(st.st_mtime.max(0));
+        Ok(Entry::new(fd, &st, ctype, tag[..tag_len].into(), last_modified, self.cache.budget()))
     }
 
     /// Opens a regular file (or, for a path ending in `/`, a directory's `index.html`)
@@ -728,6 +777,8 @@ pub fn run(args: &ServeArgs) -> io::Result<()> {
         send_timeout: s.send_timeout,
         limits: Limits::default(),
         access_log: s.open_access_log()?,
+        file_cache_valid: args.file_cache_valid,
+        file_cache_entries: args.file_cache_entries,
     };
     let serving = start(cfg, pattern)?;
     eprintln!(

@@ -14,12 +14,9 @@
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
-/// A request target decoded by [`decode_target`].
+/// A request target decoded by [`decode_target`] (the path itself goes to the caller's buffer).
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Target<'t> {
-    /// The path relative to the root, NUL-terminated (`.` for the root itself), without empty
-    /// or dot segments.
-    pub rel: Vec<u8>,
     /// The normalised path ends in `/` (the target's last segment is empty, `.` or `..`,
     /// as RFC 3986 §5.2.4 leaves them): a directory may be served from it.
     pub dir_form: bool,
@@ -27,36 +24,46 @@ pub(crate) struct Target<'t> {
     pub query: Option<&'t str>,
 }
 
-/// Decodes `target` into the path relative to the root, or the status to answer.
-pub(crate) fn decode_target(target: &str) -> Result<Target<'_>, u16> {
+/// Decodes `target` into `rel`, the path relative to the root, NUL-terminated (`.` for the
+/// root itself), without empty or dot segments; or gives the status to answer. `rel` is the
+/// caller's reusable buffer, so a request allocates nothing here.
+pub(crate) fn decode_target<'t>(target: &'t str, rel: &mut Vec<u8>) -> Result<Target<'t>, u16> {
     let path = origin_path(target).ok_or(400u16)?;
     let (path, query) = match path.split_once('?') {
         Some((p, q)) => (p, Some(q).filter(|q| !q.is_empty())),
         None => (path, None),
     };
-    let mut out = Vec::with_capacity(path.len() + 1);
+    let out = rel;
+    out.clear();
     let mut dir_form = true;
-    // Where each kept segment (with its separator) starts in `out`, for `..`.
-    let mut starts: Vec<usize> = Vec::new();
     for raw in path.split('/').skip(1) {
         let start = out.len();
         if !out.is_empty() {
             out.push(b'/');
         }
         let seg_start = out.len();
-        decode_segment(raw.as_bytes(), &mut out)?;
+        decode_segment(raw.as_bytes(), out)?;
         dir_form = matches!(&out[seg_start..], b"" | b"." | b"..");
         match &out[seg_start..] {
             b"" | b"." => out.truncate(start),
-            b".." => out.truncate(starts.pop().ok_or(400u16)?),
-            _ => starts.push(start),
+            b".." => {
+                // Drop `..` and the segment before it. A decoded segment holds no `/` (an
+                // encoded one is refused), so that segment starts after the last `/`.
+                out.truncate(start);
+                if out.is_empty() {
+                    return Err(400);
+                }
+                let prev = out.iter().rposition(|&b| b == b'/').unwrap_or(0);
+                out.truncate(prev);
+            }
+            _ => {}
         }
     }
     if out.is_empty() {
         out.push(b'.');
     }
     out.push(0);
-    Ok(Target { rel: out, dir_form, query })
+    Ok(Target { dir_form, query })
 }
 
 /// The `Location` of the redirect from a directory named without its trailing slash: the
@@ -64,9 +71,9 @@ pub(crate) fn decode_target(target: &str) -> Result<Target<'_>, u16> {
 /// percent-encoded, then the query with any byte a query may not hold encoded. `rel` holds
 /// no empty segment, so the result starts with exactly one `/` (`//host/` cannot come out:
 /// never an open redirect).
-pub(crate) fn location(t: &Target<'_>) -> Vec<u8> {
+pub(crate) fn location(t: &Target<'_>, rel: &[u8]) -> Vec<u8> {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let rel = &t.rel[..t.rel.len() - 1];
+    let rel = &rel[..rel.len() - 1];
     let mut out = Vec::with_capacity(rel.len() * 3 + 2 + t.query.map_or(0, |q| q.len() * 3 + 1));
     let push = |out: &mut Vec<u8>, b: u8, keep: bool| {
         if keep {
@@ -99,10 +106,10 @@ fn origin_path(target: &str) -> Option<&str> {
     if target.starts_with('/') {
         return Some(target);
     }
-    let lower = target.get(..8).unwrap_or(target).to_ascii_lowercase();
-    let rest = if lower.starts_with("http://") {
+    let starts = |p: &str| target.get(..p.len()).is_some_and(|t| t.eq_ignore_ascii_case(p));
+    let rest = if starts("http://") {
         &target[7..]
-    } else if lower.starts_with("https://") {
+    } else if starts("https://") {
         &target[8..]
     } else {
         return None;
@@ -184,13 +191,19 @@ pub(crate) fn status_of(e: &io::Error) -> u16 {
 mod tests {
     use super::*;
 
+    fn decode(t: &str) -> Result<(Target<'_>, Vec<u8>), u16> {
+        let mut rel = b"left over".to_vec();
+        decode_target(t, &mut rel).map(|d| (d, rel))
+    }
+
     fn ok(t: &str) -> String {
-        let p = decode_target(t).unwrap_or_else(|s| panic!("{t}: {s}")).rel;
+        let p = decode(t).unwrap_or_else(|s| panic!("{t}: {s}")).1;
         String::from_utf8(p[..p.len() - 1].to_vec()).unwrap()
     }
 
     fn loc(t: &str) -> String {
-        String::from_utf8(location(&decode_target(t).unwrap())).unwrap()
+        let (d, rel) = decode(t).unwrap();
+        String::from_utf8(location(&d, &rel)).unwrap()
     }
 
     #[test]
@@ -207,10 +220,10 @@ mod tests {
             ("http://h", true),
             ("http://h/sub", false),
         ] {
-            assert_eq!(decode_target(t).unwrap().dir_form, dir, "{t}");
+            assert_eq!(decode(t).unwrap().0.dir_form, dir, "{t}");
         }
-        assert_eq!(decode_target("/a?b=c?d").unwrap().query, Some("b=c?d"));
-        assert_eq!(decode_target("/a?").unwrap().query, None);
+        assert_eq!(decode("/a?b=c?d").unwrap().0.query, Some("b=c?d"));
+        assert_eq!(decode("/a?").unwrap().0.query, None);
     }
 
     #[test]
@@ -268,7 +281,7 @@ mod tests {
             "example.com:80",
             "/.%2e/x",
         ] {
-            assert_eq!(decode_target(t), Err(400), "{t}");
+            assert_eq!(decode(t).map(|d| d.0), Err(400), "{t}");
         }
     }
 }

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 pub const IDLE: Duration = Duration::from_millis(1000);
 pub const HEADER: Duration = Duration::from_millis(700);
 pub const SEND: Duration = Duration::from_secs(2);
+/// The open-file cache's validity period in tests: a changed file shows after it.
+pub const FILE_VALID: Duration = Duration::from_millis(200);
 
 /// The bytes of `big.bin` (4 MiB): a pattern that shows misplaced ranges.
 pub fn big_bytes() -> Vec<u8> {
@@ -97,6 +99,7 @@ impl Srv {
         cfg.idle_timeout = IDLE;
         cfg.header_timeout = HEADER;
         cfg.send_timeout = SEND;
+        cfg.file_cache_valid = FILE_VALID;
         tweak(&mut cfg);
         let mut pc = Config::new(pattern, 2, backend, "127.0.0.1:0".parse().unwrap());
         pc.tick = Duration::from_millis(50);

@@ -1,0 +1,303 @@
+//! The open-file cache: per request path, the open descriptor, what `fstat` said, the
+//! response fields made from it (ETag, Last-Modified, Content-Type) and, for a small file, its
+//! bytes, so that a request for a cached file costs no system call of its own beyond the
+//! socket's read and write (nginx's `open_file_cache`, plus the body of small files).
+//!
+//! * **Bounded.** At most `max_entries` paths (spread over [`SHARDS`] locks, so threads do
+//!   not queue on one); a full shard drops an entry (the hash map's arbitrary first, which
+//!   SipHash's random keys make unpredictable to clients) before taking a new one. Bodies held
+//!   in memory are bounded too: files up to [`INLINE_MAX`] bytes, [`INLINE_BUDGET`] bytes in all;
+//!   past the budget a file is cached without its body and sent with `sendfile`.
+//! * **Revalidated.** An entry older than the validity period (`--file-cache-valid`, as nginx's
+//!   `open_file_cache_valid`) is opened again through the `openat2` fence before it is used:
+//!   a file replaced, changed or deleted is never served longer than that period after the
+//!   change, and a path that a changed symlink now resolves outside the root stops being
+//!   served within it (the fence refuses it, 403). A validity of zero turns the cache off:
+//!   every request opens its file.
+//! * **Only the fence opens.** Entries are filled by the caller's open function, the one that
+//!   goes through [`super::path::open_beneath`]; nothing here opens a path.
+//!
+//! An entry is shared (`Arc`): a response being sent keeps its descriptor and body alive even
+//! after the entry is replaced or dropped.
+
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Files up to this size are held in memory and sent with their head in one `sendmsg`.
+/// Measured (see the crate README): below it, one gathered send from memory costs less than
+/// the head's send plus a `sendfile`.
+pub(crate) const INLINE_MAX: u64 = 64 * 1024;
+/// Bytes of file bodies held in memory by one cache, in all.
+pub(crate) const INLINE_BUDGET: usize = 64 * 1024 * 1024;
+/// Independent locks the entries are spread over.
+const SHARDS: usize = 16;
+
+/// A regular file as the cache holds it.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    /// Open read-only, for `sendfile`; `None` when the body is held (nothing reads the file
+    /// then, so no descriptor is kept for it).
+    pub file: Option<Arc<OwnedFd>>,
+    /// The whole content, for a file of at most [`INLINE_MAX`] bytes (within the budget).
+    pub body: Option<Arc<[u8]>>,
+    /// Size in bytes.
+    pub len: u64,
+    /// Modification time, whole seconds.
+    pub mtime: i64,
+    /// The entity-tag, quoted.
+    pub etag: Box<[u8]>,
+    /// `Last-Modified` as an IMF-fixdate.
+    pub last_modified: [u8; 29],
+    /// Content-Type.
+    pub ctype: &'static [u8],
+    /// When it was opened (or last revalidated) through the fence.
+    checked: Instant,
+    /// Bytes of the budget it holds.
+    charged: usize,
+}
+
+impl Entry {
+    /// An entry for `file`, whose `fstat` is `st`; `body` is read here when the file is small
+    /// and `budget` allows (`None` for no cache, which never holds bodies).
+    pub(crate) fn new(
+        file: OwnedFd,
+        st: &libc::stat,
+        ctype: &'static [u8],
+        etag: Box<[u8]>,
+        last_modified: [u8; 29],
+        budget: Option<&AtomicUsize>,
+    ) -> Entry {
+        let len = st.st_size.max(0) as u64;
+        let mut charged = 0;
+        let body = match budget {
+            Some(b) if len <= INLINE_MAX && take(b, len as usize) => {
+                charged = len as usize;
+                let body = read_whole(&file, len as usize);
+                if body.is_none() {
+                    b.fetch_add(charged, Relaxed);
+                    charged = 0;
+                }
+                body
+            }
+            _ => None,
+        };
+        Entry {
+            file: if body.is_some() { None } else { Some(Arc::new(file)) },
+            body,
+            len,
+            mtime: st.st_mtime.max(0),
+            etag,
+            last_modified,
+            ctype,
+            checked: Instant::now(),
+            charged,
+        }
+    }
+}
+
+/// Takes `n` bytes from the budget if it has them.
+fn take(budget: &AtomicUsize, n: usize) -> bool {
+    budget.fetch_update(Relaxed, Relaxed, |left| left.checked_sub(n)).is_ok()
+}
+
+/// The file's `len` bytes, or `None` if it held fewer (it is being changed: its descriptor
+/// is used instead, and `sendfile` notices a short file).
+fn read_whole(file: &OwnedFd, len: usize) -> Option<Arc<[u8]>> {
+    let mut buf = vec![0u8; len];
+    let mut done = 0;
+    while done < len {
+        // SAFETY: the pointer and length describe the unfilled tail of `buf`.
+        let r = unsafe {
+            libc::pread(file.as_raw_fd(), buf[done..].as_mut_ptr().cast(), len - done, done as i64)
+        };
+        match r {
+            r if r > 0 => done += r as usize,
+            r if r < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            _ => return None,
+        }
+    }
+    Some(buf.into())
+}
+
+/// The entries of one shard, by key (the decoded path and whether it named a directory).
+type Shard = HashMap<Box<[u8]>, Arc<Entry>>;
+
+/// The cache; see the module docs.
+#[derive(Debug)]
+pub(crate) struct FileCache {
+    shards: Box<[Mutex<Shard>]>,
+    hasher: std::collections::hash_map::RandomState,
+    per_shard: usize,
+    valid: Duration,
+    budget: AtomicUsize,
+}
+
+impl FileCache {
+    /// A cache of at most `max_entries` paths, each trusted for `valid` after it was opened.
+    /// Zero for either turns caching off.
+    pub(crate) fn new(max_entries: usize, valid: Duration) -> FileCache {
+        let per_shard = if valid.is_zero() { 0 } else { max_entries.div_ceil(SHARDS) };
+        FileCache {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            hasher: Default::default(),
+            per_shard,
+            valid,
+            budget: AtomicUsize::new(INLINE_BUDGET),
+        }
+    }
+
+    /// The budget entries made for this cache take their bodies from (`None`: caching is off,
+    /// so no body is worth reading).
+    pub(crate) fn budget(&self) -> Option<&AtomicUsize> {
+        (self.per_shard > 0).then_some(&self.budget)
+    }
+
+    /// The entry for `key` if it is still within its validity period; else `open` is called
+    /// (through the fence) and what it returns is cached and given back. An error from `open`
+    /// drops any entry for `key`.
+    pub(crate) fn get<E>(
+        &self,
+        key: &[u8],
+        open: impl FnOnce() -> Result<Entry, E>,
+    ) -> Result<Arc<Entry>, E> {
+        if self.per_shard == 0 {
+            return open().map(Arc::new);
+        }
+        let shard = &self.shards[self.shard_of(key)];
+        {
+            let map = shard.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(e) = map.get(key) {
+                if e.checked.elapsed() < self.valid {
+                    return Ok(Arc::clone(e));
+                }
+            }
+        }
+        // Opened outside the lock: other paths of the shard are not held up by the disk.
+        let fresh = open();
+        let mut map = shard.lock().unwrap_or_else(|e| e.into_inner());
+        let old = match fresh {
+            Ok(entry) => {
+                let entry = Arc::new(entry);
+                let old = match map.get_mut(key) {
+                    Some(slot) => Some(std::mem::replace(slot, Arc::clone(&entry))),
+                    None => {
+                        let evicted = if map.len() >= self.per_shard {
+                            let k = map.keys().next().cloned();
+                            k.and_then(|k| map.remove(&k))
+                        } else {
+                            None
+                        };
+                        map.insert(key.into(), Arc::clone(&entry));
+                        evicted
+                    }
+                };
+                drop(map);
+                self.release(old);
+                return Ok(entry);
+            }
+            Err(e) => (map.remove(key), e),
+        };
+        drop(map);
+        self.release(old.0);
+        Err(old.1)
+    }
+
+    /// Gives an entry's body bytes back to the budget.
+    fn release(&self, old: Option<Arc<Entry>>) {
+        if let Some(old) = old {
+            self.budget.fetch_add(old.charged, Relaxed);
+        }
+    }
+
+    /// Paths cached now.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().unwrap().len()).sum()
+    }
+
+    fn shard_of(&self, key: &[u8]) -> usize {
+        self.hasher.hash_one(key) as usize % SHARDS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::OwnedFd;
+
+    fn entry(contents: &[u8], budget: Option<&AtomicUsize>) -> Entry {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Relaxed);
+        let path = std::env::temp_dir().join(format!("hintq-cache-{}-{n}", std::process::id()));
+        std::fs::write(&path, contents).unwrap();
+        let file = OwnedFd::from(std::fs::File::open(&path).unwrap());
+        std::fs::remove_file(&path).unwrap();
+        // SAFETY: stat is plain data, filled by fstat.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `file` is open and `st` a live stat.
+        assert_eq!(unsafe { libc::fstat(file.as_raw_fd(), &mut st) }, 0);
+        Entry::new(file, &st, b"text/plain", b"\"t\"".to_vec().into(), [b' '; 29], budget)
+    }
+
+    #[test]
+    fn small_bodies_are_held_within_the_budget() {
+        let budget = AtomicUsize::new(10);
+        assert_eq!(entry(b"12345678", Some(&budget)).body.as_deref(), Some(&b"12345678"[..]));
+        assert_eq!(budget.load(Relaxed), 2);
+        // Over what is left of the budget: cached without its body.
+        assert!(entry(b"123", Some(&budget)).body.is_none());
+        assert_eq!(budget.load(Relaxed), 2);
+        // No cache: never a body.
+        assert!(entry(b"1", None).body.is_none());
+    }
+
+    #[test]
+    fn entries_are_reused_until_they_expire_and_bounded() {
+        let cache = FileCache::new(SHARDS, Duration::from_millis(200));
+        let mut opens = 0;
+        for _ in 0..3 {
+            cache
+                .get::<()>(b"a", || {
+                    opens += 1;
+                    Ok(entry(b"abc", cache.budget()))
+                })
+                .unwrap();
+        }
+        assert_eq!(opens, 1, "within the validity period the entry is reused");
+        std::thread::sleep(Duration::from_millis(250));
+        cache.get::<()>(b"a", || Ok(entry(b"abd", cache.budget()))).unwrap();
+        assert_eq!(cache.get::<()>(b"a", || Err(())).unwrap().body.as_deref(), Some(&b"abd"[..]));
+        // A failed revalidation drops the entry and returns its body to the budget.
+        std::thread::sleep(Duration::from_millis(250));
+        assert!(cache.get::<u16>(b"a", || Err(404)).is_err());
+        assert_eq!(cache.len(), 0);
+        assert_eq!(cache.budget.load(Relaxed), INLINE_BUDGET);
+        // Never more entries than asked for (one per shard here).
+        for i in 0..200u32 {
+            cache.get::<()>(&i.to_le_bytes(), || Ok(entry(b"x", cache.budget()))).unwrap();
+        }
+        assert!(cache.len() <= SHARDS, "{} entries", cache.len());
+        assert_eq!(cache.budget.load(Relaxed), INLINE_BUDGET - cache.len());
+    }
+
+    #[test]
+    fn zero_validity_opens_every_time() {
+        let cache = FileCache::new(100, Duration::ZERO);
+        let mut opens = 0;
+        for _ in 0..3 {
+            cache
+                .get::<()>(b"a", || {
+                    opens += 1;
+                    Ok(entry(b"abc", cache.budget()))
+                })
+                .unwrap();
+        }
+        assert_eq!(opens, 3);
+        assert_eq!(cache.len(), 0);
+    }
+}
