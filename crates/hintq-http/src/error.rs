@@ -45,7 +45,8 @@ pub enum ErrorKind {
     MissingHost,
     /// More than one `Host` line [400].
     DuplicateHost,
-    /// `Host` value with bytes no authority can contain [400].
+    /// `Host` value with no host (empty, or only `:port`) or with bytes no authority can
+    /// contain [400].
     InvalidHost,
     /// `Content-Length` that is not one or more digits, or does not fit in 64 bits [400].
     InvalidContentLength,
@@ -116,7 +117,7 @@ impl ErrorKind {
             BareLf => "line ended by LF without CR",
             MissingHost => "HTTP/1.1 request without Host",
             DuplicateHost => "more than one Host",
-            InvalidHost => "invalid Host",
+            InvalidHost => "invalid or empty Host",
             InvalidContentLength => "invalid Content-Length",
             ConflictingContentLength => "conflicting Content-Length values",
             ContentLengthWithTransferEncoding => "both Content-Length and Transfer-Encoding",

@@ -113,7 +113,7 @@ pub(crate) fn request(
         (_, 2..) => return Err(ErrorKind::DuplicateHost),
         _ => {}
     }
-    if f.host.is_some_and(|h| !h.iter().all(|&b| is_authority_byte(b))) {
+    if f.host.is_some_and(|h| !is_valid_host(h)) {
         return Err(ErrorKind::InvalidHost);
     }
     if let (Framing::Length(n), Some(max)) = (framing, limits.max_body) {
@@ -214,6 +214,13 @@ pub(crate) fn trim_ows(mut s: &[u8]) -> &[u8] {
 /// RFC 9110 token characters.
 pub(crate) fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// A `Host` value naming a host: not empty, not a bare `:port` (an "http" URI with an empty host
+/// is invalid, RFC 9110 §4.2.1; nginx's `ngx_http_validate_host` refuses both), and only
+/// [authority bytes](is_authority_byte).
+fn is_valid_host(value: &[u8]) -> bool {
+    !matches!(value, [] | [b':', ..]) && value.iter().all(|&b| is_authority_byte(b))
 }
 
 /// Bytes of `uri-host [ ":" port ]`: unreserved, pct-encoded, sub-delims, `:` and IP-literal

@@ -61,7 +61,7 @@
 //! | Chunk extensions | control bytes refused; 16 KiB per body | hyper's limit |
 //! | Chunk overhead (S6) | refused past 100 KiB of overhead when data is under a quarter of what was read | h2o / picohttpparser's rule, checked per byte so the verdict does not depend on read sizes |
 //! | `Expect` other than `100-continue` in HTTP/1.1 (S17) | 417 | RFC 9110 §10.1.1 MAY; ignored in HTTP/1.0 |
-//! | Host | HTTP/1.1 needs exactly one; any version refuses two and bytes no authority contains | RFC 9112 §3.2¶6, nginx `http_host.t` |
+//! | Host | HTTP/1.1 needs exactly one; any version refuses two, an empty host (`Host:`, `Host: :80`, also beside an absolute-form target) and bytes no authority contains | RFC 9112 §3.2¶6, RFC 9110 §4.2.1 (an "http" URI with an empty host is invalid), nginx `http_host.t` and `ngx_http_validate_host` |
 //! | Invalid CL/TE in 204/304/HEAD responses | still an error (502) | strictness: such an upstream is broken |
 //! | Range with two or more ranges, invalid syntax, another unit, or on two lines | ignored: full 200 | RFC 9110 §14.2¶3,¶5 allow ignoring Range; multipart/byteranges is not implemented |
 //! | Range numbers beyond `u64` | saturated: first-pos → 416, last-pos clamped, suffix → whole | RFC 9110 §14.1.1 has no bound on digits; never an overflow |

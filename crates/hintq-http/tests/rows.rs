@@ -256,7 +256,20 @@ fn s9_host_missing_or_twice() {
     assert_eq!(refused(b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400), ErrorKind::InvalidHost);
     ok(b"GET / HTTP/1.0\r\n\r\n");
     ok(b"GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n");
-    ok(b"GET / HTTP/1.1\r\nHost:\r\n\r\n");
+}
+
+/// An empty Host was accepted (200): no host, so no "http" target URI (RFC 9110 §4.2.1 says
+/// reject it; nginx's `ngx_http_validate_host` answers 400), in any version and target form.
+#[test]
+fn s9_empty_host_is_refused() {
+    for host in ["Host:", "Host: ", "Host:\t", "Host: :80"] {
+        for line in ["GET / HTTP/1.1", "GET / HTTP/1.0", "GET http://a/ HTTP/1.1"] {
+            let buf = format!("{line}\r\n{host}\r\n\r\n");
+            assert_eq!(refused(buf.as_bytes(), 400), ErrorKind::InvalidHost, "{buf:?}");
+        }
+    }
+    ok(b"GET / HTTP/1.1\r\nHost: a:80\r\n\r\n");
+    ok(b"GET / HTTP/1.1\r\nHost: [::1]\r\n\r\n");
 }
 
 #[test]

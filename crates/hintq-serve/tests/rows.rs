@@ -123,6 +123,10 @@ fn s08_bad_bytes(srv: &Srv) {
 fn s09_host(srv: &Srv) {
     refused(srv, b"GET / HTTP/1.1\r\n\r\n", 400);
     refused(srv, b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400);
+    // An empty host was served 200.
+    refused(srv, b"GET /a.txt HTTP/1.1\r\nHost:\r\n\r\n", 400);
+    refused(srv, b"GET /a.txt HTTP/1.1\r\nHost: :8080\r\n\r\n", 400);
+    refused(srv, b"GET /a.txt HTTP/1.0\r\nHost: \r\n\r\n", 400);
     // HTTP/1.0 without Host is fine.
     let mut c = srv.client();
     c.send(b"GET /a.txt HTTP/1.0\r\n\r\n");
