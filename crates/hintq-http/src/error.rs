@@ -21,7 +21,8 @@ pub enum Side {
 pub enum ErrorKind {
     /// Request line (or status line) longer than [`Limits::max_request_line`](crate::Limits) [414].
     RequestLineTooLong,
-    /// Method longer than [`Limits::max_method`](crate::Limits) [501].
+    /// Method of token bytes longer than [`Limits::max_method`](crate::Limits) [501]: a method
+    /// longer than any implemented (RFC 9112 §3¶4). Non-token bytes are `InvalidStartLine`.
     MethodTooLong,
     /// One header line longer than [`Limits::max_header_line`](crate::Limits) [431].
     HeaderLineTooLong,
@@ -29,7 +30,8 @@ pub enum ErrorKind {
     HeadTooLarge,
     /// More header lines than [`Limits::max_headers`](crate::Limits) [431].
     TooManyHeaders,
-    /// Request line (or status line) not `token SP target SP HTTP/1.x` [400].
+    /// Request line (or status line) not `token SP target SP HTTP/1.x`: a non-token byte in the
+    /// method, a space in the target, garbage where the version belongs [400].
     InvalidStartLine,
     /// A well-formed `HTTP/x.y` other than 1.0 and 1.1 [505].
     UnsupportedVersion,

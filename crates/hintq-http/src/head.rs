@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 
 use crate::error::{Error, ErrorKind, Side};
-use crate::framing::{self, Framing};
+use crate::framing::{self, is_token_byte, Framing};
 use crate::Limits;
 
 /// The protocol version of a message. Only HTTP/1.0 and HTTP/1.1 parse.
@@ -186,7 +186,7 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<Reques
     match req.parse(&buf[..head_len]) {
         Ok(httparse::Status::Complete(_)) => {}
         Ok(httparse::Status::Partial) => return Err(err(ErrorKind::InvalidStartLine)),
-        Err(e) => return Err(err(map_httparse(e, &buf[..head_len]))),
+        Err(e) => return Err(err(map_httparse(e, &buf[..head_len], Side::Request))),
     }
     let version = Version::from_minor(req.version.unwrap_or(1));
     let headers = convert_headers(req.headers);
@@ -227,7 +227,7 @@ pub fn parse_response<'a>(
     match res.parse(&buf[..head_len]) {
         Ok(httparse::Status::Complete(_)) => {}
         Ok(httparse::Status::Partial) => return Err(err(ErrorKind::InvalidStartLine)),
-        Err(e) => return Err(err(map_httparse(e, &buf[..head_len]))),
+        Err(e) => return Err(err(map_httparse(e, &buf[..head_len], Side::Response))),
     }
     let version = Version::from_minor(res.version.unwrap_or(1));
     let status = res.code.unwrap_or_default();
@@ -270,23 +270,35 @@ fn convert_headers<'a>(parsed: &[httparse::Header<'a>]) -> Vec<Header<'a>> {
     parsed.iter().take_while(|h| !h.name.is_empty()).map(|h| Header::new(h.name, h.value)).collect()
 }
 
-fn map_httparse(e: httparse::Error, head: &[u8]) -> ErrorKind {
+fn map_httparse(e: httparse::Error, head: &[u8], side: Side) -> ErrorKind {
     match e {
         httparse::Error::HeaderName => ErrorKind::InvalidHeaderName,
         httparse::Error::HeaderValue => ErrorKind::InvalidHeaderValue,
         httparse::Error::TooManyHeaders => ErrorKind::TooManyHeaders,
-        httparse::Error::Version if looks_like_other_version(head) => ErrorKind::UnsupportedVersion,
+        httparse::Error::Version if is_other_version(version_slot(head, side)) => {
+            ErrorKind::UnsupportedVersion
+        }
         _ => ErrorKind::InvalidStartLine,
     }
 }
 
-/// Whether the request line ends in a well-formed `HTTP/d.d` (then the version is merely
-/// unsupported: 505, as nginx answers `HTTP/2.0`), rather than being garbage (400).
-fn looks_like_other_version(head: &[u8]) -> bool {
+/// Where the start line keeps its version: everything after the second SP of a request line
+/// (`token SP target SP version`, so `GET /pa th HTTP/1.1` leaves `th HTTP/1.1`, not a
+/// version), or before the first SP of a status line.
+fn version_slot(head: &[u8], side: Side) -> &[u8] {
     let head = trim_leading_crlf(head);
     let line_end = memchr::memchr(b'\r', head).unwrap_or(head.len());
-    let line = &head[..line_end];
-    let version = line.rsplit(|&b| b == b' ').next().unwrap_or_default();
+    let mut parts = head[..line_end].splitn(3, |&b| b == b' ');
+    let slot = match side {
+        Side::Request => parts.nth(2),
+        Side::Response => parts.next(),
+    };
+    slot.unwrap_or_default()
+}
+
+/// Whether `version` is exactly a well-formed `HTTP/d.d`: then it is merely unsupported (505,
+/// as nginx answers `HTTP/2.0`) rather than garbage (400).
+fn is_other_version(version: &[u8]) -> bool {
     matches!(version, [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
         if major.is_ascii_digit() && minor.is_ascii_digit())
 }
@@ -300,7 +312,7 @@ fn trim_leading_crlf(mut buf: &[u8]) -> &[u8] {
 
 /// Finds the end of the head (the index after its empty line) while enforcing what `httparse`
 /// does not: line and head limits (also on partial input), CRLF as the only line end, no
-/// whitespace at the start of a header line, and the method length.
+/// whitespace at the start of a header line, and the method's bytes and length.
 ///
 /// Returns `Ok(None)` while incomplete and within limits.
 fn scan_head(buf: &[u8], limits: &Limits, side: Side) -> Result<Option<usize>, ErrorKind> {
@@ -308,7 +320,7 @@ fn scan_head(buf: &[u8], limits: &Limits, side: Side) -> Result<Option<usize>, E
     if side == Side::Request {
         // Bytes past `max_head` are judged by the head limit instead, which is passed first.
         let window = buf.get(start..buf.len().min(limits.max_head)).unwrap_or_default();
-        check_method_len(window, limits.max_method)?;
+        check_method(window, limits.max_method)?;
     }
     let mut pos = start;
     let mut line_index = 0usize;
@@ -332,13 +344,18 @@ fn scan_head(buf: &[u8], limits: &Limits, side: Side) -> Result<Option<usize>, E
     }
 }
 
-fn check_method_len(line: &[u8], max_method: usize) -> Result<(), ErrorKind> {
+/// Checks the method as its bytes arrive (RFC 9110 §9.1: method = token). A byte that is
+/// neither tchar nor SP, CR or LF means the line is garbage, not a method: 400, whatever the
+/// length (random bytes, a TLS hello). More than `max_method` tchar is a well-formed method
+/// longer than any we implement: 501 (RFC 9112 §3¶4). Line ends are left to the line scan.
+fn check_method(line: &[u8], max_method: usize) -> Result<(), ErrorKind> {
     let window = &line[..line.len().min(max_method + 1)];
-    let method_len = memchr::memchr3(b' ', b'\r', b'\n', window).unwrap_or(window.len());
-    if method_len > max_method {
-        return Err(ErrorKind::MethodTooLong);
+    match window.iter().position(|&b| !is_token_byte(b)) {
+        Some(end) if matches!(window[end], b' ' | b'\r' | b'\n') => Ok(()),
+        Some(_) => Err(ErrorKind::InvalidStartLine),
+        None if window.len() > max_method => Err(ErrorKind::MethodTooLong),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Checks on the line being received (from `pos` to the end of `buf`, no LF yet). Each check is

@@ -27,7 +27,8 @@
 //! # Layers
 //!
 //! - `head`: [`scan_head`](parse_request) checks what `httparse` does not (line and head sizes,
-//!   also on partial input; CRLF only; no leading whitespace on header lines; method length),
+//!   also on partial input; CRLF only; no leading whitespace on header lines; method bytes and
+//!   length),
 //!   then `httparse` checks tokens, target bytes, version and field-value bytes.
 //! - `framing`: Content-Length, Transfer-Encoding, Host, Connection and Expect rules decide
 //!   [`Framing`], keep-alive and `100-continue`.
@@ -56,7 +57,8 @@
 //! | Bare LF as a line end | 400 everywhere (head, chunk lines, trailers) | RFC 9112 §2.2 makes accepting it a MAY; refusing is the only way to honour S8 ("LF inside a value") since a bare LF cannot be told apart from a line end. nginx and httparse accept it. |
 //! | obs-fold, whitespace before the first header (S7) | 400 | h2o; RFC 9112 §5.2¶4 allows 400 |
 //! | Request line too long / method too long / header line, count, section too large (S10) | 414 / 501 / 431 | RFC 9112 §3¶4; 431 (RFC 6585) where nginx says 400 |
-//! | Version `HTTP/2.0`, `HTTP/1.2` | 505; other garbage 400 | nginx for `HTTP/2.0`; httparse takes only 1.0 and 1.1 |
+//! | A non-token byte where the method belongs (random bytes, a TLS hello, `GE(T`) | 400 at once, at any length; only an over-long method of token bytes is 501 | RFC 9110 §9.1 (method = token); nginx answers 400 for bytes outside its method alphabet |
+//! | Version `HTTP/2.0`, `HTTP/1.2` | 505; other garbage 400, also a space in the target (`GET /a b HTTP/1.1` has `b HTTP/1.1` where the version belongs) | nginx for `HTTP/2.0`; httparse takes only 1.0 and 1.1 |
 //! | Chunk size | 1–16 hex digits only; whitespace only before `;` | httparse's 16-digit bound; stricter than hyper on trailing whitespace |
 //! | Chunk extensions | control bytes refused; 16 KiB per body | hyper's limit |
 //! | Chunk overhead (S6) | refused past 100 KiB of overhead when data is under a quarter of what was read | h2o / picohttpparser's rule, checked per byte so the verdict does not depend on read sizes |

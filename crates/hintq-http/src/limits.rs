@@ -7,7 +7,9 @@ pub struct Limits {
     /// Longest request line (or status line), without CRLF. Longer → 414. Default 8 KiB: nginx's
     /// `large_client_header_buffers 4 8k`; RFC 9112 §3 asks for at least 8000 octets.
     pub max_request_line: usize,
-    /// Longest method. Longer → 501 (RFC 9112 §3¶4). Default 32.
+    /// Longest method. Longer, if all token bytes → 501 (RFC 9112 §3¶4); a non-token byte in the
+    /// method is a 400 at any length. Default 32: the longest method in the IANA registry,
+    /// `UPDATEREDIRECTREF`, has 17 bytes.
     pub max_method: usize,
     /// Longest header line (name, colon, value), without CRLF. Longer → 431. Default 8 KiB (nginx).
     pub max_header_line: usize,

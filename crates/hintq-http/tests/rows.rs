@@ -289,6 +289,49 @@ fn s10_method_too_long() {
     let long = format!("{} / HTTP/1.1\r\nHost: a\r\n\r\n", "A".repeat(33));
     assert_eq!(refused(long.as_bytes(), 501), ErrorKind::MethodTooLong);
     assert_eq!(refused("A".repeat(40).as_bytes(), 501), ErrorKind::MethodTooLong);
+    assert_eq!(refused("a-b.c!".repeat(7).as_bytes(), 501), ErrorKind::MethodTooLong);
+    ok(format!("{} / HTTP/1.1\r\nHost: a\r\n\r\n", "A".repeat(32)).as_bytes());
+}
+
+/// Bytes outside tchar where the method belongs were taken for a long method (501): garbage is
+/// a bad request line, 400 (RFC 9110 §9.1: method = token), refused as soon as the byte arrives.
+#[test]
+fn s10_method_with_non_token_byte_is_400_not_501() {
+    for method in ["GE(T", "GET\x00", "G\u{e9}T", "GET\t", "GET\x7f", "<html>", "{\"a\":1}"] {
+        let buf = format!("{method} / HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!(refused(buf.as_bytes(), 400), ErrorKind::InvalidStartLine, "{method:?}");
+        assert_eq!(refused(method.as_bytes(), 400), ErrorKind::InvalidStartLine, "partial {method:?}");
+    }
+    // Longer than `max_method` but not a token: the byte decides, not the length.
+    let long = format!("{}\x01{}", "A".repeat(20), "A".repeat(20));
+    assert_eq!(refused(long.as_bytes(), 400), ErrorKind::InvalidStartLine);
+    // A TLS ClientHello sent to the plain-text port.
+    let hello = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\x9c\x1e\x8b\x5d\x07\x41\xb3\x60\x7c\xf1";
+    assert_eq!(refused(hello, 400), ErrorKind::InvalidStartLine);
+}
+
+/// 256 random bytes were answered 501, taken for a method. Now every such input is a 400, or
+/// incomplete in the rare case its first non-token byte is SP or CR and no LF follows.
+#[test]
+fn s10_random_bytes_are_400() {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut incomplete = 0;
+    for _ in 0..2000 {
+        let bytes: Vec<u8> = (0..256)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect();
+        match parse(&bytes) {
+            Err(e) => assert_eq!(e.status(), 400, "{bytes:?}: {e}"),
+            Ok(None) => incomplete += 1,
+            Ok(Some(head)) => panic!("{bytes:?} parsed as {head:?}"),
+        }
+    }
+    assert!(incomplete < 40, "{incomplete} of 2000 left waiting");
 }
 
 #[test]
@@ -323,6 +366,23 @@ fn s10_version() {
     assert_eq!(refused(b"GET / http/1.1\r\nHost: a\r\n\r\n", 400), ErrorKind::InvalidStartLine);
     assert_eq!(refused(b"GET /\r\n\r\n", 400), ErrorKind::InvalidStartLine);
     assert_eq!(refused(b"GET  / HTTP/1.1\r\nHost: a\r\n\r\n", 400), ErrorKind::InvalidStartLine);
+}
+
+/// `GET /pa th HTTP/1.1` was answered 505, as if `HTTP/1.1` (the last word) were the version:
+/// the version is the third part of the line, here `th HTTP/1.1`, which is no version (400).
+#[test]
+fn s10_space_in_target_is_400_not_505() {
+    for line in [
+        "GET /pa th HTTP/1.1",
+        "GET /pa th HTTP/2.0",
+        "GET / HTTP/1.1 x",
+        "GET / HTTP/2.0 x",
+        "GET / x HTTP/1.2",
+    ] {
+        let buf = format!("{line}\r\nHost: a\r\n\r\n");
+        assert_eq!(refused(buf.as_bytes(), 400), ErrorKind::InvalidStartLine, "{line:?}");
+    }
+    assert_eq!(refused(b"GET /pa%20th HTTP/9.9\r\nHost: a\r\n\r\n", 505), ErrorKind::UnsupportedVersion);
 }
 
 #[test]

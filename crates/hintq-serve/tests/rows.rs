@@ -118,6 +118,29 @@ fn s08_bad_bytes(srv: &Srv) {
     refused(srv, b"GET / HTTP/1.1\r\nHost: t\r\nX: a\rb\r\n\r\n", 400);
     refused(srv, b"GET / HTTP/1.1\r\nHost: t\r\nX: a\nb\r\n\r\n", 400);
     refused(srv, b"GET /\r HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+    // A space in the target was a 505, `HTTP/1.1` taken for the version of `th HTTP/1.1`.
+    refused(srv, b"GET /pa th HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+    // Bytes that cannot be a method were a 501, taken for an over-long method.
+    refused(srv, TLS_HELLO, 400);
+    refused(srv, &garbage(256), 400);
+}
+
+/// The start of a TLS ClientHello, as a client speaking TLS to the plain-text port sends.
+const TLS_HELLO: &[u8] =
+    b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\x9c\x1e\x8b\x5d\x07\x41\xb3\x60\x7c\xf1\
+\x9a\x3f\x52\x44\x10\xe3\x7b\x2c\x91\x88\x05\xd6\x6e\x4f\x27\xb8";
+
+/// Fixed pseudo-random bytes (xorshift), the shape of an outside suite's "random bytes" case.
+fn garbage(len: usize) -> Vec<u8> {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 24) as u8
+        })
+        .collect()
 }
 
 fn s09_host(srv: &Srv) {
@@ -140,6 +163,12 @@ fn s10_limits(srv: &Srv) {
     let many: String = (0..101).map(|i| format!("X{i}: 1\r\n")).collect();
     refused(srv, format!("GET / HTTP/1.1\r\nHost: t\r\n{many}\r\n").as_bytes(), 431);
     refused(srv, format!("{} / HTTP/1.1\r\nHost: t\r\n\r\n", "A".repeat(40)).as_bytes(), 501);
+    // Past the method limit but with a non-token byte: a bad request line, not a long method.
+    refused(
+        srv,
+        format!("{}\x01{} / HTTP/1.1\r\nHost: t\r\n\r\n", "A".repeat(20), "A".repeat(20)).as_bytes(),
+        400,
+    );
     refused(
         srv,
         format!("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n", 2 << 20).as_bytes(),
