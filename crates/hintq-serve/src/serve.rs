@@ -69,7 +69,7 @@ use hintq_http::{
     RequestHead, Selected, Side, Validators, Version,
 };
 use hintq_patterns::{Config, Handler, Next, Server, Why};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -219,12 +219,27 @@ thread_local! {
     static MTIME: RefCell<(i64, [u8; 29])> = const { RefCell::new((i64::MIN, [0; 29])) };
     /// The decoded path of the request being answered (reused: no allocation per request).
     static REL: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// The clocks, read once per readiness handled (see [`tick`]).
+    static NOW: Cell<Option<(Instant, SystemTime)>> = const { Cell::new(None) };
+}
+
+/// Reads both clocks for the readiness being handled: every request it answers uses these
+/// (timeouts, `Date`, the cache's validity), instead of reading a clock five times a request.
+fn tick() -> Instant {
+    let now = (Instant::now(), SystemTime::now());
+    NOW.set(Some(now));
+    now.0
+}
+
+/// The clocks as of the last [`tick`] of this thread.
+fn now() -> (Instant, SystemTime) {
+    NOW.get().unwrap_or_else(|| (Instant::now(), SystemTime::now()))
 }
 
 fn date() -> [u8; 29] {
     DATE.with(|d| {
         let mut out = [0; 29];
-        out.copy_from_slice(d.borrow_mut().get(SystemTime::now()));
+        out.copy_from_slice(d.borrow_mut().get(now().1));
         out
     })
 }
@@ -468,7 +483,7 @@ impl Files {
             rel.push(u8::from(target.dir_form));
             let key = &rel[..];
             let path = &key[..key.len() - 1];
-            self.cache.get(key, || self.entry(path, target.dir_form)).map_err(|m| match m {
+            self.cache.get(key, now().0, || self.entry(path, target.dir_form)).map_err(|m| match m {
                 Miss::Redirect => Err(path::location(&target, path)),
                 Miss::Status(s) => Ok(s),
             })
@@ -479,7 +494,7 @@ impl Files {
             Err(Err(location)) => return short(out, 301, &[("Location", &location)]),
         };
         let len = f.len;
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let now = now().1.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         let v = Validators {
             etag: &f.etag,
             last_modified: f.mtime as u64,
@@ -634,6 +649,7 @@ impl Handler for Files {
     }
 
     fn ready(&self, c: &mut Conn, fd: RawFd, _state: State) -> Next {
+        let now = tick();
         if c.linger_until.is_some() {
             return self.linger(c, fd);
         }
@@ -643,7 +659,7 @@ impl Handler for Files {
                 Err(_) => return Next::Close,
                 Ok(f) => {
                     if f.progress {
-                        c.last = Instant::now();
+                        c.last = now;
                     }
                     if !f.done {
                         return Next::Write;
@@ -658,7 +674,7 @@ impl Handler for Files {
                     return Next::Close;
                 }
                 let _ = shutdown_write(fd);
-                c.linger_until = Some(Instant::now() + LINGER);
+                c.linger_until = Some(now + LINGER);
                 return self.linger(c, fd);
             }
             if std::mem::take(&mut c.drained) {
@@ -670,7 +686,7 @@ impl Handler for Files {
             }
             match read_into(fd, &mut c.input, READ_CHUNK) {
                 Ok(Read::Data { short, .. }) => {
-                    c.last = Instant::now();
+                    c.last = now;
                     c.drained = short;
                 }
                 Ok(Read::Again) => return Next::Read,
@@ -688,6 +704,7 @@ impl Handler for Files {
             && c.head_since.is_some()
             && c.head_begun();
         if timed_out_in_head {
+            tick();
             let mut b = Vec::with_capacity(160);
             write_error_response(&mut b, 408, Some(&date()), true, false);
             let _ = send_now(fd, &b);

@@ -157,12 +157,13 @@ impl FileCache {
         (self.per_shard > 0).then_some(&self.budget)
     }
 
-    /// The entry for `key` if it is still within its validity period; else `open` is called
-    /// (through the fence) and what it returns is cached and given back. An error from `open`
-    /// drops any entry for `key`.
+    /// The entry for `key` if it is still within its validity period at `now`; else `open` is
+    /// called (through the fence) and what it returns is cached and given back. An error from
+    /// `open` drops any entry for `key`.
     pub(crate) fn get<E>(
         &self,
         key: &[u8],
+        now: Instant,
         open: impl FnOnce() -> Result<Entry, E>,
     ) -> Result<Arc<Entry>, E> {
         if self.per_shard == 0 {
@@ -172,7 +173,7 @@ impl FileCache {
         {
             let map = shard.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(e) = map.get(key) {
-                if e.checked.elapsed() < self.valid {
+                if now.saturating_duration_since(e.checked) < self.valid {
                     return Ok(Arc::clone(e));
                 }
             }
@@ -262,7 +263,7 @@ mod tests {
         let mut opens = 0;
         for _ in 0..3 {
             cache
-                .get::<()>(b"a", || {
+                .get::<()>(b"a", Instant::now(), || {
                     opens += 1;
                     Ok(entry(b"abc", cache.budget()))
                 })
@@ -270,16 +271,19 @@ mod tests {
         }
         assert_eq!(opens, 1, "within the validity period the entry is reused");
         std::thread::sleep(Duration::from_millis(250));
-        cache.get::<()>(b"a", || Ok(entry(b"abd", cache.budget()))).unwrap();
-        assert_eq!(cache.get::<()>(b"a", || Err(())).unwrap().body.as_deref(), Some(&b"abd"[..]));
+        cache.get::<()>(b"a", Instant::now(), || Ok(entry(b"abd", cache.budget()))).unwrap();
+        assert_eq!(
+            cache.get::<()>(b"a", Instant::now(), || Err(())).unwrap().body.as_deref(),
+            Some(&b"abd"[..])
+        );
         // A failed revalidation drops the entry and returns its body to the budget.
         std::thread::sleep(Duration::from_millis(250));
-        assert!(cache.get::<u16>(b"a", || Err(404)).is_err());
+        assert!(cache.get::<u16>(b"a", Instant::now(), || Err(404)).is_err());
         assert_eq!(cache.len(), 0);
         assert_eq!(cache.budget.load(Relaxed), INLINE_BUDGET);
         // Never more entries than asked for (one per shard here).
         for i in 0..200u32 {
-            cache.get::<()>(&i.to_le_bytes(), || Ok(entry(b"x", cache.budget()))).unwrap();
+            cache.get::<()>(&i.to_le_bytes(), Instant::now(), || Ok(entry(b"x", cache.budget()))).unwrap();
         }
         assert!(cache.len() <= SHARDS, "{} entries", cache.len());
         assert_eq!(cache.budget.load(Relaxed), INLINE_BUDGET - cache.len());
@@ -291,7 +295,7 @@ mod tests {
         let mut opens = 0;
         for _ in 0..3 {
             cache
-                .get::<()>(b"a", || {
+                .get::<()>(b"a", Instant::now(), || {
                     opens += 1;
                     Ok(entry(b"abc", cache.budget()))
                 })
