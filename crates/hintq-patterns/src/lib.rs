@@ -69,12 +69,14 @@
 
 #![warn(missing_docs)]
 
+mod attach;
 pub mod bench;
 pub mod handoff;
 mod net;
 mod run;
 mod sync;
 
+pub use attach::{Cx, Fds};
 pub use net::{listen, local_addr, open_fds};
 pub use run::{start, Counters, Server};
 
@@ -149,6 +151,9 @@ pub enum Next {
     Write,
     /// Both.
     ReadWrite,
+    /// Neither, for now: the connection stays open and its descriptor unwatched until a
+    /// later call asks again (an attached descriptor, say an upstream socket, will call).
+    Wait,
     /// Close the connection (then [`Handler::close`] is called).
     Close,
 }
@@ -159,6 +164,7 @@ impl Next {
             Next::Read => Some(Interest::READ),
             Next::Write => Some(Interest::WRITE),
             Next::ReadWrite => Some(Interest::READ | Interest::WRITE),
+            Next::Wait => Some(Interest::empty()),
             Next::Close => None,
         }
     }
@@ -177,28 +183,85 @@ pub enum Why {
     Refused,
 }
 
+impl Next {
+    /// The `Next` that asks for `interest` on the connection's descriptor.
+    pub fn from_interest(interest: Interest) -> Next {
+        let (r, w) = (interest.contains(Interest::READ), interest.contains(Interest::WRITE));
+        match (r, w) {
+            (true, true) => Next::ReadWrite,
+            (true, false) => Next::Read,
+            (false, true) => Next::Write,
+            (false, false) => Next::Wait,
+        }
+    }
+}
+
 /// The application's side: per-connection state and what to do when a connection is ready.
 /// One handler serves every thread, so it is `Send + Sync`; the per-connection state moves
 /// between threads in the thread-pool patterns, so it is `Send`.
+///
+/// A handler implements [`Handler::ready`] (one descriptor per connection: the static
+/// server) or [`Handler::event`] (which also gets the thread's [`Cx`]: its
+/// [`Handler::Local`] state and the connection's attached descriptors: the proxy).
 pub trait Handler: Send + Sync + 'static {
     /// Per-connection state.
     type Conn: Send + 'static;
+
+    /// Per-thread state (`()` for none): each pattern thread that handles connections makes
+    /// one with `Default` and hands it to [`Handler::event`] through [`Cx::local`]. Never
+    /// shared between threads, so it need not be `Send`: a pool of idle upstream
+    /// connections, buffers, a date cache.
+    type Local: Default + 'static;
 
     /// A new connection (non-blocking, close-on-exec). `None` refuses it (the pattern
     /// closes it). The pattern then waits for it to become readable.
     fn accept(&self, fd: RawFd) -> Option<Self::Conn>;
 
     /// The connection is ready (`state` is a hint). Never called for the same connection
-    /// by two threads at once.
-    fn ready(&self, conn: &mut Self::Conn, fd: RawFd, state: State) -> Next;
+    /// by two threads at once. Called by the default [`Handler::event`]; a handler that
+    /// implements `event` need not implement this one.
+    fn ready(&self, _conn: &mut Self::Conn, _fd: RawFd, _state: State) -> Next {
+        unimplemented!("a hintq_patterns::Handler implements `ready` or `event`")
+    }
 
-    /// The connection is being closed; the pattern closes `fd` right after.
+    /// A descriptor of the connection is ready: its own (`fd == cx.fds().conn_fd()`) or one
+    /// it attached with [`Fds::attach`] (`state` is a hint). Returns what to wait for on the
+    /// connection's own descriptor; attached ones are changed through [`Cx::fds`]. Never
+    /// called for the same connection by two threads at once, whichever descriptor fired.
+    fn event(&self, _cx: &mut Cx<'_, Self::Local>, conn: &mut Self::Conn, fd: RawFd, state: State) -> Next {
+        self.ready(conn, fd, state)
+    }
+
+    /// A descriptor the thread holds outside any connection ([`Fds::park`]) is ready. The
+    /// default closes it.
+    fn local_event(&self, cx: &mut Cx<'_, Self::Local>, fd: RawFd, _state: State) {
+        cx.fds().close(fd);
+    }
+
+    /// The connection is being closed; the pattern closes `fd` right after, and every
+    /// descriptor still attached to it.
     fn close(&self, _conn: Self::Conn, _fd: RawFd, _why: Why) {}
+
+    /// [`Handler::close`] with the closing thread's local state (a fresh one for the
+    /// connections closed by [`Server::shutdown`]). The default calls `close`.
+    fn close_in(&self, _local: &mut Self::Local, conn: Self::Conn, fd: RawFd, why: Why) {
+        self.close(conn, fd, why)
+    }
 
     /// When the connection should be closed if nothing happens (checked every tick).
     fn deadline(&self, _conn: &Self::Conn) -> Option<Instant> {
         None
     }
+
+    /// The connection's [`Handler::deadline`] passed. The default closes it
+    /// ([`Why::Timeout`]); a handler may instead answer (a `408`, a `504`) and go on.
+    fn expire(&self, _cx: &mut Cx<'_, Self::Local>, _conn: &mut Self::Conn, _fd: RawFd) -> Next {
+        Next::Close
+    }
+
+    /// A graceful drain began ([`Server::drain`]): called once on each thread that holds an
+    /// event source, with its local state, before its connections are looked at.
+    fn draining(&self, _cx: &mut Cx<'_, Self::Local>) {}
 }
 
 /// The adaptive thread-count policy; see the crate docs.
