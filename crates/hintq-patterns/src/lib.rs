@@ -18,11 +18,26 @@
 //! The pattern owns the listening socket(s) and accepts (with [`hintq::Acceptor`], so
 //! `EMFILE` sheds instead of spinning): [`Handler::accept`] receives each new non-blocking
 //! connection and returns its per-connection state, which the pattern keeps in a table
-//! indexed by descriptor and hands back, by `&mut`, to [`Handler::ready`]. The pattern keeps
-//! the descriptor itself and closes it after [`Handler::close`], so no path leaks one.
+//! indexed by descriptor and hands back, by `&mut`, to [`Handler::ready`] (or
+//! [`Handler::event`]). The pattern keeps the descriptor itself and closes it after
+//! [`Handler::close`], so no path leaks one.
 //! Accepting is done by the thread that holds the event source (the leader, the
 //! asynchronous thread, each shard), inside the serial section: accepts are rare next to
 //! requests on persistent connections.
+//!
+//! ## Connections with several descriptors, and per-thread state
+//!
+//! A connection may own more descriptors than its own (a proxy's upstream socket):
+//! [`Handler::event`] gets a [`Cx`] whose [`Fds`] attaches a descriptor to the connection
+//! with an interest, changes that interest, closes it, or parks it with the thread (it
+//! outlives the connection, still watched; its events reach [`Handler::local_event`]) and
+//! takes it back. Events of an attached descriptor run the same handler on the same
+//! connection state (told which descriptor fired), behind the same in-flight flag, and are
+//! checked against the registration's generation like the connection's own. The runtime
+//! owns attached descriptors and closes them with the connection. Each handling thread also
+//! keeps one [`Handler::Local`] value ([`Cx::local`]): an idle upstream pool per thread.
+//! Attaching needs a thread that owns its queue (reactor, sharded, sharded-shared); the
+//! thread-pool patterns refuse it with `Unsupported`.
 //!
 //! ## What a handler must do
 //!
@@ -32,14 +47,19 @@
 //! * Return the next interest ([`Next`]). Keeping the same interest is the cheap path (a
 //!   re-arm); changing it goes through the queue's `declare_interest` (in the thread-pool
 //!   patterns, by the thread holding the event source, woken for it).
-//! * `ready` for a descriptor is never called by two threads at once: the pattern holds a
-//!   per-descriptor in-flight flag ([`handoff::InFlight`]) around it, and a report that
+//! * A connection's handler is never run by two threads at once: the pattern holds a
+//!   per-connection in-flight flag ([`handoff::InFlight`]) around it, and a report that
 //!   arrives meanwhile makes the current handler run once more.
 //!
 //! Timeouts: [`Handler::deadline`] gives a connection's deadline (idle, header, ...). The
 //! thread holding each event source checks the deadlines of its connections every
-//! [`Config::tick`] (coarse, O(connections) per tick) and closes expired ones with
-//! [`Why::Timeout`]; a connection being handled is never closed under its handler.
+//! [`Config::tick`] (coarse, O(connections) per tick) and calls [`Handler::expire`] for
+//! expired ones, which by default closes them with [`Why::Timeout`]; a connection being
+//! handled is never expired under its handler.
+//!
+//! Drain: [`Server::drain`] closes the listeners, calls [`Handler::draining`] once per
+//! event-source thread, and runs every connection's handler once ([`Fds::draining`] is
+//! then true), so that one idle between requests can close.
 //!
 //! ## Adaptive thread count
 //!

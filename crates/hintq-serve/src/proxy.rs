@@ -29,11 +29,15 @@
 //!
 //! A proxied exchange has two descriptors, the client's and the upstream's, and both need
 //! readiness: the session state machine must run when either becomes ready, and never on
-//! two threads at once. The thread patterns of `hintq-patterns` deliver readiness for one
-//! descriptor per connection (the [`hintq_patterns::Handler`] gets the client's) and have no
-//! way to have a second descriptor watched for the same connection. So the proxy runs its own
-//! event loop directly on [`hintq::Queue`], one reactor per thread, with both descriptors of a
-//! session in the queue of the thread that owns the session:
+//! two threads at once. The proxy is an ordinary [`hintq_patterns::Handler`] on the one
+//! runtime `hintq serve` runs on (listeners, accept with its `EMFILE` back-off, deadlines,
+//! drain): a session is the connection's state, the client's socket its own descriptor,
+//! and the upstream socket is attached to the connection ([`hintq_patterns::Fds::attach`])
+//! in the queue of the thread that owns it, so its events run the same handler on the same
+//! session, behind the same in-flight flag. Each thread's idle upstream pool is its
+//! [`Handler::Local`] state; an idle upstream socket is parked with the thread
+//! ([`hintq_patterns::Fds::park`]), still watched, so an upstream's close while it is idle
+//! reaches the thread ([`Handler::local_event`]) and drops it from the pool.
 //!
 //! * `--pattern reactor`: one thread, one queue, one listener (the paper's Figure 3 loop).
 //! * `--pattern sharded`: N such threads, each with its own `SO_REUSEPORT` listener (the
@@ -47,19 +51,20 @@
 //!   run on the chosen backend (the group's shared set is an epoll set every member's
 //!   backend watches); every backend can be a member.
 //!
-//! Leader/Followers and Half-Sync/Half-Async are not offered: they hand one descriptor's
-//! event to whichever thread is free, so the two descriptors of a session could be handled
-//! by two threads at once, and re-arming would have to cover a pair of registrations in a
-//! shared queue. Both could be built, but a pool would need a per-session lock (an in-flight
-//! flag over both descriptors) and each request would then pay the cross-core wake-up
+//! Leader/Followers and Half-Sync/Half-Async are refused ([`start`] fails with
+//! `InvalidInput`): they share one queue in hand-off mode and hand each event to whichever
+//! thread is free, so the runtime attaches descriptors only where a thread owns its queue
+//! (it refuses `attach` there), and an idle pool per thread could not be told of its
+//! sockets' closes, which would reach any thread. Both could be built (a shared pool, re-arms
+//! for attached descriptors), but each request would then pay the cross-core wake-up
 //! (30–40 µs here, PERF.md) those patterns cost, against a few µs of proxy work. Per-thread
-//! reactors never hand off a session: only the accept is shared, in `sharded-shared`.
+//! queues never hand off a session: only the accept is shared, in `sharded-shared`.
 //!
 //! # Graceful drain
 //!
-//! [`Proxy::drain`] (SIGINT/SIGTERM in [`run`]) stops accepting (every thread revokes and
-//! closes its listener, or its share of the shared one: new connections are refused), closes
-//! the idle upstream pool, lets every exchange in flight finish (its response carries
+//! [`Proxy::drain`] (SIGINT/SIGTERM in [`run`]) stops accepting through the runtime's
+//! [`Server::drain`] (every thread revokes and closes its listener, or its share of the
+//! shared one: new connections are refused), closes each thread's idle upstream pool, lets every exchange in flight finish (its response carries
 //! `Connection: close` if its head was not sent yet; the connection closes after it), closes
 //! idle client connections (a write shutdown, then the usual linger for the client's close),
 //! and after the grace period closes what is left, returning how many.
