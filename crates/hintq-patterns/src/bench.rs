@@ -173,6 +173,7 @@ struct Reply {
 }
 
 impl Handler for Reply {
+    type Local = ();
     type Conn = ();
     fn accept(&self, _fd: RawFd) -> Option<()> {
         Some(())

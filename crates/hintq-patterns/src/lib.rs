@@ -18,11 +18,26 @@
 //! The pattern owns the listening socket(s) and accepts (with [`hintq::Acceptor`], so
 //! `EMFILE` sheds instead of spinning): [`Handler::accept`] receives each new non-blocking
 //! connection and returns its per-connection state, which the pattern keeps in a table
-//! indexed by descriptor and hands back, by `&mut`, to [`Handler::ready`]. The pattern keeps
-//! the descriptor itself and closes it after [`Handler::close`], so no path leaks one.
+//! indexed by descriptor and hands back, by `&mut`, to [`Handler::ready`] (or
+//! [`Handler::event`]). The pattern keeps the descriptor itself and closes it after
+//! [`Handler::close`], so no path leaks one.
 //! Accepting is done by the thread that holds the event source (the leader, the
 //! asynchronous thread, each shard), inside the serial section: accepts are rare next to
 //! requests on persistent connections.
+//!
+//! ## Connections with several descriptors, and per-thread state
+//!
+//! A connection may own more descriptors than its own (a proxy's upstream socket):
+//! [`Handler::event`] gets a [`Cx`] whose [`Fds`] attaches a descriptor to the connection
+//! with an interest, changes that interest, closes it, or parks it with the thread (it
+//! outlives the connection, still watched; its events reach [`Handler::local_event`]) and
+//! takes it back. Events of an attached descriptor run the same handler on the same
+//! connection state (told which descriptor fired), behind the same in-flight flag, and are
+//! checked against the registration's generation like the connection's own. The runtime
+//! owns attached descriptors and closes them with the connection. Each handling thread also
+//! keeps one [`Handler::Local`] value ([`Cx::local`]): an idle upstream pool per thread.
+//! Attaching needs a thread that owns its queue (reactor, sharded, sharded-shared); the
+//! thread-pool patterns refuse it with `Unsupported`.
 //!
 //! ## What a handler must do
 //!
@@ -32,14 +47,19 @@
 //! * Return the next interest ([`Next`]). Keeping the same interest is the cheap path (a
 //!   re-arm); changing it goes through the queue's `declare_interest` (in the thread-pool
 //!   patterns, by the thread holding the event source, woken for it).
-//! * `ready` for a descriptor is never called by two threads at once: the pattern holds a
-//!   per-descriptor in-flight flag ([`handoff::InFlight`]) around it, and a report that
+//! * A connection's handler is never run by two threads at once: the pattern holds a
+//!   per-connection in-flight flag ([`handoff::InFlight`]) around it, and a report that
 //!   arrives meanwhile makes the current handler run once more.
 //!
 //! Timeouts: [`Handler::deadline`] gives a connection's deadline (idle, header, ...). The
 //! thread holding each event source checks the deadlines of its connections every
-//! [`Config::tick`] (coarse, O(connections) per tick) and closes expired ones with
-//! [`Why::Timeout`]; a connection being handled is never closed under its handler.
+//! [`Config::tick`] (coarse, O(connections) per tick) and calls [`Handler::expire`] for
+//! expired ones, which by default closes them with [`Why::Timeout`]; a connection being
+//! handled is never expired under its handler.
+//!
+//! Drain: [`Server::drain`] closes the listeners, calls [`Handler::draining`] once per
+//! event-source thread, and runs every connection's handler once ([`Fds::draining`] is
+//! then true), so that one idle between requests can close.
 //!
 //! ## Adaptive thread count
 //!
@@ -69,12 +89,14 @@
 
 #![warn(missing_docs)]
 
+mod attach;
 pub mod bench;
 pub mod handoff;
 mod net;
 mod run;
 mod sync;
 
+pub use attach::{Cx, Fds};
 pub use net::{listen, local_addr, open_fds};
 pub use run::{start, Counters, Server};
 
@@ -149,6 +171,9 @@ pub enum Next {
     Write,
     /// Both.
     ReadWrite,
+    /// Neither, for now: the connection stays open and its descriptor unwatched until a
+    /// later call asks again (an attached descriptor, say an upstream socket, will call).
+    Wait,
     /// Close the connection (then [`Handler::close`] is called).
     Close,
 }
@@ -159,6 +184,7 @@ impl Next {
             Next::Read => Some(Interest::READ),
             Next::Write => Some(Interest::WRITE),
             Next::ReadWrite => Some(Interest::READ | Interest::WRITE),
+            Next::Wait => Some(Interest::empty()),
             Next::Close => None,
         }
     }
@@ -177,28 +203,85 @@ pub enum Why {
     Refused,
 }
 
+impl Next {
+    /// The `Next` that asks for `interest` on the connection's descriptor.
+    pub fn from_interest(interest: Interest) -> Next {
+        let (r, w) = (interest.contains(Interest::READ), interest.contains(Interest::WRITE));
+        match (r, w) {
+            (true, true) => Next::ReadWrite,
+            (true, false) => Next::Read,
+            (false, true) => Next::Write,
+            (false, false) => Next::Wait,
+        }
+    }
+}
+
 /// The application's side: per-connection state and what to do when a connection is ready.
 /// One handler serves every thread, so it is `Send + Sync`; the per-connection state moves
 /// between threads in the thread-pool patterns, so it is `Send`.
+///
+/// A handler implements [`Handler::ready`] (one descriptor per connection: the static
+/// server) or [`Handler::event`] (which also gets the thread's [`Cx`]: its
+/// [`Handler::Local`] state and the connection's attached descriptors: the proxy).
 pub trait Handler: Send + Sync + 'static {
     /// Per-connection state.
     type Conn: Send + 'static;
+
+    /// Per-thread state (`()` for none): each pattern thread that handles connections makes
+    /// one with `Default` and hands it to [`Handler::event`] through [`Cx::local`]. Never
+    /// shared between threads, so it need not be `Send`: a pool of idle upstream
+    /// connections, buffers, a date cache.
+    type Local: Default + 'static;
 
     /// A new connection (non-blocking, close-on-exec). `None` refuses it (the pattern
     /// closes it). The pattern then waits for it to become readable.
     fn accept(&self, fd: RawFd) -> Option<Self::Conn>;
 
     /// The connection is ready (`state` is a hint). Never called for the same connection
-    /// by two threads at once.
-    fn ready(&self, conn: &mut Self::Conn, fd: RawFd, state: State) -> Next;
+    /// by two threads at once. Called by the default [`Handler::event`]; a handler that
+    /// implements `event` need not implement this one.
+    fn ready(&self, _conn: &mut Self::Conn, _fd: RawFd, _state: State) -> Next {
+        unimplemented!("a hintq_patterns::Handler implements `ready` or `event`")
+    }
 
-    /// The connection is being closed; the pattern closes `fd` right after.
+    /// A descriptor of the connection is ready: its own (`fd == cx.fds().conn_fd()`) or one
+    /// it attached with [`Fds::attach`] (`state` is a hint). Returns what to wait for on the
+    /// connection's own descriptor; attached ones are changed through [`Cx::fds`]. Never
+    /// called for the same connection by two threads at once, whichever descriptor fired.
+    fn event(&self, _cx: &mut Cx<'_, Self::Local>, conn: &mut Self::Conn, fd: RawFd, state: State) -> Next {
+        self.ready(conn, fd, state)
+    }
+
+    /// A descriptor the thread holds outside any connection ([`Fds::park`]) is ready. The
+    /// default closes it.
+    fn local_event(&self, cx: &mut Cx<'_, Self::Local>, fd: RawFd, _state: State) {
+        cx.fds().close(fd);
+    }
+
+    /// The connection is being closed; the pattern closes `fd` right after, and every
+    /// descriptor still attached to it.
     fn close(&self, _conn: Self::Conn, _fd: RawFd, _why: Why) {}
+
+    /// [`Handler::close`] with the closing thread's local state (a fresh one for the
+    /// connections closed by [`Server::shutdown`]). The default calls `close`.
+    fn close_in(&self, _local: &mut Self::Local, conn: Self::Conn, fd: RawFd, why: Why) {
+        self.close(conn, fd, why)
+    }
 
     /// When the connection should be closed if nothing happens (checked every tick).
     fn deadline(&self, _conn: &Self::Conn) -> Option<Instant> {
         None
     }
+
+    /// The connection's [`Handler::deadline`] passed. The default closes it
+    /// ([`Why::Timeout`]); a handler may instead answer (a `408`, a `504`) and go on.
+    fn expire(&self, _cx: &mut Cx<'_, Self::Local>, _conn: &mut Self::Conn, _fd: RawFd) -> Next {
+        Next::Close
+    }
+
+    /// A graceful drain began ([`Server::drain`]): called once on each thread that holds an
+    /// event source, with its local state, before its connections are looked at.
+    fn draining(&self, _cx: &mut Cx<'_, Self::Local>) {}
 }
 
 /// The adaptive thread-count policy; see the crate docs.

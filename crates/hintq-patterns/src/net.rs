@@ -20,8 +20,7 @@ fn set_opt(fd: RawFd, level: libc::c_int, name: libc::c_int, on: libc::c_int) ->
 }
 
 /// A non-blocking, close-on-exec TCP listener on `addr` (IPv4 or IPv6), with
-/// `SO_REUSEADDR`, and `SO_REUSEPORT` when `reuseport` (one per shard, same port). Also
-/// what `hintq proxy`, which runs its own loops, listens with.
+/// `SO_REUSEADDR`, and `SO_REUSEPORT` when `reuseport` (one per shard, same port).
 ///
 /// # Errors
 /// `socket`, `setsockopt`, `bind` or `listen`.

@@ -1,15 +1,16 @@
 //! The runtime: the connection table, the dispatch every pattern shares, and one thread
 //! loop per pattern.
 
+use crate::attach::{self, Cx, Extra, Fds, NONE, PARKED};
 use crate::handoff::{Gate, InFlight, Leadership, WorkQueue};
 use crate::net;
-use crate::{Config, Handler, Pattern, Role, Why};
+use crate::{Config, Handler, Next, Pattern, Role, Why};
 use hintq::{Accepted, Acceptor, Delivery, Event, Group, Interest, Queue, Rearm, State, Waker};
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -92,6 +93,43 @@ struct Conn<C> {
     src: usize,
     /// Its registration's generation there.
     gen: u32,
+    /// Descriptors attached to it ([`Fds::attach`]), in the same queue.
+    extra: Vec<Extra>,
+}
+
+impl<C> Conn<C> {
+    /// Whether `ev` belongs to a live registration of this connection in source `src`.
+    fn fired(&self, ev: &Event, src: usize) -> bool {
+        self.src == src
+            && if ev.fd() == self.fd.as_raw_fd() {
+                self.gen == ev.generation()
+            } else {
+                self.extra.iter().any(|e| e.fired(ev.fd(), ev.generation()))
+            }
+    }
+}
+
+/// What a handling thread keeps: the handler's local state and the descriptors parked with
+/// the thread ([`Fds::park`]).
+struct Home<L> {
+    local: L,
+    parked: Vec<Extra>,
+}
+
+impl<L: Default> Home<L> {
+    fn new() -> Self {
+        Home { local: L::default(), parked: Vec::new() }
+    }
+}
+
+/// What the handler is asked.
+#[derive(Clone, Copy)]
+enum Call {
+    /// A descriptor of the connection is ready (or, `None`, might be: a report came in
+    /// while the connection was in flight, or the drain looks at every connection once).
+    Ready(Option<(RawFd, State)>),
+    /// Its deadline passed.
+    Expire,
 }
 
 struct Slot<C> {
@@ -131,6 +169,9 @@ struct Shared {
     waiting: AtomicBool,
     /// Out of descriptors: the listener is not watched until then ([`Listen::Pause`]).
     paused: Mutex<Option<Instant>>,
+    /// The listener, until the drain closes it, and its number (-1 then).
+    listener: Mutex<Option<OwnedFd>>,
+    lfd: AtomicI32,
 }
 
 impl Shared {
@@ -150,14 +191,28 @@ enum Ctl<'a> {
     Shared(&'a Shared),
 }
 
+impl Ctl<'_> {
+    fn queue(&mut self) -> Option<&mut Queue> {
+        match self {
+            Ctl::Own(q) => Some(&mut **q),
+            Ctl::Shared(_) => None,
+        }
+    }
+}
+
 struct Core<H: Handler> {
     handler: Arc<H>,
     measure: bool,
     tick: Duration,
     slots: Box<[Slot<H::Conn>]>,
+    /// Per descriptor number: the connection its events go to (its own number for a
+    /// connection's descriptor), [`PARKED`] or [`NONE`].
+    owner: Box<[AtomicI32]>,
     /// One past the highest descriptor ever adopted.
     high: AtomicUsize,
     stop: AtomicBool,
+    /// [`Server::drain`] was called.
+    draining: AtomicBool,
     stats: Box<[ThreadStats]>,
 }
 
@@ -167,17 +222,18 @@ impl<H: Handler> Core<H> {
     }
 
     /// Takes a new connection into the table and `q`.
-    fn adopt(&self, fd: OwnedFd, q: &mut Queue, src: usize, st: &ThreadStats) {
+    fn adopt(&self, fd: OwnedFd, q: &mut Queue, src: usize, home: &mut Home<H::Local>, st: &ThreadStats) {
         let raw = fd.as_raw_fd();
         let Some(slot) = self.slots.get(raw as usize) else { return };
         let Some(state) = self.handler.accept(raw) else { return };
         let gen = q.declare(raw, Interest::READ).ok().and_then(|()| q.generation(raw));
         let Some(gen) = gen else {
-            self.handler.close(state, raw, Why::Refused);
+            self.handler.close_in(&mut home.local, state, raw, Why::Refused);
             return;
         };
+        self.owner[raw as usize].store(raw, Relaxed);
         *slot.conn.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some(Conn { fd, state, interest: Interest::READ, src, gen });
+            Some(Conn { fd, state, interest: Interest::READ, src, gen, extra: Vec::new() });
         self.high.fetch_max(raw as usize + 1, Relaxed);
         add(&st.accepted, 1);
     }
@@ -187,13 +243,13 @@ impl<H: Handler> Core<H> {
         &self,
         acc: &mut Acceptor,
         q: &mut Queue,
-        src: usize,
+        (src, home): (usize, &mut Home<H::Local>),
         st: &ThreadStats,
         limit: usize,
     ) -> Listen {
         for _ in 0..limit {
             match acc.accept() {
-                Ok(Accepted::Conn(fd)) => self.adopt(fd, q, src, st),
+                Ok(Accepted::Conn(fd)) => self.adopt(fd, q, src, home, st),
                 Ok(Accepted::Exhausted) => return Listen::Pause(Instant::now() + Acceptor::BACKOFF),
                 Ok(Accepted::Drained | Accepted::Shed(_)) | Err(_) => return Listen::Drained,
             }
@@ -201,10 +257,20 @@ impl<H: Handler> Core<H> {
         Listen::More
     }
 
-    fn close(&self, conn: Conn<H::Conn>, ctl: &mut Ctl<'_>, why: Why, st: &ThreadStats) {
+    fn close(
+        &self,
+        conn: Conn<H::Conn>,
+        ctl: &mut Ctl<'_>,
+        home: &mut Home<H::Local>,
+        why: Why,
+        st: &ThreadStats,
+    ) {
         let raw = conn.fd.as_raw_fd();
-        self.handler.close(conn.state, raw, why);
+        self.handler.close_in(&mut home.local, conn.state, raw, why);
         add(&st.closed, 1);
+        for e in conn.extra {
+            attach::revoke(ctl.queue(), &self.owner, e);
+        }
         match ctl {
             Ctl::Own(q) => {
                 let _ = q.declare_interest(raw, Interest::empty());
@@ -214,101 +280,200 @@ impl<H: Handler> Core<H> {
         }
     }
 
-    /// Hands `ev` to the handler, unless another thread is handling its descriptor (then
-    /// that thread runs once more), and re-activates or closes afterwards.
-    fn dispatch(&self, ev: Event, ctl: &mut Ctl<'_>, st: &ThreadStats) {
-        let Some(slot) = self.slots.get(ev.fd() as usize) else { return };
+    /// Hands `ev` to the handler of the connection its descriptor belongs to (or, for a
+    /// parked descriptor, to [`Handler::local_event`]), unless another thread is handling
+    /// that connection (then that thread runs once more), and re-activates or closes
+    /// afterwards.
+    fn dispatch(
+        &self,
+        ev: Event,
+        ctl: &mut Ctl<'_>,
+        (src, home): (usize, &mut Home<H::Local>),
+        st: &ThreadStats,
+    ) {
+        let Some(owner) = self.owner.get(ev.fd() as usize) else { return };
+        let cfd = match owner.load(Relaxed) {
+            PARKED => return self.parked_event(ev, ctl, home),
+            NONE => return,
+            cfd => cfd,
+        };
+        let slot = &self.slots[cfd as usize];
         if !slot.flight.enter() {
             add(&st.again, 1);
             return;
         }
         let t0 = self.clock();
-        self.handle(slot, ev.fd(), Some(ev), ctl, st);
+        self.handle(slot, cfd, Some(ev), ctl, (src, home), st);
         if let Some(t0) = t0 {
             add(&st.busy_ns, t0.elapsed().as_nanos() as u64);
         }
     }
 
-    /// Handles the in-flight descriptor `fd` until no report is left for it: first `ev`
+    fn parked_event(&self, ev: Event, ctl: &mut Ctl<'_>, home: &mut Home<H::Local>) {
+        if !home.parked.iter().any(|e| e.fired(ev.fd(), ev.generation())) {
+            return; // stale, or parked by another thread
+        }
+        let fds = Fds {
+            q: ctl.queue(),
+            owner: &self.owner,
+            conn: None,
+            parked: &mut home.parked,
+            draining: self.draining(),
+        };
+        self.handler.local_event(&mut Cx { local: &mut home.local, fds }, ev.fd(), ev.state());
+    }
+
+    /// Handles the in-flight connection `cfd` until no report is left for it: first `ev`
     /// (dropped if stale), then once per report that came in meanwhile (state unknown: the
     /// interest is passed as a hint). Releases the in-flight flag.
     fn handle(
         &self,
         slot: &Slot<H::Conn>,
-        fd: RawFd,
-        mut ev: Option<Event>,
+        cfd: RawFd,
+        ev: Option<Event>,
         ctl: &mut Ctl<'_>,
+        (src, home): (usize, &mut Home<H::Local>),
         st: &ThreadStats,
     ) {
+        let mut call = match ev {
+            Some(ev) => Some(Call::Ready(Some((ev.fd(), ev.state())))),
+            None => Some(Call::Ready(None)),
+        };
         loop {
-            let mut g = slot.conn.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(conn) = g.as_mut().filter(|c| ev.is_none_or(|e| c.gen == e.generation())) {
-                let state = ev.map_or(State::from_bits_truncate(conn.interest.bits()), |e| e.state());
-                let next = self.handler.ready(&mut conn.state, fd, state);
-                add(&st.handled, 1);
-                match next.interest() {
-                    None => {
-                        let conn = g.take().expect("matched above");
-                        drop(g);
-                        // Release the flag before `close` lets the number be reused: a new
-                        // connection accepted on it by another thread must not find the flag
-                        // held, or its first event is dropped as "in flight" and, on edge and
-                        // hand-off backends, never reported again.
-                        slot.flight.abandon();
-                        self.close(conn, ctl, Why::Handler, st);
-                        return;
-                    }
-                    Some(i) if i == conn.interest => {
-                        if let Ctl::Shared(s) = ctl {
-                            let r0 = self.clock();
-                            let _ = s.rearm.rearm_fd(fd, conn.gen, i);
-                            add(&st.rearms, 1);
-                            if let Some(r0) = r0 {
-                                add(&st.rearm_ns, r0.elapsed().as_nanos() as u64);
-                            }
-                        }
-                    }
-                    Some(i) => {
-                        conn.interest = i;
-                        match ctl {
-                            Ctl::Own(q) => drop(q.declare(fd, i)),
-                            Ctl::Shared(s) => s.defer(Op::Declare(fd, i)),
-                        }
-                    }
+            if let Some(c) = call.take() {
+                let g = slot.conn.lock().unwrap_or_else(|e| e.into_inner());
+                let live = g.as_ref().is_some_and(|conn| ev.is_none_or(|e| conn.fired(&e, src)));
+                if live && !self.call(slot, g, cfd, c, ctl, home, st) {
+                    return;
                 }
             }
-            drop(g);
             if slot.flight.leave() {
                 return;
             }
-            ev = None;
+            call = Some(Call::Ready(None));
         }
     }
 
-    /// Closes the connections of source `src` whose deadline passed; skips those in flight.
-    /// A report that arrives for a connection while it is looked at is handled here.
-    fn sweep(&self, ctl: &mut Ctl<'_>, src: usize, st: &ThreadStats) {
+    /// Runs the handler on the (locked, live) connection of `slot` and applies its answer:
+    /// re-arm, change of interest, or close. False when it closed the connection (and the
+    /// in-flight flag was released).
+    #[allow(clippy::too_many_arguments)]
+    fn call(
+        &self,
+        slot: &Slot<H::Conn>,
+        mut g: std::sync::MutexGuard<'_, Option<Conn<H::Conn>>>,
+        cfd: RawFd,
+        call: Call,
+        ctl: &mut Ctl<'_>,
+        home: &mut Home<H::Local>,
+        st: &ThreadStats,
+    ) -> bool {
+        let conn = g.as_mut().expect("checked by the caller");
+        let next = {
+            let fds = Fds {
+                q: ctl.queue(),
+                owner: &self.owner,
+                conn: Some((cfd, &mut conn.extra)),
+                parked: &mut home.parked,
+                draining: self.draining(),
+            };
+            let cx = &mut Cx { local: &mut home.local, fds };
+            match call {
+                Call::Ready(Some((fd, state))) => self.handler.event(cx, &mut conn.state, fd, state),
+                Call::Ready(None) => {
+                    let hint = State::from_bits_truncate(conn.interest.bits());
+                    self.handler.event(cx, &mut conn.state, cfd, hint)
+                }
+                Call::Expire => self.handler.expire(cx, &mut conn.state, cfd),
+            }
+        };
+        add(&st.handled, 1);
+        let Some(i) = next.interest() else {
+            let conn = g.take().expect("matched above");
+            drop(g);
+            // Release the flag before `close` lets the number be reused: a new connection
+            // accepted on it by another thread must not find the flag held, or its first
+            // event is dropped as "in flight" and, on edge and hand-off backends, never
+            // reported again.
+            slot.flight.abandon();
+            let why = if matches!(call, Call::Expire) { Why::Timeout } else { Why::Handler };
+            self.close(conn, ctl, home, why, st);
+            return false;
+        };
+        match ctl {
+            // Hand-off mode: `Wait` leaves the delivered registration deactivated.
+            Ctl::Shared(_) if next == Next::Wait => {}
+            Ctl::Shared(s) if i == conn.interest => {
+                let r0 = self.clock();
+                let _ = s.rearm.rearm_fd(cfd, conn.gen, i);
+                add(&st.rearms, 1);
+                if let Some(r0) = r0 {
+                    add(&st.rearm_ns, r0.elapsed().as_nanos() as u64);
+                }
+            }
+            Ctl::Shared(s) => {
+                conn.interest = i;
+                s.defer(Op::Declare(cfd, i));
+            }
+            Ctl::Own(_) if i == conn.interest => {}
+            Ctl::Own(q) => {
+                conn.interest = i;
+                if i.is_empty() {
+                    let _ = q.declare_interest(cfd, i);
+                } else if q.declare(cfd, i).is_ok() {
+                    // Declared again after a `Wait`: a new registration, a new generation.
+                    conn.gen = q.generation(cfd).unwrap_or(conn.gen);
+                }
+            }
+        }
+        true
+    }
+
+    /// Looks at the connections of source `src`: those whose deadline passed are expired
+    /// ([`Handler::expire`]); with `nudge` (the drain began) the others are handled once.
+    /// Skips those in flight. A report that arrives for a connection while it is looked at
+    /// is handled here.
+    fn sweep(
+        &self,
+        ctl: &mut Ctl<'_>,
+        (src, home): (usize, &mut Home<H::Local>),
+        st: &ThreadStats,
+        nudge: bool,
+    ) {
         let now = Instant::now();
         for (fd, slot) in self.slots[..self.high.load(Relaxed).min(self.slots.len())].iter().enumerate() {
             if !slot.flight.try_enter() {
                 continue;
             }
-            let mut g = slot.conn.lock().unwrap_or_else(|e| e.into_inner());
-            let due = g
-                .as_ref()
-                .is_some_and(|c| c.src == src && self.handler.deadline(&c.state).is_some_and(|d| d <= now));
-            if due {
-                let conn = g.take().expect("checked above");
-                drop(g);
-                slot.flight.abandon(); // before the number can be reused; see `handle`
-                self.close(conn, ctl, Why::Timeout, st);
-            } else {
-                drop(g);
-                if !slot.flight.leave() {
-                    self.handle(slot, fd as RawFd, None, ctl, st);
+            let g = slot.conn.lock().unwrap_or_else(|e| e.into_inner());
+            let call = match g.as_ref().filter(|c| c.src == src) {
+                Some(c) if self.handler.deadline(&c.state).is_some_and(|d| d <= now) => Some(Call::Expire),
+                Some(_) if nudge => Some(Call::Ready(None)),
+                _ => None,
+            };
+            let open = match call {
+                Some(c) => self.call(slot, g, fd as RawFd, c, ctl, home, st),
+                None => {
+                    drop(g);
+                    true
                 }
+            };
+            if open && !slot.flight.leave() {
+                self.handle(slot, fd as RawFd, None, ctl, (src, home), st);
             }
         }
+    }
+
+    /// The drain began: the handler's hook, then every connection of `src` once.
+    fn begin_drain(&self, ctl: &mut Ctl<'_>, (src, home): (usize, &mut Home<H::Local>), st: &ThreadStats) {
+        let fds =
+            Fds { q: ctl.queue(), owner: &self.owner, conn: None, parked: &mut home.parked, draining: true };
+        self.handler.draining(&mut Cx { local: &mut home.local, fds });
+        self.sweep(ctl, (src, home), st, true);
+    }
+
+    fn draining(&self) -> bool {
+        self.draining.load(Relaxed)
     }
 
     /// Waits on `q` (timed when measuring) and returns the events it got.
@@ -334,6 +499,9 @@ pub struct Server {
     threads: Vec<JoinHandle<()>>,
     stop: Option<Box<dyn FnOnce() + Send>>,
     finish: Option<Box<dyn FnOnce() + Send>>,
+    /// Wakes every thread that holds an event source.
+    wake: Box<dyn Fn() + Send + Sync>,
+    draining: Option<Arc<dyn Fn() + Send + Sync>>,
     stats: Box<dyn Fn() -> Vec<Counters> + Send + Sync>,
     gate: Option<Arc<Gate>>,
 }
@@ -353,6 +521,19 @@ impl Server {
     /// Threads active now (below the configured count while the adaptive policy parks some).
     pub fn active_threads(&self) -> usize {
         self.gate.as_ref().map_or(self.threads.len(), |g| g.active())
+    }
+
+    /// Begins a graceful drain and returns at once: every thread that holds an event source
+    /// revokes and closes its listener (new connections are refused), calls
+    /// [`Handler::draining`], then handles each of its connections once (so that one idle
+    /// between requests can see [`Fds::draining`] and close) and goes on serving the rest.
+    /// Deadlines still apply. Waiting for the connections to finish is the caller's part;
+    /// then [`Server::shutdown`].
+    pub fn drain(&self) {
+        if let Some(d) = &self.draining {
+            d();
+        }
+        (self.wake)();
     }
 
     /// Stops every thread, closes every connection (calling [`Handler::close`] with
@@ -417,8 +598,10 @@ pub fn start<H: Handler>(cfg: Config, handler: Arc<H>) -> io::Result<Server> {
         measure: cfg.measure || cfg.adaptive.is_some(),
         tick: cfg.tick,
         slots,
+        owner: (0..cfg.max_fds).map(|_| AtomicI32::new(NONE)).collect(),
         high: AtomicUsize::new(0),
         stop: AtomicBool::new(false),
+        draining: AtomicBool::new(false),
         stats: (0..nstats).map(|_| ThreadStats::default()).collect(),
     });
     let mut server = match cfg.pattern {
@@ -428,10 +611,18 @@ pub fn start<H: Handler>(cfg: Config, handler: Arc<H>) -> io::Result<Server> {
     let c = Arc::clone(&core);
     server.stats = Box::new(move || c.stats.iter().map(ThreadStats::snapshot).collect());
     let c = Arc::clone(&core);
+    server.draining = Some(Arc::new(move || c.draining.store(true, SeqCst)));
+    let c = Arc::clone(&core);
     server.finish = Some(Box::new(move || {
+        // The threads are gone, and their queues with them: what is left is closed here,
+        // each connection's attached descriptors with it.
+        let mut local = H::Local::default();
         for slot in c.slots.iter() {
             if let Some(conn) = slot.conn.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                c.handler.close(conn.state, conn.fd.as_raw_fd(), Why::Shutdown);
+                c.handler.close_in(&mut local, conn.state, conn.fd.as_raw_fd(), Why::Shutdown);
+                for e in conn.extra {
+                    attach::revoke(None, &c.owner, e);
+                }
             }
         }
     }));
@@ -491,7 +682,7 @@ fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::
         if group.is_none() {
             q.declare(listener.as_raw_fd(), Interest::READ)?;
         }
-        let mut acc = Acceptor::new(listener.as_raw_fd())?;
+        let acc = Acceptor::new(listener.as_raw_fd())?;
         // Shared listener: one connection per readiness, so that `Delivery::One` spreads
         // them; an own listener is drained (the kernel already spread by hash).
         let limit = if group.is_some() { 1 } else { 64 };
@@ -504,19 +695,27 @@ fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::
             i,
             move || {
                 let st = &c.stats[i];
-                let lfd = listener.as_raw_fd();
+                let mut lfd = listener.as_raw_fd();
+                // Until the drain closes it (this thread's share of it, for the group's).
+                let mut listening = Some((listener, acc));
+                let mut home = Home::<H::Local>::new();
                 let mut evs = [Event::default(); 64];
                 let mut next_sweep = Instant::now() + c.tick;
                 // Out of descriptors: the listener is not watched until then.
                 let mut paused: Option<Instant> = None;
                 while !c.stopped() {
+                    if listening.is_some() && c.draining() {
+                        drop(watch(&mut q, keep.as_ref(), lfd, Interest::empty()));
+                        (listening, lfd, paused) = (None, -1, None);
+                        c.begin_drain(&mut Ctl::Own(&mut q), (i, &mut home), st);
+                    }
                     let n = c.wait(&mut q, &mut evs, st);
                     for ev in &evs[..n] {
-                        if ev.fd() != lfd {
-                            c.dispatch(*ev, &mut Ctl::Own(&mut q), st);
+                        let Some((_, acc)) = listening.as_mut().filter(|_| ev.fd() == lfd) else {
+                            c.dispatch(*ev, &mut Ctl::Own(&mut q), (i, &mut home), st);
                             continue;
-                        }
-                        match (c.accept(&mut acc, &mut q, i, st, limit), &keep) {
+                        };
+                        match (c.accept(acc, &mut q, (i, &mut home), st, limit), &keep) {
                             // A group re-arms its one-shot registration at the next wait,
                             // which reports the connections still pending.
                             (Listen::Drained, _) | (Listen::More, Some(_)) => {}
@@ -533,23 +732,37 @@ fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::
                         drop(watch(&mut q, keep.as_ref(), lfd, Interest::READ));
                     }
                     if Instant::now() >= next_sweep {
-                        c.sweep(&mut Ctl::Own(&mut q), i, st);
+                        c.sweep(&mut Ctl::Own(&mut q), (i, &mut home), st, false);
                         next_sweep = Instant::now() + c.tick;
                     }
                 }
+                // Parked descriptors are closed with the queue they are registered in.
+                drop(home);
                 drop(q);
                 drop(keep);
-                drop(listener);
+                drop(listening);
             },
         )?);
     }
     drop(listeners);
     let c = Arc::clone(core);
+    let wakers = Arc::new(wakers);
+    let w = Arc::clone(&wakers);
     let stop: Box<dyn FnOnce() + Send> = Box::new(move || {
         c.stop.store(true, SeqCst);
-        wakers.iter().for_each(|w| drop(w.wake()));
+        w.iter().for_each(|w| drop(w.wake()));
     });
-    Ok(Server { addr, threads, stop: Some(stop), finish: None, stats: Box::new(Vec::new), gate: None })
+    let wake = Box::new(move || wakers.iter().for_each(|w| drop(w.wake())));
+    Ok(Server {
+        addr,
+        threads,
+        stop: Some(stop),
+        finish: None,
+        wake,
+        draining: None,
+        stats: Box::new(Vec::new),
+        gate: None,
+    })
 }
 
 /// Declares interest in a shard's listener, in the group if it is shared.
@@ -562,12 +775,13 @@ fn watch(q: &mut Queue, group: Option<&Group>, lfd: RawFd, interest: Interest) -
 
 /// Leader/Followers and Half-Sync: one queue in hand-off mode, shared by a pool.
 fn start_pool<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::Result<Server> {
-    let listener = Arc::new(net::listen(cfg.listen, false)?);
+    let listener = net::listen(cfg.listen, false)?;
     let addr = net::local_addr(&listener)?;
+    let lfd = listener.as_raw_fd();
     let mut q = Queue::new(cfg.backend)?;
     let rearm = q.handoff()?;
     let waker = q.waker()?;
-    q.declare(listener.as_raw_fd(), Interest::READ)?;
+    q.declare(lfd, Interest::READ)?;
     let shared = Arc::new(Shared {
         lead: Leadership::new(q),
         rearm,
@@ -575,35 +789,32 @@ fn start_pool<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::Re
         waker,
         waiting: AtomicBool::new(false),
         paused: Mutex::new(None),
+        listener: Mutex::new(Some(listener)),
+        lfd: AtomicI32::new(lfd),
     });
     let active = cfg.adaptive.map_or(n, |a| a.min.clamp(1, n));
     let gate = Arc::new(Gate::new(active));
     let work = Arc::new(WorkQueue::<Event>::default());
-    let acc = Arc::new(Mutex::new(Acceptor::new(listener.as_raw_fd())?));
+    let acc = Arc::new(Mutex::new(Acceptor::new(lfd)?));
     let mut threads = Vec::new();
     let half_sync = cfg.pattern == Pattern::HalfSync;
     let hook = cfg.on_thread_start.clone();
     for i in 0..n + usize::from(half_sync) {
-        let (c, s, g, w, a, l) = (
-            Arc::clone(core),
-            Arc::clone(&shared),
-            Arc::clone(&gate),
-            Arc::clone(&work),
-            Arc::clone(&acc),
-            Arc::clone(&listener),
-        );
+        let (c, s, g, w, a) =
+            (Arc::clone(core), Arc::clone(&shared), Arc::clone(&gate), Arc::clone(&work), Arc::clone(&acc));
         let (role, name) = match (half_sync, i) {
             (false, _) => (Role::Worker, format!("hintq-lf-{i}")),
             (true, 0) => (Role::Async, "hintq-hs-async".to_string()),
             (true, _) => (Role::Sync, format!("hintq-hs-{i}")),
         };
         let body: Box<dyn FnOnce() + Send> = match role {
-            Role::Worker => Box::new(move || leader_followers(&c, &s, &g, &a, l.as_raw_fd(), i)),
-            Role::Async => Box::new(move || half_sync_async(&c, &s, &w, &a, l.as_raw_fd())),
+            Role::Worker => Box::new(move || leader_followers(&c, &s, &g, &a, i)),
+            Role::Async => Box::new(move || half_sync_async(&c, &s, &w, &a)),
             Role::Sync => Box::new(move || {
+                let mut home = Home::<H::Local>::new();
                 while !c.stopped() && g.pass(i - 1) {
                     let Some(ev) = w.pop() else { break };
-                    c.dispatch(ev, &mut Ctl::Shared(&s), &c.stats[i]);
+                    c.dispatch(ev, &mut Ctl::Shared(&s), (0, &mut home), &c.stats[i]);
                 }
             }),
         };
@@ -611,6 +822,8 @@ fn start_pool<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::Re
     }
     let c = Arc::clone(core);
     let g = Arc::clone(&gate);
+    let s = Arc::clone(&shared);
+    let wake = Box::new(move || drop(s.waker.wake()));
     let stop: Box<dyn FnOnce() + Send> = Box::new(move || {
         c.stop.store(true, SeqCst);
         // Not `lead.stop()`: followers leave one at a time, each after becoming leader and
@@ -620,26 +833,43 @@ fn start_pool<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::Re
         let _ = shared.waker.wake();
         work.close();
         g.stop();
-        drop(listener);
     });
-    Ok(Server { addr, threads, stop: Some(stop), finish: None, stats: Box::new(Vec::new), gate: Some(gate) })
+    let gate = Some(gate);
+    Ok(Server {
+        addr,
+        threads,
+        stop: Some(stop),
+        finish: None,
+        wake,
+        draining: None,
+        stats: Box::new(Vec::new),
+        gate,
+    })
 }
 
-/// The holder's chores before it waits: deferred closes and interest changes, deadlines.
+/// The holder's chores before it waits: the drain's start, deferred closes and interest
+/// changes, deadlines.
 fn holder_chores<H: Handler>(
     c: &Core<H>,
     s: &Shared,
     q: &mut Queue,
-    lfd: RawFd,
+    home: &mut Home<H::Local>,
     next_sweep: &mut Instant,
     st: &ThreadStats,
 ) {
+    let lfd = s.lfd.load(Relaxed);
     let mut paused = s.paused.lock().unwrap_or_else(|e| e.into_inner());
-    if paused.is_some_and(|t| Instant::now() >= t) {
+    if lfd >= 0 && c.draining() {
+        *paused = None;
+        s.lfd.store(-1, Relaxed);
+        let _ = q.declare_interest(lfd, Interest::empty());
+        drop(s.listener.lock().unwrap_or_else(|e| e.into_inner()).take());
+        drop(paused);
+        c.begin_drain(&mut Ctl::Shared(s), (0, home), st);
+    } else if paused.is_some_and(|t| Instant::now() >= t) {
         *paused = None;
         let _ = q.declare(lfd, Interest::READ);
     }
-    drop(paused);
     let ops = std::mem::take(&mut *s.ops.lock().unwrap_or_else(|e| e.into_inner()));
     for op in ops {
         match op {
@@ -651,7 +881,7 @@ fn holder_chores<H: Handler>(
         }
     }
     if Instant::now() >= *next_sweep {
-        c.sweep(&mut Ctl::Shared(s), 0, st);
+        c.sweep(&mut Ctl::Shared(s), (0, home), st, false);
         *next_sweep = Instant::now() + c.tick;
     }
 }
@@ -663,12 +893,12 @@ fn hold_and_wait<H: Handler>(
     s: &Shared,
     q: &mut Queue,
     evs: &mut [Event],
-    (acc, lfd): (&Mutex<Acceptor>, RawFd),
+    (acc, home): (&Mutex<Acceptor>, &mut Home<H::Local>),
     next_sweep: &mut Instant,
     st: &ThreadStats,
 ) -> usize {
     while !c.stopped() {
-        holder_chores(c, s, q, lfd, next_sweep, st);
+        holder_chores(c, s, q, home, next_sweep, st);
         s.waiting.store(true, SeqCst);
         if !s.ops.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
             s.waiting.store(false, SeqCst);
@@ -676,11 +906,13 @@ fn hold_and_wait<H: Handler>(
         }
         let n = c.wait(q, evs, st);
         s.waiting.store(false, SeqCst);
+        let lfd = s.lfd.load(Relaxed);
         let mut kept = 0;
         for k in 0..n {
             let ev = evs[k];
             if ev.fd() == lfd {
-                let _ = match c.accept(&mut acc.lock().unwrap_or_else(|e| e.into_inner()), q, 0, st, 64) {
+                let mut acc = acc.lock().unwrap_or_else(|e| e.into_inner());
+                let _ = match c.accept(&mut acc, q, (0, home), st, 64) {
                     Listen::Drained => s.rearm.rearm(&ev, Interest::READ),
                     Listen::More => q.declare(lfd, Interest::READ),
                     Listen::Pause(until) => {
@@ -700,42 +932,31 @@ fn hold_and_wait<H: Handler>(
     0
 }
 
-fn leader_followers<H: Handler>(
-    c: &Core<H>,
-    s: &Shared,
-    gate: &Gate,
-    acc: &Mutex<Acceptor>,
-    lfd: RawFd,
-    i: usize,
-) {
+fn leader_followers<H: Handler>(c: &Core<H>, s: &Shared, gate: &Gate, acc: &Mutex<Acceptor>, i: usize) {
     let st = &c.stats[i];
+    let mut home = Home::<H::Local>::new();
     let mut next_sweep = Instant::now() + c.tick;
     let mut evs = [Event::default(); 1];
     while !c.stopped() && gate.pass(i) {
         let Some(mut leader) = s.lead.lead() else { break };
-        let n = leader.with(|q| hold_and_wait(c, s, q, &mut evs, (acc, lfd), &mut next_sweep, st));
+        let n = leader.with(|q| hold_and_wait(c, s, q, &mut evs, (acc, &mut home), &mut next_sweep, st));
         drop(leader); // promote a follower, then handle
         if n == 0 {
             break;
         }
-        c.dispatch(evs[0], &mut Ctl::Shared(s), st);
+        c.dispatch(evs[0], &mut Ctl::Shared(s), (0, &mut home), st);
     }
 }
 
-fn half_sync_async<H: Handler>(
-    c: &Core<H>,
-    s: &Shared,
-    work: &WorkQueue<Event>,
-    acc: &Mutex<Acceptor>,
-    lfd: RawFd,
-) {
+fn half_sync_async<H: Handler>(c: &Core<H>, s: &Shared, work: &WorkQueue<Event>, acc: &Mutex<Acceptor>) {
     let st = &c.stats[0];
     let Some(mut leader) = s.lead.lead() else { return };
+    let mut home = Home::<H::Local>::new();
     let mut next_sweep = Instant::now() + c.tick;
     let mut evs = [Event::default(); 64];
     leader.with(|q| {
         while !c.stopped() {
-            let n = hold_and_wait(c, s, q, &mut evs, (acc, lfd), &mut next_sweep, st);
+            let n = hold_and_wait(c, s, q, &mut evs, (acc, &mut home), &mut next_sweep, st);
             for ev in &evs[..n] {
                 let t0 = c.clock();
                 if work.push(*ev).is_err() {

@@ -44,6 +44,7 @@ struct Conn {
 }
 
 impl Handler for Echo {
+    type Local = ();
     type Conn = Conn;
     fn accept(&self, _fd: RawFd) -> Option<Conn> {
         self.accepted.fetch_add(1, SeqCst);
@@ -256,6 +257,7 @@ fn sharded_spreads_connections_and_reports_it() {
 /// Slow handler: the adaptive policy must grow the pool from its minimum.
 struct Slow;
 impl Handler for Slow {
+    type Local = ();
     type Conn = ();
     fn accept(&self, _fd: RawFd) -> Option<()> {
         Some(())

@@ -1,5 +1,6 @@
-//! What both servers share: `hintq serve` ([`crate::serve`]) uses all of it, and `hintq proxy`
-//! ([`crate::proxy`]) is meant to reuse it rather than grow a twin.
+//! What both servers share beside the runtime of `hintq-patterns` (listeners, accept,
+//! deadlines, drain): `hintq serve` ([`crate::serve`]) uses all of it, `hintq proxy`
+//! ([`crate::proxy`]) the socket calls, [`AccessLog`], [`Lifecycle`], the signals and flags.
 //!
 //! * [`Out`]: a connection's output queue, responses in request order. Bytes (copied or
 //!   shared) go out gathered in one `sendmsg(MSG_NOSIGNAL)` (a vanished peer gives `EPIPE`,

@@ -29,11 +29,15 @@
 //!
 //! A proxied exchange has two descriptors, the client's and the upstream's, and both need
 //! readiness: the session state machine must run when either becomes ready, and never on
-//! two threads at once. The thread patterns of `hintq-patterns` deliver readiness for one
-//! descriptor per connection (the [`hintq_patterns::Handler`] gets the client's) and have no
-//! way to have a second descriptor watched for the same connection. So the proxy runs its own
-//! event loop directly on [`hintq::Queue`], one reactor per thread, with both descriptors of a
-//! session in the queue of the thread that owns the session:
+//! two threads at once. The proxy is an ordinary [`hintq_patterns::Handler`] on the one
+//! runtime `hintq serve` runs on (listeners, accept with its `EMFILE` back-off, deadlines,
+//! drain): a session is the connection's state, the client's socket its own descriptor,
+//! and the upstream socket is attached to the connection ([`hintq_patterns::Fds::attach`])
+//! in the queue of the thread that owns it, so its events run the same handler on the same
+//! session, behind the same in-flight flag. Each thread's idle upstream pool is its
+//! [`Handler::Local`] state; an idle upstream socket is parked with the thread
+//! ([`hintq_patterns::Fds::park`]), still watched, so an upstream's close while it is idle
+//! reaches the thread ([`Handler::local_event`]) and drops it from the pool.
 //!
 //! * `--pattern reactor`: one thread, one queue, one listener (the paper's Figure 3 loop).
 //! * `--pattern sharded`: N such threads, each with its own `SO_REUSEPORT` listener (the
@@ -47,19 +51,20 @@
 //!   run on the chosen backend (the group's shared set is an epoll set every member's
 //!   backend watches); every backend can be a member.
 //!
-//! Leader/Followers and Half-Sync/Half-Async are not offered: they hand one descriptor's
-//! event to whichever thread is free, so the two descriptors of a session could be handled
-//! by two threads at once, and re-arming would have to cover a pair of registrations in a
-//! shared queue. Both could be built, but a pool would need a per-session lock (an in-flight
-//! flag over both descriptors) and each request would then pay the cross-core wake-up
+//! Leader/Followers and Half-Sync/Half-Async are refused ([`start`] fails with
+//! `InvalidInput`): they share one queue in hand-off mode and hand each event to whichever
+//! thread is free, so the runtime attaches descriptors only where a thread owns its queue
+//! (it refuses `attach` there), and an idle pool per thread could not be told of its
+//! sockets' closes, which would reach any thread. Both could be built (a shared pool, re-arms
+//! for attached descriptors), but each request would then pay the cross-core wake-up
 //! (30–40 µs here, PERF.md) those patterns cost, against a few µs of proxy work. Per-thread
-//! reactors never hand off a session: only the accept is shared, in `sharded-shared`.
+//! queues never hand off a session: only the accept is shared, in `sharded-shared`.
 //!
 //! # Graceful drain
 //!
-//! [`Proxy::drain`] (SIGINT/SIGTERM in [`run`]) stops accepting (every thread revokes and
-//! closes its listener, or its share of the shared one: new connections are refused), closes
-//! the idle upstream pool, lets every exchange in flight finish (its response carries
+//! [`Proxy::drain`] (SIGINT/SIGTERM in [`run`]) stops accepting through the runtime's
+//! [`Server::drain`] (every thread revokes and closes its listener, or its share of the
+//! shared one: new connections are refused), closes each thread's idle upstream pool, lets every exchange in flight finish (its response carries
 //! `Connection: close` if its head was not sent yet; the connection closes after it), closes
 //! idle client connections (a write shutdown, then the usual linger for the client's close),
 //! and after the grace period closes what is left, returning how many.
@@ -71,17 +76,17 @@ mod sys;
 pub use buf::BUF_SIZE;
 pub use hintq_patterns::Pattern;
 
-use crate::common::{parse_duration, set_nodelay, AccessLog, ServerArgs, ShutdownSignals};
-use hintq::{Accepted, Acceptor, Backend, Delivery, Event, Group, Interest, Queue, Waker};
+use crate::common::{parse_duration, set_nodelay, AccessLog, Lifecycle, ServerArgs, ShutdownSignals};
+use hintq::{Backend, Interest, State};
 use hintq_http::{DateCache, Limits};
+use hintq_patterns::{Cx, Handler, Next, Server, Why};
 use session::{Ctx, End, Session, Upstream};
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::sync::atomic::Ordering::{Relaxed, SeqCst};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
-use std::sync::{mpsc, Arc};
-use std::thread::JoinHandle;
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The patterns `hintq proxy` runs on; see the module docs for why not the others.
@@ -166,8 +171,6 @@ pub(crate) struct Stats {
     gateway_timeout: AtomicU64,
     client_errors: AtomicU64,
     truncated: AtomicU64,
-    /// Client connections open now.
-    open: AtomicUsize,
     peak_buffers: AtomicUsize,
     peak_buffered: AtomicUsize,
 }
@@ -224,73 +227,46 @@ impl Stats {
 
 /// A running proxy. Dropping it without [`Proxy::shutdown`] shuts it down too.
 pub struct Proxy {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    draining: Arc<AtomicBool>,
-    wakers: Vec<Waker>,
-    threads: Vec<JoinHandle<()>>,
-    stats: Arc<Stats>,
+    server: Server,
+    relay: Arc<Relay>,
 }
 
 impl Proxy {
     /// The address the listener(s) are bound to.
     pub fn local_addr(&self) -> SocketAddr {
-        self.addr
+        self.server.local_addr()
     }
 
     /// The counters so far.
     pub fn stats(&self) -> ProxyStats {
-        self.stats.snapshot()
+        self.relay.stats.snapshot()
     }
 
     /// Client connections open now.
     pub fn open_connections(&self) -> usize {
-        self.stats.open.load(SeqCst)
+        self.relay.life.open()
     }
 
     /// Stops every thread, closes every connection and listener, returns the final counters.
-    pub fn shutdown(mut self) -> ProxyStats {
-        self.stop_and_join();
-        self.stats()
+    pub fn shutdown(self) -> ProxyStats {
+        self.server.shutdown();
+        self.relay.stats.snapshot()
     }
 
     /// Graceful shutdown (see the module docs): stop accepting, finish the exchanges in
     /// flight, close idle connections, wait up to `grace` for every client connection to
     /// close, then stop. Returns the connections still open then, closed by force.
-    pub fn drain(mut self, grace: Duration) -> usize {
-        self.draining.store(true, SeqCst);
-        for w in &self.wakers {
-            let _ = w.wake();
-        }
-        let end = Instant::now() + grace;
-        while self.open_connections() > 0 && Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let left = self.open_connections();
-        self.stop_and_join();
+    pub fn drain(self, grace: Duration) -> usize {
+        self.server.drain();
+        let left = self.relay.life.drain(grace);
+        self.server.shutdown();
         left
-    }
-
-    fn stop_and_join(&mut self) {
-        self.stop.store(true, SeqCst);
-        for w in &self.wakers {
-            let _ = w.wake();
-        }
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.stop_and_join();
     }
 }
 
 impl std::fmt::Debug for Proxy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Proxy").field("addr", &self.addr).field("threads", &self.threads.len()).finish()
+        f.debug_struct("Proxy").field("server", &self.server).finish()
     }
 }
 
@@ -305,79 +281,34 @@ pub fn start(cfg: Config) -> io::Result<Proxy> {
             io::ErrorKind::InvalidInput,
             format!(
                 "pattern {} is not offered for the proxy (only reactor, sharded and \
-                 sharded-shared): a proxied connection has two descriptors, and the thread-pool \
-                 patterns would hand them to two threads",
+                 sharded-shared): a proxied connection's upstream descriptor is attached to it \
+                 in the queue of the thread that owns it, and the thread-pool patterns hand \
+                 events of one shared queue to any thread",
                 cfg.pattern
             ),
         ));
     }
-    let n = if cfg.pattern == Pattern::Reactor { 1 } else { cfg.threads.max(1) };
-    let sharded = cfg.pattern == Pattern::Sharded;
-    let first = Arc::new(hintq_patterns::listen(cfg.listen, sharded)?);
-    let addr = hintq_patterns::local_addr(&first)?;
-    let group = if cfg.pattern == Pattern::ShardedShared {
-        let g = Group::new(cfg.backend)?;
-        g.declare_interest(first.as_raw_fd(), Interest::READ, Delivery::One)?;
-        Some(g)
-    } else {
-        None
-    };
-    let mut listeners = vec![first];
-    for i in 1..n {
-        listeners.push(if sharded {
-            Arc::new(hintq_patterns::listen(addr, true)?)
-        } else {
-            Arc::clone(&listeners[i - 1])
-        });
-    }
-    let settings = Arc::new(Settings {
-        short_read_drains: cfg.backend != Backend::Rtsig,
-        upstream: cfg.upstream,
-        upstream_host: cfg.upstream.to_string(),
-        limits: Limits { max_body: None, ..Limits::default() },
-        upstream_timeout: cfg.upstream_timeout,
-        idle_timeout: cfg.idle_timeout,
-        header_timeout: cfg.header_timeout,
-        send_timeout: cfg.send_timeout,
-        max_idle_upstream: cfg.max_idle_upstream,
-        access_log: cfg.access_log.clone(),
+    let shortest = cfg.upstream_timeout.min(cfg.idle_timeout).min(cfg.header_timeout).min(cfg.send_timeout);
+    let mut pc = hintq_patterns::Config::new(cfg.pattern, cfg.threads, cfg.backend, cfg.listen);
+    pc.tick = (shortest / 4).clamp(Duration::from_millis(5), Duration::from_millis(100));
+    let relay = Arc::new(Relay {
+        cfg: Settings {
+            short_read_drains: cfg.backend != Backend::Rtsig,
+            upstream: cfg.upstream,
+            upstream_host: cfg.upstream.to_string(),
+            limits: Limits { max_body: None, ..Limits::default() },
+            upstream_timeout: cfg.upstream_timeout,
+            idle_timeout: cfg.idle_timeout,
+            header_timeout: cfg.header_timeout,
+            send_timeout: cfg.send_timeout,
+            max_idle_upstream: cfg.max_idle_upstream,
+            access_log: cfg.access_log,
+        },
+        stats: Stats::default(),
+        life: Lifecycle::default(),
     });
-    let stats = Arc::new(Stats::default());
-    let stop = Arc::new(AtomicBool::new(false));
-    let draining = Arc::new(AtomicBool::new(false));
-    let mut proxy = Proxy {
-        addr,
-        stop: Arc::clone(&stop),
-        draining: Arc::clone(&draining),
-        wakers: Vec::new(),
-        threads: Vec::new(),
-        stats: Arc::clone(&stats),
-    };
-    for (i, listener) in listeners.into_iter().enumerate() {
-        let (tx, rx) = mpsc::channel();
-        let (settings, stats, stop, draining, backend, group) = (
-            Arc::clone(&settings),
-            Arc::clone(&stats),
-            Arc::clone(&stop),
-            Arc::clone(&draining),
-            cfg.backend,
-            group.clone(),
-        );
-        let t = std::thread::Builder::new().name(format!("hintq-proxy-{i}")).spawn(move || {
-            // The queue is made on its thread: rtsig directs its signals to the creating thread.
-            match Worker::new(backend, group, listener, settings, stats) {
-                Ok((mut w, waker)) => {
-                    let _ = tx.send(Ok(waker));
-                    w.run(&stop, &draining);
-                }
-                Err(e) => drop(tx.send(Err(e))),
-            }
-        })?;
-        proxy.threads.push(t);
-        let waker = rx.recv().map_err(|_| io::Error::other("proxy thread died"))??;
-        proxy.wakers.push(waker);
-    }
-    Ok(proxy)
+    let server = hintq_patterns::start(pc, Arc::clone(&relay))?;
+    Ok(Proxy { server, relay })
 }
 
 /// `hintq proxy`'s flags: those both servers take, plus the upstream's. `--pattern` and
@@ -442,348 +373,138 @@ pub fn run(args: &ProxyArgs) -> io::Result<ProxyStats> {
         proxy.local_addr(),
         args.upstream
     );
-    let stats = Arc::clone(&proxy.stats);
+    let relay = Arc::clone(&proxy.relay);
     let sig = signals.wait();
     eprintln!("hintq proxy: signal {sig}: finishing responses in flight");
     let forced = proxy.drain(grace);
     if forced > 0 {
         eprintln!("hintq proxy: closed {forced} connections still busy after the grace period");
     }
-    Ok(stats.snapshot())
+    Ok(relay.stats.snapshot())
 }
 
-/// What a descriptor of a thread's queue is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Route {
-    Free,
-    Listener,
-    Client,
-    /// The upstream connection of the client connection with this descriptor.
-    Upstream(RawFd),
-    /// An idle upstream connection in the pool.
-    Idle,
+/// The proxy as a handler of the runtime: a connection is a [`Session`], its upstream
+/// descriptor attached to it; each thread's [`Local`] holds its idle upstream pool.
+struct Relay {
+    cfg: Settings,
+    stats: Stats,
+    life: Lifecycle,
 }
 
-/// One thread: a queue, a listener (its own, or its share of the group's), its sessions and
-/// its idle upstream pool.
-struct Worker {
-    q: Queue,
-    /// The shared listener's group (`sharded-shared`): the listener is declared there.
-    group: Option<Group>,
-    /// Until the drain closes it.
-    listener: Option<(Arc<OwnedFd>, Acceptor)>,
-    lfd: RawFd,
-    route: Vec<Route>,
-    sessions: Vec<Option<Box<Session>>>,
+/// What each thread keeps: idle upstream connections (parked with the thread, still
+/// watched, so an upstream's close while idle is noticed), relay buffers, the Date cache.
+#[derive(Default)]
+struct Local {
     idle: Vec<Upstream>,
     released: Vec<(Upstream, bool)>,
     pool: buf::Pool,
-    cfg: Arc<Settings>,
-    stats: Arc<Stats>,
     date: DateCache,
-    tick: Duration,
-    /// Out of descriptors: the listener is not watched until then.
-    paused: Option<Instant>,
-    /// A graceful drain began (see [`Proxy::drain`]).
-    draining: bool,
 }
 
-impl Worker {
-    fn new(
-        backend: Backend,
-        group: Option<Group>,
-        listener: Arc<OwnedFd>,
-        cfg: Arc<Settings>,
-        stats: Arc<Stats>,
-    ) -> io::Result<(Worker, Waker)> {
-        let mut q = match &group {
-            Some(g) => g.queue()?,
-            None => Queue::new(backend)?,
-        };
-        let waker = q.waker()?;
-        let lfd = listener.as_raw_fd();
-        if group.is_none() {
-            q.declare(lfd, Interest::READ)?;
-        }
-        let acc = Acceptor::new(lfd)?;
-        let shortest =
-            cfg.upstream_timeout.min(cfg.idle_timeout).min(cfg.header_timeout).min(cfg.send_timeout);
-        let tick = (shortest / 4).clamp(Duration::from_millis(5), Duration::from_millis(100));
-        let mut w = Worker {
-            q,
-            group,
-            listener: Some((listener, acc)),
-            lfd,
-            route: Vec::new(),
-            sessions: Vec::new(),
-            idle: Vec::new(),
-            released: Vec::new(),
-            pool: buf::Pool::default(),
-            cfg,
-            stats,
-            date: DateCache::new(),
-            tick,
-            paused: None,
-            draining: false,
-        };
-        w.set_route(lfd, Route::Listener);
-        Ok((w, waker))
+impl Handler for Relay {
+    type Conn = Box<Session>;
+    type Local = Local;
+
+    fn accept(&self, fd: RawFd) -> Option<Box<Session>> {
+        let _ = set_nodelay(fd);
+        self.stats.accepted.fetch_add(1, Relaxed);
+        self.life.opened();
+        Some(Box::new(Session::new(fd, Instant::now() + self.cfg.idle_timeout)))
     }
 
-    fn set_route(&mut self, fd: RawFd, r: Route) {
-        let i = fd as usize;
-        if i >= self.route.len() {
-            self.route.resize(i + 1, Route::Free);
+    fn event(&self, cx: &mut Cx<'_, Local>, s: &mut Box<Session>, fd: RawFd, state: State) -> Next {
+        if fd == s.client {
+            s.client_event(state);
+            if cx.fds().draining() {
+                s.nudge();
+            }
+        } else if let Some(up) = s.up.as_mut().filter(|u| u.fd == fd) {
+            up.event(state);
         }
-        self.route[i] = r;
+        self.drive(cx, s, |_, _| Ok(()))
     }
 
-    fn route(&self, fd: RawFd) -> Route {
-        self.route.get(fd as usize).copied().unwrap_or(Route::Free)
+    fn local_event(&self, cx: &mut Cx<'_, Local>, fd: RawFd, _state: State) {
+        // An idle upstream connection spoke or closed: it cannot be used any more.
+        let (local, fds) = cx.split();
+        if let Some(i) = local.idle.iter().position(|u| u.fd == fd) {
+            local.idle.swap_remove(i);
+            self.stats.stale_idle.fetch_add(1, Relaxed);
+        }
+        fds.close(fd);
     }
 
-    /// Sets (or with an empty interest revokes) interest in the listener: in the group's
-    /// shared registration for `sharded-shared`, else in this thread's queue.
-    fn watch_listener(&mut self, interest: Interest) {
-        let _ = match &self.group {
-            Some(g) => g.declare_interest(self.lfd, interest, Delivery::One).map(drop),
-            None if interest.is_empty() => self.q.declare_interest(self.lfd, interest).map(drop),
-            None => self.q.declare(self.lfd, interest),
-        };
+    fn close_in(&self, local: &mut Local, mut s: Box<Session>, _fd: RawFd, _why: Why) {
+        s.release_buffers(&mut local.pool);
+        self.life.closed();
     }
 
-    fn run(&mut self, stop: &AtomicBool, draining: &AtomicBool) {
-        let mut evs = [Event::default(); 64];
-        let mut next_sweep = Instant::now() + self.tick;
-        while !stop.load(Relaxed) {
-            if !self.draining && draining.load(Relaxed) {
-                self.begin_drain(Instant::now());
-            }
-            let timeout = next_sweep.saturating_duration_since(Instant::now());
-            let n = self.q.get_next_event(&mut evs, Some(timeout)).unwrap_or(0);
-            let now = Instant::now();
-            for ev in &evs[..n] {
-                if self.q.is_current(ev) {
-                    self.dispatch(ev, now);
-                }
-            }
-            if self.paused.is_some_and(|t| now >= t) {
-                self.paused = None;
-                if self.listener.is_some() {
-                    self.watch_listener(Interest::READ);
-                }
-            }
-            if now >= next_sweep {
-                self.sweep(now);
-                next_sweep = now + self.tick;
-            }
-        }
-        self.close_all();
+    fn deadline(&self, s: &Box<Session>) -> Option<Instant> {
+        Some(s.deadline)
     }
 
-    fn dispatch(&mut self, ev: &Event, now: Instant) {
-        let fd = ev.fd();
-        match self.route(fd) {
-            Route::Listener => self.accept(now),
-            Route::Client => self.drive(fd, now, |s, _| {
-                s.client_event(ev.state());
-                Ok(())
-            }),
-            Route::Upstream(c) => self.drive(c, now, |s, _| {
-                if let Some(up) = s.up.as_mut().filter(|u| u.fd.as_raw_fd() == fd) {
-                    up.event(ev.state());
-                }
-                Ok(())
-            }),
-            Route::Idle => {
-                // An idle upstream connection spoke or closed: it cannot be used any more.
-                if let Some(i) = self.idle.iter().position(|u| u.fd.as_raw_fd() == fd) {
-                    let up = self.idle.swap_remove(i);
-                    self.stats.stale_idle.fetch_add(1, Relaxed);
-                    self.close_upstream(up);
-                }
-            }
-            Route::Free => {}
-        }
+    fn expire(&self, cx: &mut Cx<'_, Local>, s: &mut Box<Session>, _fd: RawFd) -> Next {
+        self.drive(cx, s, |s, ctx| s.expire(ctx))
     }
 
-    /// The drain begins: the listener is revoked and closed (this thread's share of it, for
-    /// the group's), the idle upstream pool closed, and every session looked at once, so
-    /// that an idle one closes now (see `Session::nudge`).
-    fn begin_drain(&mut self, now: Instant) {
-        self.draining = true;
-        if self.listener.is_some() {
-            self.watch_listener(Interest::empty());
-            self.set_route(self.lfd, Route::Free);
-            self.listener = None;
-        }
-        while let Some(up) = self.idle.pop() {
-            self.close_upstream(up);
-        }
-        for cfd in 0..self.sessions.len() {
-            if self.sessions[cfd].is_some() {
-                self.drive(cfd as RawFd, now, |s, _| {
-                    s.nudge();
-                    Ok(())
-                });
-            }
+    /// The drain begins on this thread: its idle upstream pool is closed (the sessions are
+    /// nudged next, so that an idle one closes now: see `Session::nudge`).
+    fn draining(&self, cx: &mut Cx<'_, Local>) {
+        let (local, fds) = cx.split();
+        while let Some(up) = local.idle.pop() {
+            fds.close(up.fd);
         }
     }
+}
 
-    fn accept(&mut self, now: Instant) {
-        // A shared listener: one connection per readiness, so that `Delivery::One` spreads
-        // them over the threads; an own listener is drained (the kernel already spread them).
-        let limit = if self.group.is_some() { 1 } else { 64 };
-        for _ in 0..limit {
-            let Some((_, acc)) = self.listener.as_mut() else { return };
-            let fd = match acc.accept() {
-                Ok(Accepted::Conn(fd)) => fd,
-                Ok(Accepted::Exhausted) => {
-                    // Out of descriptors with none to shed with: the listener stays readable,
-                    // so it is not watched for a while, or this loop would spin.
-                    self.paused = Some(now + Acceptor::BACKOFF);
-                    self.watch_listener(Interest::empty());
-                    return;
-                }
-                Ok(Accepted::Drained | Accepted::Shed(_)) | Err(_) => return,
-            };
-            let raw = fd.as_raw_fd();
-            let _ = set_nodelay(raw);
-            if self.q.declare(raw, Interest::READ).is_err() {
-                continue; // refused by the backend (select above 1024): closed by the drop
-            }
-            self.stats.accepted.fetch_add(1, Relaxed);
-            self.stats.open.fetch_add(1, SeqCst);
-            self.set_route(raw, Route::Client);
-            let i = raw as usize;
-            if i >= self.sessions.len() {
-                self.sessions.resize_with(i + 1, || None);
-            }
-            self.sessions[i] = Some(Box::new(Session::new(fd, Interest::READ, now + self.cfg.idle_timeout)));
-        }
-        // Connections may still be pending, and an edge-triggered backend (epoll-et,
-        // io_uring) would not report them again: declared anew, the listener reports them.
-        // (The group re-arms its one-shot registration at the next wait, which reports them.)
-        if self.group.is_none() {
-            self.watch_listener(Interest::READ);
-        }
-    }
-
-    /// Runs `f` on the session of client `cfd`, then its pump, then puts the outcome into
-    /// the queue.
+impl Relay {
+    /// Runs `f` on the session, then its pump; settles the upstream connections it gave up
+    /// and declares the interest it wants on its upstream descriptor; returns the one it
+    /// wants on the client's.
     fn drive(
-        &mut self,
-        cfd: RawFd,
-        now: Instant,
-        f: impl FnOnce(&mut Session, &mut Ctx<'_>) -> Result<(), End>,
-    ) {
-        let Some(mut s) = self.sessions.get_mut(cfd as usize).and_then(Option::take) else { return };
+        &self,
+        cx: &mut Cx<'_, Local>,
+        s: &mut Session,
+        f: impl FnOnce(&mut Session, &mut Ctx<'_, '_>) -> Result<(), End>,
+    ) -> Next {
+        let (local, fds) = cx.split();
+        let draining = fds.draining();
         let mut ctx = Ctx {
-            now,
-            pool: &mut self.pool,
-            idle: &mut self.idle,
-            released: &mut self.released,
+            now: Instant::now(),
+            pool: &mut local.pool,
+            idle: &mut local.idle,
+            released: &mut local.released,
+            fds,
             cfg: &self.cfg,
             stats: &self.stats,
-            date: &mut self.date,
-            draining: self.draining,
+            date: &mut local.date,
+            draining,
         };
-        let r = f(&mut s, &mut ctx).and_then(|()| s.pump(&mut ctx));
-        self.settle_released();
-        let r = r.and_then(|()| self.sync(cfd, &mut s));
-        match r {
-            Ok(()) => self.sessions[cfd as usize] = Some(s),
-            Err(End) => self.close_session(cfd, s),
-        }
-        self.stats.peak_buffers.fetch_max(self.pool.peak_out, Relaxed);
-        self.stats.peak_buffered.fetch_max(self.pool.peak_len, Relaxed);
-    }
-
-    /// Idle upstream connections into the pool, the others revoked and closed.
-    fn settle_released(&mut self) {
-        while let Some((mut up, keep)) = self.released.pop() {
-            if keep && !self.draining && self.idle.len() < self.cfg.max_idle_upstream {
-                if up.reg != Interest::READ && self.q.declare(up.fd.as_raw_fd(), Interest::READ).is_err() {
-                    self.close_upstream(up);
-                    continue;
-                }
-                up.reg = Interest::READ;
-                self.set_route(up.fd.as_raw_fd(), Route::Idle);
-                self.idle.push(up);
+        let r = f(s, &mut ctx).and_then(|()| s.pump(&mut ctx));
+        let Ctx { fds, idle, released, pool, .. } = ctx;
+        // Idle upstream connections into the pool (parked with the thread), the others closed.
+        while let Some((up, keep)) = released.pop() {
+            let fd = up.fd;
+            if keep
+                && !draining
+                && idle.len() < self.cfg.max_idle_upstream
+                && fds.declare(fd, Interest::READ).is_ok()
+            {
+                fds.park(fd);
+                idle.push(up);
             } else {
-                self.close_upstream(up);
+                fds.close(fd);
             }
         }
-    }
-
-    /// Declares the interest the session wants on both its descriptors.
-    fn sync(&mut self, cfd: RawFd, s: &mut Session) -> Result<(), End> {
-        let want = s.client_interest();
-        if want != s.reg {
-            declare(&mut self.q, cfd, want)?;
-            s.reg = want;
-        }
-        if let Some(ufd) = s.upstream_fd() {
-            self.set_route(ufd, Route::Upstream(cfd));
-            let want = s.upstream_interest();
-            let up = s.up.as_mut().expect("has a descriptor");
-            if want != up.reg {
-                declare(&mut self.q, ufd, want)?;
-                up.reg = want;
-            }
-        }
-        Ok(())
-    }
-
-    fn close_upstream(&mut self, up: Upstream) {
-        let fd = up.fd.as_raw_fd();
-        if !up.reg.is_empty() {
-            let _ = self.q.declare_interest(fd, Interest::empty());
-        }
-        self.set_route(fd, Route::Free);
-        drop(up);
-    }
-
-    fn close_session(&mut self, cfd: RawFd, mut s: Box<Session>) {
-        if let Some(up) = s.up.take() {
-            self.close_upstream(up);
-        }
-        s.release_buffers(&mut self.pool);
-        if !s.reg.is_empty() {
-            let _ = self.q.declare_interest(cfd, Interest::empty());
-        }
-        self.set_route(cfd, Route::Free);
-        drop(s);
-        self.stats.open.fetch_sub(1, SeqCst);
-    }
-
-    /// Applies the deadlines: every session whose deadline passed is told so.
-    fn sweep(&mut self, now: Instant) {
-        for cfd in 0..self.sessions.len() {
-            if self.sessions[cfd].as_ref().is_some_and(|s| s.deadline <= now) {
-                self.drive(cfd as RawFd, now, |s, ctx| s.expire(ctx));
-            }
+        self.stats.peak_buffers.fetch_max(pool.peak_out, Relaxed);
+        self.stats.peak_buffered.fetch_max(pool.peak_len, Relaxed);
+        let r = r.and_then(|()| match s.upstream_fd() {
+            Some(ufd) => fds.declare(ufd, s.upstream_interest()).map_err(|_| End),
+            None => Ok(()),
+        });
+        match r {
+            Ok(()) => Next::from_interest(s.client_interest()),
+            Err(End) => Next::Close,
         }
     }
-
-    fn close_all(&mut self) {
-        for cfd in 0..self.sessions.len() {
-            if let Some(s) = self.sessions[cfd].take() {
-                self.close_session(cfd as RawFd, s);
-            }
-        }
-        while let Some(up) = self.idle.pop() {
-            self.close_upstream(up);
-        }
-        if self.listener.is_some() {
-            self.watch_listener(Interest::empty());
-            self.listener = None;
-        }
-    }
-}
-
-/// Sets or revokes interest; a refusal ends the session.
-fn declare(q: &mut Queue, fd: RawFd, want: Interest) -> Result<(), End> {
-    let r = if want.is_empty() { q.declare_interest(fd, want).map(drop) } else { q.declare(fd, want) };
-    r.map_err(|_| End)
 }

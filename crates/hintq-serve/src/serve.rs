@@ -637,6 +637,7 @@ fn fstat(fd: &OwnedFd) -> Result<libc::stat, u16> {
 
 impl Handler for Files {
     type Conn = Conn;
+    type Local = ();
 
     fn accept(&self, fd: RawFd) -> Option<Conn> {
         if self.life.draining() {
@@ -766,6 +767,7 @@ impl Serving {
     /// wait up to `grace`, then stop. Returns the connections that were still open and got
     /// closed by force.
     pub fn drain(self, grace: Duration) -> usize {
+        self.server.drain();
         let left = self.files.life.drain(grace);
         self.server.shutdown();
         left

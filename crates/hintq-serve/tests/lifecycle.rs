@@ -159,7 +159,7 @@ fn emfile_without_a_spare_backs_off() {
     }
 }
 
-/// The same for the proxy, which runs its own reactors.
+/// The same for the proxy, a handler on the same runtime (its own back-off once had a twin).
 #[test]
 fn proxy_emfile_without_a_spare_backs_off() {
     let _one = serial();

@@ -141,7 +141,8 @@ impl Pool {
     }
 
     fn put(&mut self, mut v: Vec<u8>) {
-        self.out -= 1;
+        // Saturating: the connections closed at shutdown give theirs to a fresh pool.
+        self.out = self.out.saturating_sub(1);
         if self.free.len() < POOL_KEEP && v.capacity() == BUF_SIZE {
             v.clear();
             self.free.push(v);

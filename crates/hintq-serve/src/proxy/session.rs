@@ -4,9 +4,13 @@
 //! A session is driven by [`Session::pump`] after any event on either descriptor: it moves
 //! bytes as far as the buffers and the sockets allow (client → `cin` → request relay →
 //! `to_up` → upstream; upstream → `uin` → response relay → `to_client` → client) and returns
-//! when nothing more can move. The worker then declares the interest the session wants
-//! ([`Session::client_interest`], [`Upstream::interest`]): reading only while there is room,
-//! writing only while bytes wait and the socket said it was full.
+//! when nothing more can move. The handler then declares the interest the session wants
+//! ([`Session::client_interest`], [`Session::upstream_interest`]): reading only while there
+//! is room, writing only while bytes wait and the socket said it was full.
+//!
+//! Both descriptors belong to the runtime (`hintq-patterns`): the client's is the
+//! connection's own, the upstream's is attached to it ([`Fds::attach`]), or parked with the
+//! thread while it waits in the idle pool. A session refers to them by number.
 //!
 //! Requests on one client connection are handled one at a time, in order; bytes a client
 //! pipelines wait in `cin` until the previous response has been relayed completely, so
@@ -21,8 +25,9 @@ use hintq_http::{
     write_error_response, write_last_chunk, BodyDecoder, DateCache, Error, Framing, HeadWriter, RequestHead,
     ResponseHead, Side, Version,
 };
+use hintq_patterns::Fds;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::RawFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
@@ -43,16 +48,17 @@ const PEEK_AFTER: Duration = Duration::from_secs(1);
 /// sent, so the kernel does not answer unread input with a reset that destroys the response.
 const LINGER: Duration = Duration::from_secs(2);
 
-/// What the worker hands a session besides itself.
-pub(crate) struct Ctx<'a> {
+/// What the handler hands a session besides itself.
+pub(crate) struct Ctx<'a, 'b> {
     pub now: Instant,
     pub pool: &'a mut Pool,
     /// Idle upstream connections of this thread, most recently used last.
     pub idle: &'a mut Vec<Upstream>,
     /// Upstream connections the session gave up: `true` to keep in the idle pool, `false` to
-    /// close. The worker revokes and closes them after the pump, so their numbers cannot be
-    /// reused while the queue still has them registered.
+    /// close. The handler parks or closes them after the pump.
     pub released: &'a mut Vec<(Upstream, bool)>,
+    /// The connection's descriptors: the upstream's is attached here.
+    pub fds: &'a mut Fds<'b>,
     pub cfg: &'a Settings,
     pub stats: &'a Stats,
     pub date: &'a mut DateCache,
@@ -60,7 +66,7 @@ pub(crate) struct Ctx<'a> {
     pub draining: bool,
 }
 
-impl Ctx<'_> {
+impl Ctx<'_, '_> {
     /// A connection to the upstream: the most recent idle one that is still alive, else a
     /// new one.
     ///
@@ -71,8 +77,9 @@ impl Ctx<'_> {
     /// upstream closing it now is rare, and an idempotent request is then retried anyway.
     fn upstream(&mut self) -> io::Result<Upstream> {
         while let Some(up) = self.idle.pop() {
+            self.fds.unpark(up.fd);
             let recent = self.now.saturating_duration_since(up.idle_at) < PEEK_AFTER;
-            if recent || sys::idle_alive(up.fd.as_raw_fd()) {
+            if recent || sys::idle_alive(up.fd) {
                 self.stats.upstream_reused.fetch_add(1, Relaxed);
                 return Ok(up);
             }
@@ -84,10 +91,10 @@ impl Ctx<'_> {
 
     fn connect(&mut self) -> io::Result<Upstream> {
         let (fd, done) = sys::connect(self.cfg.upstream)?;
+        let fd = self.fds.attach(fd, Interest::empty())?;
         self.stats.upstream_connects.fetch_add(1, Relaxed);
         Ok(Upstream {
             fd,
-            reg: Interest::empty(),
             readable: false,
             writable: done,
             connecting: !done,
@@ -102,9 +109,8 @@ impl Ctx<'_> {
 /// A connection to the upstream.
 #[derive(Debug)]
 pub(crate) struct Upstream {
-    pub fd: OwnedFd,
-    /// Interest registered in the queue now.
-    pub reg: Interest,
+    /// Attached to the client's connection, or parked with the thread while idle.
+    pub fd: RawFd,
     readable: bool,
     writable: bool,
     connecting: bool,
@@ -295,16 +301,15 @@ enum Phase {
     Linger,
 }
 
-/// The session is over: the worker closes both connections.
+/// The session is over: the runtime closes both connections.
 pub(crate) struct End;
 
 type Step = Result<bool, End>;
 
 /// A client connection.
 pub(crate) struct Session {
-    pub client: OwnedFd,
-    /// Interest registered in the queue now for the client.
-    pub reg: Interest,
+    /// The connection's own descriptor.
+    pub client: RawFd,
     readable: bool,
     writable: bool,
     eof: bool,
@@ -322,10 +327,9 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub(crate) fn new(client: OwnedFd, reg: Interest, deadline: Instant) -> Session {
+    pub(crate) fn new(client: RawFd, deadline: Instant) -> Session {
         Session {
             client,
-            reg,
             readable: false,
             writable: true,
             eof: false,
@@ -394,7 +398,7 @@ impl Session {
     }
 
     /// Moves everything that can move; see the module docs.
-    pub(crate) fn pump(&mut self, ctx: &mut Ctx<'_>) -> Result<(), End> {
+    pub(crate) fn pump(&mut self, ctx: &mut Ctx<'_, '_>) -> Result<(), End> {
         loop {
             let mut progress = self.read_client(ctx)?;
             if self.phase == Phase::Head {
@@ -427,7 +431,7 @@ impl Session {
     }
 
     /// The session's deadline passed: answer what the phase calls for.
-    pub(crate) fn expire(&mut self, ctx: &mut Ctx<'_>) -> Result<(), End> {
+    pub(crate) fn expire(&mut self, ctx: &mut Ctx<'_, '_>) -> Result<(), End> {
         match self.phase {
             // Slowloris (S11): 408 at the header deadline; an idle connection just closes (S12).
             Phase::Head if !self.cin.is_empty() => self.fail_client(408, ctx),
@@ -445,7 +449,7 @@ impl Session {
         self.ex.as_ref().is_some_and(|ex| !matches!(ex.resp, Resp::Head))
     }
 
-    fn read_client(&mut self, ctx: &mut Ctx<'_>) -> Step {
+    fn read_client(&mut self, ctx: &mut Ctx<'_, '_>) -> Step {
         if !self.readable || self.eof || self.phase == Phase::Closing {
             return Ok(false);
         }
@@ -453,7 +457,7 @@ impl Session {
         if self.cin.room() == 0 {
             return Ok(false);
         }
-        match self.cin.read_from(self.client.as_raw_fd()) {
+        match self.cin.read_from(self.client) {
             Ok(Read::Eof) => {
                 self.eof = true;
                 self.readable = false;
@@ -478,7 +482,7 @@ impl Session {
         if self.to_client.is_empty() || !self.writable {
             return Ok(false);
         }
-        match self.to_client.write_to(self.client.as_raw_fd()) {
+        match self.to_client.write_to(self.client) {
             Ok(_) => {
                 self.writable = self.to_client.is_empty();
                 Ok(true)
@@ -493,7 +497,7 @@ impl Session {
     }
 
     /// Head phase: parses the request head, and starts the exchange when it is complete.
-    fn parse_head(&mut self, ctx: &mut Ctx<'_>) -> Step {
+    fn parse_head(&mut self, ctx: &mut Ctx<'_, '_>) -> Step {
         if self.cin.is_empty() {
             return if self.eof && self.to_client.is_empty() { Err(End) } else { Ok(false) };
         }
@@ -564,7 +568,7 @@ impl Session {
         Ok(true)
     }
 
-    fn relay_request(&mut self, ctx: &mut Ctx<'_>) -> Step {
+    fn relay_request(&mut self, ctx: &mut Ctx<'_, '_>) -> Step {
         let Some(ex) = self.ex.as_mut() else { return Ok(false) };
         let Some(body) = ex.req.as_mut() else { return Ok(false) };
         let progress = match body.relay(&mut self.cin, &mut self.to_up, ctx.pool) {
@@ -588,13 +592,13 @@ impl Session {
         Ok(progress)
     }
 
-    fn write_upstream(&mut self, ctx: &mut Ctx<'_>) -> Step {
+    fn write_upstream(&mut self, ctx: &mut Ctx<'_, '_>) -> Step {
         let Some(up) = self.up.as_mut() else { return Ok(false) };
         if up.connecting {
             if !(up.writable || up.readable) {
                 return Ok(false);
             }
-            if let Err(e) = sys::take_error(up.fd.as_raw_fd()) {
+            if let Err(e) = sys::take_error(up.fd) {
                 return self.upstream_failed(e, ctx);
             }
             up.connecting = false;
@@ -604,7 +608,7 @@ impl Session {
         if self.to_up.is_empty() || !up.writable {
             return Ok(false);
         }
-        match self.to_up.write_to(up.fd.as_raw_fd()) {
+        match self.to_up.write_to(up.fd) {
             Ok(_) => {
                 up.writable = self.to_up.is_empty();
                 Ok(true)
@@ -617,7 +621,7 @@ impl Session {
         }
     }
 
-    fn read_upstream(&mut self, ctx: &mut Ctx<'_>) -> Step {
+    fn read_upstream(&mut self, ctx: &mut Ctx<'_, '_>) -> Step {
         let (Some(up), Some(ex)) = (self.up.as_mut(), self.ex.as_mut()) else { return Ok(false) };
         if !up.readable || up.eof || up.connecting || matches!(ex.resp, Resp::Done) {
             return Ok(false);
@@ -626,7 +630,7 @@ impl Session {
         if self.uin.room() == 0 {
             return Ok(false);
         }
-        match self.uin.read_from(up.fd.as_raw_fd()) {
+        match self.uin.read_from(up.fd) {
             Ok(Read::Eof) => {
                 up.readable = false;
                 up.eof = true;
@@ -649,7 +653,7 @@ impl Session {
     }
 
     /// The upstream closed its side.
-    fn upstream_eof(&mut self, ctx: &mut Ctx<'_>) -> Step {
+    fn upstream_eof(&mut self, ctx: &mut Ctx<'_, '_>) -> Step {
         let Some(ex) = self.ex.as_mut() else { return Ok(false) };
         match &mut ex.resp {
             Resp::Head if !ex.upstream_spoke => {
@@ -667,7 +671,7 @@ impl Session {
     }
 
     /// The upstream connection failed (refused, reset, closed) before a response started.
-    fn upstream_failed(&mut self, _e: io::Error, ctx: &mut Ctx<'_>) -> Step {
+    fn upstream_failed(&mut self, _e: io::Error, ctx: &mut Ctx<'_, '_>) -> Step {
         let Some(ex) = self.ex.as_mut() else { return Err(End) };
         let stale = self.up.as_ref().is_some_and(|u| u.reused);
         if ex.retry && stale && !ex.upstream_spoke && !ex.retried && matches!(ex.resp, Resp::Head) {
@@ -694,7 +698,7 @@ impl Session {
 
     /// The upstream failed (`status` 502) or timed out (504): the client gets `status` if no
     /// response started, else a truncated response.
-    fn bad_gateway(&mut self, status: u16, ctx: &mut Ctx<'_>) -> Step {
+    fn bad_gateway(&mut self, status: u16, ctx: &mut Ctx<'_, '_>) -> Step {
         if self.response_started() {
             self.truncate();
         } else {
@@ -715,7 +719,7 @@ impl Session {
     }
 
     /// Answers `status` and closes: drops the request, the upstream and any input.
-    fn fail_client(&mut self, status: u16, ctx: &mut Ctx<'_>) {
+    fn fail_client(&mut self, status: u16, ctx: &mut Ctx<'_, '_>) {
         match status {
             502 => ctx.stats.bad_gateway.fetch_add(1, Relaxed),
             504 => ctx.stats.gateway_timeout.fetch_add(1, Relaxed),
@@ -738,18 +742,18 @@ impl Session {
         self.enter_closing(ctx);
     }
 
-    fn enter_closing(&mut self, ctx: &Ctx<'_>) {
+    fn enter_closing(&mut self, ctx: &Ctx<'_, '_>) {
         self.phase = Phase::Closing;
         self.deadline = ctx.now + ctx.cfg.send_timeout;
     }
 
-    fn log(&self, ex: &Exchange, status: u16, bytes: u64, ctx: &Ctx<'_>) {
+    fn log(&self, ex: &Exchange, status: u16, bytes: u64, ctx: &Ctx<'_, '_>) {
         if let (Some(log), Some(line)) = (&ctx.cfg.access_log, &ex.log_line) {
-            log.log(peer_addr(self.client.as_raw_fd()), line, status, bytes);
+            log.log(peer_addr(self.client), line, status, bytes);
         }
     }
 
-    fn relay_response(&mut self, ctx: &mut Ctx<'_>) -> Step {
+    fn relay_response(&mut self, ctx: &mut Ctx<'_, '_>) -> Step {
         // The head, then at once the body bytes that came with it: one send for both.
         let mut progress = false;
         while self.ex.as_ref().is_some_and(|ex| matches!(ex.resp, Resp::Head)) {
@@ -788,7 +792,7 @@ impl Session {
         }
     }
 
-    fn parse_response_head(&mut self, ctx: &mut Ctx<'_>) -> Step {
+    fn parse_response_head(&mut self, ctx: &mut Ctx<'_, '_>) -> Step {
         let Some(ex) = self.ex.as_mut() else { return Ok(false) };
         if self.uin.is_empty() {
             return Ok(false);
@@ -848,7 +852,7 @@ impl Session {
     }
 
     /// Moves to the next phase when the current one is over.
-    fn advance(&mut self, ctx: &mut Ctx<'_>) -> Step {
+    fn advance(&mut self, ctx: &mut Ctx<'_, '_>) -> Step {
         match self.phase {
             Phase::Exchange => {
                 let done =
@@ -883,7 +887,7 @@ impl Session {
                 Ok(true)
             }
             Phase::Closing if self.to_client.is_empty() => {
-                let _ = shutdown_write(self.client.as_raw_fd());
+                let _ = shutdown_write(self.client);
                 self.cin.clear();
                 self.phase = Phase::Linger;
                 self.deadline = ctx.now + LINGER.min(ctx.cfg.idle_timeout);
@@ -906,7 +910,7 @@ impl Session {
 
     /// The descriptor of the upstream connection in use, if any.
     pub(crate) fn upstream_fd(&self) -> Option<RawFd> {
-        self.up.as_ref().map(|u| u.fd.as_raw_fd())
+        self.up.as_ref().map(|u| u.fd)
     }
 }
 
