@@ -310,6 +310,11 @@ fn s17_expect(srv: &Srv) {
     c.send(b"hello");
     assert_eq!(c.response(false).status, 405);
     c.assert_kept();
+    // The body arrives with the head: no interim 100 (RFC 9110 §10.1.1), the answer at once.
+    let mut c = srv.client();
+    c.send(b"POST /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nhello");
+    assert_eq!(c.response(false).status, 405, "no 100 once the body has arrived");
+    c.assert_kept();
     let mut c = srv.client();
     c.send(b"POST /a.txt HTTP/1.0\r\nContent-Length: 5\r\nExpect: 100-continue\r\nConnection: keep-alive\r\n\r\nhello");
     let r = c.response(false);
