@@ -8,6 +8,7 @@ use std::borrow::Cow;
 
 use crate::error::{Error, ErrorKind, Side};
 use crate::framing::{self, is_token_byte, Framing};
+use crate::headers::Headers;
 use crate::Limits;
 
 /// The protocol version of a message. Only HTTP/1.0 and HTTP/1.1 parse.
@@ -40,7 +41,7 @@ impl Version {
 /// One header field, borrowed from the input or owned (see [`RequestHead::into_owned`]).
 /// The name keeps the case the peer sent; values are validated bytes (no NUL, CR, LF or other
 /// control bytes except HTAB) with surrounding whitespace trimmed.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Header<'a> {
     /// Field name, a token.
     pub name: Cow<'a, str>,
@@ -80,7 +81,7 @@ pub struct RequestHead<'a> {
     /// HTTP/1.0 or HTTP/1.1.
     pub version: Version,
     /// Header fields in the order received.
-    pub headers: Vec<Header<'a>>,
+    pub headers: Headers<'a>,
     /// How the body is delimited: [`Framing::None`] without Content-Length and
     /// Transfer-Encoding, [`Framing::Length`] or [`Framing::Chunked`]; never `UntilClose`.
     pub framing: Framing,
@@ -110,7 +111,7 @@ impl<'a> RequestHead<'a> {
         RequestHead {
             method: Cow::Owned(self.method.into_owned()),
             target: Cow::Owned(self.target.into_owned()),
-            headers: self.headers.into_iter().map(Header::into_owned).collect(),
+            headers: self.headers.into_owned(),
             version: self.version,
             framing: self.framing,
             keep_alive: self.keep_alive,
@@ -130,7 +131,7 @@ pub struct ResponseHead<'a> {
     /// Reason phrase (may be empty).
     pub reason: Cow<'a, str>,
     /// Header fields in the order received.
-    pub headers: Vec<Header<'a>>,
+    pub headers: Headers<'a>,
     /// How the body is delimited (RFC 9112 §6.3): `None` for HEAD, 1xx, 204, 304; else
     /// chunked, Content-Length, or until close.
     pub framing: Framing,
@@ -156,7 +157,7 @@ impl<'a> ResponseHead<'a> {
     pub fn into_owned(self) -> ResponseHead<'static> {
         ResponseHead {
             reason: Cow::Owned(self.reason.into_owned()),
-            headers: self.headers.into_iter().map(Header::into_owned).collect(),
+            headers: self.headers.into_owned(),
             version: self.version,
             status: self.status,
             framing: self.framing,
@@ -266,7 +267,7 @@ impl<'b> HeaderStorage<'b> {
     }
 }
 
-fn convert_headers<'a>(parsed: &[httparse::Header<'a>]) -> Vec<Header<'a>> {
+fn convert_headers<'a>(parsed: &[httparse::Header<'a>]) -> Headers<'a> {
     parsed.iter().take_while(|h| !h.name.is_empty()).map(|h| Header::new(h.name, h.value)).collect()
 }
 

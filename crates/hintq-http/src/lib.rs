@@ -78,6 +78,7 @@ mod conditional;
 mod error;
 mod framing;
 mod head;
+mod headers;
 mod limits;
 mod proxy;
 mod write;
@@ -89,6 +90,7 @@ pub use conditional::{
 pub use error::{Error, ErrorKind, Side};
 pub use framing::Framing;
 pub use head::{find_header, parse_request, parse_response, Header, RequestHead, ResponseHead, Version};
+pub use headers::{Headers, INLINE_HEADERS};
 pub use limits::Limits;
 pub use proxy::{add_via, is_hop_by_hop, strip_hop_by_hop, HOP_BY_HOP};
 pub use write::{

@@ -4,6 +4,7 @@ use std::borrow::Cow;
 
 use crate::framing::list_elements;
 use crate::head::{Header, Version};
+use crate::headers::Headers;
 
 /// Fields that describe one connection, never forwarded: RFC 9110 §7.6.1 names Connection,
 /// Proxy-Connection, Keep-Alive, TE, Transfer-Encoding and Upgrade; `Trailer` is added as in
@@ -25,7 +26,7 @@ pub fn is_hop_by_hop(name: &str) -> bool {
 ///
 /// Content-Length is kept so the caller sees it; a proxy writes its own framing headers from
 /// the parsed [`Framing`](crate::Framing) and must not copy Content-Length blindly.
-pub fn strip_hop_by_hop(headers: &mut Vec<Header<'_>>) {
+pub fn strip_hop_by_hop(headers: &mut Headers<'_>) {
     let listed: Vec<String> = headers
         .iter()
         .filter(|h| h.is("connection"))
@@ -37,7 +38,7 @@ pub fn strip_hop_by_hop(headers: &mut Vec<Header<'_>>) {
 
 /// Appends `Via: 1.1 <pseudonym>` (the version the message was received with). Appending a new
 /// line keeps the order of any earlier `Via` entries (RFC 9110 §7.6.3).
-pub fn add_via(headers: &mut Vec<Header<'_>>, received: Version, pseudonym: &str) {
+pub fn add_via(headers: &mut Headers<'_>, received: Version, pseudonym: &str) {
     let protocol = match received {
         Version::Http10 => "1.0",
         Version::Http11 => "1.1",
