@@ -24,8 +24,14 @@
 //!   within the header timeout of its first byte, whatever the trickle (slowloris, row S11;
 //!   answered 408 when something was sent); a response must make progress within the send
 //!   timeout; a connection between requests closes after the idle timeout (row S12).
-//! * Files are sent with `sendfile(2)` after a head sent with `MSG_MORE`; paths go through
-//!   the two fences of [`path`]: nothing outside the root is ever opened (row S13).
+//! * Files come from the open-file cache of [`cache`] (descriptor, metadata and, for a small
+//!   file, its bytes; revalidated through the fence after `file_cache_valid`). A small file
+//!   leaves with its head in one gathered `sendmsg`; a larger one is sent with `sendfile(2)`
+//!   after a head sent with `MSG_MORE`. Paths go through the two fences of [`path`]: nothing
+//!   outside the root is ever opened (row S13).
+//! * The common path allocates nothing and makes one `read` and one `sendmsg` per request:
+//!   the decoded path goes to a reused buffer, the head's header list is inline
+//!   ([`hintq_http::Headers`]), the clocks are read once per readiness handled.
 //!
 //! # What a GET or HEAD gets (RFC 9110)
 //!
@@ -94,7 +100,9 @@ Serves GET and HEAD of regular files under --root (nothing outside it is ever op
   Range: one bytes range -> 206 with Content-Range; past the end -> 416; several ranges,
     an invalid Range or a non-matching If-Range -> the whole file (200)
   /dir -> 301 to /dir/; /dir/ -> its index.html, else 403 (no listings)
-  keep-alive, pipelining, sendfile, header/idle/send timeouts, graceful SIGINT/SIGTERM";
+  an open-file cache (--file-cache-valid, --file-cache-entries): small files from memory
+    in one sendmsg with their head, larger ones with sendfile
+  keep-alive, pipelining, header/idle/send timeouts, graceful SIGINT/SIGTERM";
 
 /// `hintq serve`'s flags.
 #[derive(clap::Args, Clone, Debug)]
