@@ -507,6 +507,27 @@ pub struct Server {
 }
 
 impl Server {
+    /// A server of `threads` started by one of the `start_*` functions; `start` fills in the
+    /// rest (statistics, the final close of connections, the drain hook).
+    fn started(
+        addr: SocketAddr,
+        threads: Vec<JoinHandle<()>>,
+        stop: Box<dyn FnOnce() + Send>,
+        wake: Box<dyn Fn() + Send + Sync>,
+        gate: Option<Arc<Gate>>,
+    ) -> Server {
+        Server {
+            addr,
+            threads,
+            stop: Some(stop),
+            finish: None,
+            wake,
+            draining: None,
+            stats: Box::new(Vec::new),
+            gate,
+        }
+    }
+
     /// The address the listener(s) are bound to.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
@@ -753,16 +774,7 @@ fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::
         w.iter().for_each(|w| drop(w.wake()));
     });
     let wake = Box::new(move || wakers.iter().for_each(|w| drop(w.wake())));
-    Ok(Server {
-        addr,
-        threads,
-        stop: Some(stop),
-        finish: None,
-        wake,
-        draining: None,
-        stats: Box::new(Vec::new),
-        gate: None,
-    })
+    Ok(Server::started(addr, threads, stop, wake, None))
 }
 
 /// Declares interest in a shard's listener, in the group if it is shared.
@@ -834,17 +846,7 @@ fn start_pool<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::Re
         work.close();
         g.stop();
     });
-    let gate = Some(gate);
-    Ok(Server {
-        addr,
-        threads,
-        stop: Some(stop),
-        finish: None,
-        wake,
-        draining: None,
-        stats: Box::new(Vec::new),
-        gate,
-    })
+    Ok(Server::started(addr, threads, stop, wake, Some(gate)))
 }
 
 /// The holder's chores before it waits: the drain's start, deferred closes and interest

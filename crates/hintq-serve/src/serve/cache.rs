@@ -257,9 +257,8 @@ mod tests {
         assert!(entry(b"1", None).body.is_none());
     }
 
-    #[test]
-    fn entries_are_reused_until_they_expire_and_bounded() {
-        let cache = FileCache::new(SHARDS, Duration::from_millis(200));
+    /// Asks `cache` three times for `a`; returns how many times it was opened.
+    fn opens_for_three_gets(cache: &FileCache) -> usize {
         let mut opens = 0;
         for _ in 0..3 {
             cache
@@ -269,6 +268,13 @@ mod tests {
                 })
                 .unwrap();
         }
+        opens
+    }
+
+    #[test]
+    fn entries_are_reused_until_they_expire_and_bounded() {
+        let cache = FileCache::new(SHARDS, Duration::from_millis(200));
+        let opens = opens_for_three_gets(&cache);
         assert_eq!(opens, 1, "within the validity period the entry is reused");
         std::thread::sleep(Duration::from_millis(250));
         cache.get::<()>(b"a", Instant::now(), || Ok(entry(b"abd", cache.budget()))).unwrap();
@@ -292,15 +298,7 @@ mod tests {
     #[test]
     fn zero_validity_opens_every_time() {
         let cache = FileCache::new(100, Duration::ZERO);
-        let mut opens = 0;
-        for _ in 0..3 {
-            cache
-                .get::<()>(b"a", Instant::now(), || {
-                    opens += 1;
-                    Ok(entry(b"abc", cache.budget()))
-                })
-                .unwrap();
-        }
+        let opens = opens_for_three_gets(&cache);
         assert_eq!(opens, 3);
         assert_eq!(cache.len(), 0);
     }
