@@ -5,6 +5,7 @@
 //! framing. [`scan_head`] adds exactly those checks before `httparse` runs.
 
 use std::borrow::Cow;
+use std::mem::MaybeUninit;
 
 use crate::error::{Error, ErrorKind, Side};
 use crate::framing::{self, is_token_byte, Framing};
@@ -182,9 +183,18 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<Reques
     let Some(head_len) = scan_head(buf, limits, Side::Request).map_err(err)? else {
         return Ok(None);
     };
-    let mut storage = HeaderStorage::new(limits.max_headers);
-    let mut req = httparse::Request::new(storage.slice());
-    match req.parse(&buf[..head_len]) {
+    // Slots left uninitialised: httparse writes the ones it fills (initialising all 128 cost
+    // a 4 KiB copy per request).
+    let mut stack = [MaybeUninit::<httparse::Header<'a>>::uninit(); STACK_HEADERS];
+    let mut heap = Vec::new();
+    let slots = if limits.max_headers > STACK_HEADERS {
+        heap.resize(limits.max_headers, MaybeUninit::uninit());
+        &mut heap[..]
+    } else {
+        &mut stack[..limits.max_headers]
+    };
+    let mut req = httparse::Request::new(&mut []);
+    match req.parse_with_uninit_headers(&buf[..head_len], slots) {
         Ok(httparse::Status::Complete(_)) => {}
         Ok(httparse::Status::Partial) => return Err(err(ErrorKind::InvalidStartLine)),
         Err(e) => return Err(err(map_httparse(e, &buf[..head_len], Side::Request))),
@@ -245,21 +255,25 @@ pub fn parse_response<'a>(
     }))
 }
 
-/// Header slots for `httparse`: on the stack for the usual limits, on the heap beyond.
+/// Header slots on the stack; a higher `Limits::max_headers` puts them on the heap.
+const STACK_HEADERS: usize = 128;
+
+/// Header slots for `httparse`'s response parser (which takes initialised slots only): on the
+/// stack for the usual limits, on the heap beyond.
 struct HeaderStorage<'b> {
-    stack: [httparse::Header<'b>; 128],
+    stack: [httparse::Header<'b>; STACK_HEADERS],
     heap: Vec<httparse::Header<'b>>,
     len: usize,
 }
 
 impl<'b> HeaderStorage<'b> {
     fn new(len: usize) -> Self {
-        let heap = if len > 128 { vec![httparse::EMPTY_HEADER; len] } else { Vec::new() };
-        HeaderStorage { stack: [httparse::EMPTY_HEADER; 128], heap, len }
+        let heap = if len > STACK_HEADERS { vec![httparse::EMPTY_HEADER; len] } else { Vec::new() };
+        HeaderStorage { stack: [httparse::EMPTY_HEADER; STACK_HEADERS], heap, len }
     }
 
     fn slice(&mut self) -> &mut [httparse::Header<'b>] {
-        if self.len > 128 {
+        if self.len > STACK_HEADERS {
             &mut self.heap
         } else {
             &mut self.stack[..self.len]
