@@ -72,9 +72,9 @@
 //! cannot collide, whereas the high bits hold generations and the group mark.
 
 use super::{Handoff, Poller, Ready};
+use crate::queue::untoken;
 use crate::{sys, Interest, State};
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
-use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::OnceLock;
@@ -159,6 +159,8 @@ fn poll_state(res: i32) -> State {
 
 /// One watched descriptor.
 struct Watch {
+    /// The poll's `user_data`.
+    token: u64,
     fd: RawFd,
     /// `poll(2)` events asked for.
     events: u32,
@@ -168,14 +170,79 @@ struct Watch {
     live: bool,
 }
 
+/// What is watched: at most one watch per descriptor, found by descriptor number or by
+/// token. A queue token holds its descriptor in its low half, so a watch sits at that index
+/// (16-odd bytes a descriptor, where two hash maps cost about 120 a connection); the few
+/// internal watches (generation 0: the waker, a group's sets), whose tokens do not name
+/// their descriptor, are kept apart.
+#[derive(Default)]
+struct Watches {
+    by_fd: Vec<Option<Watch>>,
+    internal: Vec<Watch>,
+    count: usize,
+}
+
+impl Watches {
+    fn get(&self, token: u64) -> Option<&Watch> {
+        match untoken(token) {
+            (_, 0) => self.internal.iter().find(|w| w.token == token),
+            (fd, _) => self.by_fd.get(fd as usize)?.as_ref().filter(|w| w.token == token),
+        }
+    }
+
+    fn get_mut(&mut self, token: u64) -> Option<&mut Watch> {
+        match untoken(token) {
+            (_, 0) => self.internal.iter_mut().find(|w| w.token == token),
+            (fd, _) => self.by_fd.get_mut(fd as usize)?.as_mut().filter(|w| w.token == token),
+        }
+    }
+
+    /// The token watching `fd`.
+    fn token_of(&self, fd: RawFd) -> Option<u64> {
+        let own = self.by_fd.get(fd as usize).and_then(Option::as_ref).filter(|w| w.fd == fd);
+        own.or_else(|| self.internal.iter().find(|w| w.fd == fd)).map(|w| w.token)
+    }
+
+    /// Adds a watch; `fd` must have none.
+    fn insert(&mut self, w: Watch) {
+        self.count += 1;
+        match untoken(w.token) {
+            (_, 0) => self.internal.push(w),
+            (fd, _) => {
+                let i = fd as usize;
+                if self.by_fd.len() <= i {
+                    self.by_fd.resize_with(i + 1, || None);
+                }
+                self.by_fd[i] = Some(w);
+            }
+        }
+    }
+
+    fn remove(&mut self, token: u64) {
+        let gone = match untoken(token) {
+            (_, 0) => {
+                let before = self.internal.len();
+                self.internal.retain(|w| w.token != token);
+                before != self.internal.len()
+            }
+            (fd, _) => {
+                let slot = self.by_fd.get_mut(fd as usize);
+                slot.and_then(|s| s.take_if(|w| w.token == token)).is_some()
+            }
+        };
+        self.count -= usize::from(gone);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
+
 /// The bookkeeping, apart from the ring so that reaping can update it while the completion
 /// ring is borrowed.
 #[derive(Default)]
 struct Table {
-    /// What is watched, by token (the poll's `user_data`).
-    watches: HashMap<u64, Watch>,
-    /// The token watching each descriptor.
-    by_fd: HashMap<RawFd, u64>,
+    watches: Watches,
     /// Reports reaped and not handed out yet.
     pending: Vec<Ready>,
     /// Tokens whose poll ended and is to be re-armed.
@@ -192,7 +259,7 @@ impl Table {
             return;
         }
         // A poll we already forgot: a straggler of a cancelled registration.
-        let Some(w) = self.watches.get_mut(&user_data) else { return };
+        let Some(w) = self.watches.get_mut(user_data) else { return };
         let ended = !cqueue::more(flags);
         let failed = res < 0 && res != -libc::ECANCELED;
         if ended {
@@ -209,7 +276,7 @@ impl Table {
     }
 
     fn is_live(&self, token: u64) -> bool {
-        self.watches.get(&token).is_some_and(|w| w.live)
+        self.watches.get(token).is_some_and(|w| w.live)
     }
 }
 
@@ -291,9 +358,9 @@ impl Uring {
 
     /// Queues the multishot poll of `token` unless it is live or no longer wanted.
     fn arm(&mut self, token: u64) -> io::Result<()> {
-        let Some(w) = self.table.watches.get(&token).filter(|w| w.keep && !w.live) else { return Ok(()) };
+        let Some(w) = self.table.watches.get(token).filter(|w| w.keep && !w.live) else { return Ok(()) };
         self.push(&poll_add(w.fd, w.events, token))?;
-        if let Some(w) = self.table.watches.get_mut(&token) {
+        if let Some(w) = self.table.watches.get_mut(token) {
             w.live = true;
         }
         Ok(())
@@ -313,7 +380,7 @@ impl Uring {
     /// Removes the poll of `token` and waits for the remove's CQE and the poll's last one
     /// (quirk b), keeping other CQEs for the next `wait`.
     fn cancel(&mut self, token: u64) -> io::Result<()> {
-        let Some(w) = self.table.watches.get_mut(&token) else { return Ok(()) };
+        let Some(w) = self.table.watches.get_mut(token) else { return Ok(()) };
         w.keep = false;
         if !w.live {
             return Ok(());
@@ -338,10 +405,9 @@ impl Uring {
 
     /// Cancels the watch on `fd`, if any, and forgets it.
     fn forget(&mut self, fd: RawFd) -> io::Result<()> {
-        let Some(&token) = self.table.by_fd.get(&fd) else { return Ok(()) };
+        let Some(token) = self.table.watches.token_of(fd) else { return Ok(()) };
         self.cancel(token)?;
-        self.table.by_fd.remove(&fd);
-        self.table.watches.remove(&token);
+        self.table.watches.remove(token);
         Ok(())
     }
 }
@@ -351,8 +417,7 @@ impl Poller for Uring {
     fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {
         self.forget(fd)?;
         let events = sys::poll_events(interest) as u16 as u32;
-        self.table.by_fd.insert(fd, token);
-        self.table.watches.insert(token, Watch { fd, events, keep: true, live: false });
+        self.table.watches.insert(Watch { token, fd, events, keep: true, live: false });
         self.arm(token)?;
         self.enter(Some(Duration::ZERO))
     }
