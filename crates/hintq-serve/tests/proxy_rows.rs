@@ -193,7 +193,11 @@ fn p4_bytes_after_the_body_dropped_and_upstream_not_reused() {
 
 #[test]
 fn p5_ambiguous_request_framing_rejected_not_forwarded() {
-    let cases: [(&[u8], u16); 10] = [
+    let cases: [(&[u8], u16); 13] = [
+        // A malformed request line or Host (the HTTP conformance suite's cases) is refused too.
+        (b"GET /p5 HTTP/1.1\r\nHost:\r\n\r\n", 400),
+        (b"GET /p5 x HTTP/1.1\r\nHost: t\r\n\r\n", 400),
+        (b"G@T /p5 HTTP/1.1\r\nHost: t\r\n\r\n", 400),
         (b"POST /p5 HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
         (b"POST /p5 HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n", 400),
         (b"POST /p5 HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello", 400),
