@@ -68,7 +68,7 @@ use crate::common::{
     self, read_into, send_now, set_nodelay, shutdown_write, AccessLog, Lifecycle, Out, Read, ServerArgs,
     ShutdownSignals,
 };
-use cache::{Entry, FileCache};
+use cache::{Content, Entry, FileCache};
 use hintq::State;
 use hintq_http::{
     error_body, parse_request, write_error_response, BodyDecoder, DateCache, Framing, HeadWriter, Limits,
@@ -223,8 +223,6 @@ impl Conn {
 
 thread_local! {
     static DATE: RefCell<DateCache> = RefCell::new(DateCache::new());
-    /// The last `Last-Modified` formatted: (seconds, text).
-    static MTIME: RefCell<(i64, [u8; 29])> = const { RefCell::new((i64::MIN, [0; 29])) };
     /// The decoded path of the request being answered (reused: no allocation per request).
     static REL: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
     /// The clocks, read once per readiness handled (see [`tick`]).
@@ -252,16 +250,12 @@ fn date() -> [u8; 29] {
     })
 }
 
+/// `secs` as an IMF-fixdate, for `Last-Modified` (made once per cache entry).
 fn http_date(secs: i64) -> [u8; 29] {
-    MTIME.with(|m| {
-        let mut m = m.borrow_mut();
-        if m.0 != secs {
-            let t = UNIX_EPOCH + Duration::from_secs(secs.max(0) as u64);
-            m.1.copy_from_slice(&httpdate::fmt_http_date(t).as_bytes()[..29]);
-            m.0 = secs;
-        }
-        m.1
-    })
+    let mut out = [0; 29];
+    let t = UNIX_EPOCH + Duration::from_secs(secs.max(0) as u64);
+    out.copy_from_slice(&httpdate::fmt_http_date(t).as_bytes()[..29]);
+    out
 }
 
 /// Content-Type by file extension: the types a static site needs, else octet-stream.
@@ -544,10 +538,9 @@ impl Files {
         if status == 304 || head.is_head() {
             return Answer { status, bytes: 0 };
         }
-        match (&f.body, &f.file) {
-            (Some(body), _) => out.push_shared(Arc::clone(body), off as usize, send as usize),
-            (None, Some(file)) => out.push_file(Arc::clone(file), off, send),
-            (None, None) => unreachable!("an entry holds its body or its file"),
+        match &f.content {
+            Content::Held(body) => out.push_shared(Arc::clone(body), off as usize, send as usize),
+            Content::File(file) => out.push_file(Arc::clone(file), off, send),
         }
         Answer { status, bytes: send }
     }

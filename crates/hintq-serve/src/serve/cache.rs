@@ -21,8 +21,10 @@
 //! after the entry is replaced or dropped.
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::hash::BuildHasher;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::FileExt;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
@@ -37,14 +39,20 @@ pub(crate) const INLINE_BUDGET: usize = 64 * 1024 * 1024;
 /// Independent locks the entries are spread over.
 const SHARDS: usize = 16;
 
+/// Where a cached file's bytes come from.
+#[derive(Debug)]
+pub(crate) enum Content {
+    /// The whole file, of at most [`INLINE_MAX`] bytes, taken from the budget. No descriptor
+    /// is kept: nothing reads the file.
+    Held(Arc<[u8]>),
+    /// The file open read-only, for `sendfile`.
+    File(Arc<OwnedFd>),
+}
+
 /// A regular file as the cache holds it.
 #[derive(Debug)]
 pub(crate) struct Entry {
-    /// Open read-only, for `sendfile`; `None` when the body is held (nothing reads the file
-    /// then, so no descriptor is kept for it).
-    pub file: Option<Arc<OwnedFd>>,
-    /// The whole content, for a file of at most [`INLINE_MAX`] bytes (within the budget).
-    pub body: Option<Arc<[u8]>>,
+    pub content: Content,
     /// Size in bytes.
     pub len: u64,
     /// Modification time, whole seconds.
@@ -57,8 +65,6 @@ pub(crate) struct Entry {
     pub ctype: &'static [u8],
     /// When it was opened (or last revalidated) through the fence.
     checked: Instant,
-    /// Bytes of the budget it holds.
-    charged: usize,
 }
 
 impl Entry {
@@ -73,29 +79,38 @@ impl Entry {
         budget: Option<&AtomicUsize>,
     ) -> Entry {
         let len = st.st_size.max(0) as u64;
-        let mut charged = 0;
-        let body = match budget {
+        let file = File::from(file);
+        let content = match budget {
             Some(b) if len <= INLINE_MAX && take(b, len as usize) => {
-                charged = len as usize;
-                let body = read_whole(&file, len as usize);
-                if body.is_none() {
-                    b.fetch_add(charged, Relaxed);
-                    charged = 0;
+                let mut buf = vec![0u8; len as usize];
+                match file.read_exact_at(&mut buf, 0) {
+                    Ok(()) => Content::Held(buf.into()),
+                    // Shorter than its `fstat` said: it is being changed. The descriptor is
+                    // used instead, and `sendfile` notices a short file.
+                    Err(_) => {
+                        b.fetch_add(len as usize, Relaxed);
+                        Content::File(Arc::new(file.into()))
+                    }
                 }
-                body
             }
-            _ => None,
+            _ => Content::File(Arc::new(file.into())),
         };
-        Entry {
-            file: if body.is_some() { None } else { Some(Arc::new(file)) },
-            body,
-            len,
-            mtime: st.st_mtime.max(0),
-            etag,
-            last_modified,
-            ctype,
-            checked: Instant::now(),
-            charged,
+        Entry { content, len, mtime: st.st_mtime.max(0), etag, last_modified, ctype, checked: Instant::now() }
+    }
+
+    /// Bytes of the budget it holds.
+    fn charged(&self) -> usize {
+        match &self.content {
+            Content::Held(b) => b.len(),
+            Content::File(_) => 0,
+        }
+    }
+
+    #[cfg(test)]
+    fn held(&self) -> Option<&[u8]> {
+        match &self.content {
+            Content::Held(b) => Some(b),
+            Content::File(_) => None,
         }
     }
 }
@@ -103,25 +118,6 @@ impl Entry {
 /// Takes `n` bytes from the budget if it has them.
 fn take(budget: &AtomicUsize, n: usize) -> bool {
     budget.fetch_update(Relaxed, Relaxed, |left| left.checked_sub(n)).is_ok()
-}
-
-/// The file's `len` bytes, or `None` if it held fewer (it is being changed: its descriptor
-/// is used instead, and `sendfile` notices a short file).
-fn read_whole(file: &OwnedFd, len: usize) -> Option<Arc<[u8]>> {
-    let mut buf = vec![0u8; len];
-    let mut done = 0;
-    while done < len {
-        // SAFETY: the pointer and length describe the unfilled tail of `buf`.
-        let r = unsafe {
-            libc::pread(file.as_raw_fd(), buf[done..].as_mut_ptr().cast(), len - done, done as i64)
-        };
-        match r {
-            r if r > 0 => done += r as usize,
-            r if r < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
-            _ => return None,
-        }
-    }
-    Some(buf.into())
 }
 
 /// The entries of one shard, by key (the decoded path and whether it named a directory).
@@ -211,7 +207,7 @@ impl FileCache {
     /// Gives an entry's body bytes back to the budget.
     fn release(&self, old: Option<Arc<Entry>>) {
         if let Some(old) = old {
-            self.budget.fetch_add(old.charged, Relaxed);
+            self.budget.fetch_add(old.charged(), Relaxed);
         }
     }
 
@@ -229,7 +225,7 @@ impl FileCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::OwnedFd;
+    use std::os::fd::{AsRawFd, OwnedFd};
 
     fn entry(contents: &[u8], budget: Option<&AtomicUsize>) -> Entry {
         static N: AtomicUsize = AtomicUsize::new(0);
@@ -248,13 +244,13 @@ mod tests {
     #[test]
     fn small_bodies_are_held_within_the_budget() {
         let budget = AtomicUsize::new(10);
-        assert_eq!(entry(b"12345678", Some(&budget)).body.as_deref(), Some(&b"12345678"[..]));
+        assert_eq!(entry(b"12345678", Some(&budget)).held(), Some(&b"12345678"[..]));
         assert_eq!(budget.load(Relaxed), 2);
         // Over what is left of the budget: cached without its body.
-        assert!(entry(b"123", Some(&budget)).body.is_none());
+        assert!(entry(b"123", Some(&budget)).held().is_none());
         assert_eq!(budget.load(Relaxed), 2);
         // No cache: never a body.
-        assert!(entry(b"1", None).body.is_none());
+        assert!(entry(b"1", None).held().is_none());
     }
 
     /// Asks `cache` three times for `a`; returns how many times it was opened.
@@ -278,10 +274,7 @@ mod tests {
         assert_eq!(opens, 1, "within the validity period the entry is reused");
         std::thread::sleep(Duration::from_millis(250));
         cache.get::<()>(b"a", Instant::now(), || Ok(entry(b"abd", cache.budget()))).unwrap();
-        assert_eq!(
-            cache.get::<()>(b"a", Instant::now(), || Err(())).unwrap().body.as_deref(),
-            Some(&b"abd"[..])
-        );
+        assert_eq!(cache.get::<()>(b"a", Instant::now(), || Err(())).unwrap().held(), Some(&b"abd"[..]));
         // A failed revalidation drops the entry and returns its body to the budget.
         std::thread::sleep(Duration::from_millis(250));
         assert!(cache.get::<u16>(b"a", Instant::now(), || Err(404)).is_err());
