@@ -179,7 +179,6 @@ struct Watch {
 struct Watches {
     by_fd: Vec<Option<Watch>>,
     internal: Vec<Watch>,
-    count: usize,
 }
 
 impl Watches {
@@ -205,7 +204,6 @@ impl Watches {
 
     /// Adds a watch; `fd` must have none.
     fn insert(&mut self, w: Watch) {
-        self.count += 1;
         match untoken(w.token) {
             (_, 0) => self.internal.push(w),
             (fd, _) => {
@@ -219,22 +217,15 @@ impl Watches {
     }
 
     fn remove(&mut self, token: u64) {
-        let gone = match untoken(token) {
-            (_, 0) => {
-                let before = self.internal.len();
-                self.internal.retain(|w| w.token != token);
-                before != self.internal.len()
-            }
-            (fd, _) => {
-                let slot = self.by_fd.get_mut(fd as usize);
-                slot.and_then(|s| s.take_if(|w| w.token == token)).is_some()
-            }
-        };
-        self.count -= usize::from(gone);
+        match untoken(token) {
+            (_, 0) => self.internal.retain(|w| w.token != token),
+            (fd, _) => drop(self.by_fd.get_mut(fd as usize).and_then(|s| s.take_if(|w| w.token == token))),
+        }
     }
 
+    /// Nothing is watched (looked at when a ring is handed off, not per event).
     fn is_empty(&self) -> bool {
-        self.count == 0
+        self.internal.is_empty() && self.by_fd.iter().all(Option::is_none)
     }
 }
 
