@@ -51,7 +51,6 @@ nginx_conf 50000 40000 <<EOF
             proxy_pass http://up;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
-            proxy_buffering off;
         }
     }
 EOF
@@ -68,7 +67,13 @@ PIDS+=("$OURS_PID")
 for a in "$UP" "$DIRECT" "$OURS"; do wait_port "$a"; done
 nginx_start "$PROXY_CPU" "$NGINX"
 
-echo "case,run,connections,requests,req_per_s,box_cpu_us_per_req,upstream_cpu_us_per_req,errors" >"$OUT"
+{
+    echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus; $(nginx -v 2>&1); $("$HINTQ" --version); commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+    echo "# proxy or direct server on cpu $PROXY_CPU, upstream hintq serve on cpu $UP_CPU, wrk -t1 -c$N -d${DUR}s on cpu $LOAD_CPU; backend ${BACKEND:-default}; 1 KB file"
+    echo "# nginx config: $(tr -s ' \n' ' ' <"$TMP/nginx.conf")"
+    echo "# loadavg before: $(cat /proc/loadavg)"
+    echo "case,run,connections,requests,req_per_s,box_cpu_us_per_req,upstream_cpu_us_per_req,errors"
+} >"$OUT"
 declare -A SUM
 run_case() { # name url pid-of-the-middle-box run
     local name=$1 url=$2 pid=$3 run=$4 c0 u0 reqs rps box up errs
@@ -99,6 +104,7 @@ for i in $(seq "$RUNS"); do
     run_case nginx "http://$NGINX/1k.html" "$NGINX_WORKER" "$i"
 done
 echo "loadavg after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# loadavg after: $(cat /proc/loadavg)" >>"$OUT"
 awk -v d="${SUM[direct]}" -v h="${SUM[hintq]}" -v g="${SUM[nginx]}" -v r="$RUNS" 'BEGIN {
     printf "mean CPU per request: hintq serve %.2f us, hintq proxy %.2f us, nginx proxy %.2f us\n", d / r, h / r, g / r
     printf "hintq proxy / hintq serve = %.2fx (goal <= 2.2x); hintq proxy / nginx proxy = %.2fx\n", h / d, h / g
