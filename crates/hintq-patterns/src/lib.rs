@@ -262,8 +262,9 @@ pub trait Handler: Send + Sync + 'static {
     /// descriptor still attached to it.
     fn close(&self, _conn: Self::Conn, _fd: RawFd, _why: Why) {}
 
-    /// [`Handler::close`] with the closing thread's local state (a fresh one for the
-    /// connections closed by [`Server::shutdown`]). The default calls `close`.
+    /// [`Handler::close`] with the closing thread's local state. At [`Server::shutdown`] a
+    /// shard closes its own connections with its own; the thread pools' connections left
+    /// then get a fresh one. The default calls `close`.
     fn close_in(&self, _local: &mut Self::Local, conn: Self::Conn, fd: RawFd, why: Why) {
         self.close(conn, fd, why)
     }

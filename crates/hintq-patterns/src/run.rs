@@ -134,6 +134,9 @@ enum Call {
 
 struct Slot<C> {
     flight: InFlight,
+    /// The event source of the connection held here (of the last one, when empty): a sweep
+    /// looks only at its own source's slots, never taking another thread's connection.
+    src: AtomicUsize,
     conn: Mutex<Option<Conn<C>>>,
 }
 
@@ -232,6 +235,7 @@ impl<H: Handler> Core<H> {
             return;
         };
         self.owner[raw as usize].store(raw, Relaxed);
+        slot.src.store(src, Relaxed);
         *slot.conn.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(Conn { fd, state, interest: Interest::READ, src, gen, extra: Vec::new() });
         self.high.fetch_max(raw as usize + 1, Relaxed);
@@ -298,6 +302,12 @@ impl<H: Handler> Core<H> {
             cfd => cfd,
         };
         let slot = &self.slots[cfd as usize];
+        // A stale report for a number another source's connection reuses: never that
+        // connection's flag, which its own thread may hold (it would then run once more on
+        // this thread's behalf, with this thread's queue).
+        if slot.src.load(Relaxed) != src {
+            return;
+        }
         if !slot.flight.enter() {
             add(&st.again, 1);
             return;
@@ -342,7 +352,10 @@ impl<H: Handler> Core<H> {
         loop {
             if let Some(c) = call.take() {
                 let g = slot.conn.lock().unwrap_or_else(|e| e.into_inner());
-                let live = g.as_ref().is_some_and(|conn| ev.is_none_or(|e| conn.fired(&e, src)));
+                let live = g.as_ref().is_some_and(|conn| match ev {
+                    Some(e) => conn.fired(&e, src),
+                    None => conn.src == src,
+                });
                 if live && !self.call(slot, g, cfd, c, ctl, home, st) {
                     return;
                 }
@@ -442,7 +455,7 @@ impl<H: Handler> Core<H> {
     ) {
         let now = Instant::now();
         for (fd, slot) in self.slots[..self.high.load(Relaxed).min(self.slots.len())].iter().enumerate() {
-            if !slot.flight.try_enter() {
+            if slot.src.load(Relaxed) != src || !slot.flight.try_enter() {
                 continue;
             }
             let g = slot.conn.lock().unwrap_or_else(|e| e.into_inner());
@@ -460,6 +473,20 @@ impl<H: Handler> Core<H> {
             };
             if open && !slot.flight.leave() {
                 self.handle(slot, fd as RawFd, None, ctl, (src, home), st);
+            }
+        }
+    }
+
+    /// The thread of source `src` stops: its connections are closed ([`Why::Shutdown`]) with
+    /// its own local state, while its queue is still there to revoke from.
+    fn close_own(&self, ctl: &mut Ctl<'_>, (src, home): (usize, &mut Home<H::Local>), st: &ThreadStats) {
+        for slot in self.slots[..self.high.load(Relaxed).min(self.slots.len())].iter() {
+            if slot.src.load(Relaxed) != src {
+                continue;
+            }
+            let conn = slot.conn.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(conn) = conn {
+                self.close(conn, ctl, home, Why::Shutdown, st);
             }
         }
     }
@@ -613,7 +640,9 @@ fn spawn(
 pub fn start<H: Handler>(cfg: Config, handler: Arc<H>) -> io::Result<Server> {
     let n = if cfg.pattern == Pattern::Reactor { 1 } else { cfg.threads.max(1) };
     let nstats = if cfg.pattern == Pattern::HalfSync { n + 1 } else { n };
-    let slots = (0..cfg.max_fds).map(|_| Slot { flight: InFlight::new(), conn: Mutex::new(None) }).collect();
+    let slots = (0..cfg.max_fds)
+        .map(|_| Slot { flight: InFlight::new(), src: AtomicUsize::new(usize::MAX), conn: Mutex::new(None) })
+        .collect();
     let core = Arc::new(Core {
         handler,
         measure: cfg.measure || cfg.adaptive.is_some(),
@@ -635,8 +664,9 @@ pub fn start<H: Handler>(cfg: Config, handler: Arc<H>) -> io::Result<Server> {
     server.draining = Some(Arc::new(move || c.draining.store(true, SeqCst)));
     let c = Arc::clone(&core);
     server.finish = Some(Box::new(move || {
-        // The threads are gone, and their queues with them: what is left is closed here,
-        // each connection's attached descriptors with it.
+        // The threads are gone, and their queues with them. A shard closed its own
+        // connections before it stopped; what is left (the thread pools' connections) is
+        // closed here, each connection's attached descriptors with it.
         let mut local = H::Local::default();
         for slot in c.slots.iter() {
             if let Some(conn) = slot.conn.lock().unwrap_or_else(|e| e.into_inner()).take() {
@@ -757,6 +787,7 @@ fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::
                         next_sweep = Instant::now() + c.tick;
                     }
                 }
+                c.close_own(&mut Ctl::Own(&mut q), (i, &mut home), st);
                 // Parked descriptors are closed with the queue they are registered in.
                 drop(home);
                 drop(q);
