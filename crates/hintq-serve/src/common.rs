@@ -16,7 +16,7 @@
 //!   `--pattern`, `--threads`, `--access-log`, the timeouts), with [`parse_duration`].
 
 use hintq::Backend;
-use hintq_patterns::{Config, Pattern};
+use hintq_patterns::{Config, Pattern, Server};
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -402,15 +402,21 @@ impl Lifecycle {
         self.draining.load(SeqCst)
     }
 
-    /// Starts draining and waits until no connection is open or `grace` has passed; returns
-    /// the connections still open then (the caller's `Server::shutdown` closes them).
-    pub fn drain(&self, grace: Duration) -> usize {
+    /// A graceful shutdown of `server`, whose handler counts its connections here: the
+    /// draining flag goes up first (so that every connection the runtime's drain then looks
+    /// at sees it), then [`Server::drain`] stops accepting and looks at each connection;
+    /// waits until none is open or `grace` has passed, shuts the server down, and returns
+    /// the connections that were still open and got closed by force.
+    pub fn drain(&self, server: Server, grace: Duration) -> usize {
         self.draining.store(true, SeqCst);
+        server.drain();
         let end = Instant::now() + grace;
         while self.open() > 0 && Instant::now() < end {
             std::thread::sleep(Duration::from_millis(10));
         }
-        self.open()
+        let left = self.open();
+        server.shutdown();
+        left
     }
 }
 

@@ -257,10 +257,7 @@ impl Proxy {
     /// flight, close idle connections, wait up to `grace` for every client connection to
     /// close, then stop. Returns the connections still open then, closed by force.
     pub fn drain(self, grace: Duration) -> usize {
-        self.server.drain();
-        let left = self.relay.life.drain(grace);
-        self.server.shutdown();
-        left
+        self.relay.life.drain(self.server, grace)
     }
 }
 

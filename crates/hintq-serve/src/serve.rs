@@ -768,10 +768,7 @@ impl Serving {
     /// wait up to `grace`, then stop. Returns the connections that were still open and got
     /// closed by force.
     pub fn drain(self, grace: Duration) -> usize {
-        self.server.drain();
-        let left = self.files.life.drain(grace);
-        self.server.shutdown();
-        left
+        self.files.life.drain(self.server, grace)
     }
 
     /// Immediate shutdown: every connection is closed now.
