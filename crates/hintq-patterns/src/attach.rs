@@ -17,7 +17,7 @@
 
 use hintq::{Interest, Queue};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::sync::atomic::AtomicI32;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -146,12 +146,7 @@ impl Fds<'_> {
             return Ok(());
         }
         let q = q.ok_or_else(|| refuse(io::ErrorKind::Unsupported, "no queue of its own"))?;
-        let r = if interest.is_empty() {
-            q.declare_interest(fd, interest).map(drop)
-        } else {
-            q.declare(fd, interest)
-        };
-        match r {
+        match q.declare(fd, interest) {
             Ok(()) => {
                 e.interest = interest;
                 e.gen = q.generation(fd).unwrap_or(e.gen);
@@ -188,7 +183,8 @@ impl Fds<'_> {
     /// parked or there is no connection.
     pub fn unpark(&mut self, fd: RawFd) -> bool {
         let Some((cfd, extra)) = self.conn.as_mut() else { return false };
-        let Some(i) = self.parked.iter().position(|e| e.fd.as_raw_fd() == fd) else { return false };
+        // The proxy's pool reuses its newest upstream, parked last: searched from the end.
+        let Some(i) = self.parked.iter().rposition(|e| e.fd.as_raw_fd() == fd) else { return false };
         self.owner[fd as usize].store(*cfd, Relaxed);
         extra.push(self.parked.swap_remove(i));
         true
@@ -206,17 +202,16 @@ fn find<'x>(
             return Some((&mut **extra, i));
         }
     }
-    let i = parked.iter().position(|e| e.fd.as_raw_fd() == fd)?;
+    let i = parked.iter().rposition(|e| e.fd.as_raw_fd() == fd)?;
     Some((parked, i))
 }
 
 /// Unroutes, revokes and closes `e` (revoked first, so its number is not reused while
 /// registered).
 pub(crate) fn revoke(q: Option<&mut Queue>, owner: &[AtomicI32], e: Extra) {
-    let raw = e.fd.as_raw_fd();
-    owner[raw as usize].store(NONE, Relaxed);
-    if let (Some(q), false) = (q, e.interest.is_empty()) {
-        let _ = q.declare_interest(raw, Interest::empty());
+    owner[e.fd.as_raw_fd() as usize].store(NONE, Relaxed);
+    match q {
+        Some(q) => drop(q.close(e.fd.into_raw_fd())),
+        None => drop(e.fd),
     }
-    drop(e.fd);
 }

@@ -345,25 +345,22 @@ impl<H: Handler> Core<H> {
         (src, home): (usize, &mut Home<H::Local>),
         st: &ThreadStats,
     ) {
-        let mut call = match ev {
-            Some(ev) => Some(Call::Ready(Some((ev.fd(), ev.state())))),
-            None => Some(Call::Ready(None)),
-        };
+        let mut ev = ev;
         loop {
-            if let Some(c) = call.take() {
-                let g = slot.conn.lock().unwrap_or_else(|e| e.into_inner());
-                let live = g.as_ref().is_some_and(|conn| match ev {
-                    Some(e) => conn.fired(&e, src),
-                    None => conn.src == src,
-                });
-                if live && !self.call(slot, g, cfd, c, ctl, home, st) {
-                    return;
-                }
+            let g = slot.conn.lock().unwrap_or_else(|e| e.into_inner());
+            let live = g.as_ref().is_some_and(|conn| match ev {
+                Some(e) => conn.fired(&e, src),
+                None => conn.src == src,
+            });
+            if !live {
+                drop(g);
+            } else if !self.call(slot, g, cfd, Call::Ready(ev.map(|e| (e.fd(), e.state()))), ctl, home, st) {
+                return;
             }
             if slot.flight.leave() {
                 return;
             }
-            call = Some(Call::Ready(None));
+            ev = None;
         }
     }
 
@@ -431,10 +428,9 @@ impl<H: Handler> Core<H> {
             Ctl::Own(_) if i == conn.interest => {}
             Ctl::Own(q) => {
                 conn.interest = i;
-                if i.is_empty() {
-                    let _ = q.declare_interest(cfd, i);
-                } else if q.declare(cfd, i).is_ok() {
-                    // Declared again after a `Wait`: a new registration, a new generation.
+                // An empty interest revokes. Declared again after a `Wait`: a new
+                // registration, a new generation.
+                if q.declare(cfd, i).is_ok() {
                     conn.gen = q.generation(cfd).unwrap_or(conn.gen);
                 }
             }
