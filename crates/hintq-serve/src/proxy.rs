@@ -465,7 +465,6 @@ impl Relay {
         f: impl FnOnce(&mut Session, &mut Ctx<'_, '_>) -> Result<(), End>,
     ) -> Next {
         let (local, fds) = cx.split();
-        let draining = fds.draining();
         let mut ctx = Ctx {
             now: Instant::now(),
             pool: &mut local.pool,
@@ -475,7 +474,6 @@ impl Relay {
             cfg: &self.cfg,
             stats: &self.stats,
             date: &mut local.date,
-            draining,
         };
         let r = f(s, &mut ctx).and_then(|()| s.pump(&mut ctx));
         let Ctx { fds, idle, released, pool, .. } = ctx;
@@ -483,7 +481,7 @@ impl Relay {
         while let Some((up, keep)) = released.pop() {
             let fd = up.fd;
             if keep
-                && !draining
+                && !fds.draining()
                 && idle.len() < self.cfg.max_idle_upstream
                 && fds.declare(fd, Interest::READ).is_ok()
             {

@@ -62,11 +62,14 @@ pub(crate) struct Ctx<'a, 'b> {
     pub cfg: &'a Settings,
     pub stats: &'a Stats,
     pub date: &'a mut DateCache,
-    /// A graceful drain is under way: no keep-alive after the exchange in flight.
-    pub draining: bool,
 }
 
 impl Ctx<'_, '_> {
+    /// A graceful drain is under way: no keep-alive after the exchange in flight.
+    fn draining(&self) -> bool {
+        self.fds.draining()
+    }
+
     /// A connection to the upstream: the most recent idle one that is still alive, else a
     /// new one.
     ///
@@ -543,7 +546,7 @@ impl Session {
         self.ex = Some(Box::new(Exchange {
             is_head: head.is_head(),
             client_v10: head.version == Version::Http10,
-            keep_client: head.keep_alive && !ctx.draining,
+            keep_client: head.keep_alive && !ctx.draining(),
             expect_continue: head.expect_continue,
             sent_continue: false,
             retry,
@@ -831,7 +834,7 @@ impl Session {
         }
         ex.upstream_keep = head.keep_alive;
         ex.status = head.status;
-        if ctx.draining {
+        if ctx.draining() {
             ex.keep_client = false; // the drain closes the connection after this response
         }
         let enc = match head.framing {
@@ -877,7 +880,7 @@ impl Session {
                 self.uin.clear();
                 self.to_up.clear();
                 // A client that half-closed after pipelining still gets every answer (S16).
-                if ex.keep_client && !ctx.draining && !(self.eof && self.cin.is_empty()) {
+                if ex.keep_client && !ctx.draining() && !(self.eof && self.cin.is_empty()) {
                     self.phase = Phase::Head;
                     self.head_started = false;
                     self.deadline = ctx.now + ctx.cfg.idle_timeout;
@@ -900,7 +903,7 @@ impl Session {
             Phase::Head if self.eof && self.cin.is_empty() && self.to_client.is_empty() => Err(End),
             // Draining: an idle connection (no request begun) is closed after what it still
             // has to receive, with a write shutdown and the linger, like any other close.
-            Phase::Head if ctx.draining && self.cin.is_empty() => {
+            Phase::Head if ctx.draining() && self.cin.is_empty() => {
                 self.enter_closing(ctx);
                 Ok(true)
             }
