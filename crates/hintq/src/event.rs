@@ -32,6 +32,9 @@ bitflags::bitflags! {
         /// An error is pending on the descriptor (`POLLERR`), or it was closed under a
         /// state-based backend (`POLLNVAL`).
         const ERR = 0x10;
+        /// A send made with [`crate::Queue::send`] completed: take its buffer and result
+        /// with [`crate::Queue::take_sent`]. Not a readiness: reported whatever the interest.
+        const SENT = 0x20;
     }
 }
 
@@ -47,7 +50,7 @@ impl State {
     }
     /// The bits an application that declared `interest` should see.
     pub(crate) fn visible(self, interest: Interest) -> State {
-        self & (State::from_bits_truncate(interest.bits()) | State::HUP | State::ERR)
+        self & (State::from_bits_truncate(interest.bits()) | State::HUP | State::ERR | State::SENT)
     }
 }
 

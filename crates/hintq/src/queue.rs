@@ -309,6 +309,62 @@ impl Queue {
         revoked.and(closed)
     }
 
+    /// True if this queue's backend makes sends itself ([`Queue::send`]): `uring` on a kernel
+    /// with `IORING_OP_SEND`, unless `HINTQ_URING_SENDS=0`; never in hand-off mode.
+    pub fn can_send(&self) -> bool {
+        !self.handoff && self.poller.sends()
+    }
+
+    /// Has the kernel send all of `buf` on `fd`, which this queue watches. On `uring` the
+    /// send is queued in the ring and made by the next `get_next_event`'s kernel entry,
+    /// together with every other send queued meanwhile and the wait for readiness: one
+    /// system call for a batch of replies. A send that succeeds is silent (its buffer is
+    /// kept for [`Queue::send_buffer`]) unless [`Queue::sending`] asked to hear of it; one
+    /// that fails is reported as an event of `fd`'s registration with
+    /// `State::SENT | State::ERR`, and [`Queue::send_error`] says why.
+    ///
+    /// One send per descriptor is in flight at a time, so bytes leave in the order they
+    /// were given. The queue owns the buffer meanwhile; revoking interest in `fd` cancels
+    /// the send (the socket can then really close, but what was not sent is lost: a
+    /// connection that closes after its last reply waits until [`Queue::sending`] is false).
+    ///
+    /// # Errors
+    /// `Unsupported` when the queue cannot send ([`Queue::can_send`]); `NotFound` if `fd`
+    /// has no live registration here; `WouldBlock` while a send of `fd` is in flight; the
+    /// failure of `fd`'s previous send if it failed and was not taken; ring errors. The
+    /// buffer comes back with the error.
+    pub fn send(&mut self, fd: RawFd, buf: Vec<u8>) -> Result<(), (io::Error, Vec<u8>)> {
+        if !self.can_send() {
+            return Err((io::Error::from(io::ErrorKind::Unsupported), buf));
+        }
+        let Some(gen) = self.generation(fd) else {
+            return Err((io::Error::new(io::ErrorKind::NotFound, "descriptor not registered"), buf));
+        };
+        self.poller.send(fd, token(fd, gen), buf)
+    }
+
+    /// True while a send of `fd` ([`Queue::send`]) is in flight. Asking arms a report: its
+    /// completion, success or failure, comes as an event with [`State::SENT`].
+    pub fn sending(&mut self, fd: RawFd) -> bool {
+        match self.generation(fd) {
+            Some(gen) => self.poller.sending(fd, token(fd, gen)),
+            None => false,
+        }
+    }
+
+    /// Why `fd`'s last send failed (`EPIPE`, `ECONNRESET`: the peer is gone; `WriteZero`:
+    /// only part was sent), once; `None` if it did not fail or is in flight.
+    pub fn send_error(&mut self, fd: RawFd) -> Option<io::Error> {
+        let gen = self.generation(fd)?;
+        self.poller.send_error(fd, token(fd, gen))
+    }
+
+    /// An empty buffer to fill and give to [`Queue::send`]: one of a completed send when
+    /// the queue kept it, so that replies cost no allocation.
+    pub fn send_buffer(&mut self) -> Vec<u8> {
+        self.poller.send_buffer()
+    }
+
     /// True if `ev` belongs to a registration that is still live: false once its descriptor
     /// was revoked or closed through this queue, even if the number was declared again.
     /// Use it while walking a batch whose handlers may close descriptors of later events.
@@ -384,6 +440,8 @@ impl Queue {
         loop {
             let n = self.dequeue(events)?;
             if n > 0 || std::mem::take(&mut self.woken) {
+                // Sends queued since the last wait go now, not after these events.
+                self.poller.submit()?;
                 return Ok(n);
             }
             let remaining = match (timeout, deadline) {

@@ -88,6 +88,41 @@ pub(crate) trait Poller: Send {
     /// backends (no new report without a new arrival).
     fn deactivate(&mut self, _fd: RawFd, _token: u64) {}
 
+    /// True if the backend makes sends itself ([`Poller::send`]): io_uring.
+    fn sends(&self) -> bool {
+        false
+    }
+
+    /// Queues `buf` to be sent whole on `fd`, registered under `token`. A send that succeeds
+    /// is reported (as [`State::SENT`] under `token`) only if [`Poller::sending`] asked; one
+    /// that fails always, as `SENT | ERR`. One send per descriptor at a time (`WouldBlock`
+    /// otherwise); the failure of the last one, not taken yet, is returned instead. On error
+    /// the buffer comes back.
+    fn send(&mut self, _fd: RawFd, _token: u64, buf: Vec<u8>) -> Result<(), (io::Error, Vec<u8>)> {
+        Err((io::Error::from(io::ErrorKind::Unsupported), buf))
+    }
+
+    /// True while a send of `fd` under `token` is in flight; its completion is then reported.
+    fn sending(&mut self, _fd: RawFd, _token: u64) -> bool {
+        false
+    }
+
+    /// Takes the failure of `fd`'s last send under `token`, if it failed.
+    fn send_error(&mut self, _fd: RawFd, _token: u64) -> Option<io::Error> {
+        None
+    }
+
+    /// An empty buffer for a send, reused from completed ones when possible.
+    fn send_buffer(&mut self) -> Vec<u8> {
+        Vec::new()
+    }
+
+    /// Submits what is queued for the kernel (io_uring's sends) without waiting: called
+    /// when the queue hands out events without waiting for the backend.
+    fn submit(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
     /// Events may have been lost inside the backend (io_uring CQ overflow with `EBADR`):
     /// returns and clears the flag; the queue answers with a full rescan.
     fn take_lost(&mut self) -> bool {

@@ -66,15 +66,32 @@
 //!    nothing is armed; armed later, a completion waits for its arming thread's next
 //!    system call.
 //!
+//! k. Sends ([`Poller::send`]): the ring does the I/O too, not only the notification. A send
+//!    is an `IORING_OP_SEND` with `MSG_WAITALL` (the kernel retries a short send on a stream
+//!    socket itself, 5.18) and `MSG_NOSIGNAL`, queued in the SQ ring and submitted by the
+//!    next `io_uring_enter`, the one that also waits for readiness: a batch of handlers'
+//!    replies leaves in one kernel entry. The buffer is owned here until the send's CQE
+//!    (its completion is reported as [`State::SENT`] on the registration), so it outlives
+//!    any close of the descriptor. One send per descriptor is in flight, which keeps a
+//!    connection's bytes in order (two SQEs on one socket may be retried out of order).
+//!    Like a poll, an armed send holds the file: `delete` cancels it
+//!    (`IORING_OP_ASYNC_CANCEL`, resubmitted on `-EALREADY`) and waits for its CQE, so a
+//!    revoked and closed socket is closed. `set` leaves it be: a change of interest does
+//!    not abort what the connection is sending. `HINTQ_URING_SENDS=0` turns sends off (the
+//!    application then sends itself), for measuring what they are worth.
+//!
 //! `user_data`: a poll carries the queue's token unchanged. Our own `POLL_REMOVE`s carry
-//! [`REMOVE`], bit 31 alone. Bit 31 is the sign bit of the descriptor half of a queue token,
-//! clear in every token (descriptors are non-negative and internal tokens are small), so it
-//! cannot collide, whereas the high bits hold generations and the group mark.
+//! [`REMOVE`], bit 31 alone, and our `ASYNC_CANCEL`s [`CANCEL`]. Bit 31 is the sign bit of
+//! the descriptor half of a queue token, clear in every token (descriptors are non-negative
+//! and internal tokens are small), so it cannot collide, whereas the high bits hold
+//! generations and the group mark. A send carries its registration's token with bit 31 set
+//! ([`SEND`]); its generation is never 0, so it equals neither `REMOVE` nor `CANCEL`.
 
 use super::{Handoff, Poller, Ready};
 use crate::queue::untoken;
 use crate::{sys, Interest, State};
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
+use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::OnceLock;
@@ -94,6 +111,10 @@ fn ring(cq: u32, coop: bool) -> io::Result<IoUring> {
 
 /// The `user_data` of our own `POLL_REMOVE`s (see the module docs).
 const REMOVE: u64 = 1 << 31;
+/// The `user_data` of our own `ASYNC_CANCEL`s of a send.
+const CANCEL: u64 = 1 << 31 | 1;
+/// Marks a send's `user_data`: its registration's token with this bit (quirk k).
+const SEND: u64 = 1 << 31;
 /// Completion-ring size unless the builder sets one; more is handled as overflow (quirk c).
 const DEFAULT_CQ: u32 = 4096;
 /// Submission-ring size: arms and removes between two enters.
@@ -120,8 +141,16 @@ fn check() -> Result<(), String> {
             return Err(format!("kernel lacks IORING_OP_{name}"));
         }
     }
-    multishot_works(&mut ring)
+    multishot_works(&mut ring)?;
+    let sends = ops.is_supported(opcode::Send::CODE) && ops.is_supported(opcode::AsyncCancel::CODE);
+    let off = std::env::var_os("HINTQ_URING_SENDS").is_some_and(|v| v == "0");
+    SENDS.get_or_init(|| sends && !off);
+    Ok(())
 }
+
+/// Sends go through the ring (quirk k): the kernel has `IORING_OP_SEND` and
+/// `IORING_OP_ASYNC_CANCEL`, and `HINTQ_URING_SENDS=0` did not turn them off. Set by the probe.
+static SENDS: OnceLock<bool> = OnceLock::new();
 
 /// `io_uring_setup`'s error in words, naming the usual culprits (quirk h).
 fn refusal(e: &io::Error) -> String {
@@ -240,13 +269,61 @@ struct Table {
     ended: Vec<u64>,
     /// The result of our last `POLL_REMOVE`, once its CQE came.
     removed: Option<i32>,
+    /// Sends by descriptor: in flight, or failed and not taken yet (quirk k).
+    sends: HashMap<RawFd, Send>,
+    /// Cleared buffers of completed sends, for [`Poller::send_buffer`].
+    pool: Vec<Vec<u8>>,
+    /// The result of our last `ASYNC_CANCEL`, once its CQE came.
+    cancelled: Option<i32>,
 }
+
+/// One send the ring makes for a registration (quirk k).
+struct Send {
+    /// The registration's token (without [`SEND`]).
+    token: u64,
+    buf: Vec<u8>,
+    /// Report the completion even if the send succeeds ([`Poller::sending`] was asked).
+    notify: bool,
+    /// `-errno`, or the bytes sent when fewer than asked, once the CQE came: a failed send,
+    /// kept until taken.
+    failed: Option<i32>,
+}
+
+/// Buffers kept for reuse by later sends, and the largest one kept.
+const POOL: usize = 256;
+const POOL_BUF_MAX: usize = 64 * 1024;
 
 impl Table {
     /// Takes one CQE into account (quirks a, b, e).
     fn complete(&mut self, user_data: u64, res: i32, flags: u32) {
         if user_data == REMOVE {
             self.removed = Some(res);
+            return;
+        }
+        if user_data == CANCEL {
+            self.cancelled = Some(res);
+            return;
+        }
+        if user_data & SEND != 0 {
+            let token = user_data & !SEND;
+            let fd = untoken(token).0;
+            let Some(s) = self.sends.get_mut(&fd).filter(|s| s.token == token && s.failed.is_none()) else {
+                return;
+            };
+            if res >= 0 && res as usize == s.buf.len() {
+                // Sent whole: the buffer goes back to the pool, and the application hears
+                // of it only if it asked.
+                let s = self.sends.remove(&fd).expect("found above");
+                if s.notify {
+                    self.pending.push(Ready { token, state: State::SENT });
+                }
+                self.recycle(s.buf);
+            } else {
+                // Failed, or short (with `MSG_WAITALL` only when the peer went away).
+                s.failed = Some(if res == 0 { -libc::EPIPE } else { res });
+                // (A positive `failed` is the count of a short send.)
+                self.pending.push(Ready { token, state: State::SENT | State::ERR });
+            }
             return;
         }
         // A poll we already forgot: a straggler of a cancelled registration.
@@ -263,6 +340,14 @@ impl Table {
             self.pending.push(Ready { token: user_data, state: poll_state(res) });
         } else if failed {
             self.pending.push(Ready { token: user_data, state: State::ERR });
+        }
+    }
+
+    /// Keeps `buf` for a later send, if the pool has room and it is not too large.
+    fn recycle(&mut self, mut buf: Vec<u8>) {
+        if self.pool.len() < POOL && buf.capacity() <= POOL_BUF_MAX {
+            buf.clear();
+            self.pool.push(buf);
         }
     }
 
@@ -336,15 +421,25 @@ impl Uring {
     }
 
     /// Queues one entry, submitting to make room when the SQ ring is full.
-    fn push(&mut self, sqe: &squeue::Entry) -> io::Result<()> {
+    ///
+    /// # Safety
+    /// Memory the entry points at stays valid and unmoved until its CQE is reaped.
+    unsafe fn push_entry(&mut self, sqe: &squeue::Entry) -> io::Result<()> {
         loop {
-            // SAFETY: POLL_ADD and POLL_REMOVE entries point at no memory of ours.
+            // SAFETY: the caller's promise.
             if unsafe { self.ring.submission().push(sqe) }.is_ok() {
                 return Ok(());
             }
             self.enter(Some(Duration::ZERO))?;
             self.reap();
         }
+    }
+
+    /// Queues an entry that points at no memory of ours (`POLL_ADD`, `POLL_REMOVE`,
+    /// `ASYNC_CANCEL`).
+    fn push(&mut self, sqe: &squeue::Entry) -> io::Result<()> {
+        // SAFETY: the entry points at no memory.
+        unsafe { self.push_entry(sqe) }
     }
 
     /// Queues the multishot poll of `token` unless it is live or no longer wanted.
@@ -394,6 +489,39 @@ impl Uring {
         Ok(())
     }
 
+    /// Cancels the send in flight on `fd`, if any, waits for its CQE and forgets it with
+    /// whatever completed and was not taken back (quirk k).
+    fn cancel_send(&mut self, fd: RawFd) -> io::Result<()> {
+        let in_flight = |t: &Table| t.sends.get(&fd).is_some_and(|s| s.failed.is_none());
+        let lost_before = std::mem::take(&mut self.lost);
+        self.table.cancelled = Some(-libc::EALREADY);
+        while in_flight(&self.table) && !self.lost {
+            if self.table.cancelled == Some(-libc::EALREADY) {
+                // Asked for the first time, or the send was running: ask (again).
+                let token = self.table.sends[&fd].token;
+                self.table.cancelled = None;
+                self.push(&opcode::AsyncCancel::new(token | SEND).build().user_data(CANCEL))?;
+            }
+            match self.enter(None) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                r => r?,
+            }
+            self.reap();
+        }
+        self.lost |= lost_before;
+        if let Some(s) = self.table.sends.remove(&fd) {
+            if s.failed.is_some() {
+                self.table.recycle(s.buf);
+            }
+            // Otherwise the CQE was lost (quirk d) and the kernel may still read the buffer:
+            // it is leaked, never freed under the kernel.
+            else {
+                std::mem::forget(s.buf);
+            }
+        }
+        Ok(())
+    }
+
     /// Cancels the watch on `fd`, if any, and forgets it.
     fn forget(&mut self, fd: RawFd) -> io::Result<()> {
         let Some(token) = self.table.watches.token_of(fd) else { return Ok(()) };
@@ -414,7 +542,82 @@ impl Poller for Uring {
     }
 
     fn delete(&mut self, fd: RawFd, _token: u64) -> io::Result<()> {
-        self.forget(fd)
+        self.forget(fd)?;
+        self.cancel_send(fd)
+    }
+
+    fn sends(&self) -> bool {
+        SENDS.get().copied().unwrap_or(false)
+    }
+
+    fn send(&mut self, fd: RawFd, token: u64, buf: Vec<u8>) -> Result<(), (io::Error, Vec<u8>)> {
+        if !self.sends() {
+            return Err((io::Error::from(io::ErrorKind::Unsupported), buf));
+        }
+        match self.table.sends.get(&fd) {
+            // A failed send of this registration: the failure is the answer.
+            Some(s) if s.token == token => {
+                let failed = s.failed;
+                if let Some(res) = failed {
+                    let s = self.table.sends.remove(&fd).expect("found above");
+                    self.table.recycle(s.buf);
+                    let e = if res < 0 {
+                        io::Error::from_raw_os_error(-res)
+                    } else {
+                        io::Error::from(io::ErrorKind::WriteZero)
+                    };
+                    return Err((e, buf));
+                }
+                return Err((io::Error::from(io::ErrorKind::WouldBlock), buf));
+            }
+            // A failed send of a registration since replaced: forgotten.
+            Some(s) if s.failed.is_some() => {
+                let s = self.table.sends.remove(&fd).expect("found above");
+                self.table.recycle(s.buf);
+            }
+            Some(_) => return Err((io::Error::from(io::ErrorKind::WouldBlock), buf)),
+            None => {}
+        }
+        let len = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+        let sqe = opcode::Send::new(types::Fd(fd), buf.as_ptr(), len)
+            .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(token | SEND);
+        // The buffer's heap block does not move when the Vec does: it is owned by the table
+        // until the CQE is reaped or the send cancelled (`cancel_send`).
+        self.table.sends.insert(fd, Send { token, buf, notify: false, failed: None });
+        // SAFETY: see above.
+        if let Err(e) = unsafe { self.push_entry(&sqe) } {
+            let s = self.table.sends.remove(&fd).expect("inserted above");
+            return Err((e, s.buf));
+        }
+        Ok(())
+    }
+
+    fn sending(&mut self, fd: RawFd, token: u64) -> bool {
+        match self.table.sends.get_mut(&fd) {
+            Some(s) if s.token == token && s.failed.is_none() => {
+                s.notify = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn send_error(&mut self, fd: RawFd, token: u64) -> Option<io::Error> {
+        let res = self.table.sends.get(&fd).filter(|s| s.token == token)?.failed?;
+        let s = self.table.sends.remove(&fd).expect("found above");
+        let len = s.buf.len();
+        self.table.recycle(s.buf);
+        Some(if res < 0 {
+            io::Error::from_raw_os_error(-res)
+        } else {
+            io::Error::new(io::ErrorKind::WriteZero, format!("sent {res} of {len} bytes"))
+        })
+    }
+
+    fn send_buffer(&mut self) -> Vec<u8> {
+        self.table.pool.pop().unwrap_or_default()
     }
 
     /// Hands out what was reaped earlier and what is in the ring; enters the kernel only to
@@ -429,6 +632,15 @@ impl Poller for Uring {
             self.rearm_ended()?;
         }
         out.append(&mut self.table.pending);
+        Ok(())
+    }
+
+    fn submit(&mut self) -> io::Result<()> {
+        if self.ring.submission().is_empty() {
+            return Ok(());
+        }
+        self.enter(Some(Duration::ZERO))?;
+        self.reap();
         Ok(())
     }
 

@@ -1,0 +1,214 @@
+//! Sends made by the ring ([`Queue::send`]): bytes arrive whole and in order, a send in
+//! flight is reported when asked, a failed one always, and revoking interest cancels a send
+//! stuck on a full socket so that the connection really closes.
+//!
+//! Needs io_uring; skipped, saying why, when the kernel refuses it.
+
+mod common;
+
+use hintq::{Backend, Event, Interest, Queue, State};
+use std::io::{ErrorKind, Read};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
+use std::time::{Duration, Instant};
+
+const PATIENCE: Duration = Duration::from_secs(5);
+
+/// A queue that sends through the ring; `None` (after saying why) when there is none here.
+fn ring_queue(case: &str) -> Option<Queue> {
+    if let Err(why) = Backend::Uring.probe() {
+        eprintln!("SKIP {case}: io_uring unavailable: {why}");
+        return None;
+    }
+    let q = Queue::new(Backend::Uring).unwrap();
+    assert!(q.can_send(), "io_uring runs here but the queue cannot send");
+    Some(q)
+}
+
+/// A connected TCP pair: (server side, non-blocking, as a raw descriptor; client).
+fn tcp() -> (RawFd, TcpStream) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (s, _) = l.accept().unwrap();
+    s.set_nonblocking(true).unwrap();
+    (s.into_raw_fd(), c)
+}
+
+/// Waits for an event of `fd` whose state has `want`; the events of other descriptors are
+/// dropped.
+fn wait_for(q: &mut Queue, fd: RawFd, want: State) -> Option<Event> {
+    let end = Instant::now() + PATIENCE;
+    let mut evs = [Event::default(); 16];
+    while Instant::now() < end {
+        let n = q.get_next_event(&mut evs, Some(Duration::from_millis(50))).unwrap();
+        if let Some(e) = evs[..n].iter().find(|e| e.fd() == fd && e.state().contains(want)) {
+            return Some(*e);
+        }
+    }
+    None
+}
+
+#[test]
+fn sends_arrive_whole_and_in_order() {
+    let Some(mut q) = ring_queue("sends_arrive_whole_and_in_order") else { return };
+    let (fd, mut client) = tcp();
+    q.declare(fd, Interest::READ).unwrap();
+    // 200 sends of 5,000 bytes each, numbered: each waits for the one before (one in
+    // flight per descriptor), so the order is the application's.
+    let reader = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        client.set_read_timeout(Some(PATIENCE)).unwrap();
+        let mut buf = [0u8; 65536];
+        while all.len() < 200 * 5000 {
+            let n = client.read(&mut buf).unwrap();
+            assert!(n > 0, "connection closed after {} bytes", all.len());
+            all.extend_from_slice(&buf[..n]);
+        }
+        all
+    });
+    for i in 0..200u32 {
+        let mut buf = q.send_buffer();
+        assert!(buf.is_empty());
+        buf.extend((0..5000u32).map(|k| (i.wrapping_mul(7) + k) as u8));
+        let mut buf = Some(buf);
+        loop {
+            match q.send(fd, buf.take().unwrap()) {
+                Ok(()) => break,
+                Err((e, b)) if e.kind() == ErrorKind::WouldBlock => {
+                    buf = Some(b);
+                    assert!(q.sending(fd), "WouldBlock with no send in flight");
+                    // Asked: the completion is reported.
+                    let ev = wait_for(&mut q, fd, State::SENT).expect("the send in flight was not reported");
+                    assert!(!ev.state().contains(State::ERR), "send failed: {:?}", q.send_error(fd));
+                }
+                Err((e, _)) => panic!("send {i}: {e}"),
+            }
+        }
+    }
+    while q.sending(fd) {
+        wait_for(&mut q, fd, State::SENT).expect("the last send was not reported");
+    }
+    let all = reader.join().unwrap();
+    for i in 0..200u32 {
+        let got = &all[i as usize * 5000..(i as usize + 1) * 5000];
+        assert!(
+            got.iter().enumerate().all(|(k, &b)| b == (i.wrapping_mul(7) + k as u32) as u8),
+            "send {i} garbled"
+        );
+    }
+    assert!(q.send_error(fd).is_none());
+    q.close(fd).unwrap();
+}
+
+#[test]
+fn a_send_that_succeeds_is_silent_unless_asked() {
+    let Some(mut q) = ring_queue("a_send_that_succeeds_is_silent_unless_asked") else { return };
+    let (fd, mut client) = tcp();
+    q.declare(fd, Interest::READ).unwrap();
+    q.send(fd, b"hello".to_vec()).unwrap();
+    // The wait submits it; nothing is reported for it.
+    let mut evs = [Event::default(); 4];
+    let n = q.get_next_event(&mut evs, Some(Duration::from_millis(100))).unwrap();
+    assert!(evs[..n].iter().all(|e| !e.state().contains(State::SENT)), "unasked report: {:?}", &evs[..n]);
+    let mut got = [0u8; 5];
+    client.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"hello");
+    assert!(!q.sending(fd));
+    // Its buffer is kept for the next send.
+    assert!(q.send_buffer().capacity() >= 5);
+    q.close(fd).unwrap();
+}
+
+#[test]
+fn a_failed_send_is_reported_with_its_error() {
+    let Some(mut q) = ring_queue("a_failed_send_is_reported_with_its_error") else { return };
+    let (fd, client) = tcp();
+    q.declare(fd, Interest::READ).unwrap();
+    // The peer resets the connection (SO_LINGER 0), so the send fails.
+    let lin = libc::linger { l_onoff: 1, l_linger: 0 };
+    // SAFETY (test): a live linger struct and its size.
+    let r = unsafe {
+        libc::setsockopt(
+            client.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&lin as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(r, 0);
+    drop(client);
+    std::thread::sleep(Duration::from_millis(20));
+    // Several sends: the first may be taken by the kernel before the reset is seen.
+    let mut failed = None;
+    for _ in 0..20 {
+        match q.send(fd, vec![7u8; 1000]) {
+            Ok(()) => {}
+            Err((e, _)) if e.kind() == ErrorKind::WouldBlock => {}
+            Err((e, _)) => {
+                failed = Some(e);
+                break;
+            }
+        }
+        if let Some(ev) = wait_for(&mut q, fd, State::SENT) {
+            assert!(ev.state().contains(State::ERR));
+            failed = Some(q.send_error(fd).expect("a reported failure has an error"));
+            break;
+        }
+    }
+    let e = failed.expect("sends to a reset peer never failed");
+    assert!(
+        matches!(e.raw_os_error(), Some(libc::EPIPE | libc::ECONNRESET)),
+        "unexpected error for a reset peer: {e}"
+    );
+    q.close(fd).unwrap();
+}
+
+#[test]
+fn revoking_cancels_a_send_stuck_on_a_full_socket() {
+    let Some(mut q) = ring_queue("revoking_cancels_a_send_stuck_on_a_full_socket") else { return };
+    let (fd, mut client) = tcp();
+    q.declare(fd, Interest::READ).unwrap();
+    // 64 MiB: far more than the socket buffers hold, and the client does not read.
+    q.send(fd, vec![1u8; 64 << 20]).unwrap();
+    let mut evs = [Event::default(); 4];
+    q.get_next_event(&mut evs, Some(Duration::from_millis(50))).unwrap();
+    assert!(q.sending(fd), "a 64 MiB send to a peer that does not read completed");
+    // Revoke, then close: the send is cancelled, so the socket really closes and the client
+    // reads end-of-file after what was sent.
+    q.close(fd).unwrap();
+    client.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0usize;
+    loop {
+        match client.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => total += n,
+            Err(e) => panic!("no end-of-file after {total} bytes: {e}"),
+        }
+    }
+    assert!(total < 64 << 20, "the whole send arrived although it was cancelled");
+}
+
+#[test]
+fn queues_that_cannot_send_say_so_and_give_the_buffer_back() {
+    for backend in [Backend::Epoll, Backend::Poll] {
+        let mut q = Queue::new(backend).unwrap();
+        assert!(!q.can_send());
+        let (fd, _client) = tcp();
+        q.declare(fd, Interest::READ).unwrap();
+        let (e, buf) = q.send(fd, b"abc".to_vec()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{backend}");
+        assert_eq!(buf, b"abc");
+        assert!(!q.sending(fd));
+        q.close(fd).unwrap();
+    }
+    // A descriptor the queue does not watch.
+    if let Some(mut q) = ring_queue("send_to_an_unwatched_descriptor") {
+        let (fd, _client) = tcp();
+        let (e, _) = q.send(fd, b"abc".to_vec()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotFound);
+        // SAFETY (test): `fd` is ours and closed once.
+        unsafe { libc::close(fd) };
+    }
+}
