@@ -39,6 +39,18 @@
 //! Attaching needs a thread that owns its queue (reactor, sharded, sharded-shared); the
 //! thread-pool patterns refuse it with `Unsupported`.
 //!
+//! ## Sends made by the ring
+//!
+//! Where the thread owns an io_uring queue, [`Fds::send`] gives a buffer to the kernel
+//! instead of calling `send(2)`: it leaves with the thread's next wait, in the same
+//! `io_uring_enter` as every other reply queued meanwhile and the wait for readiness
+//! ([`hintq::Queue::send`]). A send that succeeds is silent; [`Fds::sending`] arms a
+//! report of its completion, which calls the handler with `State::SENT`; a failed one calls
+//! it with `State::SENT | State::ERR` ([`Fds::send_error`] says why). One send per
+//! descriptor is in flight, and closing the connection cancels it, so a handler that closes
+//! after its last reply first waits for `sending` to be false. [`Fds::can_send`] says
+//! whether this is available (not on other backends, nor in the thread-pool patterns).
+//!
 //! ## What a handler must do
 //!
 //! * Descriptors are non-blocking; an event is a hint (`EAGAIN` is normal).

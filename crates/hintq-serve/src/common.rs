@@ -16,7 +16,7 @@
 //!   `--pattern`, `--threads`, `--access-log`, the timeouts), with [`parse_duration`].
 
 use hintq::Backend;
-use hintq_patterns::{Config, Pattern, Server};
+use hintq_patterns::{Config, Fds, Pattern, Server};
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -67,21 +67,96 @@ pub struct Out {
     items: VecDeque<Item>,
     /// A cleared buffer kept for the next response (no allocation per request).
     spare: Vec<u8>,
+    /// Bytes of this output were given to the queue's ring ([`Out::flush_via`]) and may not
+    /// be sent yet.
+    in_ring: bool,
 }
 
 /// What [`Out::flush`] achieved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Flushed {
-    /// Everything queued is sent.
+    /// Everything queued is sent, or given to the ring.
     pub done: bool,
     /// Some bytes left (for send timeouts: progress resets the clock).
     pub progress: bool,
+    /// Not done because a send of the ring is in flight: its completion calls the handler
+    /// (no need to wait for writability).
+    pub ring: bool,
 }
 
 impl Out {
-    /// Nothing left to send.
+    /// Nothing left to send, nor possibly in flight in the ring.
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.items.is_empty() && !self.in_ring
+    }
+
+    /// Whether bytes given to the ring may still be in flight (until [`Out::settled`] says).
+    pub fn in_ring(&self) -> bool {
+        self.in_ring
+    }
+
+    /// True once nothing of this output is in flight in the ring; otherwise asks for the
+    /// send's completion to call the handler.
+    ///
+    /// # Errors
+    /// The ring's send failed (the peer is gone).
+    pub fn settled(&mut self, fds: &mut Fds<'_>, fd: RawFd) -> io::Result<bool> {
+        if self.in_ring {
+            if fds.sending(fd) {
+                return Ok(false);
+            }
+            self.in_ring = false;
+            if let Some(e) = fds.send_error(fd) {
+                return Err(e);
+            }
+        }
+        Ok(true)
+    }
+
+    /// [`Out::flush`], with the byte pieces given to the queue's ring when the connection
+    /// can send that way ([`Fds::can_send`]): copied into one buffer that the thread's next
+    /// wait sends together with the other connections' replies (one system call for the
+    /// batch). A file range waits for the ring's send before it, then goes by `sendfile`.
+    /// `done` then means given to the ring, not yet sent: a connection that closes after
+    /// its reply waits for [`Out::settled`].
+    ///
+    /// # Errors
+    /// As [`Out::flush`], and the ring's send failing.
+    pub fn flush_via(&mut self, fds: &mut Fds<'_>, fd: RawFd) -> io::Result<Flushed> {
+        if !fds.can_send() {
+            return self.flush(fd);
+        }
+        let waiting = Flushed { done: false, progress: false, ring: true };
+        if !self.settled(fds, fd)? {
+            return Ok(waiting);
+        }
+        if !matches!(self.items.front(), Some(Item::Bytes(..) | Item::Shared(..))) {
+            return self.flush(fd);
+        }
+        let mut buf = fds.send_buffer();
+        while let Some(item) = self.items.front() {
+            match item {
+                Item::Bytes(b, sent) => buf.extend_from_slice(&b[*sent..]),
+                Item::Shared(b, off, end) => buf.extend_from_slice(&b[*off..*end]),
+                Item::File { .. } => break,
+            }
+            if let Some(Item::Bytes(mut b, _)) = self.items.pop_front() {
+                if b.capacity() <= 64 * 1024 {
+                    b.clear();
+                    self.spare = b;
+                }
+            }
+        }
+        if let Err((e, _)) = fds.send(fd, buf) {
+            return Err(e);
+        }
+        self.in_ring = true;
+        if self.items.is_empty() {
+            return Ok(Flushed { done: true, progress: true, ring: false });
+        }
+        // A file range follows: it waits for this send, whose completion is asked for.
+        fds.sending(fd);
+        Ok(Flushed { progress: true, ..waiting })
     }
 
     /// Queued pieces (byte runs, shared bytes and files): bounds pipelining depth and open files.
@@ -164,7 +239,7 @@ impl Out {
                 Err(e) => return Err(e),
             }
         };
-        Ok(Flushed { done: !full && self.items.is_empty(), progress })
+        Ok(Flushed { done: !full && self.items.is_empty(), progress, ring: false })
     }
 
     /// Sends the byte pieces at the front, up to the next file range, in one `sendmsg`

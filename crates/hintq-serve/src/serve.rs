@@ -32,6 +32,13 @@
 //! * The common path allocates nothing and makes one `read` and one `sendmsg` per request:
 //!   the decoded path goes to a reused buffer, the head's header list is inline
 //!   ([`hintq_http::Headers`]), the clocks are read once per readiness handled.
+//! * On io_uring (reactor and sharded patterns) the ring sends too ([`Out::flush_via`]): the
+//!   reply's bytes go into a buffer of the queue's pool and leave with the thread's next
+//!   `io_uring_enter`, the one that also waits for readiness, so a batch of replies costs
+//!   one system call and a request about one (`read`). A connection that closes after its
+//!   reply, or sends a file range after it, waits for the ring's send to complete; one idle
+//!   after a reply is not taken for a stuck send ([`Handler::expire`] asks the ring).
+//!   `HINTQ_URING_SENDS=0` turns this off (then `sendmsg` as on the other backends).
 //!
 //! # What a GET or HEAD gets (RFC 9110)
 //!
@@ -74,7 +81,7 @@ use hintq_http::{
     error_body, parse_request, write_error_response, BodyDecoder, DateCache, Framing, HeadWriter, Limits,
     RequestHead, Selected, Side, Validators, Version,
 };
-use hintq_patterns::{Config, Handler, Next, Server, Why};
+use hintq_patterns::{Config, Cx, Handler, Next, Server, Why};
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::net::SocketAddr;
@@ -650,18 +657,23 @@ impl Handler for Files {
         Some(Conn::new(peer))
     }
 
-    fn ready(&self, c: &mut Conn, fd: RawFd, _state: State) -> Next {
+    fn event(&self, cx: &mut Cx<'_, ()>, c: &mut Conn, fd: RawFd, _state: State) -> Next {
         let now = tick();
         if c.linger_until.is_some() {
             return self.linger(c, fd);
         }
+        let fds = cx.fds();
         loop {
             let full = self.process(c);
-            match c.out.flush(fd) {
+            match c.out.flush_via(fds, fd) {
                 Err(_) => return Next::Close,
                 Ok(f) => {
                     if f.progress {
                         c.last = now;
+                    }
+                    if f.ring {
+                        // The ring's send in flight calls again when it completes.
+                        return Next::Read;
                     }
                     if !f.done {
                         return Next::Write;
@@ -672,6 +684,12 @@ impl Handler for Files {
                 continue;
             }
             if let Some(linger) = c.close {
+                // What the ring was given must leave before the connection closes.
+                match c.out.settled(fds, fd) {
+                    Ok(true) => {}
+                    Ok(false) => return Next::Read,
+                    Err(_) => return Next::Close,
+                }
                 if !linger {
                     return Next::Close;
                 }
@@ -695,6 +713,16 @@ impl Handler for Files {
                 Ok(Read::Eof) | Err(_) => return Next::Close,
             }
         }
+    }
+
+    /// A send deadline passed while bytes were given to the ring: if they have left since
+    /// (a successful send is silent), the connection was only idle, and its idle deadline
+    /// (from the same last progress) decides at the next tick.
+    fn expire(&self, cx: &mut Cx<'_, ()>, c: &mut Conn, fd: RawFd) -> Next {
+        if c.out.in_ring() && c.out.pieces() == 0 && matches!(c.out.settled(cx.fds(), fd), Ok(true)) {
+            return Next::Read;
+        }
+        Next::Close
     }
 
     fn close(&self, c: Conn, fd: RawFd, why: Why) {

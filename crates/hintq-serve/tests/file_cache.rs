@@ -214,3 +214,32 @@ fn a_client_that_stops_reading_is_stopped_being_read() {
         srv.still_serves();
     }
 }
+
+/// On io_uring a reply leaves through the ring, and a send that succeeds is silent: a
+/// connection idle after its reply must live to its idle timeout, not be taken for one whose
+/// send made no progress (the send timeout, shorter here). And a reply followed by
+/// `Connection: close` arrives whole before the close, whether it was sent from memory or
+/// with `sendfile` after a send of the ring.
+#[test]
+fn replies_sent_by_the_ring_keep_the_timeouts_and_arrive_before_a_close() {
+    for b in [Backend::Uring, Backend::Epoll] {
+        let Some(srv) = Srv::start_with(b, Pattern::Reactor, "ring sends", |cfg| {
+            cfg.send_timeout = Duration::from_millis(200);
+            cfg.idle_timeout = Duration::from_millis(3000);
+        }) else {
+            continue;
+        };
+        let mut c = srv.client();
+        assert_eq!(get(&mut c, "/a.txt"), (200, b"alpha\n".to_vec()), "{b}");
+        // Several send timeouts and ticks pass: the connection is idle, not stuck.
+        std::thread::sleep(Duration::from_millis(800));
+        assert_eq!(get(&mut c, "/a.txt"), (200, b"alpha\n".to_vec()), "{b}: kept past the send timeout");
+        let big = support::big_bytes();
+        let mut req = b"GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n".to_vec();
+        req.extend_from_slice(b"GET /big.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        c.send(&req);
+        assert_eq!(c.response(false).body, b"alpha\n", "{b}");
+        assert!(c.response(false).body == big, "{b}: the file after a ring send, whole");
+        c.assert_closed();
+    }
+}
