@@ -63,11 +63,16 @@
 //!   per-connection in-flight flag ([`handoff::InFlight`]) around it, and a report that
 //!   arrives meanwhile makes the current handler run once more.
 //!
-//! Timeouts: [`Handler::deadline`] gives a connection's deadline (idle, header, ...). The
-//! thread holding each event source checks the deadlines of its connections every
-//! [`Config::tick`] (coarse, O(connections) per tick) and calls [`Handler::expire`] for
-//! expired ones, which by default closes them with [`Why::Timeout`]; a connection being
-//! handled is never expired under its handler.
+//! Timeouts: [`Handler::deadline`] gives a connection's deadline (idle, header, ...). Each
+//! event source keeps a timer per connection in a [`hintq::Timers`], set lazily: the
+//! deadline is asked when the connection is accepted and after each handler call, and a
+//! timer is set only when the deadline moved *earlier* than the live one (a head begun, a
+//! drain); a deadline that moved later (every request of a keep-alive connection) leaves
+//! it, and when it fires the deadline is asked again and the timer set for it. So a request
+//! costs no timer operation and a tick (every [`Config::tick`], the resolution) looks only at
+//! the timers that fired, not at every connection. An expired connection gets
+//! [`Handler::expire`], which by default closes it with [`Why::Timeout`]; a connection being
+//! handled is never expired under its handler (looked at again a tick later).
 //!
 //! Drain: [`Server::drain`] closes the listeners, calls [`Handler::draining`] once per
 //! event-source thread, and runs every connection's handler once ([`Fds::draining`] is
@@ -281,7 +286,9 @@ pub trait Handler: Send + Sync + 'static {
         self.close(conn, fd, why)
     }
 
-    /// When the connection should be closed if nothing happens (checked every tick).
+    /// When the connection should be closed if nothing happens. Asked when the connection is
+    /// accepted, after every call of the handler and when its timer fires: a deadline must
+    /// change only in those calls (or by the drain, which calls every connection).
     fn deadline(&self, _conn: &Self::Conn) -> Option<Instant> {
         None
     }

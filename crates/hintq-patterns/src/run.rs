@@ -5,7 +5,9 @@ use crate::attach::{self, Cx, Extra, Fds, NONE, PARKED};
 use crate::handoff::{Gate, InFlight, Leadership, WorkQueue};
 use crate::net;
 use crate::{Config, Handler, Next, Pattern, Role, Why};
-use hintq::{Accepted, Acceptor, Delivery, Event, Group, Interest, Queue, Rearm, State, Waker};
+use hintq::{
+    Accepted, Acceptor, Delivery, Event, Group, Interest, Queue, Rearm, State, TimerId, Timers, Waker,
+};
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -87,6 +89,11 @@ fn add(a: &AtomicU64, v: u64) {
 
 struct Conn<C> {
     fd: OwnedFd,
+    /// Numbers the connections the table held: a timer names its connection by descriptor
+    /// and this, so that it never fires for a later connection on the same number.
+    seq: u64,
+    /// The deadline its live timer is set for, and that timer ([`Core::arm`]).
+    armed: Option<(Instant, TimerId)>,
     state: C,
     interest: Interest,
     /// The event source (queue) the connection is registered in.
@@ -106,6 +113,31 @@ impl<C> Conn<C> {
             } else {
                 self.extra.iter().any(|e| e.fired(ev.fd(), ev.generation()))
             }
+    }
+}
+
+/// A connection's timer: its descriptor and [`Conn::seq`].
+type Key = (RawFd, u64);
+
+/// The deadlines of one event source's connections: a timer per connection, set for the
+/// deadline its handler gives. Lazily: a deadline that moves later (every request of a
+/// keep-alive connection moves its idle deadline) leaves the timer be, and when it fires
+/// the deadline is asked again and the timer set anew; only a deadline that moves earlier
+/// (a head begun, a drain) sets one at once. So a request costs no timer operation, and a
+/// tick looks at the connections whose timer fired, not at all of them.
+enum Clock<'a> {
+    /// The source's thread holds its timers (reactor, shards).
+    Own(&'a mut Timers<Key>),
+    /// A thread pool's: handlers on any thread arm them.
+    Shared(&'a Mutex<Timers<Key>>),
+}
+
+impl Clock<'_> {
+    fn with<R>(&mut self, f: impl FnOnce(&mut Timers<Key>) -> R) -> R {
+        match self {
+            Clock::Own(t) => f(t),
+            Clock::Shared(m) => f(&mut m.lock().unwrap_or_else(|e| e.into_inner())),
+        }
     }
 }
 
@@ -175,6 +207,8 @@ struct Shared {
     /// The listener, until the drain closes it, and its number (-1 then).
     listener: Mutex<Option<OwnedFd>>,
     lfd: AtomicI32,
+    /// The deadlines of the pool's connections.
+    timers: Mutex<Timers<Key>>,
 }
 
 impl Shared {
@@ -188,8 +222,8 @@ impl Shared {
 
 /// How the dispatching thread reaches the event source of a connection.
 enum Ctl<'a> {
-    /// It holds the queue (reactor, shards, a thread-pool holder sweeping).
-    Own(&'a mut Queue),
+    /// It holds the queue and the timers (reactor, shards).
+    Own(&'a mut Queue, &'a mut Timers<Key>),
     /// It does not: re-arm through the handle, defer the rest to the holder.
     Shared(&'a Shared),
 }
@@ -197,8 +231,15 @@ enum Ctl<'a> {
 impl Ctl<'_> {
     fn queue(&mut self) -> Option<&mut Queue> {
         match self {
-            Ctl::Own(q) => Some(&mut **q),
+            Ctl::Own(q, _) => Some(&mut **q),
             Ctl::Shared(_) => None,
+        }
+    }
+
+    fn clock(&mut self) -> Clock<'_> {
+        match self {
+            Ctl::Own(_, t) => Clock::Own(t),
+            Ctl::Shared(s) => Clock::Shared(&s.timers),
         }
     }
 }
@@ -216,6 +257,8 @@ struct Core<H: Handler> {
     stop: AtomicBool,
     /// [`Server::drain`] was called.
     draining: AtomicBool,
+    /// The next [`Conn::seq`].
+    seq: AtomicU64,
     stats: Box<[ThreadStats]>,
 }
 
@@ -224,8 +267,15 @@ impl<H: Handler> Core<H> {
         self.measure.then(Instant::now)
     }
 
-    /// Takes a new connection into the table and `q`.
-    fn adopt(&self, fd: OwnedFd, q: &mut Queue, src: usize, home: &mut Home<H::Local>, st: &ThreadStats) {
+    /// Takes a new connection into the table and `q`, its timer into `clock`.
+    fn adopt(
+        &self,
+        fd: OwnedFd,
+        (q, clock): (&mut Queue, &mut Clock<'_>),
+        src: usize,
+        home: &mut Home<H::Local>,
+        st: &ThreadStats,
+    ) {
         let raw = fd.as_raw_fd();
         let Some(slot) = self.slots.get(raw as usize) else { return };
         let Some(state) = self.handler.accept(raw) else { return };
@@ -236,24 +286,43 @@ impl<H: Handler> Core<H> {
         };
         self.owner[raw as usize].store(raw, Relaxed);
         slot.src.store(src, Relaxed);
-        *slot.conn.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some(Conn { fd, state, interest: Interest::READ, src, gen, extra: Vec::new() });
+        let seq = self.seq.fetch_add(1, Relaxed);
+        let mut conn =
+            Conn { fd, seq, armed: None, state, interest: Interest::READ, src, gen, extra: Vec::new() };
+        self.arm(&mut conn, raw, clock);
+        *slot.conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(conn);
         self.high.fetch_max(raw as usize + 1, Relaxed);
         add(&st.accepted, 1);
+    }
+
+    /// Sets `conn`'s timer for its deadline if it has no live timer due no later; see
+    /// [`Clock`].
+    fn arm(&self, conn: &mut Conn<H::Conn>, fd: RawFd, clock: &mut Clock<'_>) {
+        let Some(d) = self.handler.deadline(&conn.state) else { return };
+        clock.with(|t| {
+            if let Some((at, id)) = conn.armed {
+                if at <= d && t.contains(id) {
+                    return;
+                }
+                t.cancel(id);
+            }
+            conn.armed = Some((d, t.insert(d, (fd, conn.seq))));
+        });
     }
 
     /// Accepts up to `limit` connections.
     fn accept(
         &self,
         acc: &mut Acceptor,
-        q: &mut Queue,
+        q: (&mut Queue, &mut Clock<'_>),
         (src, home): (usize, &mut Home<H::Local>),
         st: &ThreadStats,
         limit: usize,
     ) -> Listen {
+        let (q, clock) = q;
         for _ in 0..limit {
             match acc.accept() {
-                Ok(Accepted::Conn(fd)) => self.adopt(fd, q, src, home, st),
+                Ok(Accepted::Conn(fd)) => self.adopt(fd, (&mut *q, &mut *clock), src, home, st),
                 Ok(Accepted::Exhausted) => return Listen::Pause(Instant::now() + Acceptor::BACKOFF),
                 Ok(Accepted::Drained | Accepted::Shed(_)) | Err(_) => return Listen::Drained,
             }
@@ -270,13 +339,16 @@ impl<H: Handler> Core<H> {
         st: &ThreadStats,
     ) {
         let raw = conn.fd.as_raw_fd();
+        if let Some((_, id)) = conn.armed {
+            ctl.clock().with(|t| t.cancel(id));
+        }
         self.handler.close_in(&mut home.local, conn.state, raw, why);
         add(&st.closed, 1);
         for e in conn.extra {
             attach::revoke(ctl.queue(), &self.owner, e);
         }
         match ctl {
-            Ctl::Own(q) => {
+            Ctl::Own(q, _) => {
                 let _ = q.declare_interest(raw, Interest::empty());
                 drop(conn.fd);
             }
@@ -410,6 +482,7 @@ impl<H: Handler> Core<H> {
             self.close(conn, ctl, home, why, st);
             return false;
         };
+        self.arm(conn, cfd, &mut ctl.clock());
         match ctl {
             // Hand-off mode: `Wait` leaves the delivered registration deactivated.
             Ctl::Shared(_) if next == Next::Wait => {}
@@ -425,8 +498,8 @@ impl<H: Handler> Core<H> {
                 conn.interest = i;
                 s.defer(Op::Declare(cfd, i));
             }
-            Ctl::Own(_) if i == conn.interest => {}
-            Ctl::Own(q) => {
+            Ctl::Own(..) if i == conn.interest => {}
+            Ctl::Own(q, _) => {
                 conn.interest = i;
                 // An empty interest revokes. Declared again after a `Wait`: a new
                 // registration, a new generation.
@@ -438,34 +511,55 @@ impl<H: Handler> Core<H> {
         true
     }
 
-    /// Looks at the connections of source `src`: those whose deadline passed are expired
-    /// ([`Handler::expire`]); with `nudge` (the drain began) the others are handled once.
-    /// Skips those in flight. A report that arrives for a connection while it is looked at
-    /// is handled here.
-    fn sweep(
-        &self,
-        ctl: &mut Ctl<'_>,
-        (src, home): (usize, &mut Home<H::Local>),
-        st: &ThreadStats,
-        nudge: bool,
-    ) {
+    /// Expires the connections of source `src` whose timer fired and whose deadline passed
+    /// ([`Handler::expire`]); sets the timer anew for those whose deadline moved later
+    /// ([`Clock`]). A connection in flight on another thread is looked at again a tick later.
+    fn expire_due(&self, ctl: &mut Ctl<'_>, (src, home): (usize, &mut Home<H::Local>), st: &ThreadStats) {
         let now = Instant::now();
+        while let Some((_, (fd, seq))) = ctl.clock().with(|t| t.pop_expired(now)) {
+            let Some(slot) = self.slots.get(fd as usize) else { continue };
+            if slot.src.load(Relaxed) != src {
+                continue;
+            }
+            if !slot.flight.try_enter() {
+                ctl.clock().with(|t| t.insert(now + self.tick, (fd, seq)));
+                continue;
+            }
+            let mut g = slot.conn.lock().unwrap_or_else(|e| e.into_inner());
+            let mut expire = false;
+            if let Some(c) = g.as_mut().filter(|c| c.src == src && c.seq == seq) {
+                match self.handler.deadline(&c.state) {
+                    Some(d) if d <= now => expire = true,
+                    // Its own timer (no longer live) is set anew; a look-again leaves a live
+                    // one that is due no later.
+                    _ => self.arm(c, fd, &mut ctl.clock()),
+                }
+            }
+            let open = if expire {
+                self.call(slot, g, fd, Call::Expire, ctl, home, st)
+            } else {
+                drop(g);
+                true
+            };
+            if open && !slot.flight.leave() {
+                self.handle(slot, fd, None, ctl, (src, home), st);
+            }
+        }
+    }
+
+    /// The drain began: every connection of source `src` not in flight is handled once
+    /// (a report that arrives for one meanwhile is handled here too).
+    fn nudge_all(&self, ctl: &mut Ctl<'_>, (src, home): (usize, &mut Home<H::Local>), st: &ThreadStats) {
         for (fd, slot) in self.slots[..self.high.load(Relaxed).min(self.slots.len())].iter().enumerate() {
             if slot.src.load(Relaxed) != src || !slot.flight.try_enter() {
                 continue;
             }
             let g = slot.conn.lock().unwrap_or_else(|e| e.into_inner());
-            let call = match g.as_ref().filter(|c| c.src == src) {
-                Some(c) if self.handler.deadline(&c.state).is_some_and(|d| d <= now) => Some(Call::Expire),
-                Some(_) if nudge => Some(Call::Ready(None)),
-                _ => None,
-            };
-            let open = match call {
-                Some(c) => self.call(slot, g, fd as RawFd, c, ctl, home, st),
-                None => {
-                    drop(g);
-                    true
-                }
+            let open = if g.as_ref().is_some_and(|c| c.src == src) {
+                self.call(slot, g, fd as RawFd, Call::Ready(None), ctl, home, st)
+            } else {
+                drop(g);
+                true
             };
             if open && !slot.flight.leave() {
                 self.handle(slot, fd as RawFd, None, ctl, (src, home), st);
@@ -492,7 +586,7 @@ impl<H: Handler> Core<H> {
         let fds =
             Fds { q: ctl.queue(), owner: &self.owner, conn: None, parked: &mut home.parked, draining: true };
         self.handler.draining(&mut Cx { local: &mut home.local, fds });
-        self.sweep(ctl, (src, home), st, true);
+        self.nudge_all(ctl, (src, home), st);
     }
 
     fn draining(&self) -> bool {
@@ -648,6 +742,7 @@ pub fn start<H: Handler>(cfg: Config, handler: Arc<H>) -> io::Result<Server> {
         high: AtomicUsize::new(0),
         stop: AtomicBool::new(false),
         draining: AtomicBool::new(false),
+        seq: AtomicU64::new(0),
         stats: (0..nstats).map(|_| ThreadStats::default()).collect(),
     });
     let mut server = match cfg.pattern {
@@ -748,21 +843,23 @@ fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::
                 let mut home = Home::<H::Local>::new();
                 let mut evs = [Event::default(); 64];
                 let mut next_sweep = Instant::now() + c.tick;
+                let mut timers = Timers::new();
                 // Out of descriptors: the listener is not watched until then.
                 let mut paused: Option<Instant> = None;
                 while !c.stopped() {
                     if listening.is_some() && c.draining() {
                         drop(watch(&mut q, keep.as_ref(), lfd, Interest::empty()));
                         (listening, lfd, paused) = (None, -1, None);
-                        c.begin_drain(&mut Ctl::Own(&mut q), (i, &mut home), st);
+                        c.begin_drain(&mut Ctl::Own(&mut q, &mut timers), (i, &mut home), st);
                     }
                     let n = c.wait(&mut q, &mut evs, st);
                     for ev in &evs[..n] {
                         let Some((_, acc)) = listening.as_mut().filter(|_| ev.fd() == lfd) else {
-                            c.dispatch(*ev, &mut Ctl::Own(&mut q), (i, &mut home), st);
+                            c.dispatch(*ev, &mut Ctl::Own(&mut q, &mut timers), (i, &mut home), st);
                             continue;
                         };
-                        match (c.accept(acc, &mut q, (i, &mut home), st, limit), &keep) {
+                        let clock = &mut Clock::Own(&mut timers);
+                        match (c.accept(acc, (&mut q, clock), (i, &mut home), st, limit), &keep) {
                             // A group re-arms its one-shot registration at the next wait,
                             // which reports the connections still pending.
                             (Listen::Drained, _) | (Listen::More, Some(_)) => {}
@@ -779,11 +876,11 @@ fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::
                         drop(watch(&mut q, keep.as_ref(), lfd, Interest::READ));
                     }
                     if Instant::now() >= next_sweep {
-                        c.sweep(&mut Ctl::Own(&mut q), (i, &mut home), st, false);
+                        c.expire_due(&mut Ctl::Own(&mut q, &mut timers), (i, &mut home), st);
                         next_sweep = Instant::now() + c.tick;
                     }
                 }
-                c.close_own(&mut Ctl::Own(&mut q), (i, &mut home), st);
+                c.close_own(&mut Ctl::Own(&mut q, &mut timers), (i, &mut home), st);
                 // Parked descriptors are closed with the queue they are registered in.
                 drop(home);
                 drop(q);
@@ -830,6 +927,7 @@ fn start_pool<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::Re
         paused: Mutex::new(None),
         listener: Mutex::new(Some(listener)),
         lfd: AtomicI32::new(lfd),
+        timers: Mutex::new(Timers::new()),
     });
     let active = cfg.adaptive.map_or(n, |a| a.min.clamp(1, n));
     let gate = Arc::new(Gate::new(active));
@@ -910,7 +1008,7 @@ fn holder_chores<H: Handler>(
         }
     }
     if Instant::now() >= *next_sweep {
-        c.sweep(&mut Ctl::Shared(s), (0, home), st, false);
+        c.expire_due(&mut Ctl::Shared(s), (0, home), st);
         *next_sweep = Instant::now() + c.tick;
     }
 }
@@ -941,7 +1039,8 @@ fn hold_and_wait<H: Handler>(
             let ev = evs[k];
             if ev.fd() == lfd {
                 let mut acc = acc.lock().unwrap_or_else(|e| e.into_inner());
-                let _ = match c.accept(&mut acc, q, (0, home), st, 64) {
+                let _ = match c.accept(&mut acc, (&mut *q, &mut Clock::Shared(&s.timers)), (0, home), st, 64)
+                {
                     Listen::Drained => s.rearm.rearm(&ev, Interest::READ),
                     Listen::More => q.declare(lfd, Interest::READ),
                     Listen::Pause(until) => {

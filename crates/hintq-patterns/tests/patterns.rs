@@ -240,6 +240,44 @@ fn idle_connections_time_out() {
     }
 }
 
+/// A connection kept busy outlives many idle periods (its deadline moves later with every
+/// request, and the timer set for an earlier one must look again, not close), is closed
+/// once it stops, and a later connection on the same descriptor number does not inherit
+/// the earlier one's timer.
+#[test]
+fn deadlines_follow_activity_and_do_not_outlive_their_connection() {
+    let _serial = serial();
+    for (p, b, n) in cases() {
+        let idle = Duration::from_millis(100);
+        let h = Arc::new(Echo { idle: Some(idle), ..Echo::default() });
+        let server = start(config(p, b, n), Arc::clone(&h)).unwrap();
+        for round in 0..2 {
+            let mut s = TcpStream::connect(server.local_addr()).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let began = Instant::now();
+            let mut buf = [0u8; 8];
+            // Busy for four idle periods: a request every third of one.
+            while began.elapsed() < idle * 4 {
+                s.write_all(b"12345678").unwrap();
+                s.read_exact(&mut buf)
+                    .unwrap_or_else(|e| panic!("{p} on {b} round {round}: closed while busy: {e}"));
+                std::thread::sleep(idle / 3);
+            }
+            let stopped = Instant::now();
+            let got = loop {
+                match s.read(&mut buf) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    r => break r.unwrap(),
+                }
+            };
+            assert_eq!(got, 0, "{p} on {b} round {round}: idle connection not closed");
+            assert!(stopped.elapsed() >= idle / 2, "{p} on {b} round {round}: closed before its deadline");
+        }
+        assert_eq!(h.closed.load(SeqCst), 2, "{p} on {b}");
+        server.shutdown();
+    }
+}
+
 #[test]
 fn sharded_spreads_connections_and_reports_it() {
     let _serial = serial();

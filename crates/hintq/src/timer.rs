@@ -53,6 +53,11 @@ impl<T> Timers<T> {
         v
     }
 
+    /// True while `id` is armed: neither expired ([`Timers::pop_expired`]) nor cancelled.
+    pub fn contains(&self, id: TimerId) -> bool {
+        self.live.contains_key(&id)
+    }
+
     /// Number of armed timers.
     pub fn len(&self) -> usize {
         self.live.len()
@@ -110,8 +115,10 @@ mod tests {
         let a = t.insert(now + Duration::from_millis(30), "a");
         t.insert(now + Duration::from_millis(10), "b");
         t.insert(now + Duration::from_millis(20), "c");
+        assert!(t.contains(a));
         assert_eq!(t.cancel(a), Some("a"));
         assert_eq!(t.cancel(a), None);
+        assert!(!t.contains(a));
         assert_eq!(t.timeout(now, None), Some(Duration::from_millis(10)));
         assert_eq!(t.timeout(now, Some(Duration::from_millis(5))), Some(Duration::from_millis(5)));
         let later = now + Duration::from_millis(100);
