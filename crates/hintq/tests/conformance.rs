@@ -19,15 +19,10 @@ use std::time::{Duration, Instant};
 
 use common::{drain, pair, MS};
 
-/// The backend if this kernel supports it; otherwise prints why the case is skipped.
+/// The backend if this kernel supports it; otherwise the case is skipped, saying why (a
+/// failure under `HINTQ_REQUIRE_TOOLS`).
 fn usable(b: Backend, case: &str) -> Option<Backend> {
-    match b.probe() {
-        Ok(()) => Some(b),
-        Err(why) => {
-            eprintln!("SKIP {case} on {b}: {why}");
-            None
-        }
-    }
+    hintq_testkit::runs(&format!("{case} on {b}"), b.probe()).then_some(b)
 }
 
 fn queue(b: Backend) -> Queue {

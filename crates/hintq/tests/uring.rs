@@ -18,15 +18,10 @@ use std::time::{Duration, Instant};
 /// How long a test waits for readiness that must come; generous, to survive a loaded machine.
 const PATIENCE: Duration = Duration::from_secs(5);
 
-/// True when io_uring runs here; otherwise prints why `case` is skipped.
+/// True when io_uring runs here; otherwise `case` is skipped, saying why (a failure under
+/// `HINTQ_REQUIRE_TOOLS`: io_uring is a feature this kind of machine has).
 fn uring_usable(case: &str) -> bool {
-    match Backend::Uring.probe() {
-        Ok(()) => true,
-        Err(why) => {
-            eprintln!("SKIP {case}: io_uring unavailable: {why}");
-            false
-        }
-    }
+    hintq_testkit::runs(case, Backend::Uring.probe().map_err(|why| format!("io_uring unavailable: {why}")))
 }
 
 /// A queue on io_uring whose completion ring holds only `cq` entries.
@@ -328,8 +323,7 @@ impl PythonHttpServer {
             .stderr(std::process::Stdio::null())
             .spawn();
         let Ok(child) = spawned else {
-            assert!(std::env::var_os("HINTQ_REQUIRE_TOOLS").is_none(), "python3 is not installed");
-            eprintln!("SKIP close_racing_a_wakeup_does_not_hang: python3 is not installed");
+            hintq_testkit::skip("close_racing_a_wakeup_does_not_hang", "python3 is not installed");
             return None;
         };
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
