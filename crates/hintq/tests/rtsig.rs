@@ -228,11 +228,47 @@ fn dropping_a_queue_leaves_a_reused_number_alone() {
     live.close(num).unwrap();
 }
 
+/// The real-time signals pending on the calling thread (which blocks them all first, so a
+/// signal sent to it stays there to be seen).
+fn rt_signals_pending() -> Vec<libc::c_int> {
+    // SAFETY (test): sigset and mask calls on live, exclusively borrowed sets.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut all);
+        for s in libc::SIGRTMIN()..=libc::SIGRTMAX() {
+            libc::sigaddset(&mut all, s);
+        }
+        assert_eq!(libc::pthread_sigmask(libc::SIG_BLOCK, &all, std::ptr::null_mut()), 0);
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        assert_eq!(libc::sigpending(&mut pending), 0);
+        (libc::SIGRTMIN()..=libc::SIGRTMAX()).filter(|&s| libc::sigismember(&pending, s) == 1).collect()
+    }
+}
+
 /// A waker that outlives its rtsig queue does nothing: it must not signal whatever thread
-/// now has the queue's old thread id (seen as EINTR in unrelated tests).
+/// now has the queue's old thread id (seen as EINTR in unrelated tests). The queue's thread
+/// stays alive here with the real-time signals blocked, so a wake-up sent to it would be
+/// pending there: one is, while the queue lives; none after it is dropped.
 #[test]
 fn waker_of_a_dropped_queue_signals_nobody() {
-    let w = std::thread::spawn(|| Queue::new(Backend::Rtsig).unwrap().waker().unwrap()).join().unwrap();
-    // The queue and its thread are gone; the waker is a harmless no-op.
+    let (to_main, from_thread) = std::sync::mpsc::channel();
+    let (to_thread, from_main) = std::sync::mpsc::channel::<()>();
+    let owner = std::thread::spawn(move || {
+        let mut q = Queue::new(Backend::Rtsig).unwrap();
+        let w = q.waker().unwrap();
+        assert!(rt_signals_pending().is_empty());
+        w.wake().unwrap();
+        let live = rt_signals_pending();
+        assert_eq!(live.len(), 1, "the waker of a live queue signals its thread: {live:?}");
+        drop(q); // discards the pending wake-up with the queue's signal number
+        assert!(rt_signals_pending().is_empty());
+        to_main.send(w).unwrap();
+        from_main.recv().unwrap();
+        rt_signals_pending()
+    });
+    let w = from_thread.recv().unwrap();
     w.wake().unwrap();
+    to_thread.send(()).unwrap();
+    let after = owner.join().unwrap();
+    assert!(after.is_empty(), "the waker of a dropped queue signalled its old thread: {after:?}");
 }
