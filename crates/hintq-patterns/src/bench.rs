@@ -24,7 +24,7 @@ use hintq_bench::sys;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -287,7 +287,7 @@ impl Client {
     /// Reads what is left so the server sees no half-answered requests, then closes all.
     fn close(mut self) {
         for c in self.conns.drain(..) {
-            let _ = self.q.close(c.into_raw_fd());
+            let _ = self.q.close(c);
         }
     }
 }

@@ -53,8 +53,7 @@ fn delivered_descriptor_stays_quiet_until_rearmed_from_another_thread() {
         assert_eq!(n, 1, "{backend}: re-arm did not reach the blocked wait");
         assert_eq!(ev[0].fd(), watched.as_raw_fd());
         drop(t.join().unwrap());
-        q.close(watched.as_raw_fd()).ok();
-        std::mem::forget(watched);
+        q.close(watched.into()).unwrap();
     }
 }
 

@@ -7,7 +7,7 @@ mod common;
 use hintq::{Backend, Builder, Event, Hybrid, Interest, Queue, State};
 use std::collections::HashMap;
 use std::io::Write;
-use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use common::{drain, pair, MS};
@@ -150,7 +150,8 @@ fn e10_queued_signal_of_closed_fd_is_discarded() {
             None,
             "revoke_first={revoke_first}: stale signal delivered to the new owner"
         );
-        q.close(num).unwrap();
+        // SAFETY (test): `num` is ours (the dup2 above made it a descriptor of its own).
+        q.close(unsafe { OwnedFd::from_raw_fd(num) }).unwrap();
     }
 }
 
@@ -225,7 +226,8 @@ fn dropping_a_queue_leaves_a_reused_number_alone() {
     drop(stale);
     peer.write_all(b"mine").unwrap();
     assert_eq!(serve(&mut live, MS(2000)).get(&num), Some(&1), "the live queue lost its signals");
-    live.close(num).unwrap();
+    // SAFETY (test): `num` is ours (the dup2 above made it a descriptor of its own).
+    live.close(unsafe { OwnedFd::from_raw_fd(num) }).unwrap();
 }
 
 /// The real-time signals pending on the calling thread (which blocks them all first, so a

@@ -11,7 +11,7 @@ use hintq::{Backend, Builder, Event, Interest, Queue};
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
@@ -140,9 +140,9 @@ fn e13_close_cancels_the_poll_and_old_events_never_return() {
     let old = event_for(&mut q, fd, |_, _| {}).expect("no event for the first socket");
     // Read it all: closing with unread data would send RST instead of FIN.
     assert_eq!(server.read(&mut [0u8; 16]).unwrap(), 5);
-    let fd = server.into_raw_fd();
+    let fd = server.as_raw_fd();
 
-    q.close(fd).unwrap();
+    q.close(server.into()).unwrap();
     client.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
     let mut buf = [0u8; 16];
     match client.read(&mut buf) {
@@ -295,7 +295,7 @@ fn close_racing_a_wakeup_does_not_hang() {
                     got.extend_from_slice(&buf[..n]);
                 }
             }
-            q.close(c.into_raw_fd()).unwrap();
+            q.close(c.into()).unwrap();
         }
         done_tx.send(()).unwrap();
     });
