@@ -305,6 +305,8 @@ fn diff(a: &[Counters], b: &[Counters]) -> Counters {
         d.rearms += y.rearms - x.rearms;
         d.rearm_ns += y.rearm_ns - x.rearm_ns;
         d.busy_ns += y.busy_ns - x.busy_ns;
+        d.wait_errors += y.wait_errors - x.wait_errors;
+        d.interest_errors += y.interest_errors - x.interest_errors;
     }
     d
 }
