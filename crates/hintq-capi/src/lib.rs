@@ -220,9 +220,7 @@ pub extern "C" fn hq_close_default(fd: c_int) -> c_int {
         }
         let fd = valid_fd(fd)?;
         // SAFETY: the caller gives up `fd`; it is closed once, here.
-        if unsafe { libc::close(fd) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        hintq_sys::cvt(unsafe { libc::close(fd) })?;
         Ok(0)
     })
 }

@@ -8,14 +8,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-/// Turns a `-1`-and-errno return into an `io::Error`.
-pub(crate) fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
+pub(crate) use hintq_sys::cvt;
 
 /// A timeout in milliseconds for `epoll_wait`/`poll`: `None` blocks, and a partial
 /// millisecond is rounded *up* so that a wait never returns before its deadline.
