@@ -90,7 +90,6 @@
 #![warn(missing_docs)]
 
 mod attach;
-pub mod bench;
 pub mod handoff;
 mod net;
 mod run;
