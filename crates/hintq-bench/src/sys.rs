@@ -13,12 +13,7 @@ pub use hintq_sys::socketpair;
 pub use hintq_sys::{affinity, pin, raise_nofile};
 
 /// A non-blocking eventfd that is never written: an idle descriptor costing one fd.
-pub fn eventfd() -> io::Result<OwnedFd> {
-    // SAFETY: plain syscall.
-    let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
-    // SAFETY: `fd` was just created and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
+pub use hintq_sys::eventfd;
 
 /// Writes one byte; the benchmark's write side never fills the socket buffer.
 pub fn write1(fd: RawFd) -> io::Result<()> {
@@ -120,10 +115,7 @@ pub fn null_syscall() {
 }
 
 /// One `poll(2)` over `fds` with `timeout_ms` (0: a pure scan); returns how many were ready.
-pub fn poll(fds: &mut [libc::pollfd], timeout_ms: libc::c_int) -> io::Result<usize> {
-    // SAFETY: the kernel reads and writes `fds.len()` live, exclusively borrowed entries.
-    cvt(unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) }).map(|n| n as usize)
-}
+pub use hintq_sys::poll;
 
 /// This process's `RLIMIT_SIGPENDING`: `(soft, hard)`.
 pub fn sigpending_limit() -> io::Result<(u64, u64)> {

@@ -201,6 +201,27 @@ pub fn peer_addr(fd: RawFd) -> io::Result<SocketAddr> {
     socket_addr(&ss).ok_or_else(|| io::Error::from_raw_os_error(libc::EAFNOSUPPORT))
 }
 
+/// A non-blocking, close-on-exec `eventfd` with the counter at zero.
+///
+/// # Errors
+/// `eventfd(2)`'s (`EMFILE`, ...).
+pub fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall; the result is checked.
+    let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+    // SAFETY: `fd` was just created and is owned by nobody else.
+    Ok(unsafe { owned(fd) })
+}
+
+/// One `poll(2)` over `fds` with `timeout_ms` (-1 blocks, 0 is a pure scan), once (`EINTR`
+/// is the caller's); returns how many entries have `revents` set.
+///
+/// # Errors
+/// `poll(2)`'s (`EINTR`, `ENOMEM`, ...).
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: libc::c_int) -> io::Result<usize> {
+    // SAFETY: the kernel reads and writes `fds.len()` live, exclusively borrowed entries.
+    cvt(unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) }).map(|n| n as usize)
+}
+
 /// A connected, non-blocking, close-on-exec `AF_UNIX` stream pair.
 ///
 /// # Errors
