@@ -34,10 +34,21 @@ fn serve(q: &mut Queue, limit: Duration) -> HashMap<RawFd, usize> {
     seen
 }
 
-/// Runs `body` in a fresh process with RLIMIT_SIGPENDING lowered to `limit` (the limit
-/// applies to the receiving thread, so the rest of the test binary is not touched).
+/// Signals queued now for this user, by every process (the first figure of `SigQ`).
+fn user_signals_queued() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find_map(|l| l.strip_prefix("SigQ:")).expect("SigQ in /proc/self/status");
+    line.trim().split('/').next().unwrap().parse().unwrap()
+}
+
+/// Runs `body` in a fresh process with room for only `limit` more queued signals: the
+/// limit (RLIMIT_SIGPENDING) counts every signal queued for the user, so it is set to
+/// `limit` above what other processes hold queued now (another process of the same user
+/// with signals pending used to make the overflow come early and twice). It applies to
+/// the receiving thread, so the rest of the test binary is not touched.
 fn with_sigpending(name: &str, limit: u64, body: impl FnOnce()) {
     common::in_child(name, &[], || {
+        let limit = user_signals_queued() + limit;
         let r = libc::rlimit { rlim_cur: limit, rlim_max: limit };
         // SAFETY (test, own process): lowers a limit of this process only.
         assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_SIGPENDING, &r) }, 0);
