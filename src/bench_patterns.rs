@@ -1,4 +1,4 @@
-//! `hintq bench patterns`: the Strebelow & Prehofer experiment (see `hintq_patterns::bench`).
+//! `hintq bench patterns`: the Strebelow & Prehofer experiment (see `hintq_bench::patterns`).
 
 use clap::Args;
 use hintq::Backend;
@@ -38,7 +38,7 @@ pub struct PatternsArgs {
 }
 
 pub fn run(a: PatternsArgs) -> ExitCode {
-    let bc = hintq_patterns::bench::BenchConfig {
+    let bc = hintq_bench::patterns::BenchConfig {
         quick: a.quick,
         out: a.out,
         work_us: a.work_us,
@@ -50,7 +50,7 @@ pub fn run(a: PatternsArgs) -> ExitCode {
         client_cpu: a.client_cpu,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
-    match hintq_patterns::bench::run(&bc) {
+    match hintq_bench::patterns::run(&bc) {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("hintq bench patterns: {e}");

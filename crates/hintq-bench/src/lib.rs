@@ -24,6 +24,9 @@
 //! above `RLIMIT_SIGPENDING`, the cost of one recovery scan, poll/epoll/uring beside) and
 //! `hintq bench gooch` ([`gooch`]: Gooch's per-descriptor `poll(2)` cost, the saving of the
 //! active/inactive split with 1% active, and the wake-up latency of a quiet descriptor).
+//! `hintq bench patterns` ([`patterns`]) is Strebelow & Prehofer's benchmark of the thread
+//! patterns of `hintq-patterns`: it lives here, not in that runtime library, so that no
+//! library depends on a benchmark crate.
 
 #![warn(missing_docs)]
 
@@ -31,6 +34,7 @@ pub mod gooch;
 pub mod meter;
 pub mod micro;
 pub mod overflow;
+pub mod patterns;
 pub mod rec;
 pub mod report;
 pub mod sys;

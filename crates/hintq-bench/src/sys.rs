@@ -1,36 +1,19 @@
 //! The raw system calls the benchmarks need, in one place, each `unsafe` with its `SAFETY:`
-//! line: descriptors to make readable, the raw epoll loop the backends are compared with,
-//! core pinning and the descriptor limit.
+//! line: descriptors to make readable, the raw epoll loop the backends are compared with;
+//! core pinning and the descriptor limit come from the shared helpers of `hintq-sys`.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
-
+use hintq_sys::cvt;
 /// A connected, non-blocking `AF_UNIX` stream pair: `(watched, peer)`. The benchmark writes
 /// on `peer` and watches and reads `watched`.
-pub fn socketpair() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    let ty = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
-    // SAFETY: `fds` is a live array of two ints for the kernel to fill.
-    cvt(unsafe { libc::socketpair(libc::AF_UNIX, ty, 0, fds.as_mut_ptr()) })?;
-    // SAFETY: both descriptors were just created and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
+pub use hintq_sys::socketpair;
+/// The CPUs this thread may run on; pinning the calling thread; the descriptor limit.
+pub use hintq_sys::{affinity, pin, raise_nofile};
 
 /// A non-blocking eventfd that is never written: an idle descriptor costing one fd.
-pub fn eventfd() -> io::Result<OwnedFd> {
-    // SAFETY: plain syscall.
-    let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
-    // SAFETY: `fd` was just created and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
+pub use hintq_sys::eventfd;
 
 /// Writes one byte; the benchmark's write side never fills the socket buffer.
 pub fn write1(fd: RawFd) -> io::Result<()> {
@@ -95,44 +78,6 @@ impl RawEpoll {
     }
 }
 
-/// The CPUs this thread may run on.
-pub fn affinity() -> io::Result<Vec<usize>> {
-    // SAFETY: an all-zero cpu_set_t is a valid empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: the kernel fills the live set of the size given.
-    cvt(unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) })?;
-    // SAFETY: CPU_ISSET reads the set in bounds (`i` below CPU_SETSIZE).
-    Ok((0..libc::CPU_SETSIZE as usize).filter(|&i| unsafe { libc::CPU_ISSET(i, &set) }).collect())
-}
-
-/// Pins the calling thread to `cpu`.
-pub fn pin(cpu: usize) -> io::Result<()> {
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("no CPU {cpu}")));
-    }
-    // SAFETY: an all-zero cpu_set_t is a valid empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `cpu` is below CPU_SETSIZE (checked above); the kernel only reads the set.
-    cvt(unsafe {
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    })
-    .map(drop)
-}
-
-/// Raises the soft `RLIMIT_NOFILE` to the hard limit; returns `(soft, hard)` afterwards.
-pub fn raise_nofile() -> io::Result<(u64, u64)> {
-    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: the kernel fills the live rlimit.
-    cvt(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) })?;
-    if lim.rlim_cur < lim.rlim_max {
-        lim.rlim_cur = lim.rlim_max;
-        // SAFETY: the kernel only reads the live rlimit.
-        cvt(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) })?;
-    }
-    Ok((lim.rlim_cur, lim.rlim_max))
-}
-
 /// The running kernel's release (`uname -r`).
 pub fn kernel_release() -> String {
     // SAFETY: an all-zero utsname is valid; the kernel fills it with NUL-terminated strings.
@@ -170,10 +115,7 @@ pub fn null_syscall() {
 }
 
 /// One `poll(2)` over `fds` with `timeout_ms` (0: a pure scan); returns how many were ready.
-pub fn poll(fds: &mut [libc::pollfd], timeout_ms: libc::c_int) -> io::Result<usize> {
-    // SAFETY: the kernel reads and writes `fds.len()` live, exclusively borrowed entries.
-    cvt(unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) }).map(|n| n as usize)
-}
+pub use hintq_sys::poll;
 
 /// This process's `RLIMIT_SIGPENDING`: `(soft, hard)`.
 pub fn sigpending_limit() -> io::Result<(u64, u64)> {

@@ -22,6 +22,7 @@ use std::cell::RefCell;
 use std::ffi::{CStr, CString};
 use std::io;
 use std::mem::MaybeUninit;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr;
 use std::time::Duration;
@@ -95,7 +96,9 @@ impl hq_queue {
     }
 
     fn close(&mut self, fd: c_int) -> io::Result<c_int> {
-        self.queue.close(valid_fd(fd)?).map(|()| 0)
+        // SAFETY: a C caller of `hq_close`/`hq_close_default` gives up `fd` (hintq.h), and
+        // `valid_fd` refused the negative numbers that are no descriptor.
+        self.queue.close(unsafe { OwnedFd::from_raw_fd(valid_fd(fd)?) }).map(|()| 0)
     }
 }
 
@@ -217,9 +220,7 @@ pub extern "C" fn hq_close_default(fd: c_int) -> c_int {
         }
         let fd = valid_fd(fd)?;
         // SAFETY: the caller gives up `fd`; it is closed once, here.
-        if unsafe { libc::close(fd) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        hintq_sys::cvt(unsafe { libc::close(fd) })?;
         Ok(0)
     })
 }

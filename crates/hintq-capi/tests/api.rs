@@ -33,7 +33,7 @@ fn unknown_backend_in_environment_is_einval() {
 fn contract_under_memory_checker() {
     let checker = match Checker::available() {
         Ok(c) => c,
-        Err(why) => return eprintln!("SKIP under the memory checker: {why}"),
+        Err(why) => return hintq_testkit::skip("C tests under the memory checker", why),
     };
     let exe = compile("api.c", "api-checked", checker, &["-pthread"], &[]);
     let out = checker.command(&exe).args(backends()).env("HINTQ_BACKEND", "epoll").output().unwrap();

@@ -77,7 +77,7 @@ fn figure_3_serves_clients_on_every_backend() {
 fn figure_3_under_memory_checker() {
     let checker = match Checker::available() {
         Ok(c) => c,
-        Err(why) => return eprintln!("SKIP under the memory checker: {why}"),
+        Err(why) => return hintq_testkit::skip("C tests under the memory checker", why),
     };
     serve(&build("fig3-checked", checker), checker, "epoll");
 }

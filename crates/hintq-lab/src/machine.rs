@@ -26,14 +26,8 @@ fn clock_tick() -> f64 {
 
 /// CPU seconds used by this process and by its waited-for children so far.
 fn own_cpu() -> f64 {
-    let secs = |who| {
-        // SAFETY: getrusage writes one rusage into the zeroed struct we own.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        unsafe { libc::getrusage(who, &mut ru) };
-        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-        tv(ru.ru_utime) + tv(ru.ru_stime)
-    };
-    secs(libc::RUSAGE_SELF) + secs(libc::RUSAGE_CHILDREN)
+    let (user, system) = hintq_sys::cpu_time(hintq_sys::Usage::ProcessAndChildren);
+    (user + system).as_secs_f64()
 }
 
 /// The share of all CPUs busy over `window` while the lab itself waits: 0.0 is idle.
@@ -116,32 +110,13 @@ impl std::fmt::Display for Quiet {
     }
 }
 
-/// The CPUs this process may run on.
+/// The CPUs this process may run on (CPU 0 if the kernel cannot say).
 pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: sched_getaffinity fills the cpu_set_t we own.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let ok = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } == 0;
-    let cpus: Vec<usize> =
-        (0..libc::CPU_SETSIZE as usize).filter(|&c| ok && unsafe { libc::CPU_ISSET(c, &set) }).collect();
-    if cpus.is_empty() {
-        vec![0]
-    } else {
-        cpus
-    }
+    hintq_sys::affinity().ok().filter(|c| !c.is_empty()).unwrap_or_else(|| vec![0])
 }
 
 /// Pins the calling thread (and what it later spawns) to `cpu`.
-pub fn pin_self(cpu: usize) -> std::io::Result<()> {
-    // SAFETY: a zeroed cpu_set_t with one bit set, passed by reference.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
+pub use hintq_sys::pin as pin_self;
 
 /// The cores of a run: single-process benchmarks and servers on `bench`, load generators
 /// and the lab itself on `load`.
@@ -183,19 +158,6 @@ pub fn cpu_model() -> String {
 }
 
 pub use hintq_bench::commit;
-
-/// The soft and hard `RLIMIT_NOFILE`, after raising the soft one to the hard one.
-pub fn raise_nofile() -> (u64, u64) {
-    // SAFETY: getrlimit/setrlimit on a struct we own.
-    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    unsafe {
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl);
-        rl.rlim_cur = rl.rlim_max;
-        libc::setrlimit(libc::RLIMIT_NOFILE, &rl);
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl);
-    }
-    (rl.rlim_cur, rl.rlim_max)
-}
 
 #[cfg(test)]
 mod tests {

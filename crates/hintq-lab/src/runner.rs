@@ -47,16 +47,9 @@ impl Cmd {
             .stdin(Stdio::null())
             .stdout(File::create(dir.join(format!("{name}.stdout")))?)
             .stderr(File::create(dir.join(format!("{name}.stderr")))?);
-        // SAFETY: only async-signal-safe calls between fork and exec.
+        // SAFETY: `pin` allocates nothing and makes one system call: safe between fork and exec.
         unsafe {
-            c.pre_exec(move || {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(cpu, &mut set);
-                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            });
+            c.pre_exec(move || hintq_sys::pin(cpu));
         }
         c.spawn()
     }

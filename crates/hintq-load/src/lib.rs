@@ -101,7 +101,8 @@ pub fn run(cfg: &Config, spawner: Option<&Spawner>) -> Result<Report, String> {
     if let Some(name) = &cfg.backend {
         name.parse::<hintq::Backend>().map_err(|e| format!("--backend: {e}"))?;
     }
-    let nofile = plan::raise_nofile();
+    // The soft descriptor limit is raised to the hard one before any decision.
+    let nofile = hintq_sys::raise_nofile().map_err(|e| format!("raising RLIMIT_NOFILE: {e}"))?;
     let ports = cfg.port_range.unwrap_or_else(sys::local_port_range);
     let plan = plan::plan(cfg, nofile, ports, spawner.is_some())?;
     let cpu0 = sys::cpu_seconds();
@@ -253,7 +254,10 @@ pub fn worker_main() -> bool {
             return false;
         }
     };
-    plan::raise_nofile();
+    if let Err(e) = hintq_sys::raise_nofile() {
+        println!("E raising RLIMIT_NOFILE: {e}");
+        return false;
+    }
     let progress: Vec<Arc<Progress>> = (0..shard.plan.threads).map(|_| Arc::default()).collect();
     let stop = AtomicBool::new(false);
     let result = std::thread::scope(|s| {

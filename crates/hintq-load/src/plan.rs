@@ -56,16 +56,6 @@ impl Plan {
     }
 }
 
-/// Raises the soft `RLIMIT_NOFILE` to the hard one (the step the issue asks for before any
-/// decision) and returns (soft, hard) afterwards.
-pub fn raise_nofile() -> (u64, u64) {
-    let (soft, hard) = crate::sys::nofile();
-    if soft < hard && crate::sys::set_nofile_soft(hard).is_ok() {
-        return (hard, hard);
-    }
-    (soft, hard)
-}
-
 /// Lays the run out, or says why it cannot fit.
 ///
 /// `nofile` is the descriptor limit after raising; `port_range` the ephemeral range in use;

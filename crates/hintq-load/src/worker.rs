@@ -18,7 +18,7 @@ use hintq_http::{parse_response, BodyDecoder, HeadWriter, Limits, Side, Version}
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -538,7 +538,8 @@ impl<'a> Worker<'a> {
             self.cold_held -= 1;
         }
         self.by_fd[fd as usize] = NONE;
-        let _ = self.q.close(fd);
+        // SAFETY: the slot owned `fd` (opened by `sys::connect`) and gives it up here.
+        let _ = self.q.close(unsafe { OwnedFd::from_raw_fd(fd) });
     }
 
     fn reopen(&mut self, slot: Slot, now: Instant) -> io::Result<()> {

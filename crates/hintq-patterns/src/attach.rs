@@ -17,7 +17,7 @@
 
 use hintq::{Interest, Queue};
 use std::io;
-use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::AtomicI32;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -262,7 +262,7 @@ fn find<'x>(
 pub(crate) fn revoke(q: Option<&mut Queue>, owner: &[AtomicI32], e: Extra) {
     owner[e.fd.as_raw_fd() as usize].store(NONE, Relaxed);
     match q {
-        Some(q) => drop(q.close(e.fd.into_raw_fd())),
+        Some(q) => drop(q.close(e.fd)),
         None => drop(e.fd),
     }
 }

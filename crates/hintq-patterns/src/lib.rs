@@ -107,7 +107,6 @@
 #![warn(missing_docs)]
 
 mod attach;
-pub mod bench;
 pub mod handoff;
 mod net;
 mod run;
@@ -115,7 +114,7 @@ mod sync;
 
 pub use attach::{Cx, Fds};
 pub use net::{listen, local_addr, open_fds};
-pub use run::{start, Counters, Server};
+pub use run::{start, Counters, Server, PERSISTENT_WAIT_ERRORS};
 
 use hintq::{Backend, Interest, State};
 use std::fmt;

@@ -32,6 +32,10 @@ struct ThreadStats {
     rearms: AtomicU64,
     rearm_ns: AtomicU64,
     busy_ns: AtomicU64,
+    wait_errors: AtomicU64,
+    interest_errors: AtomicU64,
+    /// Failed waits since the last successful one (see [`PERSISTENT_WAIT_ERRORS`]).
+    failing_waits: AtomicU64,
 }
 
 /// What one pattern thread did; times are zero unless [`Config::measure`] was set.
@@ -61,7 +65,16 @@ pub struct Counters {
     pub rearm_ns: u64,
     /// Time spent handling (dispatch, handler included).
     pub busy_ns: u64,
+    /// `get_next_event` calls that failed. [`PERSISTENT_WAIT_ERRORS`] in a row stop the thread.
+    pub wait_errors: u64,
+    /// Interest changes (declare, revoke, re-arm) that failed; the loop goes on without them.
+    pub interest_errors: u64,
 }
+
+/// Failed `get_next_event` calls in a row, with no success between them, after which a
+/// thread stops with a message on standard error instead of spinning on an error that
+/// does not go away (the queue's descriptor is broken, for example).
+pub const PERSISTENT_WAIT_ERRORS: u64 = 100;
 
 impl ThreadStats {
     fn snapshot(&self) -> Counters {
@@ -79,12 +92,22 @@ impl ThreadStats {
             rearms: g(&self.rearms),
             rearm_ns: g(&self.rearm_ns),
             busy_ns: g(&self.busy_ns),
+            wait_errors: g(&self.wait_errors),
+            interest_errors: g(&self.interest_errors),
         }
     }
 }
 
 fn add(a: &AtomicU64, v: u64) {
     a.fetch_add(v, Relaxed);
+}
+
+/// Counts a failed interest change: the loop goes on without it (the connection times out
+/// or is closed), but not silently.
+fn counted<T>(st: &ThreadStats, r: io::Result<T>) {
+    if r.is_err() {
+        add(&st.interest_errors, 1);
+    }
 }
 
 struct Conn<C> {
@@ -349,7 +372,7 @@ impl<H: Handler> Core<H> {
         }
         match ctl {
             Ctl::Own(q, _) => {
-                let _ = q.declare_interest(raw, Interest::empty());
+                counted(st, q.declare_interest(raw, Interest::empty()));
                 drop(conn.fd);
             }
             Ctl::Shared(s) => s.defer(Op::Close(conn.fd)),
@@ -488,7 +511,7 @@ impl<H: Handler> Core<H> {
             Ctl::Shared(_) if next == Next::Wait => {}
             Ctl::Shared(s) if i == conn.interest => {
                 let r0 = self.clock();
-                let _ = s.rearm.rearm_fd(cfd, conn.gen, i);
+                counted(st, s.rearm.rearm_fd(cfd, conn.gen, i));
                 add(&st.rearms, 1);
                 if let Some(r0) = r0 {
                     add(&st.rearm_ns, r0.elapsed().as_nanos() as u64);
@@ -593,16 +616,34 @@ impl<H: Handler> Core<H> {
         self.draining.load(Relaxed)
     }
 
-    /// Waits on `q` (timed when measuring) and returns the events it got.
-    fn wait(&self, q: &mut Queue, evs: &mut [Event], st: &ThreadStats) -> usize {
+    /// Waits on `q` (timed when measuring) and returns the events it got; a failed wait is
+    /// counted and gives none. `None` when the waits keep failing: the thread must stop.
+    fn wait(&self, q: &mut Queue, evs: &mut [Event], st: &ThreadStats) -> Option<usize> {
         let t0 = self.clock();
-        let n = q.get_next_event(evs, Some(self.tick)).unwrap_or(0);
+        let r = q.get_next_event(evs, Some(self.tick));
         add(&st.waits, 1);
-        add(&st.events, n as u64);
         if let Some(t0) = t0 {
             add(&st.wait_ns, t0.elapsed().as_nanos() as u64);
         }
-        n
+        match r {
+            Ok(n) => {
+                add(&st.events, n as u64);
+                st.failing_waits.store(0, Relaxed);
+                Some(n)
+            }
+            Err(e) => {
+                add(&st.wait_errors, 1);
+                if st.failing_waits.fetch_add(1, Relaxed) + 1 < PERSISTENT_WAIT_ERRORS {
+                    return Some(0);
+                }
+                let me = std::thread::current();
+                eprintln!(
+                    "hintq: thread {} stops: get_next_event failed {PERSISTENT_WAIT_ERRORS} times in a row: {e}",
+                    me.name().unwrap_or("?")
+                );
+                None
+            }
+        }
     }
 
     fn stopped(&self) -> bool {
@@ -848,11 +889,11 @@ fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::
                 let mut paused: Option<Instant> = None;
                 while !c.stopped() {
                     if listening.is_some() && c.draining() {
-                        drop(watch(&mut q, keep.as_ref(), lfd, Interest::empty()));
+                        counted(st, watch(&mut q, keep.as_ref(), lfd, Interest::empty()));
                         (listening, lfd, paused) = (None, -1, None);
                         c.begin_drain(&mut Ctl::Own(&mut q, &mut timers), (i, &mut home), st);
                     }
-                    let n = c.wait(&mut q, &mut evs, st);
+                    let Some(n) = c.wait(&mut q, &mut evs, st) else { break };
                     for ev in &evs[..n] {
                         let Some((_, acc)) = listening.as_mut().filter(|_| ev.fd() == lfd) else {
                             c.dispatch(*ev, &mut Ctl::Own(&mut q, &mut timers), (i, &mut home), st);
@@ -863,17 +904,17 @@ fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::
                             // A group re-arms its one-shot registration at the next wait,
                             // which reports the connections still pending.
                             (Listen::Drained, _) | (Listen::More, Some(_)) => {}
-                            (Listen::More, None) => drop(q.declare(lfd, Interest::READ)),
+                            (Listen::More, None) => counted(st, q.declare(lfd, Interest::READ)),
                             (Listen::Pause(until), g) => {
                                 paused = Some(until);
-                                drop(watch(&mut q, g.as_ref(), lfd, Interest::empty()));
+                                counted(st, watch(&mut q, g.as_ref(), lfd, Interest::empty()));
                             }
                         }
                     }
                     if paused.is_some_and(|t| Instant::now() >= t) {
                         // Declared anew, the listener reports the connections still pending.
                         paused = None;
-                        drop(watch(&mut q, keep.as_ref(), lfd, Interest::READ));
+                        counted(st, watch(&mut q, keep.as_ref(), lfd, Interest::READ));
                     }
                     if Instant::now() >= next_sweep {
                         c.expire_due(&mut Ctl::Own(&mut q, &mut timers), (i, &mut home), st);
@@ -989,22 +1030,22 @@ fn holder_chores<H: Handler>(
     if lfd >= 0 && c.draining() {
         *paused = None;
         s.lfd.store(-1, Relaxed);
-        let _ = q.declare_interest(lfd, Interest::empty());
+        counted(st, q.declare_interest(lfd, Interest::empty()));
         drop(s.listener.lock().unwrap_or_else(|e| e.into_inner()).take());
         drop(paused);
         c.begin_drain(&mut Ctl::Shared(s), (0, home), st);
     } else if paused.is_some_and(|t| Instant::now() >= t) {
         *paused = None;
-        let _ = q.declare(lfd, Interest::READ);
+        counted(st, q.declare(lfd, Interest::READ));
     }
     let ops = std::mem::take(&mut *s.ops.lock().unwrap_or_else(|e| e.into_inner()));
     for op in ops {
         match op {
             Op::Close(fd) => {
-                let _ = q.declare_interest(fd.as_raw_fd(), Interest::empty());
+                counted(st, q.declare_interest(fd.as_raw_fd(), Interest::empty()));
                 drop(fd);
             }
-            Op::Declare(fd, i) => drop(q.declare(fd, i)),
+            Op::Declare(fd, i) => counted(st, q.declare(fd, i)),
         }
     }
     if Instant::now() >= *next_sweep {
@@ -1014,7 +1055,8 @@ fn holder_chores<H: Handler>(
 }
 
 /// Waits on the shared queue as its holder until something other than a listener event
-/// arrives (accepting on the way), with the `waiting` flag raised for deferred work.
+/// arrives (accepting on the way), with the `waiting` flag raised for deferred work. 0 when
+/// the server stops or the waits keep failing.
 fn hold_and_wait<H: Handler>(
     c: &Core<H>,
     s: &Shared,
@@ -1031,7 +1073,10 @@ fn hold_and_wait<H: Handler>(
             s.waiting.store(false, SeqCst);
             continue;
         }
-        let n = c.wait(q, evs, st);
+        let Some(n) = c.wait(q, evs, st) else {
+            s.waiting.store(false, SeqCst);
+            return 0;
+        };
         s.waiting.store(false, SeqCst);
         let lfd = s.lfd.load(Relaxed);
         let mut kept = 0;
@@ -1039,7 +1084,7 @@ fn hold_and_wait<H: Handler>(
             let ev = evs[k];
             if ev.fd() == lfd {
                 let mut acc = acc.lock().unwrap_or_else(|e| e.into_inner());
-                let _ = match c.accept(&mut acc, (&mut *q, &mut Clock::Shared(&s.timers)), (0, home), st, 64)
+                let r = match c.accept(&mut acc, (&mut *q, &mut Clock::Shared(&s.timers)), (0, home), st, 64)
                 {
                     Listen::Drained => s.rearm.rearm(&ev, Interest::READ),
                     Listen::More => q.declare(lfd, Interest::READ),
@@ -1048,6 +1093,7 @@ fn hold_and_wait<H: Handler>(
                         q.declare_interest(lfd, Interest::empty()).map(drop)
                     }
                 };
+                counted(st, r);
             } else {
                 evs[kept] = ev;
                 kept += 1;
@@ -1085,6 +1131,9 @@ fn half_sync_async<H: Handler>(c: &Core<H>, s: &Shared, work: &WorkQueue<Event>,
     leader.with(|q| {
         while !c.stopped() {
             let n = hold_and_wait(c, s, q, &mut evs, (acc, &mut home), &mut next_sweep, st);
+            if n == 0 {
+                return; // stopped, or the waits keep failing
+            }
             for ev in &evs[..n] {
                 let t0 = c.clock();
                 if work.push(*ev).is_err() {

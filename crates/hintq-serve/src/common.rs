@@ -27,22 +27,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-fn cvt(r: isize) -> io::Result<usize> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r as usize)
-    }
-}
+pub use hintq_sys::set_nodelay;
 
-/// Retries `f` while it fails with `EINTR`.
+/// Runs a byte-count system call (`-1` and errno on failure) until it is not interrupted.
 fn retry(mut f: impl FnMut() -> isize) -> io::Result<usize> {
-    loop {
-        match cvt(f()) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            r => return r,
-        }
-    }
+    hintq_sys::retry(|| hintq_sys::cvt(f()).map(|n| n as usize))
 }
 
 /// One queued piece of output.
@@ -351,41 +340,10 @@ pub fn shutdown_write(fd: RawFd) -> io::Result<()> {
     retry(|| unsafe { libc::shutdown(fd, libc::SHUT_WR) } as isize).map(drop)
 }
 
-/// Sets `TCP_NODELAY` (responses leave at once; nginx does the same on keep-alive).
-pub fn set_nodelay(fd: RawFd) -> io::Result<()> {
-    let on: libc::c_int = 1;
-    let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: `on` is a live c_int and `len` its size.
-    retry(|| unsafe {
-        libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, (&on as *const libc::c_int).cast(), len)
-    } as isize)
-    .map(drop)
-}
-
-/// The peer of a connected socket (for the access log).
+/// The peer of a connected socket for the access log; `None` (logged as `-`) when the
+/// kernel cannot say (the peer is already gone).
 pub fn peer_addr(fd: RawFd) -> Option<SocketAddr> {
-    // SAFETY: sockaddr_storage is plain data; all-zero is valid.
-    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    // SAFETY: `ss` has room for `len` bytes.
-    if unsafe { libc::getpeername(fd, (&mut ss as *mut libc::sockaddr_storage).cast(), &mut len) } < 0 {
-        return None;
-    }
-    match ss.ss_family as libc::c_int {
-        libc::AF_INET => {
-            // SAFETY: the family says the storage holds a sockaddr_in.
-            let sin = unsafe { &*(&ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
-            let ip = std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
-            Some(SocketAddr::from((ip, u16::from_be(sin.sin_port))))
-        }
-        libc::AF_INET6 => {
-            // SAFETY: the family says the storage holds a sockaddr_in6.
-            let sin6 = unsafe { &*(&ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
-            let ip = std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr);
-            Some(SocketAddr::from((ip, u16::from_be(sin6.sin6_port))))
-        }
-        _ => None,
-    }
+    hintq_sys::peer_addr(fd).ok()
 }
 
 /// The access log: one Common Log Format line per response,

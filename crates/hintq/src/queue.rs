@@ -7,7 +7,7 @@ use crate::group::GroupLink;
 use crate::{sys, Event, Interest, State, Waker};
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -298,13 +298,15 @@ impl Queue {
     }
 
     /// Revokes interest in `fd` and closes it, in that order (so io_uring's poll is
-    /// cancelled and epoll forgets the file even if a dup of it lives on).
+    /// cancelled and epoll forgets the file even if a dup of it lives on). Takes the
+    /// descriptor by ownership: closing is only sound for its owner (I/O safety).
     ///
     /// # Errors
     /// As for a revoke, then `close(2)`'s error. The descriptor is closed in every case.
-    pub fn close(&mut self, fd: RawFd) -> io::Result<()> {
+    pub fn close(&mut self, fd: OwnedFd) -> io::Result<()> {
+        let fd = fd.into_raw_fd();
         let revoked = self.declare_interest(fd, Interest::empty());
-        // SAFETY: the caller gives up `fd`; it is closed exactly once, here.
+        // SAFETY: `fd` came from an `OwnedFd` the caller gave up; it is closed once, here.
         let closed = sys::cvt(unsafe { libc::close(fd) }).map(drop);
         revoked.and(closed)
     }

@@ -8,14 +8,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-/// Turns a `-1`-and-errno return into an `io::Error`.
-pub(crate) fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
+pub(crate) use hintq_sys::{cvt, eventfd, poll};
 
 /// A timeout in milliseconds for `epoll_wait`/`poll`: `None` blocks, and a partial
 /// millisecond is rounded *up* so that a wait never returns before its deadline.
@@ -68,13 +61,6 @@ pub(crate) fn poll_events(interest: crate::Interest) -> libc::c_short {
     e
 }
 
-/// `poll(2)` over a slice, returning the count of entries with revents set.
-pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: libc::c_int) -> io::Result<usize> {
-    // SAFETY: the pointer and length describe a live, exclusively borrowed slice.
-    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
-    cvt(n).map(|n| n as usize)
-}
-
 /// The current readiness of one descriptor, asked with a zero-timeout `poll(2)`.
 /// A descriptor that is not open gives `EBADF`.
 pub(crate) fn current_state(fd: RawFd) -> io::Result<State> {
@@ -94,14 +80,6 @@ pub(crate) fn current_state(fd: RawFd) -> io::Result<State> {
         return Err(io::Error::from_raw_os_error(libc::EBADF));
     }
     Ok(state_from_poll(p[0].revents))
-}
-
-/// A non-blocking, close-on-exec `eventfd`.
-pub(crate) fn eventfd() -> io::Result<OwnedFd> {
-    // SAFETY: plain syscall; the returned descriptor is owned by nobody else.
-    let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
-    // SAFETY: `fd` was just created and is open.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Adds one to an eventfd counter (wakes its watchers). `EAGAIN` (counter saturated)

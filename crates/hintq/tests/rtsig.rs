@@ -7,7 +7,7 @@ mod common;
 use hintq::{Backend, Builder, Event, Hybrid, Interest, Queue, State};
 use std::collections::HashMap;
 use std::io::Write;
-use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use common::{drain, pair, MS};
@@ -34,10 +34,21 @@ fn serve(q: &mut Queue, limit: Duration) -> HashMap<RawFd, usize> {
     seen
 }
 
-/// Runs `body` in a fresh process with RLIMIT_SIGPENDING lowered to `limit` (the limit
-/// applies to the receiving thread, so the rest of the test binary is not touched).
+/// Signals queued now for this user, by every process (the first figure of `SigQ`).
+fn user_signals_queued() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find_map(|l| l.strip_prefix("SigQ:")).expect("SigQ in /proc/self/status");
+    line.trim().split('/').next().unwrap().parse().unwrap()
+}
+
+/// Runs `body` in a fresh process with room for only `limit` more queued signals: the
+/// limit (RLIMIT_SIGPENDING) counts every signal queued for the user, so it is set to
+/// `limit` above what other processes hold queued now (another process of the same user
+/// with signals pending used to make the overflow come early and twice). It applies to
+/// the receiving thread, so the rest of the test binary is not touched.
 fn with_sigpending(name: &str, limit: u64, body: impl FnOnce()) {
     common::in_child(name, &[], || {
+        let limit = user_signals_queued() + limit;
         let r = libc::rlimit { rlim_cur: limit, rlim_max: limit };
         // SAFETY (test, own process): lowers a limit of this process only.
         assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_SIGPENDING, &r) }, 0);
@@ -150,7 +161,8 @@ fn e10_queued_signal_of_closed_fd_is_discarded() {
             None,
             "revoke_first={revoke_first}: stale signal delivered to the new owner"
         );
-        q.close(num).unwrap();
+        // SAFETY (test): `num` is ours (the dup2 above made it a descriptor of its own).
+        q.close(unsafe { OwnedFd::from_raw_fd(num) }).unwrap();
     }
 }
 
@@ -225,14 +237,51 @@ fn dropping_a_queue_leaves_a_reused_number_alone() {
     drop(stale);
     peer.write_all(b"mine").unwrap();
     assert_eq!(serve(&mut live, MS(2000)).get(&num), Some(&1), "the live queue lost its signals");
-    live.close(num).unwrap();
+    // SAFETY (test): `num` is ours (the dup2 above made it a descriptor of its own).
+    live.close(unsafe { OwnedFd::from_raw_fd(num) }).unwrap();
+}
+
+/// The real-time signals pending on the calling thread (which blocks them all first, so a
+/// signal sent to it stays there to be seen).
+fn rt_signals_pending() -> Vec<libc::c_int> {
+    // SAFETY (test): sigset and mask calls on live, exclusively borrowed sets.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut all);
+        for s in libc::SIGRTMIN()..=libc::SIGRTMAX() {
+            libc::sigaddset(&mut all, s);
+        }
+        assert_eq!(libc::pthread_sigmask(libc::SIG_BLOCK, &all, std::ptr::null_mut()), 0);
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        assert_eq!(libc::sigpending(&mut pending), 0);
+        (libc::SIGRTMIN()..=libc::SIGRTMAX()).filter(|&s| libc::sigismember(&pending, s) == 1).collect()
+    }
 }
 
 /// A waker that outlives its rtsig queue does nothing: it must not signal whatever thread
-/// now has the queue's old thread id (seen as EINTR in unrelated tests).
+/// now has the queue's old thread id (seen as EINTR in unrelated tests). The queue's thread
+/// stays alive here with the real-time signals blocked, so a wake-up sent to it would be
+/// pending there: one is, while the queue lives; none after it is dropped.
 #[test]
 fn waker_of_a_dropped_queue_signals_nobody() {
-    let w = std::thread::spawn(|| Queue::new(Backend::Rtsig).unwrap().waker().unwrap()).join().unwrap();
-    // The queue and its thread are gone; the waker is a harmless no-op.
+    let (to_main, from_thread) = std::sync::mpsc::channel();
+    let (to_thread, from_main) = std::sync::mpsc::channel::<()>();
+    let owner = std::thread::spawn(move || {
+        let mut q = Queue::new(Backend::Rtsig).unwrap();
+        let w = q.waker().unwrap();
+        assert!(rt_signals_pending().is_empty());
+        w.wake().unwrap();
+        let live = rt_signals_pending();
+        assert_eq!(live.len(), 1, "the waker of a live queue signals its thread: {live:?}");
+        drop(q); // discards the pending wake-up with the queue's signal number
+        assert!(rt_signals_pending().is_empty());
+        to_main.send(w).unwrap();
+        from_main.recv().unwrap();
+        rt_signals_pending()
+    });
+    let w = from_thread.recv().unwrap();
     w.wake().unwrap();
+    to_thread.send(()).unwrap();
+    let after = owner.join().unwrap();
+    assert!(after.is_empty(), "the waker of a dropped queue signalled its old thread: {after:?}");
 }

@@ -11,22 +11,17 @@ use hintq::{Backend, Builder, Event, Interest, Queue};
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 /// How long a test waits for readiness that must come; generous, to survive a loaded machine.
 const PATIENCE: Duration = Duration::from_secs(5);
 
-/// True when io_uring runs here; otherwise prints why `case` is skipped.
+/// True when io_uring runs here; otherwise `case` is skipped, saying why (a failure under
+/// `HINTQ_REQUIRE_TOOLS`: io_uring is a feature this kind of machine has).
 fn uring_usable(case: &str) -> bool {
-    match Backend::Uring.probe() {
-        Ok(()) => true,
-        Err(why) => {
-            eprintln!("SKIP {case}: io_uring unavailable: {why}");
-            false
-        }
-    }
+    hintq_testkit::runs(case, Backend::Uring.probe().map_err(|why| format!("io_uring unavailable: {why}")))
 }
 
 /// A queue on io_uring whose completion ring holds only `cq` entries.
@@ -145,9 +140,9 @@ fn e13_close_cancels_the_poll_and_old_events_never_return() {
     let old = event_for(&mut q, fd, |_, _| {}).expect("no event for the first socket");
     // Read it all: closing with unread data would send RST instead of FIN.
     assert_eq!(server.read(&mut [0u8; 16]).unwrap(), 5);
-    let fd = server.into_raw_fd();
+    let fd = server.as_raw_fd();
 
-    q.close(fd).unwrap();
+    q.close(server.into()).unwrap();
     client.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
     let mut buf = [0u8; 16];
     match client.read(&mut buf) {
@@ -300,7 +295,7 @@ fn close_racing_a_wakeup_does_not_hang() {
                     got.extend_from_slice(&buf[..n]);
                 }
             }
-            q.close(c.into_raw_fd()).unwrap();
+            q.close(c.into()).unwrap();
         }
         done_tx.send(()).unwrap();
     });
@@ -328,8 +323,7 @@ impl PythonHttpServer {
             .stderr(std::process::Stdio::null())
             .spawn();
         let Ok(child) = spawned else {
-            assert!(std::env::var_os("HINTQ_REQUIRE_TOOLS").is_none(), "python3 is not installed");
-            eprintln!("SKIP close_racing_a_wakeup_does_not_hang: python3 is not installed");
+            hintq_testkit::skip("close_racing_a_wakeup_does_not_hang", "python3 is not installed");
             return None;
         };
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));

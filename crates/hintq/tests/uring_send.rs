@@ -9,15 +9,17 @@ mod common;
 use hintq::{Backend, Event, Interest, Queue, State};
 use std::io::{ErrorKind, Read};
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 const PATIENCE: Duration = Duration::from_secs(5);
 
 /// A queue that sends through the ring; `None` (after saying why) when there is none here.
 fn ring_queue(case: &str) -> Option<Queue> {
-    if let Err(why) = Backend::Uring.probe() {
-        eprintln!("SKIP {case}: io_uring unavailable: {why}");
+    if !hintq_testkit::runs(
+        case,
+        Backend::Uring.probe().map_err(|why| format!("io_uring unavailable: {why}")),
+    ) {
         return None;
     }
     let q = Queue::new(Backend::Uring).unwrap();
@@ -25,13 +27,15 @@ fn ring_queue(case: &str) -> Option<Queue> {
     Some(q)
 }
 
-/// A connected TCP pair: (server side, non-blocking, as a raw descriptor; client).
-fn tcp() -> (RawFd, TcpStream) {
+/// A connected TCP pair: (server side, non-blocking; its number; client).
+fn tcp() -> (OwnedFd, RawFd, TcpStream) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
     let (s, _) = l.accept().unwrap();
     s.set_nonblocking(true).unwrap();
-    (s.into_raw_fd(), c)
+    let s = OwnedFd::from(s);
+    let fd = s.as_raw_fd();
+    (s, fd, c)
 }
 
 /// Waits for an event of `fd` whose state has `want`; the events of other descriptors are
@@ -51,7 +55,7 @@ fn wait_for(q: &mut Queue, fd: RawFd, want: State) -> Option<Event> {
 #[test]
 fn sends_arrive_whole_and_in_order() {
     let Some(mut q) = ring_queue("sends_arrive_whole_and_in_order") else { return };
-    let (fd, mut client) = tcp();
+    let (sock, fd, mut client) = tcp();
     q.declare(fd, Interest::READ).unwrap();
     // 200 sends of 5,000 bytes each, numbered: each waits for the one before (one in
     // flight per descriptor), so the order is the application's.
@@ -97,13 +101,13 @@ fn sends_arrive_whole_and_in_order() {
         );
     }
     assert!(q.send_error(fd).is_none());
-    q.close(fd).unwrap();
+    q.close(sock).unwrap();
 }
 
 #[test]
 fn a_send_that_succeeds_is_silent_unless_asked() {
     let Some(mut q) = ring_queue("a_send_that_succeeds_is_silent_unless_asked") else { return };
-    let (fd, mut client) = tcp();
+    let (sock, fd, mut client) = tcp();
     q.declare(fd, Interest::READ).unwrap();
     q.send(fd, b"hello".to_vec()).unwrap();
     // The wait submits it; nothing is reported for it.
@@ -116,13 +120,13 @@ fn a_send_that_succeeds_is_silent_unless_asked() {
     assert!(!q.sending(fd));
     // Its buffer is kept for the next send.
     assert!(q.send_buffer().capacity() >= 5);
-    q.close(fd).unwrap();
+    q.close(sock).unwrap();
 }
 
 #[test]
 fn a_failed_send_is_reported_with_its_error() {
     let Some(mut q) = ring_queue("a_failed_send_is_reported_with_its_error") else { return };
-    let (fd, client) = tcp();
+    let (sock, fd, client) = tcp();
     q.declare(fd, Interest::READ).unwrap();
     // The peer resets the connection (SO_LINGER 0), so the send fails.
     let lin = libc::linger { l_onoff: 1, l_linger: 0 };
@@ -161,13 +165,13 @@ fn a_failed_send_is_reported_with_its_error() {
         matches!(e.raw_os_error(), Some(libc::EPIPE | libc::ECONNRESET)),
         "unexpected error for a reset peer: {e}"
     );
-    q.close(fd).unwrap();
+    q.close(sock).unwrap();
 }
 
 #[test]
 fn revoking_cancels_a_send_stuck_on_a_full_socket() {
     let Some(mut q) = ring_queue("revoking_cancels_a_send_stuck_on_a_full_socket") else { return };
-    let (fd, mut client) = tcp();
+    let (sock, fd, mut client) = tcp();
     q.declare(fd, Interest::READ).unwrap();
     // 64 MiB: far more than the socket buffers hold, and the client does not read.
     q.send(fd, vec![1u8; 64 << 20]).unwrap();
@@ -176,7 +180,7 @@ fn revoking_cancels_a_send_stuck_on_a_full_socket() {
     assert!(q.sending(fd), "a 64 MiB send to a peer that does not read completed");
     // Revoke, then close: the send is cancelled, so the socket really closes and the client
     // reads end-of-file after what was sent.
-    q.close(fd).unwrap();
+    q.close(sock).unwrap();
     client.set_read_timeout(Some(PATIENCE)).unwrap();
     let mut buf = vec![0u8; 1 << 20];
     let mut total = 0usize;
@@ -195,20 +199,19 @@ fn queues_that_cannot_send_say_so_and_give_the_buffer_back() {
     for backend in [Backend::Epoll, Backend::Poll] {
         let mut q = Queue::new(backend).unwrap();
         assert!(!q.can_send());
-        let (fd, _client) = tcp();
+        let (sock, fd, _client) = tcp();
         q.declare(fd, Interest::READ).unwrap();
         let (e, buf) = q.send(fd, b"abc".to_vec()).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unsupported, "{backend}");
         assert_eq!(buf, b"abc");
         assert!(!q.sending(fd));
-        q.close(fd).unwrap();
+        q.close(sock).unwrap();
     }
     // A descriptor the queue does not watch.
     if let Some(mut q) = ring_queue("send_to_an_unwatched_descriptor") {
-        let (fd, _client) = tcp();
+        let (sock, fd, _client) = tcp();
         let (e, _) = q.send(fd, b"abc".to_vec()).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::NotFound);
-        // SAFETY (test): `fd` is ours and closed once.
-        unsafe { libc::close(fd) };
+        drop(sock);
     }
 }

@@ -117,7 +117,13 @@ impl Experiment for E9 {
         Ok(())
     }
     fn plan(&self, lab: &Lab) -> Vec<Point> {
-        let (soft, _) = crate::machine::raise_nofile();
+        let soft = match hintq_sys::nofile() {
+            Ok((soft, _)) => soft, // raised to the hard limit by `run_lab`
+            Err(e) => {
+                lab.missing.borrow_mut().push(format!("E9: not run, RLIMIT_NOFILE unknown: {e}"));
+                return Vec::new();
+            }
+        };
         let pairs: Vec<usize> = lab.pick(vec![100, 1000, 5000, 9000], vec![100, 1000, 5000], vec![100]);
         let writes = lab.pick(1000, 1000, 100);
         let runs = lab.pick(15, 3, 2);

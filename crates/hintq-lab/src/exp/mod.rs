@@ -171,7 +171,7 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
     let cores = Cores::pick();
     // The lab waits on the load core so it never shares the measured one.
     let _ = machine::pin_self(cores.load);
-    let nofile = machine::raise_nofile();
+    let nofile = hintq_sys::raise_nofile().map_err(|e| format!("raising RLIMIT_NOFILE: {e}"))?;
     let lab = Lab {
         quick: args.quick || args.smoke,
         smoke: args.smoke,

@@ -4,7 +4,7 @@
 use clap::Args;
 use hintq::{Backend, Event, Interest, Queue};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 /// `hintq lab peer-bench`.
@@ -85,19 +85,6 @@ impl Loop for MioLoop {
     }
 }
 
-fn socketpair() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: socketpair writes two descriptors into the array we own.
-    let r = unsafe {
-        libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0, fds.as_mut_ptr())
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both are fresh descriptors owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
 fn send1(fd: RawFd) -> bool {
     // SAFETY: one byte from a static buffer.
     unsafe { libc::send(fd, b"x".as_ptr().cast(), 1, 0) == 1 }
@@ -161,9 +148,11 @@ pub fn main(a: &BenchArgs) -> Result<(), String> {
     if a.pairs == 0 || a.active == 0 || a.active > a.pairs || a.runs == 0 {
         return Err("bad -n/-a/-r".into());
     }
-    crate::machine::raise_nofile();
-    let pairs =
-        (0..a.pairs).map(|_| socketpair()).collect::<io::Result<Vec<_>>>().map_err(|e| e.to_string())?;
+    hintq_sys::raise_nofile().map_err(|e| format!("raising RLIMIT_NOFILE: {e}"))?;
+    let pairs = (0..a.pairs)
+        .map(|_| hintq_sys::socketpair())
+        .collect::<io::Result<Vec<_>>>()
+        .map_err(|e| e.to_string())?;
     let mut lp: Box<dyn Loop> = match a.lib.as_str() {
         "hintq" => {
             let b: Backend = a.backend.parse().map_err(|e| format!("{e}"))?;

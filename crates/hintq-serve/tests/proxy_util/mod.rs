@@ -20,8 +20,7 @@ pub const UPSTREAM_TIMEOUT: Duration = Duration::from_millis(600);
 pub fn combos() -> Vec<(Backend, Pattern)> {
     let mut v = Vec::new();
     for b in Backend::ALL {
-        if let Err(why) = b.probe() {
-            eprintln!("SKIP backend {b}: {why}");
+        if !hintq_testkit::runs(&format!("proxy on {b}"), b.probe()) {
             continue;
         }
         for p in proxy::PATTERNS {

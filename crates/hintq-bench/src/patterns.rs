@@ -17,14 +17,14 @@
 //! The client's sockets are moved to descriptor numbers above 2048 so the server's own stay
 //! below `select`'s 1024.
 
-use crate::{start, Config, Counters, Handler, Next, Pattern, Role};
+use crate::report::Spread;
+use crate::sys;
 use hintq::{Backend, Event, Interest, Queue, State};
-use hintq_bench::report::Spread;
-use hintq_bench::sys;
+use hintq_patterns::{start, Config, Counters, Handler, Next, Pattern, Role};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -204,12 +204,8 @@ impl Handler for Reply {
 }
 
 fn process_cpu_ns() -> u64 {
-    // SAFETY: an all-zero rusage is valid; the kernel fills it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a live rusage.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let t = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1000;
-    t(ru.ru_utime) + t(ru.ru_stime)
+    let (user, system) = hintq_sys::cpu_time(hintq_sys::Usage::Process);
+    (user + system).as_nanos() as u64
 }
 
 /// Moves a descriptor to a number at or above 2048 (keeps the low ones for the server).
@@ -287,7 +283,7 @@ impl Client {
     /// Reads what is left so the server sees no half-answered requests, then closes all.
     fn close(mut self) {
         for c in self.conns.drain(..) {
-            let _ = self.q.close(c.into_raw_fd());
+            let _ = self.q.close(c);
         }
     }
 }
@@ -305,6 +301,8 @@ fn diff(a: &[Counters], b: &[Counters]) -> Counters {
         d.rearms += y.rearms - x.rearms;
         d.rearm_ns += y.rearm_ns - x.rearm_ns;
         d.busy_ns += y.busy_ns - x.busy_ns;
+        d.wait_errors += y.wait_errors - x.wait_errors;
+        d.interest_errors += y.interest_errors - x.interest_errors;
     }
     d
 }

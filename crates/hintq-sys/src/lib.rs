@@ -1,0 +1,387 @@
+//! The system-call helpers the hintq crates share, so that none keeps its own copy (mio's
+//! single `syscall!` macro is the model). Each `unsafe` block is here with its `SAFETY:` line.
+//!
+//! One error convention: a call that fails is an [`io::Error`] carrying its errno
+//! ([`cvt`]); nothing here turns a failure into a default value, the caller decides.
+//! `EINTR` is retried only where a function says so, or by the caller with [`retry`], since
+//! a caller that waits with a deadline must recompute its timeout first.
+
+use std::io;
+use std::mem;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+/// A system call's return type whose `-1` (any negative value) means "failed, see errno".
+pub trait Ret: Copy {
+    /// Whether the value reports a failure.
+    fn failed(self) -> bool;
+}
+
+macro_rules! ret {
+    ($($t:ty),*) => {$(
+        impl Ret for $t {
+            fn failed(self) -> bool {
+                self < 0
+            }
+        }
+    )*};
+}
+ret!(i32, i64, isize);
+
+/// Turns a `-1`-and-errno return into an `io::Error` (read right after the call, before
+/// anything else can change errno).
+///
+/// # Errors
+/// `io::Error::last_os_error()` when `r` is negative.
+pub fn cvt<T: Ret>(r: T) -> io::Result<T> {
+    if r.failed() {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// Runs `f` again while it fails with `EINTR`.
+///
+/// # Errors
+/// `f`'s first error that is not `EINTR`.
+pub fn retry<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    loop {
+        match f() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
+
+/// A descriptor the kernel just returned.
+///
+/// # Safety
+/// `fd` is open and owned by nobody else.
+unsafe fn owned(fd: RawFd) -> OwnedFd {
+    // SAFETY: per this function's contract.
+    unsafe { OwnedFd::from_raw_fd(fd) }
+}
+
+/// `addr` as the kernel takes it: a `sockaddr_storage` holding a `sockaddr_in` or
+/// `sockaddr_in6`, and its length.
+pub fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain data; all-zero is a valid (AF_UNSPEC) value.
+    let mut ss: libc::sockaddr_storage = unsafe { mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            // SAFETY: sockaddr_storage is large and aligned enough for any sockaddr.
+            let sin = unsafe { &mut *(&mut ss as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_port = a.port().to_be();
+            sin.sin_addr.s_addr = u32::from(*a.ip()).to_be();
+            mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            // SAFETY: as above.
+            let sin6 = unsafe { &mut *(&mut ss as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sin6.sin6_port = a.port().to_be();
+            sin6.sin6_addr.s6_addr = a.ip().octets();
+            sin6.sin6_flowinfo = a.flowinfo();
+            sin6.sin6_scope_id = a.scope_id();
+            mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (ss, len as libc::socklen_t)
+}
+
+/// The address a `sockaddr_storage` filled by the kernel holds; `None` for a family other
+/// than IPv4 and IPv6.
+pub fn socket_addr(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match ss.ss_family as libc::c_int {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in.
+            let sin = unsafe { &*(ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            let ip = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+            Some(SocketAddr::from((ip, u16::from_be(sin.sin_port))))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says the storage holds a sockaddr_in6.
+            let sin6 = unsafe { &*(ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            Some(SocketAddr::from((ip, u16::from_be(sin6.sin6_port))))
+        }
+        _ => None,
+    }
+}
+
+/// A non-blocking, close-on-exec TCP socket of `addr`'s family.
+///
+/// # Errors
+/// `socket(2)`'s (`EMFILE`, ...).
+pub fn tcp_socket(addr: SocketAddr) -> io::Result<OwnedFd> {
+    let family = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+    // SAFETY: plain syscall; the result is checked.
+    let fd = cvt(unsafe {
+        libc::socket(family, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0)
+    })?;
+    // SAFETY: `fd` was just created and is owned by nobody else.
+    Ok(unsafe { owned(fd) })
+}
+
+/// `bind(2)` of `fd` to `addr`.
+///
+/// # Errors
+/// `bind(2)`'s (`EADDRINUSE`, `EADDRNOTAVAIL`, ...).
+pub fn bind(fd: RawFd, addr: SocketAddr) -> io::Result<()> {
+    let (ss, len) = sockaddr(addr);
+    // SAFETY: `ss` holds a sockaddr of `len` bytes.
+    cvt(unsafe { libc::bind(fd, (&ss as *const libc::sockaddr_storage).cast(), len) }).map(drop)
+}
+
+/// `connect(2)` of `fd` to `addr`, once (a non-blocking socket gives `EINPROGRESS`).
+///
+/// # Errors
+/// `connect(2)`'s.
+pub fn connect(fd: RawFd, addr: SocketAddr) -> io::Result<()> {
+    let (ss, len) = sockaddr(addr);
+    // SAFETY: `ss` holds a sockaddr of `len` bytes.
+    cvt(unsafe { libc::connect(fd, (&ss as *const libc::sockaddr_storage).cast(), len) }).map(drop)
+}
+
+/// Sets a socket option of plain-data type `T`.
+///
+/// # Errors
+/// `setsockopt(2)`'s.
+pub fn setsockopt<T: Copy>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: T) -> io::Result<()> {
+    let len = mem::size_of::<T>() as libc::socklen_t;
+    // SAFETY: `value` lives for the call and its size is passed with it.
+    cvt(unsafe { libc::setsockopt(fd, level, name, (&value as *const T).cast(), len) }).map(drop)
+}
+
+/// `TCP_NODELAY` on.
+///
+/// # Errors
+/// As [`setsockopt`].
+pub fn set_nodelay(fd: RawFd) -> io::Result<()> {
+    setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1 as libc::c_int)
+}
+
+/// The pending error of a socket (`SO_ERROR`), which also tells whether a non-blocking
+/// connect succeeded: `Ok(())` when it did.
+///
+/// # Errors
+/// The connect's failure (`ECONNREFUSED`, `ETIMEDOUT`, ...), or `getsockopt(2)`'s.
+pub fn take_error(fd: RawFd) -> io::Result<()> {
+    let mut err: libc::c_int = 0;
+    let mut len = mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `err` and `len` are valid for writes of the sizes given.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            (&mut err as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    })?;
+    match err {
+        0 => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// The peer of a connected socket.
+///
+/// # Errors
+/// `getpeername(2)`'s (`ENOTCONN`, ...); `EAFNOSUPPORT` for a peer that is not IPv4 or IPv6.
+pub fn peer_addr(fd: RawFd) -> io::Result<SocketAddr> {
+    // SAFETY: sockaddr_storage is plain data; all-zero is valid.
+    let mut ss: libc::sockaddr_storage = unsafe { mem::zeroed() };
+    let mut len = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: `ss` has room for `len` bytes.
+    cvt(unsafe { libc::getpeername(fd, (&mut ss as *mut libc::sockaddr_storage).cast(), &mut len) })?;
+    socket_addr(&ss).ok_or_else(|| io::Error::from_raw_os_error(libc::EAFNOSUPPORT))
+}
+
+/// A non-blocking, close-on-exec `eventfd` with the counter at zero.
+///
+/// # Errors
+/// `eventfd(2)`'s (`EMFILE`, ...).
+pub fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall; the result is checked.
+    let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+    // SAFETY: `fd` was just created and is owned by nobody else.
+    Ok(unsafe { owned(fd) })
+}
+
+/// One `poll(2)` over `fds` with `timeout_ms` (-1 blocks, 0 is a pure scan), once (`EINTR`
+/// is the caller's); returns how many entries have `revents` set.
+///
+/// # Errors
+/// `poll(2)`'s (`EINTR`, `ENOMEM`, ...).
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: libc::c_int) -> io::Result<usize> {
+    // SAFETY: the kernel reads and writes `fds.len()` live, exclusively borrowed entries.
+    cvt(unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) }).map(|n| n as usize)
+}
+
+/// A connected, non-blocking, close-on-exec `AF_UNIX` stream pair.
+///
+/// # Errors
+/// `socketpair(2)`'s (`EMFILE`, ...).
+pub fn socketpair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    let ty = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+    // SAFETY: `fds` is a live array of two ints for the kernel to fill.
+    cvt(unsafe { libc::socketpair(libc::AF_UNIX, ty, 0, fds.as_mut_ptr()) })?;
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (owned(fds[0]), owned(fds[1])) })
+}
+
+/// `RLIMIT_NOFILE` as `(soft, hard)`.
+///
+/// # Errors
+/// `getrlimit(2)`'s.
+pub fn nofile() -> io::Result<(u64, u64)> {
+    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: the kernel fills the live rlimit.
+    cvt(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) })?;
+    Ok((rl.rlim_cur, rl.rlim_max))
+}
+
+/// Sets the soft `RLIMIT_NOFILE`, keeping the hard one.
+///
+/// # Errors
+/// `setrlimit(2)`'s (`EINVAL` above the hard limit).
+pub fn set_nofile_soft(soft: u64) -> io::Result<()> {
+    let (_, hard) = nofile()?;
+    let rl = libc::rlimit { rlim_cur: soft, rlim_max: hard };
+    // SAFETY: the kernel only reads the live rlimit.
+    cvt(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &rl) }).map(drop)
+}
+
+/// Raises the soft `RLIMIT_NOFILE` to the hard limit; returns `(soft, hard)` afterwards.
+///
+/// # Errors
+/// `getrlimit(2)`'s or `setrlimit(2)`'s.
+pub fn raise_nofile() -> io::Result<(u64, u64)> {
+    let (soft, hard) = nofile()?;
+    if soft < hard {
+        set_nofile_soft(hard)?;
+    }
+    Ok((hard.max(soft), hard))
+}
+
+/// The CPUs the calling thread may run on.
+///
+/// # Errors
+/// `sched_getaffinity(2)`'s.
+pub fn affinity() -> io::Result<Vec<usize>> {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { mem::zeroed() };
+    // SAFETY: the kernel fills the live set of the size given.
+    cvt(unsafe { libc::sched_getaffinity(0, mem::size_of::<libc::cpu_set_t>(), &mut set) })?;
+    // SAFETY: CPU_ISSET reads the set in bounds (`i` below CPU_SETSIZE).
+    Ok((0..libc::CPU_SETSIZE as usize).filter(|&i| unsafe { libc::CPU_ISSET(i, &set) }).collect())
+}
+
+/// Pins the calling thread (and the threads and processes it starts later) to `cpu`.
+/// Allocates nothing and makes one system call, so a child may call it between `fork` and
+/// `exec` (`Command::pre_exec`).
+///
+/// # Errors
+/// `EINVAL` for a CPU number beyond `CPU_SETSIZE`, else `sched_setaffinity(2)`'s.
+pub fn pin(cpu: usize) -> io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: an all-zero cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { mem::zeroed() };
+    // SAFETY: `cpu` is below CPU_SETSIZE (checked above); the kernel only reads the set.
+    cvt(unsafe {
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, mem::size_of::<libc::cpu_set_t>(), &set)
+    })
+    .map(drop)
+}
+
+/// Whose CPU time [`cpu_time`] reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Usage {
+    /// This process, all its threads.
+    Process,
+    /// This process and its children that have been waited for.
+    ProcessAndChildren,
+    /// The calling thread.
+    Thread,
+}
+
+/// CPU time used, `(user, system)`, by `who` (`getrusage(2)`, which fails only for an
+/// unknown `who` or a bad pointer: neither can happen here).
+pub fn cpu_time(who: Usage) -> (Duration, Duration) {
+    let get = |w| {
+        // SAFETY: an all-zero rusage is valid; the kernel fills it.
+        let mut ru: libc::rusage = unsafe { mem::zeroed() };
+        // SAFETY: `ru` is live and exclusively borrowed; `w` is a valid RUSAGE_* value.
+        let r = unsafe { libc::getrusage(w, &mut ru) };
+        debug_assert_eq!(r, 0, "getrusage({w}): {}", io::Error::last_os_error());
+        let d = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+        (d(ru.ru_utime), d(ru.ru_stime))
+    };
+    match who {
+        Usage::Process => get(libc::RUSAGE_SELF),
+        Usage::Thread => get(libc::RUSAGE_THREAD),
+        Usage::ProcessAndChildren => {
+            let ((su, ss), (cu, cs)) = (get(libc::RUSAGE_SELF), get(libc::RUSAGE_CHILDREN));
+            (su + cu, ss + cs)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cvt_keeps_errno() {
+        // SAFETY (test): closing a number that is not open fails with EBADF.
+        let e = cvt(unsafe { libc::close(-1) }).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EBADF));
+        assert_eq!(cvt(5isize).unwrap(), 5);
+    }
+
+    #[test]
+    fn socket_addresses_survive_the_round_trip() {
+        for a in ["127.0.0.1:8080", "[::1]:443", "0.0.0.0:0"] {
+            let a: SocketAddr = a.parse().unwrap();
+            assert_eq!(socket_addr(&sockaddr(a).0), Some(a));
+        }
+    }
+
+    #[test]
+    fn a_connected_peer_and_a_refused_connect_are_reported() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, from) = l.accept().unwrap();
+        use std::os::fd::AsRawFd;
+        assert_eq!(peer_addr(s.as_raw_fd()).unwrap(), from);
+        assert_eq!(peer_addr(c.as_raw_fd()).unwrap(), l.local_addr().unwrap());
+        let port = l.local_addr().unwrap().port();
+        drop((l, s));
+        let to = SocketAddr::from(([127, 0, 0, 1], port));
+        let fd = tcp_socket(to).unwrap();
+        match connect(fd.as_raw_fd(), to) {
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
+                let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
+                // SAFETY (test): one live pollfd.
+                assert_eq!(unsafe { libc::poll(&mut p, 1, 5000) }, 1);
+                assert_eq!(take_error(fd.as_raw_fd()).unwrap_err().raw_os_error(), Some(libc::ECONNREFUSED));
+            }
+            r => assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::ECONNREFUSED)),
+        }
+    }
+
+    #[test]
+    fn the_descriptor_limit_is_raised_to_the_hard_one() {
+        let (soft, hard) = raise_nofile().unwrap();
+        assert_eq!(soft, hard);
+        assert_eq!(nofile().unwrap(), (hard, hard));
+    }
+}
