@@ -64,13 +64,14 @@
 //!   arrives meanwhile makes the current handler run once more.
 //!
 //! Timeouts: [`Handler::deadline`] gives a connection's deadline (idle, header, ...). Each
-//! event source keeps a timer per connection in a [`hintq::Timers`], set lazily: the
-//! deadline is asked when the connection is accepted and after each handler call, and a
-//! timer is set only when the deadline moved *earlier* than the live one (a head begun, a
-//! drain); a deadline that moved later (every request of a keep-alive connection) leaves
-//! it, and when it fires the deadline is asked again and the timer set for it. So a request
-//! costs no timer operation and a tick (every [`Config::tick`], the resolution) looks only at
-//! the timers that fired, not at every connection. An expired connection gets
+//! event source keeps its connections' deadlines in a [`hintq::Wheel`] (a hashed timing
+//! wheel indexed by descriptor: O(1) to set or move, 12 bytes a connection), set lazily: the
+//! deadline is asked when the connection is accepted and after each handler call, and the
+//! wheel is touched only when the deadline moved *earlier* than the one set (a head begun,
+//! a drain); a deadline that moved later (every request of a keep-alive connection) leaves
+//! it, and when it fires the deadline is asked again and set for it. So a request costs no
+//! timer operation and a tick (every [`Config::tick`], the resolution) looks at one bucket,
+//! not at every connection. An expired connection gets
 //! [`Handler::expire`], which by default closes it with [`Why::Timeout`]; a connection being
 //! handled is never expired under its handler (looked at again a tick later).
 //!

@@ -75,5 +75,5 @@ pub use event::{Event, Interest, State};
 pub use group::{Delivery, Group};
 pub use queue::{Builder, Queue, Stats};
 pub use shared::Rearm;
-pub use timer::{TimerId, Timers};
+pub use timer::{TimerId, Timers, Wheel};
 pub use waker::Waker;

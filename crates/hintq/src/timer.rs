@@ -1,10 +1,18 @@
 //! Timers whose next deadline feeds the timeout of [`crate::Queue::get_next_event`].
 //!
-//! A binary heap of deadlines with lazy cancellation: `insert` and `cancel` are O(log n) and
-//! O(1), and a cancelled entry is discarded when it reaches the top. The servers use one per
-//! thread for idle, header and send timeouts, re-arming a connection's timer on activity by
-//! cancelling and inserting (cheap, and the heap never holds more than twice the live timers
-//! because it is rebuilt when cancelled entries dominate).
+//! Two kinds, for two uses:
+//!
+//! * [`Timers`]: any number of one-shot timers carrying values, exact to the instant. A
+//!   binary heap of deadlines with lazy cancellation: `insert` and `cancel` are O(log n) and
+//!   O(1), and a cancelled entry is discarded when it reaches the top (the heap never holds
+//!   more than twice the live timers: it is rebuilt when cancelled entries dominate). About
+//!   50 bytes a timer.
+//! * [`Wheel`]: one deadline per key below a fixed capacity (a descriptor number: one per
+//!   connection), to a tick's resolution: a hashed timing wheel (Varghese & Lauck) whose
+//!   links live in three arrays indexed by key, so that setting, moving and removing a
+//!   deadline is O(1) with no allocation, and a tick looks at one bucket. 12 bytes per key,
+//!   allocated zeroed: only keys in use cost resident memory. The servers' runtime keeps its
+//!   connections' idle, header and send deadlines in one per event source.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -104,6 +112,132 @@ impl<T> Timers<T> {
     }
 }
 
+/// Buckets of a [`Wheel`]: deadlines up to this many ticks ahead cost nothing to pass over.
+const BUCKETS: usize = 4096;
+
+/// One deadline per key (`0..capacity`) to the resolution of a tick; see the module docs.
+///
+/// A deadline is rounded up to the next tick, so a key is never expired early, and at most
+/// one tick late if [`Wheel::pop_expired`] is called every tick.
+#[derive(Debug)]
+pub struct Wheel {
+    epoch: Instant,
+    tick: Duration,
+    /// Per key: its deadline in ticks since `epoch`, plus one (0: none).
+    at: Vec<u32>,
+    /// Per key: the next and previous key of its bucket, plus one (0: none).
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    /// Per bucket: its first key, plus one (0: empty).
+    heads: Box<[u32]>,
+    /// The first tick not looked at yet.
+    cursor: u32,
+    len: usize,
+}
+
+impl Wheel {
+    /// A wheel for keys `0..capacity` whose deadlines are kept to `tick` (at least 1 ms).
+    pub fn new(capacity: usize, tick: Duration) -> Wheel {
+        let capacity = capacity.min(u32::MAX as usize - 1);
+        Wheel {
+            epoch: Instant::now(),
+            tick: tick.max(Duration::from_millis(1)),
+            at: vec![0; capacity],
+            next: vec![0; capacity],
+            prev: vec![0; capacity],
+            heads: vec![0; BUCKETS].into_boxed_slice(),
+            cursor: 0,
+            len: 0,
+        }
+    }
+
+    /// Keys with a deadline.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when no key has a deadline.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// `t` in ticks since the epoch, rounded up (`ceil`) or down.
+    fn ticks(&self, t: Instant, ceil: bool) -> u32 {
+        let d = t.saturating_duration_since(self.epoch);
+        let tick = self.tick.as_nanos();
+        let n = if ceil { d.as_nanos().div_ceil(tick) } else { d.as_nanos() / tick };
+        n.min(u32::MAX as u128 - 1) as u32
+    }
+
+    /// The deadline of `key` (rounded up to its tick), if it has one.
+    pub fn deadline(&self, key: usize) -> Option<Instant> {
+        match self.at.get(key).copied() {
+            None | Some(0) => None,
+            Some(t) => Some(self.epoch + self.tick * (t - 1)),
+        }
+    }
+
+    /// Sets (or moves) the deadline of `key`. A deadline already past expires at the next
+    /// tick's [`Wheel::pop_expired`]. False if `key` is not below the capacity.
+    pub fn insert(&mut self, key: usize, deadline: Instant) -> bool {
+        if key >= self.at.len() {
+            return false;
+        }
+        self.remove(key);
+        let t = self.ticks(deadline, true).max(self.cursor);
+        let b = t as usize % BUCKETS;
+        let head = self.heads[b];
+        self.at[key] = t + 1;
+        self.next[key] = head;
+        self.prev[key] = 0;
+        if head != 0 {
+            self.prev[head as usize - 1] = key as u32 + 1;
+        }
+        self.heads[b] = key as u32 + 1;
+        self.len += 1;
+        true
+    }
+
+    /// Removes the deadline of `key`; false if it had none.
+    pub fn remove(&mut self, key: usize) -> bool {
+        let Some(&at) = self.at.get(key).filter(|&&a| a != 0) else { return false };
+        let (next, prev) = (self.next[key], self.prev[key]);
+        if prev != 0 {
+            self.next[prev as usize - 1] = next;
+        } else {
+            self.heads[(at - 1) as usize % BUCKETS] = next;
+        }
+        if next != 0 {
+            self.prev[next as usize - 1] = prev;
+        }
+        (self.at[key], self.next[key], self.prev[key]) = (0, 0, 0);
+        self.len -= 1;
+        true
+    }
+
+    /// Removes and returns one key whose deadline is at or before `now`, earliest tick first.
+    pub fn pop_expired(&mut self, now: Instant) -> Option<usize> {
+        let now = self.ticks(now, false);
+        while self.cursor <= now && self.len > 0 {
+            // Keys of this bucket due at the cursor's tick; the others are a lap or more ahead.
+            let mut k = self.heads[self.cursor as usize % BUCKETS];
+            while k != 0 {
+                let key = k as usize - 1;
+                if self.at[key] - 1 <= self.cursor {
+                    self.remove(key);
+                    return Some(key);
+                }
+                k = self.next[key];
+            }
+            self.cursor += 1;
+        }
+        if self.len == 0 {
+            self.cursor = self.cursor.max(now.saturating_add(1));
+        }
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +260,56 @@ mod tests {
         assert_eq!(got, ["b", "c"]);
         assert!(t.is_empty());
         assert_eq!(t.timeout(now, None), None);
+    }
+
+    #[test]
+    fn wheel_expires_in_tick_order_never_early_and_moves_keys() {
+        let tick = Duration::from_millis(10);
+        let mut w = Wheel::new(100, tick);
+        let t0 = w.epoch;
+        assert!(w.insert(1, t0 + Duration::from_millis(35)));
+        assert!(w.insert(2, t0 + Duration::from_millis(15)));
+        assert!(w.insert(3, t0 + Duration::from_millis(95)));
+        assert!(!w.insert(100, t0), "a key past the capacity");
+        // Moved later, then removed.
+        assert!(w.insert(3, t0 + Duration::from_millis(200)));
+        assert_eq!(w.len(), 3);
+        assert!(w.deadline(1).unwrap() >= t0 + Duration::from_millis(35));
+        assert_eq!(w.pop_expired(t0 + Duration::from_millis(34)), Some(2));
+        assert_eq!(w.pop_expired(t0 + Duration::from_millis(34)), None, "key 1 is due at 40 ms, not before");
+        assert_eq!(w.pop_expired(t0 + Duration::from_millis(40)), Some(1));
+        assert!(w.remove(3));
+        assert!(!w.remove(3));
+        assert_eq!(w.pop_expired(t0 + Duration::from_secs(10)), None);
+        assert!(w.is_empty());
+        // A deadline already past expires at the next tick; one laps ahead waits its lap.
+        let now = t0 + Duration::from_secs(10);
+        w.insert(5, t0);
+        w.insert(6, now + tick * (BUCKETS as u32 + 3));
+        assert_eq!(w.pop_expired(now + tick), Some(5));
+        assert_eq!(w.pop_expired(now + tick * BUCKETS as u32), None, "a lap ahead is not due");
+        assert_eq!(w.pop_expired(now + tick * (BUCKETS as u32 + 3)), Some(6));
+    }
+
+    #[test]
+    fn wheel_keeps_every_key_of_a_crowded_bucket() {
+        let tick = Duration::from_millis(1);
+        let mut w = Wheel::new(10_000, tick);
+        let t0 = w.epoch;
+        // Every key in one bucket, a lap apart in pairs, removed and moved at random places.
+        for k in 0..10_000 {
+            w.insert(k, t0 + tick * ((k % 2) as u32 * BUCKETS as u32 + 7));
+        }
+        for k in (0..10_000).step_by(3) {
+            w.remove(k);
+        }
+        let mut first: Vec<usize> = std::iter::from_fn(|| w.pop_expired(t0 + tick * 8)).collect();
+        first.sort_unstable();
+        let want: Vec<usize> = (0..10_000).filter(|k| k % 3 != 0 && k % 2 == 0).collect();
+        assert_eq!(first, want);
+        let rest = std::iter::from_fn(|| w.pop_expired(t0 + tick * (BUCKETS as u32 + 8))).count();
+        assert_eq!(rest, (0..10_000).filter(|k| k % 3 != 0 && k % 2 == 1).count());
+        assert!(w.is_empty());
     }
 
     #[test]

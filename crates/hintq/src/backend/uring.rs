@@ -186,13 +186,14 @@ fn poll_state(res: i32) -> State {
     sys::state_from_poll(res as u16 as libc::c_short)
 }
 
-/// One watched descriptor.
+/// One watched descriptor: 16 bytes (an `Option` of it too), for every descriptor number
+/// up to the highest watched.
 struct Watch {
     /// The poll's `user_data`.
     token: u64,
     fd: RawFd,
     /// `poll(2)` events asked for.
-    events: u32,
+    events: u16,
     /// The registration wants its poll re-armed when it ends (false while cancelling).
     keep: bool,
     /// A poll for it is queued or armed and its last CQE has not been seen.
@@ -257,6 +258,8 @@ impl Watches {
         self.internal.is_empty() && self.by_fd.iter().all(Option::is_none)
     }
 }
+
+const _: () = assert!(std::mem::size_of::<Option<Watch>>() == 16);
 
 /// The bookkeeping, apart from the ring so that reaping can update it while the completion
 /// ring is borrowed.
@@ -445,7 +448,7 @@ impl Uring {
     /// Queues the multishot poll of `token` unless it is live or no longer wanted.
     fn arm(&mut self, token: u64) -> io::Result<()> {
         let Some(w) = self.table.watches.get(token).filter(|w| w.keep && !w.live) else { return Ok(()) };
-        self.push(&poll_add(w.fd, w.events, token))?;
+        self.push(&poll_add(w.fd, u32::from(w.events), token))?;
         if let Some(w) = self.table.watches.get_mut(token) {
             w.live = true;
         }
@@ -535,7 +538,7 @@ impl Poller for Uring {
     /// Arms at once (quirk g). `fresh` is not needed: the table knows what is watched (b).
     fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {
         self.forget(fd)?;
-        let events = sys::poll_events(interest) as u16 as u32;
+        let events = sys::poll_events(interest) as u16;
         self.table.watches.insert(Watch { token, fd, events, keep: true, live: false });
         self.arm(token)?;
         self.enter(Some(Duration::ZERO))
