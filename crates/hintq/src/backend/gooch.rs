@@ -23,7 +23,7 @@
 //!
 //! Latency cost for a quiet descriptor that wakes up while the process is busy: up to one
 //! `interval` (10 ms by default); while idle: none. The internal descriptors of a queue (its
-//! waker, a group's sets) are pinned in the active set.
+//! waker, a group member's set) are pinned in the active set.
 //!
 //! Kernel quirks: as for `poll` (closed descriptors report `POLLNVAL` on every call: reported
 //! once as `ERR` and dropped; timeouts rounded up to the millisecond).

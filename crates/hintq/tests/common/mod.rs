@@ -54,3 +54,13 @@ pub fn in_child(name: &str, env: &[(&str, &str)], body: impl FnOnce()) -> Option
     );
     Some(stderr)
 }
+
+/// Voluntary context switches of the calling thread so far (`getrusage(RUSAGE_THREAD)`):
+/// each is a sleep, so the growth over a run counts the thread's wake-ups.
+pub fn voluntary_switches() -> u64 {
+    // SAFETY (test): getrusage writes one rusage into the zeroed struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY (test): as above; RUSAGE_THREAD is valid on Linux.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    ru.ru_nvcsw as u64
+}
