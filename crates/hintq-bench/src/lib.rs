@@ -24,6 +24,10 @@
 //! above `RLIMIT_SIGPENDING`, the cost of one recovery scan, poll/epoll/uring beside) and
 //! `hintq bench gooch` ([`gooch`]: Gooch's per-descriptor `poll(2)` cost, the saving of the
 //! active/inactive split with 1% active, and the wake-up latency of a quiet descriptor).
+//!
+//! `hintq bench wake-one` ([`wake`]) counts the threads woken per readiness of a descriptor
+//! shared by 1, 2, 4 and 8 blocked threads: a `Group` with `Delivery::One` on each backend,
+//! beside plain shared epoll and `EPOLLEXCLUSIVE` in the same run.
 
 #![warn(missing_docs)]
 
@@ -34,6 +38,7 @@ pub mod overflow;
 pub mod rec;
 pub mod report;
 pub mod sys;
+pub mod wake;
 
 use hintq::Backend;
 use micro::{Fds, Output, Plan};
@@ -273,6 +278,63 @@ pub fn run_gooch(cfg: &Config) -> io::Result<Vec<rec::Rec>> {
     write_rows(&csv, &meta, &[], &rows)?;
     print!("{}", gooch::summary(&rows));
     closing(&rows, null, &meta, &csv, secs);
+    Ok(rows)
+}
+
+/// Runs `hintq bench wake-one`: writes the CSV, prints the raw rows as they come, the
+/// summary and the goal, returns the rows. `cfg.cpu` is the members' CPU (default: the last
+/// allowed one); the driver runs on another allowed CPU when there is one.
+///
+/// # Errors
+/// Setting up, a failing call, or a readiness not delivered.
+pub fn run_wake(cfg: &Config, rounds: Option<usize>) -> io::Result<Vec<wake::Row>> {
+    let allowed = sys::affinity()?;
+    let member_cpu = cfg.cpu.or(allowed.last().copied()).unwrap_or(0);
+    let driver_cpu = allowed.iter().copied().find(|&c| c != member_cpu).unwrap_or(member_cpu);
+    let Setup { mut meta, started, null, .. } = setup(&Config { cpu: Some(driver_cpu), ..cfg.clone() })?;
+    let mut targets: Vec<wake::Target> = Vec::new();
+    let mut notes = Vec::new();
+    for b in cfg.backends.clone().unwrap_or_else(|| Backend::ALL.to_vec()) {
+        match b.probe() {
+            Ok(()) => targets.push(wake::Target::Group(b)),
+            Err(why) => notes.push(format!("skipped group-{b}: {why}")),
+        }
+    }
+    targets.extend([wake::Target::EpollShared, wake::Target::EpollExclusive]);
+    let plan = wake::Plan {
+        reps: cfg.reps.unwrap_or(if cfg.quick { 1 } else { 3 }).max(1),
+        rounds: rounds.unwrap_or(if cfg.quick { 100 } else { 200 }).max(1),
+        targets,
+        member_cpu,
+    };
+    let names: Vec<String> = plan.targets.iter().map(|t| t.name()).collect();
+    meta.extend([
+        ("quick".into(), cfg.quick.to_string()),
+        ("repetitions".into(), plan.reps.to_string()),
+        ("readinesses per point".into(), plan.rounds.to_string()),
+        ("targets".into(), names.join(" ")),
+        ("member threads".into(), format!("{:?}, all pinned to CPU {member_cpu}; the driver (writer) pinned to CPU {driver_cpu}", wake::MEMBERS)),
+        ("method".into(), "a round: every member thread inside its wait and asleep (state S in /proc/self/task/<tid>/stat), the driver writes 1 byte on an AF_UNIX stream pair, and waits until a member has read it (the member reads until EAGAIN); wakeups = voluntary context switches (getrusage RUSAGE_THREAD) of the member threads, returns = returns from the wait (Stats::waits for a group member, epoll_wait returns for the raw ones), each minus one per thread for the stop that ends its last wait; empty = wake-ups that found nothing to read".into()),
+        ("epoll-shared".into(), "N threads in epoll_wait on one epoll set holding the descriptor, EPOLLIN, level-triggered".into()),
+        ("epoll-exclusive".into(), "N threads, each in epoll_wait on its own epoll set holding the descriptor with EPOLLIN | EPOLLEXCLUSIVE".into()),
+        ("group".into(), "hintq::Group on the backend, the descriptor declared with Delivery::One; each member thread get_next_event(array of 8, no timeout) on its own member queue".into()),
+    ]);
+    notes.iter().for_each(|n| println!("{n}"));
+    println!("{}", wake::COLUMNS);
+    let rows = wake::run(&plan)?;
+    meta.extend(notes.iter().map(|n| ("note".to_string(), n.clone())));
+    let secs = finish(&mut meta, started);
+    let csv = csv_path(cfg, "wake-one", started);
+    let mut w = BufWriter::new(File::create(&csv)?);
+    wake::write_csv(&mut w, &meta, &rows)?;
+    io::Write::flush(&mut w)?;
+    print!("{}", wake::summary(&rows));
+    println!(
+        "\nnull system call {null:.0} ns (PERF.md floor 75-88 ns); load average before {} / after {}",
+        meta_get(&meta, "loadavg before"),
+        meta_get(&meta, "loadavg after")
+    );
+    println!("{} rows written to {} in {secs:.1} s", rows.len(), csv.display());
     Ok(rows)
 }
 
