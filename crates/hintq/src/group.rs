@@ -9,21 +9,21 @@
 //!
 //! Each member's own backend watches the member's own set for readability under an internal
 //! token, so a member blocked on any backend wakes when its set has work. Wake-one: the
-//! shared set is nested in the own set of exactly one member at a time, the *watcher*, so a
-//! `One` readiness wakes that member and no other. The group keeps the watcher and a FIFO of
-//! the other members blocked in `get_next_event` (*idle*), under its lock:
+//! shared set is nested in every member's own set, but enabled in exactly one at a time, the
+//! *watcher*'s, so a `One` readiness wakes that member and no other. The group keeps the
+//! watcher and a FIFO of the other members blocked in `get_next_event` (*idle*), under its
+//! lock:
 //!
 //! * A member about to wait becomes the watcher if there is none or the watcher is busy (out
-//!   of `get_next_event`): it moves the shared set from the busy member's own set into its
-//!   own. Otherwise it joins the idle list and waits on its own set alone.
+//!   of `get_next_event`): it enables the shared set in its own set and disables it in the
+//!   busy member's. Otherwise it joins the idle list and waits on its own set alone.
 //! * A watcher leaving `get_next_event` hands the shared set to the longest-idle member, if
-//!   any (an `EPOLL_CTL_ADD` into that member's set, then a `DEL` from its own: two
-//!   `epoll_ctl` per wake-up, no wake-up of the new watcher unless the shared set is ready
-//!   at once). With no member idle it stays the watcher while busy, so a readiness arriving
-//!   while every member is busy waits in its set for its next call, or for the first member
-//!   that comes to wait, which takes the shared set over. The nested watch is level
-//!   triggered: moving a ready shared set wakes its new watcher at once, so nothing is lost
-//!   in a move.
+//!   any: two `EPOLL_CTL_MOD` per wake-up, no wake-up of the new watcher unless the shared
+//!   set is ready at once. With no member idle it stays the watcher while busy, so a
+//!   readiness arriving while every member is busy waits in its set for its next call, or
+//!   for the first member that comes to wait, which takes the shared set over. The nested
+//!   watch is level-triggered: enabling a ready shared set wakes its new watcher at once, so
+//!   nothing is lost in a hand-off.
 //! * A dropped member re-arms what it took and did not re-arm yet, then hands the shared set
 //!   on as if it left, so a readiness it took is not stranded.
 //!
@@ -109,6 +109,16 @@ impl Inner {
     }
 }
 
+/// Enables (`EPOLLIN`, level-triggered) or disables the shared set nested in a member's own
+/// set. It is nested once, disabled, when the member joins, and then only modified: an
+/// `EPOLL_CTL_ADD` of an epoll set walks every watch in it for the kernel's loop and path
+/// checks (under a global mutex), a `MOD` does not. A disabled nested set does not wake its
+/// member: the kernel's callback skips a watch whose events do not include the readiness.
+fn watch_shared(own: &OwnedFd, shared: RawFd, enabled: bool) -> io::Result<()> {
+    let events = if enabled { libc::EPOLLIN as u32 } else { 0 };
+    sys::epoll_ctl(own.as_raw_fd(), libc::EPOLL_CTL_MOD, shared, events, TOKEN_GROUP_SHARED)
+}
+
 impl Table {
     fn live_members(&mut self) -> Vec<Arc<OwnedFd>> {
         self.members.retain(|m| m.strong_count() > 0);
@@ -119,15 +129,15 @@ impl Table {
         self.watcher.as_ref().is_some_and(|w| w.member.id == id)
     }
 
-    /// Nests the shared set `shared` in `to`'s own set and takes it out of the previous
-    /// watcher's (add first, so that it is never watched by nobody; a readiness in between
-    /// wakes both, once). On failure nothing changed.
+    /// Makes `to` the watcher: enables the shared set `shared` in its own set, then disables
+    /// it in the previous watcher's (enable first, so that it is never watched by nobody; a
+    /// readiness in between wakes both, once). On failure nothing changed.
     fn move_watch(&mut self, shared: RawFd, to: &Member, waiting: bool) -> io::Result<()> {
         if !self.is_watcher(to.id) {
-            upsert(to.own.as_raw_fd(), shared, libc::EPOLLIN as u32, TOKEN_GROUP_SHARED, true)?;
+            watch_shared(&to.own, shared, true)?;
             if let Some(old) = &self.watcher {
-                // Failing, the set stays nested in both: a member more wakes, none is lost.
-                let _ = remove(old.member.own.as_raw_fd(), shared);
+                // Failing, the set stays enabled in both: a member more wakes, none is lost.
+                let _ = watch_shared(&old.member.own, shared, false);
             }
         }
         self.watcher = Some(Watcher { member: to.clone(), waiting });
@@ -145,11 +155,11 @@ impl Table {
             if self.move_watch(shared, &next, true).is_ok() {
                 return;
             }
-            // That member's set refused the nest (ENOMEM): it stays unwatched but idle
-            // members wait on their own sets anyway; try the next.
+            // That member's set refused the change (out of memory): it goes on waiting
+            // without the shared set; try the next.
         }
         if leaving {
-            let _ = remove(me.own.as_raw_fd(), shared);
+            // The own set is closed with the member's last reference, in the caller.
             self.watcher = None;
         } else if let Some(w) = &mut self.watcher {
             w.waiting = false;
@@ -183,6 +193,8 @@ impl Group {
                 upsert(own.as_raw_fd(), fd, sys::epoll_events(r.interest) | ONESHOT, data, true)?;
             }
             t.members.push(Arc::downgrade(&own));
+            let shared = self.inner.shared.as_raw_fd();
+            sys::epoll_ctl(own.as_raw_fd(), libc::EPOLL_CTL_ADD, shared, 0, TOKEN_GROUP_SHARED)?;
             t.next_id += 1;
             t.next_id
         };
