@@ -133,6 +133,33 @@ pub fn write_csv(mut w: impl Write, meta: &[(String, String)], rows: &[Row]) -> 
     rows.iter().try_for_each(|r| writeln!(w, "{}", line(r)))
 }
 
+/// The rows of a CSV written by [`write_csv`] (`#` lines and the header skipped).
+///
+/// # Errors
+/// A line that does not have the columns of [`COLUMNS`], with its number.
+pub fn read_csv(text: &str) -> Result<Vec<Row>, String> {
+    let mut rows = Vec::new();
+    for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.starts_with('#') && *l != COLUMNS) {
+        let f: Vec<&str> = l.split(',').collect();
+        let bad = || format!("wake-one CSV line {}: {l:?}", i + 1);
+        if f.len() != COLUMNS.split(',').count() {
+            return Err(bad());
+        }
+        let n = |k: usize| f[k].parse::<u64>().map_err(|_| bad());
+        rows.push(Row {
+            target: f[0].to_string(),
+            members: n(1)? as usize,
+            rep: n(2)? as u32,
+            readinesses: n(3)?,
+            wakeups: n(4)?,
+            returns: n(5)?,
+            empty: n(6)?,
+            wall_ns: n(9)?,
+        });
+    }
+    Ok(rows)
+}
+
 /// Measures every target at every member count, `plan.reps` times, targets interleaved
 /// within a repetition so that a noisy moment spreads over all of them.
 ///
@@ -414,5 +441,7 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("# command: x\n"));
         assert!(text.contains("group-uring,2,0,100,150,100,0,1.500,1.000,1"), "{text}");
+        assert_eq!(read_csv(&text).unwrap(), [row("group-uring", 2, 150)]);
+        assert!(read_csv("group-uring,2,0\n").is_err());
     }
 }
