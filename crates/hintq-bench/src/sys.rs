@@ -268,3 +268,83 @@ pub fn write_eventfd(fd: RawFd) -> io::Result<()> {
         Err(io::Error::last_os_error())
     }
 }
+
+/// A raw io_uring multishot-poll loop, driven directly through the `io-uring` crate: the
+/// floor the `uring` backend is held to. Its ring is set up as the backend's is (completion
+/// ring of 4096, `COOP_TASKRUN` and `TASKRUN_FLAG` where the kernel takes them), so a ratio
+/// between the two is the backend's own work. `user_data` is the descriptor.
+pub struct RawUring {
+    ring: io_uring::IoUring,
+}
+
+impl RawUring {
+    /// A ring like the `uring` backend's.
+    pub fn new() -> io::Result<RawUring> {
+        let build = |coop: bool| {
+            let mut b = io_uring::IoUring::builder();
+            b.setup_cqsize(4096).setup_clamp();
+            if coop {
+                b.setup_coop_taskrun().setup_taskrun_flag();
+            }
+            b.build(256)
+        };
+        let ring = match build(true) {
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => build(false)?,
+            r => r?,
+        };
+        Ok(RawUring { ring })
+    }
+
+    /// Arms a multishot `POLL_ADD` on `fd` for reading (what the `uring` backend asks for on
+    /// `Interest::READ`) and submits it.
+    pub fn add(&mut self, fd: RawFd) -> io::Result<()> {
+        self.arm(fd)?;
+        self.ring.submit().map(drop)
+    }
+
+    fn arm(&mut self, fd: RawFd) -> io::Result<()> {
+        let events = RAW_EVENTS & 0xffff;
+        let sqe = io_uring::opcode::PollAdd::new(io_uring::types::Fd(fd), events)
+            .multi(true)
+            .build()
+            .user_data(fd as u64);
+        // SAFETY: a POLL_ADD entry points at no memory of ours.
+        while unsafe { self.ring.submission().push(&sqe) }.is_err() {
+            self.ring.submit()?;
+        }
+        Ok(())
+    }
+
+    /// Reaps the completions in the ring without a system call, entering the kernel (and
+    /// blocking) only when there are none or the kernel flags work for us; re-arms a poll
+    /// that ended. Returns how many readiness completions it took.
+    pub fn wait(&mut self) -> io::Result<usize> {
+        loop {
+            let mut ended = Vec::new();
+            let mut n = 0;
+            for cqe in self.ring.completion() {
+                if !io_uring::cqueue::more(cqe.flags()) {
+                    ended.push(cqe.user_data() as RawFd);
+                }
+                n += usize::from(cqe.result() > 0);
+            }
+            for fd in ended {
+                self.arm(fd)?;
+            }
+            let flagged = {
+                let sq = self.ring.submission();
+                !sq.is_empty() || sq.cq_overflow() || sq.taskrun()
+            };
+            if n > 0 && !flagged {
+                return Ok(n);
+            }
+            match self.ring.submit_and_wait(usize::from(n == 0)) {
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                r => drop(r?),
+            }
+            if n > 0 {
+                return Ok(n);
+            }
+        }
+    }
+}
