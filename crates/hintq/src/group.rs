@@ -37,6 +37,13 @@
 //! `rtsig` members poll their own set between waits of at most 5 ms, since an epoll set
 //! raises no signal: only the watcher finds a `One` readiness there, but every member still
 //! wakes at each slice.
+//!
+//! Size limit: the kernel bounds the wake-up paths from one file through nested epoll sets
+//! (`path_limits` in fs/eventpoll.c: 500 of depth 1, 100 of depth 2). A `One` descriptor
+//! reaches every member through the shared set and the member's own set, and on the epoll
+//! backends through the backend's set too: a group takes at most 100 members on `epoll*`
+//! and 500 on the others, beyond which [`Group::queue`] (or a `One` declaration) fails with
+//! `EINVAL`.
 
 use crate::backend::epoll::{rearm, remove, upsert};
 use crate::queue::{next_gen, token, untoken, GROUP_BIT, TOKEN_GROUP_OWN, TOKEN_GROUP_SHARED};
@@ -182,7 +189,9 @@ impl Group {
     /// receives the group's descriptors as well as those it declares itself.
     ///
     /// # Errors
-    /// Creating the queue or its epoll set, or registering existing `All` descriptors in it.
+    /// Creating the queue or its epoll set, or registering existing `All` descriptors in it;
+    /// `EINVAL` past the kernel's bound on nested wake-up paths (100 members on the epoll
+    /// backends, 500 on the others; see the module docs).
     pub fn queue(&self) -> io::Result<Queue> {
         let mut q = Queue::new(self.inner.backend)?;
         let own = Arc::new(sys::epoll_create()?);

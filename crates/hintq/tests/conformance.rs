@@ -954,3 +954,20 @@ fn every_backend_is_named_and_parsed() {
     assert_eq!(names.len(), 8);
     assert!(Backend::supported().contains(&Backend::Epoll));
 }
+
+/// The documented size limit of a group on the epoll backends (the kernel's 100 wake-up
+/// paths of depth 2): the 101st member is refused with `EINVAL`, an error and not a crash,
+/// and the 100 members before it still share a `One` descriptor.
+#[test]
+fn group_on_epoll_takes_100_members_and_refuses_the_101st() {
+    let group = Group::new(Backend::Epoll).unwrap();
+    let (rd, mut wr) = pair();
+    group.declare_interest(rd.as_raw_fd(), Interest::READ, Delivery::One).unwrap();
+    let mut members: Vec<Queue> =
+        (0..100).map(|i| group.queue().unwrap_or_else(|e| panic!("member {i}: {e}"))).collect();
+    let refused = group.queue().map(drop).unwrap_err();
+    assert_eq!(refused.raw_os_error(), Some(libc::EINVAL), "{refused}");
+    wr.write_all(b"1").unwrap();
+    let got = members.iter_mut().filter_map(|q| wait_for(q, rd.as_raw_fd(), MS(20))).count();
+    assert_eq!(got, 1, "exactly one of the 100 members gets the readiness");
+}
