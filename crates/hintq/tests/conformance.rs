@@ -17,7 +17,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{drain, pair, voluntary_switches, MS};
+use common::{drain, is_sleeping, pair, thread_id, voluntary_switches, MS};
 
 /// The backend if this kernel supports it; otherwise prints why the case is skipped.
 fn usable(b: Backend, case: &str) -> Option<Backend> {
@@ -714,7 +714,7 @@ fn wake_one_wakes_one(b: Backend) {
             );
             thread::spawn(move || {
                 let mut q = group.queue().unwrap();
-                tx.send(q.waker().unwrap()).unwrap();
+                tx.send((thread_id(), q.waker().unwrap())).unwrap();
                 let mut evs = [Event::default(); 8];
                 let switches = voluntary_switches();
                 loop {
@@ -734,10 +734,11 @@ fn wake_one_wakes_one(b: Backend) {
             })
         })
         .collect();
-    let wakers: Vec<_> = (0..MEMBERS).map(|_| rx.recv().unwrap()).collect();
+    let (tids, wakers): (Vec<_>, Vec<_>) = (0..MEMBERS).map(|_| rx.recv().unwrap()).unzip();
+    // Every member inside get_next_event and asleep in the kernel.
     let all_inside = |round: usize| {
         let deadline = Instant::now() + MS(5000);
-        while inside.load(Ordering::Acquire) < MEMBERS {
+        while inside.load(Ordering::Acquire) < MEMBERS || !tids.iter().all(|&t| is_sleeping(t)) {
             assert!(Instant::now() < deadline, "round {round}: a member never came back");
             thread::yield_now();
         }

@@ -64,3 +64,16 @@ pub fn voluntary_switches() -> u64 {
     unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
     ru.ru_nvcsw as u64
 }
+
+/// The calling thread's id.
+pub fn thread_id() -> libc::pid_t {
+    // SAFETY (test): gettid takes no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as libc::pid_t }
+}
+
+/// True if thread `tid` of this process is asleep (state `S` in `/proc/self/task/<tid>/stat`).
+pub fn is_sleeping(tid: libc::pid_t) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
+    // The state follows the command name, which is in parentheses and may hold spaces.
+    stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
+}
