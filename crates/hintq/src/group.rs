@@ -17,9 +17,10 @@
 //! * A member about to wait becomes the watcher if there is none or the watcher is busy (out
 //!   of `get_next_event`): it enables the shared set in its own set and disables it in the
 //!   busy member's. Otherwise it joins the idle list and waits on its own set alone.
-//! * A watcher leaving `get_next_event` hands the shared set to the longest-idle member, if
-//!   any: two `EPOLL_CTL_MOD` per wake-up, no wake-up of the new watcher unless the shared
-//!   set is ready at once. With no member idle it stays the watcher while busy, so a
+//! * A watcher leaving `get_next_event` (for a group readiness or anything else) hands the
+//!   shared set to the longest-idle member, if any: two `EPOLL_CTL_MOD`, no wake-up of the
+//!   new watcher unless the shared set is ready at once. A busy group, with no member idle,
+//!   makes no hand-off. With no member idle it stays the watcher while busy, so a
 //!   readiness arriving while every member is busy waits in its set for its next call, or
 //!   for the first member that comes to wait, which takes the shared set over. The nested
 //!   watch is level-triggered: enabling a ready shared set wakes its new watcher at once, so
