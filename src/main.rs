@@ -22,7 +22,7 @@ struct Cli {
 enum Command {
     /// List the event backends and whether this kernel supports each.
     Backends,
-    /// Run the papers' experiments (E1-E9) on this machine and write the report with plots.
+    /// Run the papers' experiments (E1-E10) on this machine and write the report with plots.
     Lab(hintq_lab::LabArgs),
     /// Run benchmarks.
     Bench {
@@ -60,6 +60,32 @@ enum BenchCommand {
     /// Strebelow & Prehofer: reactor, Leader/Followers, Half-Sync, sharded x backend x
     /// threads over 512 request/response connections.
     Patterns(bench_patterns::PatternsArgs),
+    /// Wake-ups per readiness of a descriptor shared by 1, 2, 4 and 8 blocked threads: a
+    /// Group with Delivery::One per backend, beside plain shared epoll and EPOLLEXCLUSIVE.
+    #[command(name = "wake-one")]
+    WakeOne(WakeArgs),
+}
+
+#[derive(Args)]
+struct WakeArgs {
+    /// One repetition of 100 readinesses per point (about 10 s).
+    #[arg(long)]
+    quick: bool,
+    /// CSV file for the raw rows [default: hintq-wake-one-<date>.csv].
+    #[arg(long, value_name = "FILE.csv")]
+    out: Option<PathBuf>,
+    /// Group backends to measure, comma-separated [default: all; the raw epoll ones always run].
+    #[arg(long, value_name = "a,b", value_delimiter = ',')]
+    backends: Option<Vec<Backend>>,
+    /// Repetitions of every point [default: 1 with --quick, else 3].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    reps: Option<u32>,
+    /// Readinesses per point [default: 100 with --quick, else 200].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    rounds: Option<u64>,
+    /// CPU to pin the member threads to [default: the last allowed one; the driver gets another].
+    #[arg(long, value_name = "N")]
+    cpu: Option<usize>,
 }
 
 #[derive(Args)]
@@ -110,6 +136,25 @@ fn main() -> ExitCode {
         Command::Bench { what: BenchCommand::Rtsig(args) } => bench_hist("rtsig", args),
         Command::Bench { what: BenchCommand::Gooch(args) } => bench_hist("gooch", args),
         Command::Bench { what: BenchCommand::Patterns(args) } => bench_patterns::run(args),
+        Command::Bench { what: BenchCommand::WakeOne(args) } => bench_wake(args),
+    }
+}
+
+fn bench_wake(args: WakeArgs) -> ExitCode {
+    let cfg = hintq_bench::Config {
+        quick: args.quick,
+        reps: args.reps,
+        backends: args.backends,
+        cpu: args.cpu,
+        out: args.out,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    match hintq_bench::run_wake(&cfg, args.rounds.map(|n| n as usize)) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hintq bench wake-one: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -9,7 +9,9 @@
 //!   just before and after it; the cost of that pair is measured and recorded).
 //! * **fig6b** — the readiness cycle (write 1 byte → `get_next_event` → read) with 1 active
 //!   socketpair among N idle eventfds: ns per cycle, timed over a batch of whole cycles. A
-//!   `write+read` row (no wait at all) is the floor under every cycle.
+//!   `write+read` row (no wait at all) is the floor under every cycle; beside `uring`, a raw
+//!   io_uring multishot-poll loop (`raw-uring`, [`sys::RawUring`]) is the floor of its own
+//!   mechanism.
 //! * **fig7** — with N idle descriptors registered, declaring interest in 256 more and
 //!   revoking it, each phase timed apart; the raw loop does `EPOLL_CTL_ADD` / `DEL`.
 //!
@@ -27,6 +29,10 @@
 //! `hintq bench patterns` ([`patterns`]) is Strebelow & Prehofer's benchmark of the thread
 //! patterns of `hintq-patterns`: it lives here, not in that runtime library, so that no
 //! library depends on a benchmark crate.
+//!
+//! `hintq bench wake-one` ([`wake`]) counts the threads woken per readiness of a descriptor
+//! shared by 1, 2, 4 and 8 blocked threads: a `Group` with `Delivery::One` on each backend,
+//! beside plain shared epoll and `EPOLLEXCLUSIVE` in the same run.
 
 #![warn(missing_docs)]
 
@@ -38,6 +44,7 @@ pub mod patterns;
 pub mod rec;
 pub mod report;
 pub mod sys;
+pub mod wake;
 
 use hintq::Backend;
 use micro::{Fds, Output, Plan};
@@ -115,7 +122,7 @@ pub fn run_micro(cfg: &Config) -> io::Result<Outcome> {
         ("repetitions".into(), reps.to_string()),
         ("time per measurement".into(), format!("{} ms after calibration", plan.target.as_millis())),
         ("fig6a method".into(), "clock read just before and after each get_next_event / epoll_wait call; writes and reads untimed; ops = calls".into()),
-        ("fig6b method".into(), format!("clock read around a batch of whole cycles (write 1 byte, wait with a {}-event array, read); ops = cycles", micro::CYCLE_ARRAY)),
+        ("fig6b method".into(), format!("clock read around a batch of whole cycles (write 1 byte, wait with a {}-event array, read); ops = cycles; raw-uring (with uring) = a multishot POLL_ADD per descriptor on a ring set up as the uring backend's (CQ 4096, COOP_TASKRUN, TASKRUN_FLAG), CQEs reaped from the ring, io_uring_enter only when none is there or the kernel flags work", micro::CYCLE_ARRAY)),
         ("fig7 method".into(), format!("clock read around a batch of {} declare_interest(READ) calls, then around their {} revokes; raw-epoll = epoll_ctl ADD / DEL; ops = calls", micro::BATCH, micro::BATCH)),
         ("descriptors".into(), "active: AF_UNIX stream socketpairs (non-blocking); idle: eventfds never written, registered for READ".into()),
     ]);
@@ -277,6 +284,63 @@ pub fn run_gooch(cfg: &Config) -> io::Result<Vec<rec::Rec>> {
     write_rows(&csv, &meta, &[], &rows)?;
     print!("{}", gooch::summary(&rows));
     closing(&rows, null, &meta, &csv, secs);
+    Ok(rows)
+}
+
+/// Runs `hintq bench wake-one`: writes the CSV, prints the raw rows as they come, the
+/// summary and the goal, returns the rows. `cfg.cpu` is the members' CPU (default: the last
+/// allowed one); the driver runs on another allowed CPU when there is one.
+///
+/// # Errors
+/// Setting up, a failing call, or a readiness not delivered.
+pub fn run_wake(cfg: &Config, rounds: Option<usize>) -> io::Result<Vec<wake::Row>> {
+    let allowed = sys::affinity()?;
+    let member_cpu = cfg.cpu.or(allowed.last().copied()).unwrap_or(0);
+    let driver_cpu = allowed.iter().copied().find(|&c| c != member_cpu).unwrap_or(member_cpu);
+    let Setup { mut meta, started, null, .. } = setup(&Config { cpu: Some(driver_cpu), ..cfg.clone() })?;
+    let mut targets: Vec<wake::Target> = Vec::new();
+    let mut notes = Vec::new();
+    for b in cfg.backends.clone().unwrap_or_else(|| Backend::ALL.to_vec()) {
+        match b.probe() {
+            Ok(()) => targets.push(wake::Target::Group(b)),
+            Err(why) => notes.push(format!("skipped group-{b}: {why}")),
+        }
+    }
+    targets.extend([wake::Target::EpollShared, wake::Target::EpollExclusive]);
+    let plan = wake::Plan {
+        reps: cfg.reps.unwrap_or(if cfg.quick { 1 } else { 3 }).max(1),
+        rounds: rounds.unwrap_or(if cfg.quick { 100 } else { 200 }).max(1),
+        targets,
+        member_cpu,
+    };
+    let names: Vec<String> = plan.targets.iter().map(|t| t.name()).collect();
+    meta.extend([
+        ("quick".into(), cfg.quick.to_string()),
+        ("repetitions".into(), plan.reps.to_string()),
+        ("readinesses per point".into(), plan.rounds.to_string()),
+        ("targets".into(), names.join(" ")),
+        ("member threads".into(), format!("{:?}, all pinned to CPU {member_cpu}; the driver (writer) pinned to CPU {driver_cpu}", wake::MEMBERS)),
+        ("method".into(), "a round: every member thread inside its wait and asleep (state S in /proc/self/task/<tid>/stat), the driver writes 1 byte on an AF_UNIX stream pair, and waits until a member has read it (the member reads until EAGAIN); wakeups = voluntary context switches (getrusage RUSAGE_THREAD) of the member threads, returns = returns from the wait (Stats::waits for a group member, epoll_wait returns for the raw ones), each minus one per thread for the stop that ends its last wait; empty = wake-ups that found nothing to read".into()),
+        ("epoll-shared".into(), "N threads in epoll_wait on one epoll set holding the descriptor, EPOLLIN, level-triggered".into()),
+        ("epoll-exclusive".into(), "N threads, each in epoll_wait on its own epoll set holding the descriptor with EPOLLIN | EPOLLEXCLUSIVE".into()),
+        ("group".into(), "hintq::Group on the backend, the descriptor declared with Delivery::One; each member thread get_next_event(array of 8, no timeout) on its own member queue".into()),
+    ]);
+    notes.iter().for_each(|n| println!("{n}"));
+    println!("{}", wake::COLUMNS);
+    let rows = wake::run(&plan)?;
+    meta.extend(notes.iter().map(|n| ("note".to_string(), n.clone())));
+    let secs = finish(&mut meta, started);
+    let csv = csv_path(cfg, "wake-one", started);
+    let mut w = BufWriter::new(File::create(&csv)?);
+    wake::write_csv(&mut w, &meta, &rows)?;
+    io::Write::flush(&mut w)?;
+    print!("{}", wake::summary(&rows));
+    println!(
+        "\nnull system call {null:.0} ns (PERF.md floor 75-88 ns); load average before {} / after {}",
+        meta_get(&meta, "loadavg before"),
+        meta_get(&meta, "loadavg after")
+    );
+    println!("{} rows written to {} in {secs:.1} s", rows.len(), csv.display());
     Ok(rows)
 }
 

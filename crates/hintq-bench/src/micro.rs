@@ -2,8 +2,8 @@
 //! turn (the order rotates with the repetition, so drift on a shared machine falls on every
 //! target alike), each on a fresh queue (or epoll instance) with the same descriptors.
 
-use crate::report::{Experiment, Row, Skip, Spread, BASELINE, RAW};
-use crate::sys::{self, RawEpoll};
+use crate::report::{Experiment, Row, Skip, Spread, BASELINE, RAW, RAW_URING};
+use crate::sys::{self, RawEpoll, RawUring};
 use hintq::{Backend, Event, Interest, Queue};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -27,6 +27,8 @@ pub const BATCH: usize = 256;
 pub enum Target {
     /// The raw `epoll_wait`/`epoll_ctl` loop.
     Raw,
+    /// fig6b only, beside `uring`: the raw io_uring multishot-poll loop.
+    RawUring,
     /// A [`Queue`] on this backend.
     Queue(Backend),
     /// fig6b only: write and read with no wait in between.
@@ -38,6 +40,7 @@ impl Target {
     pub fn name(self) -> &'static str {
         match self {
             Target::Raw => RAW,
+            Target::RawUring => RAW_URING,
             Target::Queue(b) => b.name(),
             Target::Baseline => BASELINE,
         }
@@ -302,7 +305,7 @@ pub fn fig6a(plan: &Plan, out: &mut Output) -> io::Result<()> {
                             Ok(s)
                         })?
                     }
-                    Target::Baseline => unreachable!("fig6a has no baseline"),
+                    Target::Baseline | Target::RawUring => unreachable!("fig6a has no {}", t.name()),
                 };
                 out.rows.push(Row {
                     array_max: Some(k),
@@ -317,8 +320,12 @@ pub fn fig6a(plan: &Plan, out: &mut Output) -> io::Result<()> {
 
 /// fig6b: the readiness cycle, write 1 byte -> get_next_event -> read, on one socketpair
 /// while `idle` eventfds are registered too. The clock is read around a batch of cycles.
+/// Beside `uring`, the raw io_uring loop ([`RawUring`]) runs the same cycle.
 pub fn fig6b(plan: &Plan, fds: &Fds, out: &mut Output) -> io::Result<()> {
     let mut targets = vec![Target::Raw, Target::Baseline];
+    if plan.backends.contains(&Backend::Uring) {
+        targets.push(Target::RawUring);
+    }
     targets.extend(plan.backends.iter().map(|&b| Target::Queue(b)));
     let (watched, peer) = (fds.active.0.as_raw_fd(), fds.active.1.as_raw_fd());
     for rep in 0..plan.reps {
@@ -344,6 +351,14 @@ pub fn fig6b(plan: &Plan, fds: &Fds, out: &mut Output) -> io::Result<()> {
                         let mut evs = [Event::default(); CYCLE_ARRAY];
                         cycles(plan.target, peer, watched, || match q.get_next_event(&mut evs, None)? {
                             0 => Err(nothing("get_next_event")),
+                            _ => Ok(()),
+                        })?
+                    }
+                    Target::RawUring => {
+                        let mut ring = RawUring::new()?;
+                        registered().try_for_each(|fd| ring.add(fd))?;
+                        cycles(plan.target, peer, watched, || match ring.wait()? {
+                            0 => Err(nothing("io_uring_enter")),
                             _ => Ok(()),
                         })?
                     }
@@ -415,7 +430,7 @@ pub fn fig7(plan: &Plan, fds: &Fds, out: &mut Output) -> io::Result<()> {
                         let r = declare_revoke(plan.target, no_state, revoke, extra)?;
                         phases.push(r.row(Experiment::Fig7, t, rep, "declare-nostate", 0));
                     }
-                    Target::Baseline => unreachable!("fig7 has no baseline"),
+                    Target::Baseline | Target::RawUring => unreachable!("fig7 has no {}", t.name()),
                 }
                 for row in phases {
                     out.rows.push(Row { idle: Some(n), batch: Some(BATCH), ..row });

@@ -134,3 +134,159 @@ pub fn set_sigpending(soft: u64) -> io::Result<()> {
     // SAFETY: the kernel only reads the live rlimit.
     cvt(unsafe { libc::setrlimit(libc::RLIMIT_SIGPENDING, &lim) }).map(drop)
 }
+
+/// Voluntary context switches of this thread so far: each is a sleep, so their growth over a
+/// run counts the thread's wake-ups.
+pub fn voluntary_switches() -> u64 {
+    // SAFETY: an all-zero rusage is valid; the kernel fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is live and exclusively borrowed.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    ru.ru_nvcsw as u64
+}
+
+/// The calling thread's id.
+pub fn gettid() -> libc::pid_t {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as libc::pid_t }
+}
+
+/// True if thread `tid` of this process is asleep (state `S` in `/proc/self/task/<tid>/stat`).
+pub fn is_sleeping(tid: libc::pid_t) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
+    // The state follows the command name, which is in parentheses and may hold spaces.
+    stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
+}
+
+/// A new epoll instance.
+pub fn epoll_create() -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall.
+    let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+    // SAFETY: `fd` was just created and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `EPOLL_CTL_ADD` of `fd` to `epfd` with `events` and `data`.
+pub fn epoll_add(epfd: RawFd, fd: RawFd, events: u32, data: u64) -> io::Result<()> {
+    let mut ev = libc::epoll_event { events, u64: data };
+    // SAFETY: the kernel only reads the live event.
+    cvt(unsafe { libc::epoll_ctl(epfd, libc::EPOLL_CTL_ADD, fd, &mut ev) }).map(drop)
+}
+
+/// One blocking `epoll_wait` on `epfd` (no timeout); returns the reports' data. `EINTR` is an
+/// empty return.
+pub fn epoll_wait_data(epfd: RawFd, buf: &mut [libc::epoll_event]) -> io::Result<Vec<u64>> {
+    // SAFETY: the kernel writes at most `buf.len()` entries into the live buffer.
+    let n = unsafe { libc::epoll_wait(epfd, buf.as_mut_ptr(), buf.len() as libc::c_int, -1) };
+    match cvt(n) {
+        Ok(n) => Ok(buf[..n as usize].iter().map(|e| e.u64).collect()),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads `fd` until it would block; returns the bytes read (0: nothing was there).
+pub fn drain_all(fd: RawFd) -> usize {
+    let mut buf = [0u8; 256];
+    let mut total = 0;
+    loop {
+        // SAFETY: reads into a live local buffer of its length.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            return total;
+        }
+        total += n as usize;
+    }
+}
+
+/// Adds 1 to an eventfd's counter, making it readable.
+pub fn write_eventfd(fd: RawFd) -> io::Result<()> {
+    let one = 1u64;
+    // SAFETY: writes 8 bytes from a live u64.
+    let n = unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+    if n == 8 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// A raw io_uring multishot-poll loop, driven directly through the `io-uring` crate: the
+/// floor the `uring` backend is held to. Its ring is set up as the backend's is (completion
+/// ring of 4096, `COOP_TASKRUN` and `TASKRUN_FLAG` where the kernel takes them), so a ratio
+/// between the two is the backend's own work. `user_data` is the descriptor.
+pub struct RawUring {
+    ring: io_uring::IoUring,
+}
+
+impl RawUring {
+    /// A ring like the `uring` backend's.
+    pub fn new() -> io::Result<RawUring> {
+        let build = |coop: bool| {
+            let mut b = io_uring::IoUring::builder();
+            b.setup_cqsize(4096).setup_clamp();
+            if coop {
+                b.setup_coop_taskrun().setup_taskrun_flag();
+            }
+            b.build(256)
+        };
+        let ring = match build(true) {
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => build(false)?,
+            r => r?,
+        };
+        Ok(RawUring { ring })
+    }
+
+    /// Arms a multishot `POLL_ADD` on `fd` for reading (what the `uring` backend asks for on
+    /// `Interest::READ`) and submits it.
+    pub fn add(&mut self, fd: RawFd) -> io::Result<()> {
+        self.arm(fd)?;
+        self.ring.submit().map(drop)
+    }
+
+    fn arm(&mut self, fd: RawFd) -> io::Result<()> {
+        let events = RAW_EVENTS & 0xffff;
+        let sqe = io_uring::opcode::PollAdd::new(io_uring::types::Fd(fd), events)
+            .multi(true)
+            .build()
+            .user_data(fd as u64);
+        // SAFETY: a POLL_ADD entry points at no memory of ours.
+        while unsafe { self.ring.submission().push(&sqe) }.is_err() {
+            self.ring.submit()?;
+        }
+        Ok(())
+    }
+
+    /// Reaps the completions in the ring without a system call, entering the kernel (and
+    /// blocking) only when there are none or the kernel flags work for us; re-arms a poll
+    /// that ended. Returns how many readiness completions it took.
+    pub fn wait(&mut self) -> io::Result<usize> {
+        loop {
+            let mut ended = Vec::new();
+            let mut n = 0;
+            for cqe in self.ring.completion() {
+                if !io_uring::cqueue::more(cqe.flags()) {
+                    ended.push(cqe.user_data() as RawFd);
+                }
+                n += usize::from(cqe.result() > 0);
+            }
+            for fd in ended {
+                self.arm(fd)?;
+            }
+            let flagged = {
+                let sq = self.ring.submission();
+                !sq.is_empty() || sq.cq_overflow() || sq.taskrun()
+            };
+            if n > 0 && !flagged {
+                return Ok(n);
+            }
+            match self.ring.submit_and_wait(usize::from(n == 0)) {
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                r => drop(r?),
+            }
+            if n > 0 {
+                return Ok(n);
+            }
+        }
+    }
+}

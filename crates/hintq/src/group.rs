@@ -4,17 +4,52 @@
 //! [`Delivery::One`]) and one epoll set per member (for [`Delivery::All`]). Every watch in
 //! these sets is `EPOLLONESHOT`, so once a readiness is taken by one `epoll_wait` no other
 //! thread can take it until the member that took it re-arms it, which it does at its next
-//! `get_next_event` (after handling). That is what makes `One` exactly-once, stronger than
-//! `EPOLLEXCLUSIVE`, which wakes "one or more" waiters. Each member's own backend watches the
-//! group's sets for readability under internal tokens, so a member blocked on any backend
-//! wakes when the group has work. All members wake for a `One` readiness (a thundering herd
-//! bounded by the group size); one of them takes it, the others go back to waiting without
-//! returning.
+//! `get_next_event` (after handling), or when its queue is dropped. That is what makes `One`
+//! exactly-once, stronger than `EPOLLEXCLUSIVE`, which wakes "one or more" waiters.
+//!
+//! Each member's own backend watches the member's own set for readability under an internal
+//! token, so a member blocked on any backend wakes when its set has work. Wake-one: the
+//! shared set is nested in every member's own set, but enabled in exactly one at a time, the
+//! *watcher*'s, so a `One` readiness wakes that member and no other. The group keeps the
+//! watcher and a FIFO of the other members blocked in `get_next_event` (*idle*), under its
+//! lock:
+//!
+//! * A member about to wait becomes the watcher if there is none or the watcher is busy (out
+//!   of `get_next_event`): it enables the shared set in its own set and disables it in the
+//!   busy member's. Otherwise it joins the idle list and waits on its own set alone.
+//! * A watcher leaving `get_next_event` (for a group readiness or anything else) hands the
+//!   shared set to the longest-idle member, if any: two `EPOLL_CTL_MOD`, no wake-up of the
+//!   new watcher unless the shared set is ready at once. A busy group, with no member idle,
+//!   makes no hand-off. With no member idle it stays the watcher while busy, so a
+//!   readiness arriving while every member is busy waits in its set for its next call, or
+//!   for the first member that comes to wait, which takes the shared set over. The nested
+//!   watch is level-triggered: enabling a ready shared set wakes its new watcher at once, so
+//!   nothing is lost in a hand-off.
+//! * A dropped member re-arms what it took and did not re-arm yet, then hands the shared set
+//!   on as if it left, so a readiness it took is not stranded.
+//!
+//! Why not the kernel's wake-one: `EPOLLEXCLUSIVE` is refused (`EINVAL`) for an epoll
+//! descriptor as the target, so it cannot nest the shared set, and on the descriptors
+//! themselves it excludes `EPOLLONESHOT` (no exactly-once) and wakes "one or more" waiters;
+//! `poll`, `select`, `gooch` and `rtsig` members have no exclusive wait at all. A wait queue
+//! entry of an io_uring poll stays armed while its thread is busy, so even where the kernel
+//! could pick one waiter it would not pick a blocked one.
+//!
+//! `rtsig` members poll their own set between waits of at most 5 ms, since an epoll set
+//! raises no signal: only the watcher finds a `One` readiness there, but every member still
+//! wakes at each slice.
+//!
+//! Size limit: the kernel bounds the wake-up paths from one file through nested epoll sets
+//! (`path_limits` in fs/eventpoll.c: 500 of depth 1, 100 of depth 2). A `One` descriptor
+//! reaches every member through the shared set and the member's own set, and on the epoll
+//! backends through the backend's set too: a group takes at most 100 members on `epoll*`
+//! and 500 on the others, beyond which [`Group::queue`] (or a `One` declaration) fails with
+//! `EINVAL`.
 
 use crate::backend::epoll::{rearm, remove, upsert};
 use crate::queue::{next_gen, token, untoken, GROUP_BIT, TOKEN_GROUP_OWN, TOKEN_GROUP_SHARED};
 use crate::{sys, Backend, Event, Interest, Queue, State};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -46,6 +81,25 @@ struct Table {
     regs: HashMap<RawFd, Reg>,
     members: Vec<Weak<OwnedFd>>,
     gen: u32,
+    /// The member whose own set holds the shared set.
+    watcher: Option<Watcher>,
+    /// Members waiting in `get_next_event` without the shared set, longest waiting first.
+    /// Not empty only while the watcher is waiting too.
+    idle: VecDeque<Member>,
+    next_id: u64,
+}
+
+/// A member as the group's wake-one bookkeeping knows it.
+#[derive(Clone)]
+struct Member {
+    id: u64,
+    own: Arc<OwnedFd>,
+}
+
+struct Watcher {
+    member: Member,
+    /// In `get_next_event` (false: busy in the application, or gone).
+    waiting: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -63,10 +117,61 @@ impl Inner {
     }
 }
 
+/// Enables (`EPOLLIN`, level-triggered) or disables the shared set nested in a member's own
+/// set. It is nested once, disabled, when the member joins, and then only modified: an
+/// `EPOLL_CTL_ADD` of an epoll set walks every watch in it for the kernel's loop and path
+/// checks (under a global mutex), a `MOD` does not. A disabled nested set does not wake its
+/// member: the kernel's callback skips a watch whose events do not include the readiness.
+fn watch_shared(own: &OwnedFd, shared: RawFd, enabled: bool) -> io::Result<()> {
+    let events = if enabled { libc::EPOLLIN as u32 } else { 0 };
+    sys::epoll_ctl(own.as_raw_fd(), libc::EPOLL_CTL_MOD, shared, events, TOKEN_GROUP_SHARED)
+}
+
 impl Table {
     fn live_members(&mut self) -> Vec<Arc<OwnedFd>> {
         self.members.retain(|m| m.strong_count() > 0);
         self.members.iter().filter_map(Weak::upgrade).collect()
+    }
+
+    fn is_watcher(&self, id: u64) -> bool {
+        self.watcher.as_ref().is_some_and(|w| w.member.id == id)
+    }
+
+    /// Makes `to` the watcher: enables the shared set `shared` in its own set, then disables
+    /// it in the previous watcher's (enable first, so that it is never watched by nobody; a
+    /// readiness in between wakes both, once). On failure nothing changed.
+    fn move_watch(&mut self, shared: RawFd, to: &Member, waiting: bool) -> io::Result<()> {
+        if !self.is_watcher(to.id) {
+            watch_shared(&to.own, shared, true)?;
+            if let Some(old) = &self.watcher {
+                // Failing, the set stays enabled in both: a member more wakes, none is lost.
+                let _ = watch_shared(&old.member.own, shared, false);
+            }
+        }
+        self.watcher = Some(Watcher { member: to.clone(), waiting });
+        Ok(())
+    }
+
+    /// `me` stops waiting (or leaves the group): a watcher hands the shared set to the
+    /// longest-idle member; with none idle it keeps it while busy, or, leaving, drops it.
+    fn stop_waiting(&mut self, shared: RawFd, me: &Member, leaving: bool) {
+        self.idle.retain(|m| m.id != me.id);
+        if !self.is_watcher(me.id) {
+            return;
+        }
+        while let Some(next) = self.idle.pop_front() {
+            if self.move_watch(shared, &next, true).is_ok() {
+                return;
+            }
+            // That member's set refused the change (out of memory): it goes on waiting
+            // without the shared set; try the next.
+        }
+        if leaving {
+            // The own set is closed with the member's last reference, in the caller.
+            self.watcher = None;
+        } else if let Some(w) = &mut self.watcher {
+            w.waiting = false;
+        }
     }
 }
 
@@ -85,23 +190,29 @@ impl Group {
     /// receives the group's descriptors as well as those it declares itself.
     ///
     /// # Errors
-    /// Creating the queue or its epoll set, or registering existing `All` descriptors in it.
+    /// Creating the queue or its epoll set, or registering existing `All` descriptors in it;
+    /// `EINVAL` past the kernel's bound on nested wake-up paths (100 members on the epoll
+    /// backends, 500 on the others; see the module docs).
     pub fn queue(&self) -> io::Result<Queue> {
         let mut q = Queue::new(self.inner.backend)?;
         let own = Arc::new(sys::epoll_create()?);
-        {
+        let id = {
             let mut t = self.inner.lock();
             for (&fd, r) in t.regs.iter().filter(|(_, r)| r.delivery == Delivery::All) {
                 let data = GROUP_BIT | token(fd, r.gen);
                 upsert(own.as_raw_fd(), fd, sys::epoll_events(r.interest) | ONESHOT, data, true)?;
             }
             t.members.push(Arc::downgrade(&own));
-        }
-        q.watch_internal(self.inner.shared.as_raw_fd(), TOKEN_GROUP_SHARED)?;
+            let shared = self.inner.shared.as_raw_fd();
+            sys::epoll_ctl(own.as_raw_fd(), libc::EPOLL_CTL_ADD, shared, 0, TOKEN_GROUP_SHARED)?;
+            t.next_id += 1;
+            t.next_id
+        };
         q.watch_internal(own.as_raw_fd(), TOKEN_GROUP_OWN)?;
         q.group = Some(GroupLink {
             inner: Arc::clone(&self.inner),
-            own,
+            me: Member { id, own },
+            waiting: false,
             rearm: Vec::new(),
             more: false,
             buf: Vec::new(),
@@ -155,7 +266,10 @@ impl Group {
 /// A member queue's tie to its group.
 pub(crate) struct GroupLink {
     inner: Arc<Inner>,
-    own: Arc<OwnedFd>,
+    /// This member; `me.own` is its own set, which its backend watches.
+    me: Member,
+    /// Between [`GroupLink::start_waiting`] and [`GroupLink::stop_waiting`].
+    waiting: bool,
     /// Tokens delivered by the last call, to re-arm at the next.
     rearm: Vec<u64>,
     /// The last harvest filled its buffer: more may be waiting without a new wake-up.
@@ -164,7 +278,9 @@ pub(crate) struct GroupLink {
 }
 
 impl GroupLink {
-    /// Takes up to `max` reports from the shared set or the member's own set.
+    /// Takes up to `max` reports from the shared set or the member's own set. The own set
+    /// reports the shared set nested in it (this member is, or was, the watcher) under
+    /// [`TOKEN_GROUP_SHARED`]: the shared set is then harvested too.
     pub(crate) fn harvest(
         &mut self,
         which: u64,
@@ -172,7 +288,7 @@ impl GroupLink {
         mut push: impl FnMut(u64, State),
     ) -> io::Result<()> {
         let epfd =
-            if which == TOKEN_GROUP_OWN { self.own.as_raw_fd() } else { self.inner.shared.as_raw_fd() };
+            if which == TOKEN_GROUP_OWN { self.me.own.as_raw_fd() } else { self.inner.shared.as_raw_fd() };
         let max = max.clamp(1, 1024);
         self.buf.resize(max, libc::epoll_event { events: 0, u64: 0 });
         let n = match sys::epoll_wait(epfd, &mut self.buf, 0) {
@@ -180,10 +296,55 @@ impl GroupLink {
             r => r?,
         };
         self.more |= n == max;
+        let mut nested = false;
         for ev in &self.buf[..n] {
-            push(ev.u64, sys::state_from_epoll(ev.events));
+            if ev.u64 == TOKEN_GROUP_SHARED {
+                nested = true;
+            } else {
+                push(ev.u64, sys::state_from_epoll(ev.events));
+            }
+        }
+        if nested {
+            self.harvest(TOKEN_GROUP_SHARED, max, push)?;
         }
         Ok(())
+    }
+
+    /// The member is about to wait in its backend: it becomes the watcher if there is none
+    /// or the watcher is busy, else it joins the idle members. Repeated waits within one
+    /// `get_next_event` change nothing.
+    pub(crate) fn start_waiting(&mut self) -> io::Result<()> {
+        if self.waiting {
+            return Ok(());
+        }
+        let mut t = self.inner.lock();
+        let shared = self.inner.shared.as_raw_fd();
+        match &t.watcher {
+            Some(w) if w.waiting && w.member.id != self.me.id => t.idle.push_back(self.me.clone()),
+            _ => t.move_watch(shared, &self.me, true)?,
+        }
+        self.waiting = true;
+        Ok(())
+    }
+
+    /// `get_next_event` returns: a watcher hands the shared set to an idle member.
+    pub(crate) fn stop_waiting(&mut self) {
+        if std::mem::take(&mut self.waiting) {
+            let shared = self.inner.shared.as_raw_fd();
+            self.inner.lock().stop_waiting(shared, &self.me, false);
+        }
+    }
+
+    /// The member queue is dropped with `pending` group reports harvested and not delivered:
+    /// re-arms them and what it delivered since its last call, so that a readiness it took
+    /// reaches another member, and hands the shared set on.
+    pub(crate) fn leave(&mut self, pending: impl Iterator<Item = u64>) {
+        self.rearm.extend(pending);
+        // Failing, the descriptor is gone or the kernel out of memory; nothing to return to.
+        let _ = self.rearm();
+        self.waiting = false;
+        let shared = self.inner.shared.as_raw_fd();
+        self.inner.lock().stop_waiting(shared, &self.me, true);
     }
 
     /// Before blocking: if a harvest left reports behind, take them now, since an
@@ -218,7 +379,7 @@ impl GroupLink {
             let Some(reg) = t.regs.get(&fd).filter(|r| r.gen == gen) else { continue };
             let epfd = match reg.delivery {
                 Delivery::One => self.inner.shared.as_raw_fd(),
-                Delivery::All => self.own.as_raw_fd(),
+                Delivery::All => self.me.own.as_raw_fd(),
             };
             rearm(epfd, fd, sys::epoll_events(reg.interest) | ONESHOT, tok)?;
             n += 1;

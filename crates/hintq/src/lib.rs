@@ -41,8 +41,9 @@
 //!   registrations falls back, when it overflows, to a descriptor-order scan whose start
 //!   rotates so that no descriptor starves (the paper's scan always began at 0 and could).
 //! * **Process-wide interest.** A [`Group`] of per-thread queues delivers a descriptor's
-//!   readiness to exactly one member ([`Delivery::One`], the paper's `SO_WAKEUP_ONE`) or to
-//!   every member ([`Delivery::All`]).
+//!   readiness to exactly one member ([`Delivery::One`], the paper's `SO_WAKEUP_ONE`: it
+//!   wakes one member blocked in `get_next_event`, not all) or to every member
+//!   ([`Delivery::All`]).
 //!
 //! ## Cost per backend
 //!

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 /// a [`crate::Group`], whose generations come from the group.
 pub(crate) const GROUP_BIT: u64 = 1 << 63;
 pub(crate) const TOKEN_WAKER: u64 = 0;
+/// The group's shared set, as nested in a member's own set (never watched by a backend).
 pub(crate) const TOKEN_GROUP_SHARED: u64 = 1;
 pub(crate) const TOKEN_GROUP_OWN: u64 = 2;
 
@@ -434,6 +435,15 @@ impl Queue {
         if events.is_empty() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty event array"));
         }
+        let r = self.next_events(events, timeout);
+        if let Some(g) = &mut self.group {
+            g.stop_waiting();
+        }
+        r
+    }
+
+    /// `get_next_event` for a valid array; a group member may be left waiting in its group.
+    fn next_events(&mut self, events: &mut [Event], timeout: Option<Duration>) -> io::Result<usize> {
         self.rearm_delivered()?;
         // A timeout too large to add to the clock is no timeout at all.
         let timeout = timeout.filter(|t| Instant::now().checked_add(*t).is_some());
@@ -463,6 +473,9 @@ impl Queue {
             if !self.fifo.is_empty() {
                 continue;
             }
+            if let Some(g) = &mut self.group {
+                g.start_waiting()?;
+            }
             self.stats.waits += 1;
             match self.poller.wait(&mut self.ready, events.len().max(HARVEST_MIN), remaining) {
                 Ok(()) => {}
@@ -488,7 +501,7 @@ impl Queue {
                     self.woken = true;
                     self.rearm_internal(TOKEN_WAKER)?;
                 }
-                TOKEN_GROUP_SHARED | TOKEN_GROUP_OWN => {
+                TOKEN_GROUP_OWN => {
                     self.group_harvest(r.token, max)?;
                     self.rearm_internal(r.token)?;
                 }
@@ -706,6 +719,16 @@ impl Queue {
                 let (fd, gen) = untoken(e.token);
                 slots.get(fd as usize).is_some_and(|s| s.gen == gen && s.pending)
             });
+        }
+    }
+}
+
+impl Drop for Queue {
+    /// A group member re-arms the group descriptors it took and did not re-arm yet
+    /// (delivered, or still in the FIFO), so that another member gets them.
+    fn drop(&mut self) {
+        if let Some(g) = &mut self.group {
+            g.leave(self.fifo.iter().map(|e| e.token).filter(|t| t & GROUP_BIT != 0));
         }
     }
 }

@@ -17,7 +17,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{drain, pair, MS};
+use common::{drain, is_sleeping, pair, thread_id, voluntary_switches, MS};
 
 /// The backend if this kernel supports it; otherwise the case is skipped, saying why (a
 /// failure under `HINTQ_REQUIRE_TOOLS`).
@@ -682,6 +682,140 @@ fn shared_listener_accepts_once(b: Backend) {
     drop(clients);
 }
 
+/// `Delivery::One` wakes one member, not all: with four members blocked in
+/// `get_next_event`, each readiness wakes about one of them (a thundering herd wakes four).
+/// Counted, not timed: the members' voluntary context switches (each a sleep that ended,
+/// whether or not the kernel's wait returned to user space: nested epoll wakes a waiter
+/// that finds nothing and sleeps again inside `epoll_wait`) and their backend waits
+/// ([`hintq::Stats::waits`], returns from the wait).
+fn wake_one_wakes_one(b: Backend) {
+    const MEMBERS: usize = 4;
+    const ROUNDS: usize = 200;
+    let group = Group::new(b).unwrap();
+    let (rd, mut wr) = pair();
+    let rdfd = rd.as_raw_fd();
+    group.declare_interest(rdfd, Interest::READ, Delivery::One).unwrap();
+    let consumed = Arc::new(AtomicUsize::new(0));
+    let duplicates = Arc::new(AtomicUsize::new(0));
+    let inside = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let members: Vec<_> = (0..MEMBERS)
+        .map(|_| {
+            let (group, consumed, duplicates, inside, stop, tx) = (
+                group.clone(),
+                consumed.clone(),
+                duplicates.clone(),
+                inside.clone(),
+                stop.clone(),
+                tx.clone(),
+            );
+            thread::spawn(move || {
+                let mut q = group.queue().unwrap();
+                tx.send((thread_id(), q.waker().unwrap())).unwrap();
+                let mut evs = [Event::default(); 8];
+                let switches = voluntary_switches();
+                loop {
+                    inside.fetch_add(1, Ordering::AcqRel);
+                    let n = q.get_next_event(&mut evs, None).unwrap();
+                    inside.fetch_sub(1, Ordering::AcqRel);
+                    if stop.load(Ordering::Acquire) {
+                        return (voluntary_switches() - switches, q.stats().waits);
+                    }
+                    for ev in evs[..n].iter().filter(|e| e.fd() == rdfd) {
+                        match drain(ev.fd()) {
+                            0 => duplicates.fetch_add(1, Ordering::Relaxed),
+                            k => consumed.fetch_add(k, Ordering::AcqRel),
+                        };
+                    }
+                }
+            })
+        })
+        .collect();
+    let (tids, wakers): (Vec<_>, Vec<_>) = (0..MEMBERS).map(|_| rx.recv().unwrap()).unzip();
+    // Every member inside get_next_event and asleep in the kernel.
+    let all_inside = |round: usize| {
+        let deadline = Instant::now() + MS(5000);
+        while inside.load(Ordering::Acquire) < MEMBERS || !tids.iter().all(|&t| is_sleeping(t)) {
+            assert!(Instant::now() < deadline, "round {round}: a member never came back");
+            thread::yield_now();
+        }
+    };
+    for round in 0..ROUNDS {
+        all_inside(round);
+        wr.write_all(b"1").unwrap();
+        let deadline = Instant::now() + MS(5000);
+        while consumed.load(Ordering::Acquire) <= round {
+            assert!(Instant::now() < deadline, "round {round}: readiness lost");
+            thread::yield_now();
+        }
+    }
+    all_inside(ROUNDS);
+    stop.store(true, Ordering::Release);
+    wakers.iter().for_each(|w| w.wake().unwrap());
+    let (switches, waits) =
+        members.into_iter().map(|m| m.join().unwrap()).fold((0, 0), |(s, w), (s1, w1)| (s + s1, w + w1));
+    assert_eq!(consumed.load(Ordering::Relaxed), ROUNDS);
+    assert_eq!(duplicates.load(Ordering::Relaxed), 0, "a readiness reached two members");
+    if b == Backend::Rtsig {
+        // rtsig members poll the group's sets every 5 ms (an epoll set raises no signal), so
+        // their wake-ups count those slices too, not readiness alone: exactly-once only.
+        return;
+    }
+    // Every member's last sleep was ended by its waker; the others by readiness.
+    let per = |n: u64| n.saturating_sub(MEMBERS as u64) as f64 / ROUNDS as f64;
+    let (woken, returned) = (per(switches), per(waits));
+    assert!(
+        woken <= 1.3 && returned <= 1.3,
+        "per readiness with {MEMBERS} members blocked: {woken:.2} wake-ups, {returned:.2} returns from the wait"
+    );
+}
+
+/// `Delivery::One` readiness that arrives while every member is busy is delivered to the
+/// first member that comes back, whichever member last watched the group.
+fn wake_one_nothing_lost_while_busy(b: Backend) {
+    let group = Group::new(b).unwrap();
+    let (rd1, mut wr1) = pair();
+    let (rd2, mut wr2) = pair();
+    group.declare_interest(rd1.as_raw_fd(), Interest::READ, Delivery::One).unwrap();
+    group.declare_interest(rd2.as_raw_fd(), Interest::READ, Delivery::One).unwrap();
+    let mut a = group.queue().unwrap();
+    let mut b_ = group.queue().unwrap();
+    // `a` waits first, `b_` after it; then both are busy when the readiness comes.
+    for (round, wr) in [&mut wr1, &mut wr2].into_iter().enumerate() {
+        let rdfd = [rd1.as_raw_fd(), rd2.as_raw_fd()][round];
+        assert!(collect(&mut a, 8, MS(30)).iter().all(|e| e.fd() != rdfd));
+        assert!(collect(&mut b_, 8, MS(30)).iter().all(|e| e.fd() != rdfd));
+        wr.write_all(b"1").unwrap();
+        let q = if round == 0 { &mut b_ } else { &mut a };
+        assert!(wait_for(q, rdfd, MS(2000)).is_some(), "round {round}: readiness lost while all were busy");
+        drain(rdfd);
+    }
+}
+
+/// A member that takes a `Delivery::One` readiness and is dropped before it calls
+/// `get_next_event` again (so before the descriptor is re-armed) does not strand it: the
+/// readiness, still there, reaches another member.
+fn wake_one_taker_drops(b: Backend) {
+    let group = Group::new(b).unwrap();
+    let (rd, mut wr) = pair();
+    let rdfd = rd.as_raw_fd();
+    group.declare_interest(rdfd, Interest::READ, Delivery::One).unwrap();
+    let mut taker = group.queue().unwrap();
+    wr.write_all(b"1").unwrap();
+    assert!(wait_for(&mut taker, rdfd, MS(2000)).is_some());
+    let other = {
+        let group = group.clone();
+        thread::spawn(move || {
+            let mut q = group.queue().unwrap();
+            wait_for(&mut q, rdfd, MS(3000)).is_some()
+        })
+    };
+    thread::sleep(MS(20)); // not needed for the outcome; lets `other` block first mostly
+    drop(taker); // the data was not read: the descriptor is still readable
+    assert!(other.join().unwrap(), "the readiness the dropped member took was stranded");
+}
+
 /// `Delivery::All`: every member hears of each readiness.
 fn deliver_to_all(b: Backend) {
     let group = Group::new(b).unwrap();
@@ -788,7 +922,8 @@ macro_rules! suite {
                     overflow_scan_fairness, timeouts_and_waker, eintr_storm, hangup_and_error,
                     dup_then_close, closed_without_revoke, high_descriptor, spurious_readiness,
                     emfile_at_accept, reset_before_accept, wake_one_exactly_once,
-                    shared_listener_accepts_once, deliver_to_all, close_from_other_thread,
+                    shared_listener_accepts_once, deliver_to_all, wake_one_wakes_one,
+                    wake_one_nothing_lost_while_busy, wake_one_taker_drops, close_from_other_thread,
                     change_interest, half_close_does_not_wake_a_writer,
                 );
             }
@@ -817,4 +952,21 @@ fn every_backend_is_named_and_parsed() {
     let names: HashSet<&str> = Backend::ALL.iter().map(|b| b.name()).collect();
     assert_eq!(names.len(), 8);
     assert!(Backend::supported().contains(&Backend::Epoll));
+}
+
+/// The documented size limit of a group on the epoll backends (the kernel's 100 wake-up
+/// paths of depth 2): the 101st member is refused with `EINVAL`, an error and not a crash,
+/// and the 100 members before it still share a `One` descriptor.
+#[test]
+fn group_on_epoll_takes_100_members_and_refuses_the_101st() {
+    let group = Group::new(Backend::Epoll).unwrap();
+    let (rd, mut wr) = pair();
+    group.declare_interest(rd.as_raw_fd(), Interest::READ, Delivery::One).unwrap();
+    let mut members: Vec<Queue> =
+        (0..100).map(|i| group.queue().unwrap_or_else(|e| panic!("member {i}: {e}"))).collect();
+    let refused = group.queue().map(drop).unwrap_err();
+    assert_eq!(refused.raw_os_error(), Some(libc::EINVAL), "{refused}");
+    wr.write_all(b"1").unwrap();
+    let got = members.iter_mut().filter_map(|q| wait_for(q, rd.as_raw_fd(), MS(20))).count();
+    assert_eq!(got, 1, "exactly one of the 100 members gets the readiness");
 }

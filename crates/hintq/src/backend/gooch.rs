@@ -23,7 +23,9 @@
 //!
 //! Latency cost for a quiet descriptor that wakes up while the process is busy: up to one
 //! `interval` (10 ms by default); while idle: none. The internal descriptors of a queue (its
-//! waker, a group's sets) are pinned in the active set.
+//! waker, a group member's set) are pinned in the active set. A queue that watches nothing
+//! else has no epoch work and blocks for the caller's whole timeout, so that an idle
+//! [`crate::Group`] member does not wake at each epoch for nothing.
 //!
 //! Kernel quirks: as for `poll` (closed descriptors report `POLLNVAL` on every call: reported
 //! once as `ERR` and dropped; timeouts rounded up to the millisecond).
@@ -154,9 +156,15 @@ impl Poller for Gooch {
             // looked at once per epoch could never build up activity.
             self.epoch(&touched);
         } else {
-            let slice = next_epoch - now;
-            let t = timeout.map_or(slice, |t| t.min(slice));
-            let ra = self.active.poll(sys::timeout_ms(Some(t)))?;
+            // Only internal descriptors, pinned and nothing inactive: no epoch work is due,
+            // so no reason to wake for one (an idle group member would, for nothing).
+            let t = if self.inactive.len() == 0 && self.active.len() == self.pinned.len() {
+                timeout
+            } else {
+                let slice = next_epoch - now;
+                Some(timeout.map_or(slice, |t| t.min(slice)))
+            };
+            let ra = self.active.poll(sys::timeout_ms(t))?;
             self.active.collect(ra, out, |fd| touched.push(fd));
         }
         for fd in touched.drain(..) {

@@ -35,7 +35,7 @@
 //! f. An eventfd or epoll descriptor has no `fasync` support and never raises a signal.
 //!    The queue's [`crate::Waker`] therefore wakes this backend with `tgkill` (recognised by
 //!    `si_code <= 0`: a signal sent by a process, where I/O signals carry a positive
-//!    `POLL_*` code; 6.18 reports `SI_USER` for `tgkill`, not `SI_TKILL`), and a group's epoll sets are polled between bounded waits of
+//!    `POLL_*` code; 6.18 reports `SI_USER` for `tgkill`, not `SI_TKILL`), and a group member's epoll set is polled between bounded waits of
 //!    at most [`INTERNAL_SLICE`]: a member of a [`crate::Group`] on rtsig sees group
 //!    readiness up to 5 ms late.
 //! g. A descriptor closed without a revoke may have its number reused by another file,
@@ -111,7 +111,7 @@ pub(crate) struct Rtsig {
     tid: Arc<AtomicI32>,
     /// Every registration: the signal table (fd to token) and the polling array.
     fds: PollSet,
-    /// Internal descriptors that cannot raise signals (a group's epoll sets).
+    /// Internal descriptors that cannot raise signals (a group member's epoll set).
     internal: PollSet,
     /// Reports taken off the signal queue while draining it for a revoke.
     stash: Vec<Ready>,

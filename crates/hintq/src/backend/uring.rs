@@ -204,7 +204,7 @@ struct Watch {
 /// What is watched: at most one watch per descriptor, found by descriptor number or by
 /// token. A queue token holds its descriptor in its low half, so a watch sits at that index
 /// (16-odd bytes a descriptor, where two hash maps cost about 120 a connection); the few
-/// internal watches (generation 0: the waker, a group's sets), whose tokens do not name
+/// internal watches (generation 0: the waker, a group member's set), whose tokens do not name
 /// their descriptor, are kept apart.
 #[derive(Default)]
 struct Watches {

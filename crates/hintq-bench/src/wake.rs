@@ -1,0 +1,447 @@
+//! `hintq bench wake-one`: how many threads wake for one readiness of a descriptor that N
+//! blocked threads share, for a [`hintq::Group`] with [`hintq::Delivery::One`] on each
+//! backend and, in the same run, for the two raw epoll ways of sharing it:
+//!
+//! * `epoll-shared`: N threads in `epoll_wait` on one epoll set holding the descriptor,
+//!   level-triggered (the kernel queues `epoll_wait` waiters exclusively, but a level report
+//!   left on the ready list wakes the next waiter, which may find nothing).
+//! * `epoll-exclusive`: N threads each in `epoll_wait` on its own set holding the descriptor
+//!   with `EPOLLEXCLUSIVE` ("one or more" waiters woken).
+//!
+//! One round: every thread is inside its wait and asleep (state `S` in
+//! `/proc/self/task/<tid>/stat`), the driver writes one byte on a socket pair, and waits
+//! until a thread has read it. Counted per thread over the run: voluntary context switches
+//! (`getrusage(RUSAGE_THREAD)`: a sleep that ended, whether or not the wait returned to user
+//! space) and returns from the wait (`Stats::waits` for a group member: calls of the
+//! backend's wait). Each thread's last sleep, ended by the stop signal, is taken off. A wake-up
+//! that found nothing to read is counted as `empty`. Nothing here is timed but the run's wall
+//! time, recorded for reference.
+
+use crate::sys;
+use hintq::{Backend, Delivery, Event, Group, Interest, Waker};
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Threads blocked on the shared descriptor, per point.
+pub const MEMBERS: [usize; 4] = [1, 2, 4, 8];
+
+/// The goal of issue 11: wake-ups per `One` readiness at 2, 4 and 8 members.
+pub const GOAL: f64 = 1.1;
+
+/// How long a round may wait for the threads to block or for the byte to be read.
+const PATIENCE: Duration = Duration::from_secs(5);
+
+/// What shares the descriptor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A [`Group`] on this backend, the descriptor declared with [`Delivery::One`].
+    Group(Backend),
+    /// One level-triggered epoll set, every thread in `epoll_wait` on it.
+    EpollShared,
+    /// One epoll set per thread, the descriptor added to each with `EPOLLEXCLUSIVE`.
+    EpollExclusive,
+}
+
+impl Target {
+    /// The name in the rows: `group-<backend>`, `epoll-shared`, `epoll-exclusive`.
+    pub fn name(self) -> String {
+        match self {
+            Target::Group(b) => format!("group-{b}"),
+            Target::EpollShared => "epoll-shared".into(),
+            Target::EpollExclusive => "epoll-exclusive".into(),
+        }
+    }
+}
+
+/// What a run measures.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Repetitions of every point.
+    pub reps: u32,
+    /// Readinesses per point.
+    pub rounds: usize,
+    /// What shares the descriptor.
+    pub targets: Vec<Target>,
+    /// The CPU every member thread is pinned to (the driver runs elsewhere).
+    pub member_cpu: usize,
+}
+
+/// One measured point: a line of the CSV.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// As [`Target::name`].
+    pub target: String,
+    /// Threads blocked on the descriptor.
+    pub members: usize,
+    /// Repetition, from 0.
+    pub rep: u32,
+    /// Readinesses made (bytes written, one per round).
+    pub readinesses: u64,
+    /// Voluntary context switches of the member threads, their stop wake-ups taken off.
+    pub wakeups: u64,
+    /// Returns from the wait, likewise.
+    pub returns: u64,
+    /// Wake-ups whose thread found nothing to read.
+    pub empty: u64,
+    /// Wall time of the point.
+    pub wall_ns: u64,
+}
+
+impl Row {
+    /// Wake-ups per readiness.
+    pub fn woken(&self) -> f64 {
+        self.wakeups as f64 / self.readinesses.max(1) as f64
+    }
+
+    /// Returns from the wait per readiness.
+    pub fn returned(&self) -> f64 {
+        self.returns as f64 / self.readinesses.max(1) as f64
+    }
+}
+
+/// The CSV header line.
+pub const COLUMNS: &str =
+    "target,members,rep,readinesses,wakeups,returns,empty,wakeups_per_readiness,returns_per_readiness,wall_ns";
+
+fn line(r: &Row) -> String {
+    format!(
+        "{},{},{},{},{},{},{},{:.3},{:.3},{}",
+        r.target,
+        r.members,
+        r.rep,
+        r.readinesses,
+        r.wakeups,
+        r.returns,
+        r.empty,
+        r.woken(),
+        r.returned(),
+        r.wall_ns
+    )
+}
+
+/// Writes `# key: value` lines, the header and one line per row.
+pub fn write_csv(mut w: impl Write, meta: &[(String, String)], rows: &[Row]) -> io::Result<()> {
+    for (k, v) in meta {
+        writeln!(w, "# {k}: {}", v.replace('\n', " "))?;
+    }
+    writeln!(w, "{COLUMNS}")?;
+    rows.iter().try_for_each(|r| writeln!(w, "{}", line(r)))
+}
+
+/// The rows of a CSV written by [`write_csv`] (`#` lines and the header skipped).
+///
+/// # Errors
+/// A line that does not have the columns of [`COLUMNS`], with its number.
+pub fn read_csv(text: &str) -> Result<Vec<Row>, String> {
+    let mut rows = Vec::new();
+    for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.starts_with('#') && *l != COLUMNS) {
+        let f: Vec<&str> = l.split(',').collect();
+        let bad = || format!("wake-one CSV line {}: {l:?}", i + 1);
+        if f.len() != COLUMNS.split(',').count() {
+            return Err(bad());
+        }
+        let n = |k: usize| f[k].parse::<u64>().map_err(|_| bad());
+        rows.push(Row {
+            target: f[0].to_string(),
+            members: n(1)? as usize,
+            rep: n(2)? as u32,
+            readinesses: n(3)?,
+            wakeups: n(4)?,
+            returns: n(5)?,
+            empty: n(6)?,
+            wall_ns: n(9)?,
+        });
+    }
+    Ok(rows)
+}
+
+/// Measures every target at every member count, `plan.reps` times, targets interleaved
+/// within a repetition so that a noisy moment spreads over all of them.
+///
+/// # Errors
+/// A failing system call, or a round whose threads never block or whose byte is never read.
+pub fn run(plan: &Plan) -> io::Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for rep in 0..plan.reps {
+        for &members in &MEMBERS {
+            for &target in &plan.targets {
+                let row = point(plan, target, members, rep)
+                    .map_err(|e| io::Error::new(e.kind(), format!("{} x{members}: {e}", target.name())))?;
+                println!("{}", line(&row));
+                rows.push(row);
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// What the member threads and the driver share.
+#[derive(Default)]
+struct Shared {
+    /// Threads inside their wait (or about to enter it).
+    inside: AtomicUsize,
+    /// Bytes read.
+    consumed: AtomicUsize,
+    empty: AtomicU64,
+    stop: AtomicBool,
+}
+
+/// How the driver ends a member's last wait.
+enum Stop {
+    Waker(Waker),
+    EventFd(Arc<OwnedFd>),
+}
+
+impl Stop {
+    fn signal(&self) -> io::Result<()> {
+        match self {
+            Stop::Waker(w) => w.wake(),
+            Stop::EventFd(fd) => sys::write_eventfd(fd.as_raw_fd()),
+        }
+    }
+}
+
+/// Data of the watched descriptor and of the stop eventfd in the raw epoll sets.
+const DATA_FD: u64 = 1;
+const DATA_STOP: u64 = 2;
+
+fn point(plan: &Plan, target: Target, members: usize, rep: u32) -> io::Result<Row> {
+    let (watched, peer) = sys::socketpair()?;
+    let fd = watched.as_raw_fd();
+    let sh = Arc::new(Shared::default());
+    let stop_fd = Arc::new(sys::eventfd()?);
+    let group = match target {
+        Target::Group(b) => {
+            let g = Group::new(b)?;
+            g.declare_interest(fd, Interest::READ, Delivery::One)?;
+            Some(g)
+        }
+        _ => None,
+    };
+    let shared_set = match target {
+        Target::EpollShared => {
+            let ep = Arc::new(sys::epoll_create()?);
+            sys::epoll_add(ep.as_raw_fd(), fd, libc::EPOLLIN as u32, DATA_FD)?;
+            sys::epoll_add(ep.as_raw_fd(), stop_fd.as_raw_fd(), libc::EPOLLIN as u32, DATA_STOP)?;
+            Some(ep)
+        }
+        _ => None,
+    };
+    let (tx, rx) = mpsc::channel();
+    let threads: Vec<_> = (0..members)
+        .map(|_| {
+            let (sh, tx, group, shared_set, stop_fd) =
+                (sh.clone(), tx.clone(), group.clone(), shared_set.clone(), stop_fd.clone());
+            let cpu = plan.member_cpu;
+            thread::spawn(move || -> io::Result<(u64, u64)> {
+                sys::pin(cpu)?;
+                match (group, shared_set) {
+                    (Some(g), _) => group_member(&sh, fd, &g, &tx),
+                    (None, Some(ep)) => epoll_member(&sh, fd, &ep, Stop::EventFd(stop_fd), &tx),
+                    (None, None) => {
+                        let ep = sys::epoll_create()?;
+                        let excl = (libc::EPOLLIN | libc::EPOLLEXCLUSIVE) as u32;
+                        sys::epoll_add(ep.as_raw_fd(), fd, excl, DATA_FD)?;
+                        sys::epoll_add(ep.as_raw_fd(), stop_fd.as_raw_fd(), libc::EPOLLIN as u32, DATA_STOP)?;
+                        epoll_member(&sh, fd, &ep, Stop::EventFd(stop_fd), &tx)
+                    }
+                }
+            })
+        })
+        .collect();
+    drop(tx);
+    let joined: Vec<(libc::pid_t, Stop)> = rx.iter().take(members).collect();
+    let started = Instant::now();
+    let outcome = drive(plan, &sh, &joined, peer.as_raw_fd());
+    sh.stop.store(true, Ordering::Release);
+    for (_, stop) in &joined {
+        stop.signal()?;
+    }
+    let mut totals = (0, 0);
+    for t in threads {
+        let (w, r) = t.join().map_err(|_| io::Error::other("a member thread panicked"))??;
+        totals = (totals.0 + w, totals.1 + r);
+    }
+    outcome?;
+    let n = members as u64;
+    Ok(Row {
+        target: target.name(),
+        members,
+        rep,
+        readinesses: plan.rounds as u64,
+        wakeups: totals.0.saturating_sub(n),
+        returns: totals.1.saturating_sub(n),
+        empty: sh.empty.load(Ordering::Relaxed),
+        wall_ns: started.elapsed().as_nanos() as u64,
+    })
+}
+
+/// The rounds: wait until every member sleeps in its wait, write a byte, wait until it is
+/// read; at the end, wait until every member sleeps again, so that the stop wakes each once.
+fn drive(plan: &Plan, sh: &Shared, members: &[(libc::pid_t, Stop)], peer: RawFd) -> io::Result<()> {
+    let tids: Vec<libc::pid_t> = members.iter().map(|(t, _)| *t).collect();
+    for round in 0..plan.rounds {
+        all_asleep(sh, &tids)?;
+        sys::write1(peer)?;
+        let deadline = Instant::now() + PATIENCE;
+        while sh.consumed.load(Ordering::Acquire) <= round {
+            if Instant::now() > deadline {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("round {round}: readiness lost"),
+                ));
+            }
+            thread::yield_now();
+        }
+    }
+    all_asleep(sh, &tids)
+}
+
+fn all_asleep(sh: &Shared, tids: &[libc::pid_t]) -> io::Result<()> {
+    let deadline = Instant::now() + PATIENCE;
+    while sh.inside.load(Ordering::Acquire) < tids.len() || !tids.iter().all(|&t| sys::is_sleeping(t)) {
+        if Instant::now() > deadline {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "the member threads never all slept"));
+        }
+        thread::sleep(Duration::from_micros(20));
+    }
+    Ok(())
+}
+
+/// A member's loop: wait, read what was reported, until stopped; returns its wake-ups.
+/// `wait` blocks and says whether the shared descriptor was reported.
+fn member(sh: &Shared, fd: RawFd, mut wait: impl FnMut() -> io::Result<bool>) -> io::Result<u64> {
+    let start = sys::voluntary_switches();
+    loop {
+        sh.inside.fetch_add(1, Ordering::AcqRel);
+        let reported = wait();
+        sh.inside.fetch_sub(1, Ordering::AcqRel);
+        if sh.stop.load(Ordering::Acquire) {
+            return Ok(sys::voluntary_switches() - start);
+        }
+        if reported? {
+            match sys::drain_all(fd) {
+                0 => sh.empty.fetch_add(1, Ordering::Relaxed),
+                k => sh.consumed.fetch_add(k, Ordering::AcqRel) as u64,
+            };
+        }
+    }
+}
+
+fn group_member(
+    sh: &Shared,
+    fd: RawFd,
+    group: &Group,
+    tx: &mpsc::Sender<(libc::pid_t, Stop)>,
+) -> io::Result<(u64, u64)> {
+    let mut q = group.queue()?;
+    tx.send((sys::gettid(), Stop::Waker(q.waker()?))).map_err(io::Error::other)?;
+    let waits = q.stats().waits;
+    let mut evs = [Event::default(); 8];
+    let woken = member(sh, fd, || {
+        let n = q.get_next_event(&mut evs, None)?;
+        Ok(evs[..n].iter().any(|e| e.fd() == fd))
+    })?;
+    Ok((woken, q.stats().waits - waits))
+}
+
+fn epoll_member(
+    sh: &Shared,
+    fd: RawFd,
+    ep: &OwnedFd,
+    stop: Stop,
+    tx: &mpsc::Sender<(libc::pid_t, Stop)>,
+) -> io::Result<(u64, u64)> {
+    tx.send((sys::gettid(), stop)).map_err(io::Error::other)?;
+    let mut buf = [libc::epoll_event { events: 0, u64: 0 }; 8];
+    let mut returns = 0;
+    let woken = member(sh, fd, || {
+        let data = sys::epoll_wait_data(ep.as_raw_fd(), &mut buf)?;
+        returns += 1;
+        Ok(data.contains(&DATA_FD))
+    })?;
+    Ok((woken, returns))
+}
+
+/// Median (min–max) of wake-ups and returns per readiness for each target and member count,
+/// made from the rows only, and the goal verdicts.
+pub fn summary(rows: &[Row]) -> String {
+    let mut by: BTreeMap<(String, usize), Vec<&Row>> = BTreeMap::new();
+    for r in rows {
+        by.entry((r.target.clone(), r.members)).or_default().push(r);
+    }
+    let mut s = String::from(
+        "\nwake-ups per readiness, median (min-max) over repetitions; returns from the wait; empty wake-ups\n",
+    );
+    s += &format!("{:<22} {:>7} {:>20} {:>20} {:>8}\n", "target", "members", "wake-ups", "returns", "empty");
+    let mut verdicts = Vec::new();
+    for ((target, members), rs) in &by {
+        let stat = |f: fn(&Row) -> f64| {
+            let mut v: Vec<f64> = rs.iter().map(|r| f(r)).collect();
+            v.sort_by(f64::total_cmp);
+            (v[v.len() / 2], v[0], v[v.len() - 1])
+        };
+        let (w, wmin, wmax) = stat(Row::woken);
+        let (r, rmin, rmax) = stat(Row::returned);
+        let (e, _, _) = stat(|r| r.empty as f64 / r.readinesses.max(1) as f64);
+        s += &format!(
+            "{target:<22} {members:>7} {:>20} {:>20} {e:>8.2}\n",
+            format!("{w:.2} ({wmin:.2}-{wmax:.2})"),
+            format!("{r:.2} ({rmin:.2}-{rmax:.2})")
+        );
+        if target.starts_with("group-") && *members >= 2 {
+            let ok = w <= GOAL && r <= GOAL;
+            verdicts.push(format!(
+                "  {} {target} x{members}: {w:.2} wake-ups, {r:.2} returns per readiness (goal <= {GOAL})",
+                if ok { "met    " } else { "NOT MET" }
+            ));
+        }
+    }
+    s += "\ngoal (evaluated on medians, not asserted):\n";
+    s += &verdicts.join("\n");
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(target: &str, members: usize, wakeups: u64) -> Row {
+        Row {
+            target: target.into(),
+            members,
+            rep: 0,
+            readinesses: 100,
+            wakeups,
+            returns: 100,
+            empty: 0,
+            wall_ns: 1,
+        }
+    }
+
+    #[test]
+    fn summary_judges_the_goal_on_group_rows_only() {
+        let s =
+            summary(&[row("group-epoll", 4, 105), row("group-poll", 8, 380), row("epoll-shared", 4, 400)]);
+        assert!(s.contains("met     group-epoll x4: 1.05"), "{s}");
+        assert!(s.contains("NOT MET group-poll x8: 3.80"), "{s}");
+        assert!(!s.contains("epoll-shared x4"), "{s}");
+    }
+
+    #[test]
+    fn csv_lines_carry_the_ratios() {
+        let mut out = Vec::new();
+        write_csv(&mut out, &[("command".into(), "x".into())], &[row("group-uring", 2, 150)]).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("# command: x\n"));
+        assert!(text.contains("group-uring,2,0,100,150,100,0,1.500,1.000,1"), "{text}");
+        assert_eq!(read_csv(&text).unwrap(), [row("group-uring", 2, 150)]);
+        assert!(read_csv("group-uring,2,0\n").is_err());
+    }
+}

@@ -1,0 +1,179 @@
+//! E10, Banga et al. §9 (`SO_WAKEUP_ONE`): threads woken per readiness of a descriptor that
+//! 1, 2, 4 and 8 blocked threads share, for a `Group` with `Delivery::One` on each backend,
+//! plain shared epoll and `EPOLLEXCLUSIVE`; read from `hintq bench wake-one`.
+
+use super::micro::tool_points;
+use super::{panel, Analysis, Experiment, Lab, UNMEASURED};
+use crate::data::{num, Line, Row, Status};
+use crate::runner::Point;
+use hintq_bench::wake;
+use std::time::Duration;
+
+/// E10.
+pub struct E10;
+
+const WOKEN: &str = "wakeups_per_readiness";
+const RETURNED: &str = "returns_per_readiness";
+
+/// Our rows from the benchmark's: wake-ups and returns from the wait per readiness, against
+/// the number of threads blocked.
+pub fn convert(rows: &[wake::Row]) -> Vec<Row> {
+    let row = |r: &wake::Row, metric: &str, value: f64| Row {
+        experiment: "E10".into(),
+        series: r.target.clone(),
+        x: r.members as f64,
+        rep: r.rep,
+        metric: metric.into(),
+        value: Some(value),
+        status: Status::Ok,
+        note: String::new(),
+    };
+    rows.iter().flat_map(|r| [row(r, WOKEN, r.woken()), row(r, RETURNED, r.returned())]).collect()
+}
+
+/// The worst median of the group lines at 2 threads or more: its line, thread count and
+/// value. `rtsig` is left out: its members poll the
+/// group every 5 ms (an epoll set raises no signal), so its wake-ups count time, not readiness.
+fn worst_group(lines: &[Line]) -> Option<(String, f64, f64)> {
+    lines
+        .iter()
+        .filter(|l| l.name.starts_with("group-") && l.name != "group-rtsig")
+        .flat_map(|l| {
+            l.points.iter().filter(|p| p.x >= 2.0).map(move |p| (l.name.clone(), p.x, p.spread.median))
+        })
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+}
+
+impl Experiment for E10 {
+    fn id(&self) -> &'static str {
+        "E10"
+    }
+    fn title(&self) -> &'static str {
+        "threads woken per readiness of a descriptor shared by N blocked threads"
+    }
+    fn paper(&self) -> &'static str {
+        "Banga et al. §9 (SO_WAKEUP_ONE)"
+    }
+    fn claim(&self) -> &'static str {
+        "with process-wide interest and SO_WAKEUP_ONE, a readiness wakes one of the threads \
+         waiting on a shared descriptor instead of all of them (the thundering herd)."
+    }
+    fn needs(&self, lab: &Lab) -> Result<(), String> {
+        lab.need(&["bench", "wake-one"])
+    }
+    fn plan(&self, lab: &Lab) -> Vec<Point> {
+        let est = Duration::from_secs(lab.pick(15, 5, 2));
+        let cpu = lab.cores.bench.to_string();
+        let mut extra = vec!["--cpu", cpu.as_str()];
+        if lab.smoke {
+            extra.extend(["--backends", "epoll", "--rounds", "20"]);
+        }
+        tool_points(lab, "E10", "wake-one", &extra, lab.pick(3, 2, 1), est, |_, text| {
+            Ok(convert(&wake::read_csv(text)?))
+        })
+    }
+    fn analyse(&self, rows: &[Row]) -> Analysis {
+        let x = "threads blocked on the descriptor";
+        let a = panel(
+            rows,
+            WOKEN,
+            "(a) wake-ups (voluntary context switches) per readiness",
+            x,
+            "wake-ups per readiness",
+            (true, false),
+        );
+        let b = panel(
+            rows,
+            RETURNED,
+            "(b) returns from the wait per readiness",
+            x,
+            "returns per readiness",
+            (true, false),
+        );
+        let at = |name: &str, n: f64| a.lines.iter().find(|l| l.name == name).and_then(|l| l.median(n));
+        let mut reading: Vec<String> = a
+            .lines
+            .iter()
+            .filter_map(|l| {
+                let (first, last) = l.ends()?;
+                Some(format!(
+                    "{}: {} wake-ups per readiness with {} thread(s), {} with {}.",
+                    l.name,
+                    num(first.spread.median),
+                    first.x,
+                    num(last.spread.median),
+                    last.x
+                ))
+            })
+            .collect();
+        reading.push(
+            "group-rtsig is not judged: its members poll the group's epoll set every 5 ms (an epoll \
+             set raises no signal), so its wake-ups grow with time, not with readiness."
+                .into(),
+        );
+        let (ours, holds) = match (worst_group(&a.lines), at("epoll-shared", 8.0), at("epoll-exclusive", 8.0))
+        {
+            (Some((name, n, worst)), Some(shared), Some(excl)) => {
+                (
+                    format!(
+                    "Delivery::One: at most {} wake-ups per readiness ({name} at {n} threads); at 8 threads \
+                     shared epoll {}, EPOLLEXCLUSIVE {}",
+                    num(worst),
+                    num(shared),
+                    num(excl)
+                ),
+                    if worst <= wake::GOAL {
+                        format!("yes: one thread woken per readiness (goal <= {}) on every group backend but rtsig", wake::GOAL)
+                    } else {
+                        format!("no: {name} wakes {} threads per readiness at {n}", num(worst))
+                    },
+                )
+            }
+            _ => ("a group line or a raw epoll line missing from the rows".into(), UNMEASURED.into()),
+        };
+        Analysis {
+            panels: vec![a, b],
+            ours,
+            holds,
+            reading,
+            metrics: vec![
+                (WOKEN, "wake-ups per readiness"),
+                (RETURNED, "returns from the wait per readiness"),
+            ],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CSV: &str = "# command: x\n\
+target,members,rep,readinesses,wakeups,returns,empty,wakeups_per_readiness,returns_per_readiness,wall_ns\n\
+group-epoll,8,0,200,202,200,0,1.010,1.000,5\n\
+group-rtsig,8,0,200,1500,1700,0,7.500,8.500,5\n\
+epoll-shared,8,0,200,400,200,0,2.000,1.000,5\n\
+epoll-exclusive,8,0,200,200,200,0,1.000,1.000,5\n";
+
+    #[test]
+    fn rows_become_per_readiness_and_rtsig_is_not_judged() {
+        let rows = convert(&wake::read_csv(CSV).unwrap());
+        assert_eq!(rows.len(), 8);
+        let r = &rows[0];
+        assert_eq!(
+            (r.series.as_str(), r.x, r.metric.as_str(), r.value),
+            ("group-epoll", 8.0, WOKEN, Some(1.01))
+        );
+        let an = E10.analyse(&rows);
+        assert!(an.holds.starts_with("yes"), "{}", an.holds);
+        assert!(an.ours.contains("1.01 wake-ups per readiness (group-epoll at 8 threads)"), "{}", an.ours);
+        assert!(an.ours.contains("shared epoll 2.00, EPOLLEXCLUSIVE 1.00"), "{}", an.ours);
+    }
+
+    #[test]
+    fn a_herd_is_judged_no() {
+        let herd = CSV.replace("group-epoll,8,0,200,202,", "group-epoll,8,0,200,1600,");
+        let an = E10.analyse(&convert(&wake::read_csv(&herd).unwrap()));
+        assert!(an.holds.starts_with("no: group-epoll wakes 8.00"), "{}", an.holds);
+    }
+}
