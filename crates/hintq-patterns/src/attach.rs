@@ -178,7 +178,8 @@ impl Fds<'_> {
     /// made by the thread's next wait together with every other reply queued meanwhile
     /// ([`hintq::Queue::send`]). A send that succeeds is silent unless [`Fds::sending`] is
     /// asked; one that fails calls the handler with `State::SENT | State::ERR`. One send per
-    /// descriptor at a time; closing the connection cancels it.
+    /// descriptor at a time; closing the connection, or revoking the descriptor's interest
+    /// ([`Next::Wait`](crate::Next::Wait), an empty [`Fds::declare`]), cancels it.
     ///
     /// # Errors
     /// `Unsupported` where [`Fds::can_send`] is false; `NotFound` for a descriptor that is not

@@ -180,8 +180,9 @@ enum Call {
 
 struct Slot<C> {
     flight: InFlight,
-    /// The event source of the connection held here (of the last one, when empty): a sweep
-    /// looks only at its own source's slots, never taking another thread's connection.
+    /// The event source of the connection held here (of the last one, when empty): the
+    /// deadlines and the drain's pass of a source look only at its own source's slots, never
+    /// taking another thread's connection.
     src: AtomicUsize,
     conn: Mutex<Option<Conn<C>>>,
 }
@@ -861,7 +862,7 @@ fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::
                 let mut listening = Some((listener, acc));
                 let mut home = Home::<H::Local>::new();
                 let mut evs = [Event::default(); 64];
-                let mut next_sweep = Instant::now() + c.tick;
+                let mut next_tick = Instant::now() + c.tick;
                 let mut timers = Wheel::new(c.slots.len(), c.tick);
                 // Out of descriptors: the listener is not watched until then.
                 let mut paused: Option<Instant> = None;
@@ -894,9 +895,9 @@ fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::
                         paused = None;
                         counted(st, watch(&mut q, keep.as_ref(), lfd, Interest::READ));
                     }
-                    if Instant::now() >= next_sweep {
+                    if Instant::now() >= next_tick {
                         c.expire_due(&mut Ctl::Own(&mut q, &mut timers), (i, &mut home), st);
-                        next_sweep = Instant::now() + c.tick;
+                        next_tick = Instant::now() + c.tick;
                     }
                 }
                 c.close_own(&mut Ctl::Own(&mut q, &mut timers), (i, &mut home), st);
@@ -1000,7 +1001,7 @@ fn holder_chores<H: Handler>(
     s: &Shared,
     q: &mut Queue,
     home: &mut Home<H::Local>,
-    next_sweep: &mut Instant,
+    next_tick: &mut Instant,
     st: &ThreadStats,
 ) {
     let lfd = s.lfd.load(Relaxed);
@@ -1026,9 +1027,9 @@ fn holder_chores<H: Handler>(
             Op::Declare(fd, i) => counted(st, q.declare(fd, i)),
         }
     }
-    if Instant::now() >= *next_sweep {
+    if Instant::now() >= *next_tick {
         c.expire_due(&mut Ctl::Shared(s), (0, home), st);
-        *next_sweep = Instant::now() + c.tick;
+        *next_tick = Instant::now() + c.tick;
     }
 }
 
@@ -1041,11 +1042,11 @@ fn hold_and_wait<H: Handler>(
     q: &mut Queue,
     evs: &mut [Event],
     (acc, home): (&Mutex<Acceptor>, &mut Home<H::Local>),
-    next_sweep: &mut Instant,
+    next_tick: &mut Instant,
     st: &ThreadStats,
 ) -> usize {
     while !c.stopped() {
-        holder_chores(c, s, q, home, next_sweep, st);
+        holder_chores(c, s, q, home, next_tick, st);
         s.waiting.store(true, SeqCst);
         if !s.ops.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
             s.waiting.store(false, SeqCst);
@@ -1087,11 +1088,11 @@ fn hold_and_wait<H: Handler>(
 fn leader_followers<H: Handler>(c: &Core<H>, s: &Shared, gate: &Gate, acc: &Mutex<Acceptor>, i: usize) {
     let st = &c.stats[i];
     let mut home = Home::<H::Local>::new();
-    let mut next_sweep = Instant::now() + c.tick;
+    let mut next_tick = Instant::now() + c.tick;
     let mut evs = [Event::default(); 1];
     while !c.stopped() && gate.pass(i) {
         let Some(mut leader) = s.lead.lead() else { break };
-        let n = leader.with(|q| hold_and_wait(c, s, q, &mut evs, (acc, &mut home), &mut next_sweep, st));
+        let n = leader.with(|q| hold_and_wait(c, s, q, &mut evs, (acc, &mut home), &mut next_tick, st));
         drop(leader); // promote a follower, then handle
         if n == 0 {
             break;
@@ -1104,11 +1105,11 @@ fn half_sync_async<H: Handler>(c: &Core<H>, s: &Shared, work: &WorkQueue<Event>,
     let st = &c.stats[0];
     let Some(mut leader) = s.lead.lead() else { return };
     let mut home = Home::<H::Local>::new();
-    let mut next_sweep = Instant::now() + c.tick;
+    let mut next_tick = Instant::now() + c.tick;
     let mut evs = [Event::default(); 64];
     leader.with(|q| {
         while !c.stopped() {
-            let n = hold_and_wait(c, s, q, &mut evs, (acc, &mut home), &mut next_sweep, st);
+            let n = hold_and_wait(c, s, q, &mut evs, (acc, &mut home), &mut next_tick, st);
             if n == 0 {
                 return; // stopped, or the waits keep failing
             }

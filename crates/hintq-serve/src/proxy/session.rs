@@ -12,6 +12,14 @@
 //! connection's own, the upstream's is attached to it ([`Fds::attach`]), or parked with the
 //! thread while it waits in the idle pool. A session refers to them by number.
 //!
+//! On io_uring (reactor and sharded patterns) the bytes for the client leave through the
+//! ring ([`Fds::send`]): copied into a buffer of the queue's pool and sent with the thread's
+//! next `io_uring_enter`, with the other sessions' replies. One such send is in flight per
+//! client; the session does not send more, half-close or end until it has completed (it
+//! asks, and the completion drives it again). The request to the upstream is written with
+//! `send(2)`: a pooled upstream that turns out dead makes the request be sent again on a
+//! new one, from bytes kept for it.
+//!
 //! Requests on one client connection are handled one at a time, in order; bytes a client
 //! pipelines wait in `cin` until the previous response has been relayed completely, so
 //! responses keep the order of requests (RFC 9112 §9.3.2).
@@ -320,6 +328,9 @@ pub(crate) struct Session {
     hup: bool,
     cin: Buf,
     to_client: Buf,
+    /// Bytes of `to_client` were given to the queue's ring ([`Fds::send`]) and may not have
+    /// left yet: the connection does not close, nor send more, until they have.
+    in_ring: bool,
     to_up: Buf,
     uin: Buf,
     pub up: Option<Upstream>,
@@ -339,6 +350,7 @@ impl Session {
             hup: false,
             cin: Buf::default(),
             to_client: Buf::default(),
+            in_ring: false,
             to_up: Buf::default(),
             uin: Buf::default(),
             up: None,
@@ -375,6 +387,11 @@ impl Session {
             i |= Interest::READ;
         }
         if !self.to_client.is_empty() && !self.writable {
+            i |= Interest::WRITE;
+        }
+        if self.in_ring && i.is_empty() {
+            // Revoking would cancel the ring's send in flight: stay registered (writability,
+            // which never changes what the session reads) until its completion comes.
             i |= Interest::WRITE;
         }
         i
@@ -414,12 +431,12 @@ impl Session {
                 progress |= self.read_upstream(ctx)?;
                 progress |= self.relay_response(ctx)?;
             }
-            progress |= self.write_client()?;
+            progress |= self.write_client(ctx)?;
             progress |= self.advance(ctx)?;
             if progress && self.phase == Phase::Exchange {
                 // Waiting on a client that does not take the response: the send timeout;
                 // else the upstream's.
-                let stalled_on_client = !self.to_client.is_empty() && !self.writable;
+                let stalled_on_client = !self.to_client.is_empty() && (!self.writable || self.in_ring);
                 let t = if stalled_on_client { ctx.cfg.send_timeout } else { ctx.cfg.upstream_timeout };
                 self.deadline = ctx.now + t;
             }
@@ -481,9 +498,46 @@ impl Session {
         Ok(true)
     }
 
-    fn write_client(&mut self) -> Step {
+    /// True once nothing given to the ring for the client is still in flight; otherwise asks
+    /// for the send's completion to drive the session again. A failed send ends it.
+    fn client_settled(&mut self, fds: &mut Fds<'_>) -> Result<bool, End> {
+        if self.in_ring {
+            if fds.sending(self.client) {
+                return Ok(false);
+            }
+            self.in_ring = false;
+            if fds.send_error(self.client).is_some() {
+                return Err(End);
+            }
+        }
+        Ok(true)
+    }
+
+    fn write_client(&mut self, ctx: &mut Ctx<'_, '_>) -> Step {
         if self.to_client.is_empty() || !self.writable {
             return Ok(false);
+        }
+        if ctx.fds.can_send() {
+            // io_uring: the ring sends, with the thread's next wait and the other sessions'
+            // replies. One send in flight: the rest waits for its completion, which drives
+            // the session again.
+            if !self.client_settled(ctx.fds)? {
+                return Ok(false);
+            }
+            let mut buf = ctx.fds.send_buffer();
+            buf.extend_from_slice(self.to_client.data());
+            let n = buf.len();
+            match ctx.fds.send(self.client, buf) {
+                Ok(()) => {
+                    self.to_client.consume(n);
+                    self.in_ring = true;
+                    return Ok(true);
+                }
+                // The client's descriptor is not watched now (it had nothing to read or to
+                // write while the upstream answered): sent here, as on other backends.
+                Err((e, _)) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(_) => return Err(End),
+            }
         }
         match self.to_client.write_to(self.client) {
             Ok(_) => {
@@ -502,7 +556,8 @@ impl Session {
     /// Head phase: parses the request head, and starts the exchange when it is complete.
     fn parse_head(&mut self, ctx: &mut Ctx<'_, '_>) -> Step {
         if self.cin.is_empty() {
-            return if self.eof && self.to_client.is_empty() { Err(End) } else { Ok(false) };
+            let done = self.eof && self.to_client.is_empty() && self.client_settled(ctx.fds)?;
+            return if done { Err(End) } else { Ok(false) };
         }
         if !self.head_started {
             self.head_started = true;
@@ -856,7 +911,8 @@ impl Session {
 
     /// Moves to the next phase when the current one is over.
     fn advance(&mut self, ctx: &mut Ctx<'_, '_>) -> Step {
-        match self.phase {
+        let phase = self.phase;
+        match phase {
             Phase::Exchange => {
                 let done =
                     self.ex.as_ref().is_some_and(|ex| matches!(ex.resp, Resp::Done) && ex.req.is_none());
@@ -889,7 +945,7 @@ impl Session {
                 }
                 Ok(true)
             }
-            Phase::Closing if self.to_client.is_empty() => {
+            Phase::Closing if self.to_client.is_empty() && self.client_settled(ctx.fds)? => {
                 let _ = shutdown_write(self.client);
                 self.cin.clear();
                 self.phase = Phase::Linger;
@@ -900,7 +956,14 @@ impl Session {
                 self.readable = true;
                 Ok(true)
             }
-            Phase::Head if self.eof && self.cin.is_empty() && self.to_client.is_empty() => Err(End),
+            Phase::Head
+                if self.eof
+                    && self.cin.is_empty()
+                    && self.to_client.is_empty()
+                    && self.client_settled(ctx.fds)? =>
+            {
+                Err(End)
+            }
             // Draining: an idle connection (no request begun) is closed after what it still
             // has to receive, with a write shutdown and the linger, like any other close.
             Phase::Head if ctx.draining() && self.cin.is_empty() => {
