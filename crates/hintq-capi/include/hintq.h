@@ -254,6 +254,9 @@ int hq_queue_stats(hq_queue *q, struct hq_stats *stats);
  *   return (0 when no event is pending). Wake-ups before that call returns are merged into
  *   one. Callable from any thread and from a signal handler. Waking a queue that was freed
  *   (or whose thread exited) does nothing. Returns 0, or -1 with errno (EINVAL for NULL).
+ *   On rtsig the wake-up is a signal to the thread that last waited on q (or created it):
+ *   a queue handed to another thread may miss a wake-up sent before that thread's first
+ *   wait on it.
  * hq_waker_free - frees the waker (not the queue). NULL does nothing.
  */
 typedef struct hq_waker hq_waker;
