@@ -167,7 +167,7 @@ int hq_close(hq_queue *q, int fd);
 
 /*
  * hq_queue_free - destroy queue q and its backend's descriptors. Descriptors declared on
- * it stay open. NULL is allowed and does nothing.
+ * it stay open. NULL, and a queue from hq_default_queue(), are allowed and left alone.
  */
 void hq_queue_free(hq_queue *q);
 
