@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_success, backends, compile, Checker};
+use common::{assert_success, backends, compile, pkg_config, Checker};
 
 fn run(checker: Checker) {
     let exe = compile("close.c", &format!("close-{checker:?}"), checker, &["-pthread"], &[]);
@@ -33,4 +33,18 @@ fn close_revokes_under_memory_checker() {
         Ok(checker) => run(checker),
         Err(why) => eprintln!("SKIP close under the memory checker: {why}"),
     }
+}
+
+/// Linked with `libhintq.a`, the program's `close` is the library's too.
+#[test]
+fn close_revokes_in_a_statically_linked_program() {
+    let libs = pkg_config(&["--static", "--libs"])
+        .into_iter()
+        .map(|w| if w == "-lhintq" { "-l:libhintq.a".to_string() } else { w })
+        .collect::<Vec<_>>();
+    let exe = compile("close.c", "close-static", Checker::Plain, &["-pthread"], &libs);
+    let out = Checker::Plain.command(&exe).args(["uring", "poll"]).env_remove("LD_LIBRARY_PATH").output();
+    let out = out.unwrap();
+    assert_success("statically linked close", &out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ok close revokes on poll\n"));
 }
