@@ -1,6 +1,7 @@
 //! `include/hintq.h` against the library: every function it declares is exported by
-//! `libhintq.so`, every C symbol the library exports is declared, and the `EVENT_*` values
-//! are the core's bits.
+//! `libhintq.so`, every C symbol the library exports is declared (but `close`, which the
+//! library provides in place of the C library's and `<unistd.h>` declares), and the
+//! `EVENT_*` values are the core's bits.
 
 mod common;
 
@@ -58,8 +59,9 @@ fn declared_functions_are_exactly_the_exported_ones() {
     for paper in ["declare_interest", "get_next_event"] {
         assert!(declared.contains(paper), "{paper} missing from hintq.h: {declared:?}");
     }
-    assert!(declared.len() >= 9, "the header parser found too little: {declared:?}");
-    let exported = exported_functions();
+    assert!(declared.len() >= 26, "the header parser found too little: {declared:?}");
+    let mut exported = exported_functions();
+    assert!(exported.remove("close"), "libhintq.so does not provide close(): closing would not revoke");
     let missing: Vec<_> = declared.difference(&exported).collect();
     assert!(missing.is_empty(), "declared in hintq.h but not exported by libhintq.so: {missing:?}");
     let undeclared: Vec<_> = exported.difference(&declared).collect();
@@ -95,7 +97,9 @@ fn event_constants_are_the_core_bits() {
     }
     assert_eq!(defines.len(), 5, "an EVENT_ constant the core does not have: {defines:?}");
     assert_eq!(Interest::all().bits(), 0x7, "the core has interest bits the header lacks");
-    assert_eq!(State::all().bits(), 0x1f, "the core has state bits the header lacks");
+    // `State::SENT` reports a completion of `Queue::send`, which the C API does not offer: a C
+    // queue never reports it, so the header has no constant for it.
+    assert_eq!((State::all() - State::SENT).bits(), 0x1f, "the core has state bits the header lacks");
 }
 
 /// `hintq.pc` points at this crate's header and at the built library.
