@@ -101,11 +101,7 @@ pub fn thread_cpu_ns() -> u64 {
 
 /// Involuntary context switches of this thread so far: times it was preempted.
 pub fn preemptions() -> u64 {
-    // SAFETY: an all-zero rusage is valid; the kernel fills it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is live and exclusively borrowed.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    ru.ru_nivcsw as u64
+    hintq_sys::thread_switches().1
 }
 
 /// `getppid(2)` by number, bypassing any libc caching: the null system call.
@@ -138,25 +134,10 @@ pub fn set_sigpending(soft: u64) -> io::Result<()> {
 /// Voluntary context switches of this thread so far: each is a sleep, so their growth over a
 /// run counts the thread's wake-ups.
 pub fn voluntary_switches() -> u64 {
-    // SAFETY: an all-zero rusage is valid; the kernel fills it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is live and exclusively borrowed.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    ru.ru_nvcsw as u64
+    hintq_sys::thread_switches().0
 }
 
-/// The calling thread's id.
-pub fn gettid() -> libc::pid_t {
-    // SAFETY: gettid takes no arguments and cannot fail.
-    unsafe { libc::syscall(libc::SYS_gettid) as libc::pid_t }
-}
-
-/// True if thread `tid` of this process is asleep (state `S` in `/proc/self/task/<tid>/stat`).
-pub fn is_sleeping(tid: libc::pid_t) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
-    // The state follows the command name, which is in parentheses and may hold spaces.
-    stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
-}
+pub use hintq_sys::{gettid, is_sleeping};
 
 /// A new epoll instance.
 pub fn epoll_create() -> io::Result<OwnedFd> {

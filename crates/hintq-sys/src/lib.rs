@@ -335,6 +335,30 @@ pub fn cpu_time(who: Usage) -> (Duration, Duration) {
     }
 }
 
+/// Context switches of the calling thread so far, `(voluntary, involuntary)`
+/// (`getrusage(RUSAGE_THREAD)`): a voluntary one is a sleep, so their growth over a run
+/// counts the thread's wake-ups; an involuntary one is a preemption.
+pub fn thread_switches() -> (u64, u64) {
+    // SAFETY: an all-zero rusage is valid; the kernel fills it.
+    let mut ru: libc::rusage = unsafe { mem::zeroed() };
+    // SAFETY: `ru` is live and exclusively borrowed; RUSAGE_THREAD is valid on Linux.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    (ru.ru_nvcsw as u64, ru.ru_nivcsw as u64)
+}
+
+/// The calling thread's id (`gettid(2)`).
+pub fn gettid() -> libc::pid_t {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as libc::pid_t }
+}
+
+/// True if thread `tid` of this process is asleep (state `S` in `/proc/self/task/<tid>/stat`).
+pub fn is_sleeping(tid: libc::pid_t) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
+    // The state follows the command name, which is in parentheses and may hold spaces.
+    stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -240,10 +240,7 @@ struct RawSigPoll {
 }
 
 /// The calling thread's kernel thread id.
-pub(crate) fn gettid() -> libc::pid_t {
-    // SAFETY: plain syscall without arguments.
-    unsafe { libc::syscall(libc::SYS_gettid) as libc::pid_t }
-}
+pub(crate) use hintq_sys::gettid;
 
 /// A signal set holding `signos`.
 pub(crate) fn sigset(signos: &[libc::c_int]) -> libc::sigset_t {

@@ -55,25 +55,11 @@ pub fn in_child(name: &str, env: &[(&str, &str)], body: impl FnOnce()) -> Option
     Some(stderr)
 }
 
-/// Voluntary context switches of the calling thread so far (`getrusage(RUSAGE_THREAD)`):
-/// each is a sleep, so the growth over a run counts the thread's wake-ups.
+/// Voluntary context switches of the calling thread so far: each is a sleep, so the growth
+/// over a run counts the thread's wake-ups.
 pub fn voluntary_switches() -> u64 {
-    // SAFETY (test): getrusage writes one rusage into the zeroed struct we own.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY (test): as above; RUSAGE_THREAD is valid on Linux.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    ru.ru_nvcsw as u64
+    hintq_sys::thread_switches().0
 }
 
-/// The calling thread's id.
-pub fn thread_id() -> libc::pid_t {
-    // SAFETY (test): gettid takes no arguments and cannot fail.
-    unsafe { libc::syscall(libc::SYS_gettid) as libc::pid_t }
-}
-
-/// True if thread `tid` of this process is asleep (state `S` in `/proc/self/task/<tid>/stat`).
-pub fn is_sleeping(tid: libc::pid_t) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
-    // The state follows the command name, which is in parentheses and may hold spaces.
-    stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
-}
+#[allow(unused_imports)] // each test binary uses its own subset
+pub use hintq_sys::{gettid as thread_id, is_sleeping};
