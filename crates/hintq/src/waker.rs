@@ -40,10 +40,26 @@ impl Waker {
     pub fn wake(&self) -> io::Result<()> {
         match &self.how {
             How::EventFd(fd) => sys::eventfd_signal(fd),
-            How::Signal(s) => match s.tid.load(Ordering::Acquire) {
-                0 => Ok(()), // the queue is gone (see the rtsig backend's drop)
-                tid => sys::tgkill(tid, s.signo),
-            },
+            How::Signal(s) => {
+                let mut tid = s.tid.load(Ordering::Acquire);
+                loop {
+                    if tid == 0 {
+                        return Ok(()); // the queue is gone (see the rtsig backend's drop)
+                    }
+                    match sys::tgkill(tid, s.signo) {
+                        // The queue was dropped (or moved) and its thread exited between the
+                        // load and the signal: wake where it is now, if anywhere.
+                        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {
+                            let now = s.tid.load(Ordering::Acquire);
+                            if now == tid {
+                                return Err(e);
+                            }
+                            tid = now;
+                        }
+                        r => return r,
+                    }
+                }
+            }
         }
     }
 }

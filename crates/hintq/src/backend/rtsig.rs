@@ -346,6 +346,10 @@ impl Poller for Rtsig {
         false
     }
 
+    fn polls_internal(&self) -> bool {
+        true
+    }
+
     fn wake_signal(&self) -> Option<WakeSignal> {
         Some(WakeSignal { tid: Arc::clone(&self.tid), signo: self.signo })
     }
