@@ -41,13 +41,20 @@ fn user_signals_queued() -> u64 {
     line.trim().split('/').next().unwrap().parse().unwrap()
 }
 
-/// Runs `body` in a fresh process with room for only `limit` more queued signals: the
-/// limit (RLIMIT_SIGPENDING) counts every signal queued for the user, so it is set to
-/// `limit` above what other processes hold queued now (another process of the same user
-/// with signals pending used to make the overflow come early and twice). It applies to
-/// the receiving thread, so the rest of the test binary is not touched.
+/// Runs `body` in a fresh process with room for only `limit` more queued signals. The limit
+/// (RLIMIT_SIGPENDING) counts every signal queued for the *user*, by any process, so signals
+/// other processes hold or release meanwhile (a server on rtsig, this binary's other test)
+/// would move the overflow. As root the child therefore first becomes a user of its own (a
+/// uid derived from the test's name, which nothing else runs as), whose count starts at 0;
+/// otherwise the limit is set `limit` above what the user holds queued now.
 fn with_sigpending(name: &str, limit: u64, body: impl FnOnce()) {
     common::in_child(name, &[], || {
+        // SAFETY (test, own process): geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let uid = 60_000 + name.bytes().map(u32::from).sum::<u32>() % 5_000;
+            // SAFETY (test, own process): drops this child's privileges for good.
+            assert_eq!(unsafe { libc::setresuid(uid, uid, uid) }, 0, "setresuid({uid})");
+        }
         let limit = user_signals_queued() + limit;
         let r = libc::rlimit { rlim_cur: limit, rlim_max: limit };
         // SAFETY (test, own process): lowers a limit of this process only.

@@ -33,7 +33,7 @@
 use super::pollset::PollSet;
 use super::{Poller, Ready};
 use crate::{sys, Interest};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::io;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
@@ -57,7 +57,9 @@ impl Default for GoochPolicy {
 pub(crate) struct Gooch {
     active: PollSet,
     inactive: PollSet,
-    activity: HashMap<RawFd, u8>,
+    /// Per descriptor number: its activity counter (one byte a number, where a hash map
+    /// took about 16 per descriptor).
+    activity: Vec<u8>,
     pinned: HashSet<RawFd>,
     policy: GoochPolicy,
     /// `None` until the first wait.
@@ -72,7 +74,7 @@ impl Gooch {
         Gooch {
             active: PollSet::default(),
             inactive: PollSet::default(),
-            activity: HashMap::new(),
+            activity: Vec::new(),
             pinned: HashSet::new(),
             policy,
             next_epoch: None,
@@ -92,9 +94,18 @@ impl Gooch {
         Ok((self.active.take_results(&self.union[..split]), self.inactive.take_results(&self.union[split..])))
     }
 
+    /// `fd`'s activity counter (descriptors are non-negative: the queue refuses the others).
+    fn activity(&mut self, fd: RawFd) -> &mut u8 {
+        let i = fd as usize;
+        if self.activity.len() <= i {
+            self.activity.resize(i + 1, 0);
+        }
+        &mut self.activity[i]
+    }
+
     /// Counts a report and promotes an inactive descriptor that became busy.
     fn bump(&mut self, fd: RawFd) {
-        let a = self.activity.entry(fd).or_default();
+        let a = self.activity(fd);
         *a = (*a + 1).min(15);
         if *a >= self.policy.promote_at.max(1) && self.inactive.contains(fd) {
             self.inactive.move_to(fd, &mut self.active);
@@ -107,7 +118,7 @@ impl Gooch {
     fn epoch(&mut self, reported: &[RawFd]) {
         let mut quiet = Vec::new();
         for fd in self.active.fds() {
-            let a = self.activity.entry(fd).or_default();
+            let a = self.activity(fd);
             *a /= 2;
             if *a == 0 && !self.pinned.contains(&fd) && !reported.contains(&fd) {
                 quiet.push(fd);
@@ -127,7 +138,8 @@ impl Poller for Gooch {
             self.inactive.set(fd, token, interest);
         } else {
             self.active.set(fd, token, interest);
-            self.activity.entry(fd).or_insert(1);
+            let a = self.activity(fd);
+            *a = (*a).max(1);
         }
         if crate::queue::untoken(token).1 == 0 {
             self.pinned.insert(fd);
@@ -138,7 +150,9 @@ impl Poller for Gooch {
     fn delete(&mut self, fd: RawFd, _token: u64) -> io::Result<()> {
         self.active.remove(fd);
         self.inactive.remove(fd);
-        self.activity.remove(&fd);
+        if let Some(a) = self.activity.get_mut(fd as usize) {
+            *a = 0;
+        }
         self.pinned.remove(&fd);
         Ok(())
     }
