@@ -53,7 +53,7 @@
 //! `EINVAL`.
 
 use crate::backend::epoll::{rearm, remove, upsert};
-use crate::queue::{next_gen, token, untoken, GROUP_BIT, TOKEN_GROUP_OWN, TOKEN_GROUP_SHARED};
+use crate::token::{next_gen, token, untoken, GROUP_BIT, GROUP_GEN, TOKEN_GROUP_OWN, TOKEN_GROUP_SHARED};
 use crate::{sys, Backend, Event, Interest, Queue, State};
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -384,7 +384,7 @@ impl GroupLink {
         let reg = self.inner.lock().regs.get(&fd).copied().filter(|r| r.gen == gen)?;
         self.rearm.push(tok);
         let state = state.visible(reg.interest);
-        (!state.is_empty()).then_some(Event { fd, state, gen: gen | (1 << 31) })
+        (!state.is_empty()).then_some(Event { fd, state, gen: gen | GROUP_GEN })
     }
 
     /// Re-arms what the previous call delivered; returns how many.

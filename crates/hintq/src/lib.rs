@@ -68,6 +68,7 @@ mod queue;
 pub mod shared;
 mod sys;
 pub mod timer;
+mod token;
 mod waker;
 
 pub use accept::{Accepted, Acceptor};

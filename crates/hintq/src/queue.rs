@@ -4,38 +4,13 @@
 
 use crate::backend::{Backend, Config, GoochPolicy, Hybrid, Poller, Ready};
 use crate::group::GroupLink;
+use crate::token::{next_gen, token, untoken, GROUP_BIT, GROUP_GEN, TOKEN_GROUP_OWN, TOKEN_WAKER};
 use crate::{sys, Event, Interest, State, Waker};
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Tokens carry `generation << 32 | fd`. Generation 0 marks the queue's own internal
-/// descriptors (waker, group sets); registrations start at 1. Bit 63 marks registrations of
-/// a [`crate::Group`], whose generations come from the group.
-pub(crate) const GROUP_BIT: u64 = 1 << 63;
-pub(crate) const TOKEN_WAKER: u64 = 0;
-/// The group's shared set, as nested in a member's own set (never watched by a backend).
-pub(crate) const TOKEN_GROUP_SHARED: u64 = 1;
-pub(crate) const TOKEN_GROUP_OWN: u64 = 2;
-
-pub(crate) fn token(fd: RawFd, gen: u32) -> u64 {
-    (u64::from(gen) << 32) | u64::from(fd as u32)
-}
-
-pub(crate) fn untoken(token: u64) -> (RawFd, u32) {
-    (token as u32 as RawFd, ((token & !GROUP_BIT) >> 32) as u32)
-}
-
-/// The next generation in 1..2^31 (0 is internal, bit 31 would collide with [`GROUP_BIT`]).
-pub(crate) fn next_gen(gen: u32) -> u32 {
-    if gen >= (1 << 31) - 1 {
-        1
-    } else {
-        gen + 1
-    }
-}
 
 /// How many descriptors one `poll(2)` of the overflow scan covers.
 const SCAN_CHUNK: usize = 256;
@@ -373,8 +348,8 @@ impl Queue {
     /// Use it while walking a batch whose handlers may close descriptors of later events.
     pub fn is_current(&self, ev: &Event) -> bool {
         if let Some(g) = &self.group {
-            if ev.gen & (1 << 31) != 0 {
-                return g.is_current(ev.fd, ev.gen & !(1 << 31));
+            if ev.gen & GROUP_GEN != 0 {
+                return g.is_current(ev.fd, ev.gen & !GROUP_GEN);
             }
         }
         self.slots.get(ev.fd as usize).is_some_and(|s| s.gen == ev.gen && !s.interest.is_empty())

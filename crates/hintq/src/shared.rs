@@ -38,13 +38,11 @@
 //! * The interest passed to `rearm` must be the one declared (changing interest is a
 //!   `declare_interest`, through the queue).
 
-use crate::backend::epoll::{rearm, upsert};
 use crate::backend::Handoff;
-use crate::queue::token;
-use crate::{sys, Event, Interest, Queue, Waker};
+use crate::token::token;
+use crate::{Event, Interest, Queue, Waker};
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::Ordering::SeqCst;
+use std::os::fd::RawFd;
 
 /// Re-activates, from any thread, a registration a queue in hand-off mode delivered; see
 /// the [module docs](crate::shared). Cheap to clone; `Send + Sync`.
@@ -83,29 +81,7 @@ impl Rearm {
     /// # Errors
     /// As for [`Rearm::rearm`].
     pub fn rearm_fd(&self, fd: RawFd, generation: u32, interest: Interest) -> io::Result<()> {
-        let data = token(fd, generation);
-        match &self.how {
-            Handoff::Edge => Ok(()),
-            Handoff::Epoll { epfd, flags, add: false } => {
-                rearm(epfd.as_raw_fd(), fd, sys::epoll_events(interest) | flags, data)
-            }
-            Handoff::Epoll { epfd, flags, add: true } => {
-                match upsert(epfd.as_raw_fd(), fd, sys::epoll_events(interest) | flags, data, true) {
-                    Err(e) if e.raw_os_error() == Some(libc::EBADF) => Ok(()),
-                    r => r,
-                }
-            }
-            // A descriptor select cannot watch was refused at declare time.
-            Handoff::Select(_) if fd < 0 || fd as usize >= sys::FD_SETSIZE => Ok(()),
-            Handoff::Select(shadow) => {
-                shadow.put(fd as usize, interest);
-                // Paired with the flag raised before the copy in `Select::wait`.
-                if shadow.waiting.load(SeqCst) {
-                    self.waker.as_ref().map_or(Ok(()), Waker::wake)?;
-                }
-                Ok(())
-            }
-        }
+        self.how.reactivate(fd, token(fd, generation), interest, self.waker.as_ref())
     }
 
     /// True when [`Rearm::rearm`] does nothing (edge-triggered backends): then a new arrival

@@ -83,6 +83,27 @@ pub(crate) fn rearm(epfd: RawFd, fd: RawFd, events: u32, data: u64) -> io::Resul
     }
 }
 
+/// Hand-off mode ([`Handoff::Epoll`]): re-activates from any thread the registration `data`
+/// of `fd` that a wait delivered, with `EPOLL_CTL_MOD` (one-shot: the kernel disarmed it) or
+/// `EPOLL_CTL_ADD` (level: [`Poller::deactivate`] deleted it). A descriptor gone meanwhile
+/// (`EBADF`) has nothing to re-activate.
+pub(crate) fn handoff_rearm(
+    epfd: RawFd,
+    (flags, add): (u32, bool),
+    fd: RawFd,
+    data: u64,
+    interest: Interest,
+) -> io::Result<()> {
+    let events = sys::epoll_events(interest) | flags;
+    if !add {
+        return rearm(epfd, fd, events, data);
+    }
+    match upsert(epfd, fd, events, data, true) {
+        Err(e) if e.raw_os_error() == Some(libc::EBADF) => Ok(()),
+        r => r,
+    }
+}
+
 /// Stops watching `fd` in `epfd`; a descriptor the kernel already dropped is fine (quirk c).
 pub(crate) fn remove(epfd: RawFd, fd: RawFd) -> io::Result<()> {
     match sys::epoll_ctl(epfd, libc::EPOLL_CTL_DEL, fd, 0, 0) {

@@ -141,7 +141,7 @@ impl Poller for Gooch {
             let a = self.activity(fd);
             *a = (*a).max(1);
         }
-        if crate::queue::untoken(token).1 == 0 {
+        if crate::token::is_internal(token) {
             self.pinned.insert(fd);
         }
         Ok(())

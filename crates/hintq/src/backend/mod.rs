@@ -8,7 +8,7 @@
 use crate::{Interest, State};
 use std::fmt;
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::str::FromStr;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -146,6 +146,27 @@ pub(crate) enum Handoff {
     Select(std::sync::Arc<select::Shadow>),
     /// Edge-native: a new arrival is a new report; nothing to re-activate.
     Edge,
+}
+
+impl Handoff {
+    /// Re-activates, from any thread, `fd`'s registration `data` that a wait of a queue in
+    /// hand-off mode delivered, for `interest`; each backend's way is in its own file.
+    /// `waker` wakes the queue's blocked wait where the backend needs it (`select`).
+    pub(crate) fn reactivate(
+        &self,
+        fd: RawFd,
+        data: u64,
+        interest: Interest,
+        waker: Option<&crate::Waker>,
+    ) -> io::Result<()> {
+        match self {
+            Handoff::Edge => Ok(()),
+            Handoff::Epoll { epfd, flags, add } => {
+                epoll::handoff_rearm(epfd.as_raw_fd(), (*flags, *add), fd, data, interest)
+            }
+            Handoff::Select(shadow) => select::handoff_rearm(shadow, fd, interest, waker),
+        }
+    }
 }
 
 /// Counters a backend keeps about its own mechanics.

@@ -54,8 +54,8 @@
 
 use super::pollset::PollSet;
 use super::{Counters, Poller, Ready, WakeSignal};
-use crate::queue::{untoken, TOKEN_WAKER};
 use crate::sys::{self, Disposition};
+use crate::token::{is_internal, TOKEN_WAKER};
 use crate::{Interest, State};
 use std::cell::Cell;
 use std::io;
@@ -289,7 +289,7 @@ fn ignore_closed(r: io::Result<()>) -> io::Result<()> {
 
 impl Poller for Rtsig {
     fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {
-        if untoken(token).1 == 0 {
+        if is_internal(token) {
             self.internal.set(fd, token, interest);
             return Ok(());
         }

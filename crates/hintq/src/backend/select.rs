@@ -171,3 +171,24 @@ impl Poller for Select {
         Ok(())
     }
 }
+
+/// Hand-off mode ([`Handoff::Select`]): re-activates `fd` for `interest` from any thread by
+/// setting its bits in the shared shadow sets, and wakes the queue's `select` if it is
+/// blocked (it would not see the bits until its next call). A descriptor select cannot
+/// watch was refused at declare time: nothing to do.
+pub(crate) fn handoff_rearm(
+    shadow: &Shadow,
+    fd: RawFd,
+    interest: Interest,
+    waker: Option<&crate::Waker>,
+) -> io::Result<()> {
+    if fd < 0 || fd as usize >= FD_SETSIZE {
+        return Ok(());
+    }
+    shadow.put(fd as usize, interest);
+    // Paired with the flag raised before the copy in `Select::wait`.
+    if shadow.waiting.load(SeqCst) {
+        waker.map_or(Ok(()), crate::Waker::wake)?;
+    }
+    Ok(())
+}

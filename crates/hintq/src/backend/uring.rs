@@ -80,15 +80,14 @@
 //!    not abort what the connection is sending. `HINTQ_URING_SENDS=0` turns sends off (the
 //!    application then sends itself), for measuring what they are worth.
 //!
-//! `user_data`: a poll carries the queue's token unchanged. Our own `POLL_REMOVE`s carry
-//! [`REMOVE`], bit 31 alone, and our `ASYNC_CANCEL`s [`CANCEL`]. Bit 31 is the sign bit of
-//! the descriptor half of a queue token, clear in every token (descriptors are non-negative
-//! and internal tokens are small), so it cannot collide, whereas the high bits hold
-//! generations and the group mark. A send carries its registration's token with bit 31 set
-//! ([`SEND`]); its generation is never 0, so it equals neither `REMOVE` nor `CANCEL`.
+//! `user_data`: a poll carries the queue's token unchanged (see [`crate::token`]). Our own
+//! operations set [`BACKEND_BIT`] (bit 31), clear in every token: `POLL_REMOVE`s carry
+//! [`REMOVE`], that bit alone, and `ASYNC_CANCEL`s [`CANCEL`]. A send carries its
+//! registration's token with the bit set ([`SEND`]); its generation is never 0, so it equals
+//! neither `REMOVE` nor `CANCEL`.
 
 use super::{Handoff, Poller, Ready};
-use crate::queue::untoken;
+use crate::token::{is_internal, untoken, BACKEND_BIT};
 use crate::{sys, Interest, State};
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
 use std::collections::HashMap;
@@ -111,11 +110,11 @@ fn ring(cq: u32, coop: bool) -> io::Result<IoUring> {
 }
 
 /// The `user_data` of our own `POLL_REMOVE`s (see the module docs).
-const REMOVE: u64 = 1 << 31;
+const REMOVE: u64 = BACKEND_BIT;
 /// The `user_data` of our own `ASYNC_CANCEL`s of a send.
-const CANCEL: u64 = 1 << 31 | 1;
+const CANCEL: u64 = BACKEND_BIT | 1;
 /// Marks a send's `user_data`: its registration's token with this bit (quirk k).
-const SEND: u64 = 1 << 31;
+const SEND: u64 = BACKEND_BIT;
 /// Completion-ring size unless the builder sets one; more is handled as overflow (quirk c).
 const DEFAULT_CQ: u32 = 4096;
 /// Submission-ring size: arms and removes between two enters.
@@ -203,9 +202,9 @@ struct Watch {
 
 /// What is watched: at most one watch per descriptor, found by descriptor number or by
 /// token. A queue token holds its descriptor in its low half, so a watch sits at that index
-/// (16-odd bytes a descriptor, where two hash maps cost about 120 a connection); the few
-/// internal watches (generation 0: the waker, a group member's set), whose tokens do not name
-/// their descriptor, are kept apart.
+/// (16 bytes a descriptor, where two hash maps cost about 120 a connection); the few
+/// internal watches (flagged [`crate::token::INTERNAL`]: the waker, a group member's set),
+/// whose tokens do not name their descriptor, are kept apart.
 #[derive(Default)]
 struct Watches {
     by_fd: Vec<Option<Watch>>,
@@ -215,14 +214,14 @@ struct Watches {
 impl Watches {
     fn get(&self, token: u64) -> Option<&Watch> {
         match untoken(token) {
-            (_, 0) => self.internal.iter().find(|w| w.token == token),
+            _ if is_internal(token) => self.internal.iter().find(|w| w.token == token),
             (fd, _) => self.by_fd.get(fd as usize)?.as_ref().filter(|w| w.token == token),
         }
     }
 
     fn get_mut(&mut self, token: u64) -> Option<&mut Watch> {
         match untoken(token) {
-            (_, 0) => self.internal.iter_mut().find(|w| w.token == token),
+            _ if is_internal(token) => self.internal.iter_mut().find(|w| w.token == token),
             (fd, _) => self.by_fd.get_mut(fd as usize)?.as_mut().filter(|w| w.token == token),
         }
     }
@@ -236,7 +235,7 @@ impl Watches {
     /// Adds a watch; `fd` must have none.
     fn insert(&mut self, w: Watch) {
         match untoken(w.token) {
-            (_, 0) => self.internal.push(w),
+            _ if is_internal(w.token) => self.internal.push(w),
             (fd, _) => {
                 let i = fd as usize;
                 if self.by_fd.len() <= i {
@@ -249,7 +248,7 @@ impl Watches {
 
     fn remove(&mut self, token: u64) {
         match untoken(token) {
-            (_, 0) => self.internal.retain(|w| w.token != token),
+            _ if is_internal(token) => self.internal.retain(|w| w.token != token),
             (fd, _) => drop(self.by_fd.get_mut(fd as usize).and_then(|s| s.take_if(|w| w.token == token))),
         }
     }
