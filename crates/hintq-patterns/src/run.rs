@@ -110,6 +110,9 @@ fn counted<T>(st: &ThreadStats, r: io::Result<T>) {
 
 struct Conn<C> {
     fd: OwnedFd,
+    /// The deadline set for it in its source's wheel (see [`Clock`]): read here, so that a
+    /// handler call in a thread pool does not lock the pool's wheel only to compare.
+    armed: Option<Instant>,
     state: C,
     interest: Interest,
     /// The event source (queue) the connection is registered in.
@@ -137,7 +140,7 @@ impl<C> Conn<C> {
 /// handler call; the wheel is touched only when it moved *earlier* than the one set (a head
 /// begun, a drain). A deadline that moved later (every request of a keep-alive connection
 /// moves its idle deadline) leaves it be, and when it fires the deadline is asked again and
-/// set anew. So a request costs one array read, a tick looks at one bucket of the wheel,
+/// set anew. So a request costs one comparison ([`Conn::armed`]), a tick looks at one bucket of the wheel,
 /// not at every connection, and a connection costs 12 bytes (the wheel's links).
 enum Clock<'a> {
     /// The source's thread holds its wheel (reactor, shards).
@@ -299,21 +302,20 @@ impl<H: Handler> Core<H> {
         };
         self.owner[raw as usize].store(raw, Relaxed);
         slot.src.store(src, Relaxed);
-        let conn = Conn { fd, state, interest: Interest::READ, src, gen, extra: Vec::new() };
-        self.arm(&conn, raw, clock);
+        let mut conn = Conn { fd, armed: None, state, interest: Interest::READ, src, gen, extra: Vec::new() };
+        self.arm(&mut conn, raw, clock);
         *slot.conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(conn);
         self.high.fetch_max(raw as usize + 1, Relaxed);
         add(&st.accepted, 1);
     }
 
     /// Sets `conn`'s deadline in the wheel if it has none there due no later; see [`Clock`].
-    fn arm(&self, conn: &Conn<H::Conn>, fd: RawFd, clock: &mut Clock<'_>) {
+    fn arm(&self, conn: &mut Conn<H::Conn>, fd: RawFd, clock: &mut Clock<'_>) {
         let Some(d) = self.handler.deadline(&conn.state) else { return };
-        clock.with(|w| {
-            if w.deadline(fd as usize).is_none_or(|at| d < at) {
-                w.insert(fd as usize, d);
-            }
-        });
+        if conn.armed.is_none_or(|at| d < at) {
+            conn.armed = Some(d);
+            clock.with(|w| w.insert(fd as usize, d));
+        }
     }
 
     /// Accepts up to `limit` connections.
@@ -526,12 +528,15 @@ impl<H: Handler> Core<H> {
                 continue;
             }
             if !slot.flight.try_enter() {
+                // Its handler runs elsewhere (a pool) and keeps `armed`, now past: a look
+                // again a tick later stands in for the key until then.
                 ctl.clock().with(|w| w.insert(i, now + self.tick));
                 continue;
             }
-            let g = slot.conn.lock().unwrap_or_else(|e| e.into_inner());
+            let mut g = slot.conn.lock().unwrap_or_else(|e| e.into_inner());
             let mut expire = false;
-            if let Some(c) = g.as_ref().filter(|c| c.src == src) {
+            if let Some(c) = g.as_mut().filter(|c| c.src == src) {
+                c.armed = None; // its key just left the wheel
                 match self.handler.deadline(&c.state) {
                     Some(d) if d <= now => expire = true,
                     // It moved later since it was set: set anew.

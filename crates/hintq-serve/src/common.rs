@@ -112,7 +112,9 @@ impl Out {
     /// # Errors
     /// As [`Out::flush`], and the ring's send failing.
     pub fn flush_via(&mut self, fds: &mut Fds<'_>, fd: RawFd) -> io::Result<Flushed> {
-        if !fds.can_send() {
+        if self.items.is_empty() || !fds.can_send() {
+            // Nothing new to send: what the ring has in flight is not waited for (that
+            // would ask for a completion event, and stop the caller reading, for nothing).
             return self.flush(fd);
         }
         let waiting = Flushed { done: false, progress: false, ring: true };
