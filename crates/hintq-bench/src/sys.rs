@@ -166,19 +166,7 @@ pub fn epoll_wait_data(epfd: RawFd, buf: &mut [libc::epoll_event]) -> io::Result
     }
 }
 
-/// Reads `fd` until it would block; returns the bytes read (0: nothing was there).
-pub fn drain_all(fd: RawFd) -> usize {
-    let mut buf = [0u8; 256];
-    let mut total = 0;
-    loop {
-        // SAFETY: reads into a live local buffer of its length.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n <= 0 {
-            return total;
-        }
-        total += n as usize;
-    }
-}
+pub use hintq_sys::drain as drain_all;
 
 /// Adds 1 to an eventfd's counter, making it readable.
 pub fn write_eventfd(fd: RawFd) -> io::Result<()> {

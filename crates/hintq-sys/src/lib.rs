@@ -335,6 +335,21 @@ pub fn cpu_time(who: Usage) -> (Duration, Duration) {
     }
 }
 
+/// Reads `fd` until it would block, hits end of file or fails; returns the bytes read and
+/// discarded (0: nothing was there). For tests and benchmarks that only consume readiness.
+pub fn drain(fd: RawFd) -> usize {
+    let mut buf = [0u8; 4096];
+    let mut total = 0;
+    loop {
+        // SAFETY: reads into a live local buffer of its length.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            return total;
+        }
+        total += n as usize;
+    }
+}
+
 /// Context switches of the calling thread so far, `(voluntary, involuntary)`
 /// (`getrusage(RUSAGE_THREAD)`): a voluntary one is a sleep, so their growth over a run
 /// counts the thread's wake-ups; an involuntary one is a preemption.

@@ -19,17 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed; errno %d (%s)\n", __FILE__, __LINE__, \
-                    #cond, errno, strerror(errno));                                        \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
-
-/* The call fails with -1 (or NULL) and this errno. */
-#define FAILS(call, err) CHECK((errno = 0, (call) == -1) && errno == (err))
+#include "check.h"
 
 _Static_assert(sizeof(event_descr_t) == 2 * sizeof(int), "event_descr_t is { int; unsigned; }");
 

@@ -24,14 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed; errno %d (%s)\n", __FILE__, __LINE__, \
-                    #cond, errno, strerror(errno));                                        \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
+#include "check.h"
 
 /* NULL, or the timeout of each wait of a thread that would block without one. */
 static struct timeval *block_tv;

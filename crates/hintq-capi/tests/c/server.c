@@ -25,18 +25,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed; errno %d (%s)\n", __FILE__, __LINE__, \
-                    #cond, errno, strerror(errno));                                        \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
+#include "check.h"
 
-/* The call fails with -1 (or NULL) and this errno. */
-#define FAILS(call, err) CHECK((errno = 0, (call) == -1) && errno == (err))
-#define FAILS_NULL(call, err) CHECK((errno = 0, (call) == NULL) && errno == (err))
 
 /* Bounds a wait that must end; reaching it is a failure, not a measurement. */
 #define PATIENCE_S 20

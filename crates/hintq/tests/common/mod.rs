@@ -1,7 +1,6 @@
 //! Helpers shared by the core's integration tests.
 #![allow(dead_code)] // each test binary uses its own subset
 
-use std::os::fd::RawFd;
 use std::os::unix::net::UnixStream;
 use std::process::Command;
 use std::time::Duration;
@@ -16,19 +15,8 @@ pub fn pair() -> (UnixStream, UnixStream) {
     (a, b)
 }
 
-/// Reads `fd` until it would block (or hits EOF); returns the bytes read.
-pub fn drain(fd: RawFd) -> usize {
-    let mut buf = [0u8; 4096];
-    let mut total = 0;
-    loop {
-        // SAFETY (test): reads into a live buffer.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n <= 0 {
-            return total;
-        }
-        total += n as usize;
-    }
-}
+#[allow(unused_imports)] // each test binary uses its own subset
+pub use hintq_sys::drain;
 
 /// Runs `body` in a fresh process: re-executes this test binary for test `name` alone
 /// with `HINTQ_TEST_CHILD` (and `env`) set, for cases that change process-wide state
