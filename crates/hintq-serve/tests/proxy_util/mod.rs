@@ -261,15 +261,18 @@ impl Client {
 
     fn fill(&mut self) -> usize {
         let mut tmp = [0u8; 65536];
-        match self.s.read(&mut tmp) {
-            Ok(n) => {
-                self.buf.extend_from_slice(&tmp[..n]);
-                n
+        loop {
+            match self.s.read(&mut tmp) {
+                Ok(n) => {
+                    self.buf.extend_from_slice(&tmp[..n]);
+                    return n;
+                }
+                // The rtsig backend's signals may land on a test thread, many in a row: a
+                // retry by recursion (64 KiB a frame) once overflowed the test's stack.
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == ErrorKind::ConnectionReset => return 0,
+                Err(e) => panic!("read: {e} (have {:?})", String::from_utf8_lossy(&self.buf)),
             }
-            // The rtsig backend's signals may land on a test thread.
-            Err(e) if e.kind() == ErrorKind::Interrupted => self.fill(),
-            Err(e) if e.kind() == ErrorKind::ConnectionReset => 0,
-            Err(e) => panic!("read: {e} (have {:?})", String::from_utf8_lossy(&self.buf)),
         }
     }
 
