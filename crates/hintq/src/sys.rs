@@ -61,6 +61,15 @@ pub(crate) fn poll_events(interest: crate::Interest) -> libc::c_short {
     e
 }
 
+/// How many entries a table indexed by descriptor number reserves when it is first used:
+/// the soft `RLIMIT_NOFILE` (no descriptor of the process can be higher), at most 2^20.
+/// A reservation is address space, resident only where written, and saves the copies (and
+/// the old arrays left in the allocator) of growing by doubling.
+pub(crate) fn fd_table_reserve() -> usize {
+    const MAX: u64 = 1 << 20;
+    hintq_sys::nofile().map_or(1024, |(soft, _)| soft.min(MAX) as usize)
+}
+
 /// The current readiness of one descriptor, asked with a zero-timeout `poll(2)`.
 /// A descriptor that is not open gives `EBADF`.
 pub(crate) fn current_state(fd: RawFd) -> io::Result<State> {

@@ -55,8 +55,10 @@ impl Default for GoochPolicy {
 }
 
 pub(crate) struct Gooch {
-    active: PollSet,
-    inactive: PollSet,
+    /// Both sets in one array: the active set is its front part, the inactive set its back
+    /// part ([`PollSet`]), so the active set is polled as a prefix and the union as the
+    /// whole, with no second array to merge them into.
+    set: PollSet,
     /// Per descriptor number: its activity counter (one byte a number, where a hash map
     /// took about 16 per descriptor).
     activity: Vec<u8>,
@@ -64,7 +66,6 @@ pub(crate) struct Gooch {
     policy: GoochPolicy,
     /// `None` until the first wait.
     next_epoch: Option<Instant>,
-    union: Vec<libc::pollfd>,
     touched: Vec<RawFd>,
     migrations: u64,
 }
@@ -72,32 +73,23 @@ pub(crate) struct Gooch {
 impl Gooch {
     pub(crate) fn new(policy: GoochPolicy) -> Gooch {
         Gooch {
-            active: PollSet::default(),
-            inactive: PollSet::default(),
+            set: PollSet::default(),
             activity: Vec::new(),
             pinned: HashSet::new(),
             policy,
             next_epoch: None,
-            union: Vec::new(),
             touched: Vec::new(),
             migrations: 0,
         }
-    }
-
-    /// Polls both sets in one call; returns how many entries of each are ready.
-    fn poll_union(&mut self, timeout: Option<Duration>) -> io::Result<(usize, usize)> {
-        self.union.clear();
-        self.union.extend_from_slice(self.active.entries());
-        self.union.extend_from_slice(self.inactive.entries());
-        sys::poll(&mut self.union, sys::timeout_ms(timeout))?;
-        let split = self.active.len();
-        Ok((self.active.take_results(&self.union[..split]), self.inactive.take_results(&self.union[split..])))
     }
 
     /// `fd`'s activity counter (descriptors are non-negative: the queue refuses the others).
     fn activity(&mut self, fd: RawFd) -> &mut u8 {
         let i = fd as usize;
         if self.activity.len() <= i {
+            if self.activity.capacity() == 0 {
+                self.activity.reserve(sys::fd_table_reserve().max(i + 1));
+            }
             self.activity.resize(i + 1, 0);
         }
         &mut self.activity[i]
@@ -107,8 +99,7 @@ impl Gooch {
     fn bump(&mut self, fd: RawFd) {
         let a = self.activity(fd);
         *a = (*a + 1).min(15);
-        if *a >= self.policy.promote_at.max(1) && self.inactive.contains(fd) {
-            self.inactive.move_to(fd, &mut self.active);
+        if *a >= self.policy.promote_at.max(1) && self.set.move_front(fd) {
             self.migrations += 1;
         }
     }
@@ -116,17 +107,12 @@ impl Gooch {
     /// Halves the active counters and demotes active descriptors that went quiet, sparing
     /// those in `reported` (this epoch's poll saw them ready).
     fn epoch(&mut self, reported: &[RawFd]) {
-        let mut quiet = Vec::new();
-        for fd in self.active.fds() {
+        for fd in self.set.front_fds() {
             let a = self.activity(fd);
             *a /= 2;
-            if *a == 0 && !self.pinned.contains(&fd) && !reported.contains(&fd) {
-                quiet.push(fd);
+            if *a == 0 && !self.pinned.contains(&fd) && !reported.contains(&fd) && self.set.move_back(fd) {
+                self.migrations += 1;
             }
-        }
-        for fd in quiet {
-            self.active.move_to(fd, &mut self.inactive);
-            self.migrations += 1;
         }
         self.next_epoch = Some(Instant::now() + self.policy.interval);
     }
@@ -134,10 +120,9 @@ impl Gooch {
 
 impl Poller for Gooch {
     fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {
-        if self.inactive.contains(fd) {
-            self.inactive.set(fd, token, interest);
-        } else {
-            self.active.set(fd, token, interest);
+        let inactive = self.set.in_back(fd);
+        self.set.set(fd, token, interest);
+        if !inactive {
             let a = self.activity(fd);
             *a = (*a).max(1);
         }
@@ -148,8 +133,7 @@ impl Poller for Gooch {
     }
 
     fn delete(&mut self, fd: RawFd, _token: u64) -> io::Result<()> {
-        self.active.remove(fd);
-        self.inactive.remove(fd);
+        self.set.remove(fd);
         if let Some(a) = self.activity.get_mut(fd as usize) {
             *a = 0;
         }
@@ -163,23 +147,23 @@ impl Poller for Gooch {
         let union = now >= next_epoch;
         let mut touched = std::mem::take(&mut self.touched);
         if union {
-            let (ra, ri) = self.poll_union(timeout)?;
-            self.active.collect(ra, out, |fd| touched.push(fd));
-            self.inactive.collect(ri, out, |fd| touched.push(fd));
+            let ready = self.set.poll(sys::timeout_ms(timeout))?;
+            self.set.collect(ready, out, |fd| touched.push(fd));
             // Decay and demote before counting this poll's reports, or a descriptor only
             // looked at once per epoch could never build up activity.
             self.epoch(&touched);
         } else {
             // Only internal descriptors, pinned and nothing inactive: no epoch work is due,
             // so no reason to wake for one (an idle group member would, for nothing).
-            let t = if self.inactive.len() == 0 && self.active.len() == self.pinned.len() {
+            let inactive = self.set.len() - self.set.front_len();
+            let t = if inactive == 0 && self.set.front_len() == self.pinned.len() {
                 timeout
             } else {
                 let slice = next_epoch - now;
                 Some(timeout.map_or(slice, |t| t.min(slice)))
             };
-            let ra = self.active.poll(sys::timeout_ms(t))?;
-            self.active.collect(ra, out, |fd| touched.push(fd));
+            let ready = self.set.poll_front(sys::timeout_ms(t))?;
+            self.set.collect(ready, out, |fd| touched.push(fd));
         }
         for fd in touched.drain(..) {
             self.bump(fd);

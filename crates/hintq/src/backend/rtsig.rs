@@ -288,7 +288,7 @@ fn ignore_closed(r: io::Result<()>) -> io::Result<()> {
 }
 
 impl Poller for Rtsig {
-    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {
+    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, fresh: bool) -> io::Result<()> {
         if is_internal(token) {
             self.internal.set(fd, token, interest);
             return Ok(());
@@ -297,15 +297,20 @@ impl Poller for Rtsig {
         sys::set_async(fd, !self.polling)?;
         // Signals queued for this number may belong to a file closed behind the queue's
         // back (quirk d): drop them. The queue reads the state right after (quirk h), so a
-        // live readiness among them is not lost.
-        self.fds.remove(fd);
-        self.drain()?;
+        // live readiness among them is not lost. A number the queue holds no registration
+        // for (`fresh`) has none: its last revoke drained them. Not draining then keeps a
+        // burst of accepts from moving the whole signal queue into the stash, one
+        // registration at a time.
+        if !fresh {
+            self.fds.remove(fd);
+            self.drain()?;
+        }
         self.fds.set(fd, token, interest);
         Ok(())
     }
 
     fn delete(&mut self, fd: RawFd, _token: u64) -> io::Result<()> {
-        if self.internal.remove(fd).is_some() || self.fds.remove(fd).is_none() {
+        if self.internal.remove(fd) || !self.fds.remove(fd) {
             return Ok(());
         }
         toggle_if_ours(fd, self.signo, self.tid.load(Ordering::Acquire), false)?;
