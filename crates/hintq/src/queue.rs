@@ -247,6 +247,9 @@ impl Queue {
             return Ok(None);
         }
         if i >= self.slots.len() {
+            if self.slots.capacity() == 0 {
+                self.slots.reserve(sys::fd_table_reserve().max(i + 1));
+            }
             self.slots.resize(i + 1, Slot::default());
         }
         let fresh = self.slots[i].interest.is_empty();

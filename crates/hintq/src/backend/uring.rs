@@ -239,6 +239,9 @@ impl Watches {
             (fd, _) => {
                 let i = fd as usize;
                 if self.by_fd.len() <= i {
+                    if self.by_fd.capacity() == 0 {
+                        self.by_fd.reserve(crate::sys::fd_table_reserve().max(i + 1));
+                    }
                     self.by_fd.resize_with(i + 1, || None);
                 }
                 self.by_fd[i] = Some(w);
