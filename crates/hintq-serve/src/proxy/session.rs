@@ -16,9 +16,11 @@
 //! ring ([`Fds::send`]): copied into a buffer of the queue's pool and sent with the thread's
 //! next `io_uring_enter`, with the other sessions' replies. One such send is in flight per
 //! client; the session does not send more, half-close or end until it has completed (it
-//! asks, and the completion drives it again). The request to the upstream is written with
-//! `send(2)`: a pooled upstream that turns out dead makes the request be sent again on a
-//! new one, from bytes kept for it.
+//! asks, and the completion drives it again). The request to the upstream goes the same
+//! way: one send in flight per upstream connection, its bytes kept (pinned) until the
+//! upstream answers, so that a pooled upstream that turns out dead (the send fails, or the
+//! upstream closes) makes the request be sent again on a new one. An upstream connection
+//! with a send in flight is never put back in the idle pool.
 //!
 //! Requests on one client connection are handled one at a time, in order; bytes a client
 //! pipelines wait in `cin` until the previous response has been relayed completely, so
@@ -109,6 +111,7 @@ impl Ctx<'_, '_> {
             readable: false,
             writable: done,
             connecting: !done,
+            in_ring: false,
             eof: false,
             hup: false,
             reused: false,
@@ -125,6 +128,8 @@ pub(crate) struct Upstream {
     readable: bool,
     writable: bool,
     connecting: bool,
+    /// Bytes of `to_up` were given to the queue's ring and may not have left yet.
+    in_ring: bool,
     /// The upstream closed its side (read it).
     eof: bool,
     /// The upstream's close was reported (not read yet, perhaps: a short read then does
@@ -142,6 +147,7 @@ impl Upstream {
         self.idle_at = now;
         self.readable = false;
         self.writable = true;
+        self.in_ring = false;
         self.reused = true;
         self
     }
@@ -407,6 +413,10 @@ impl Session {
         if !up.connecting && !up.eof && (self.uin.data().is_empty() || self.uin.room() > 0) {
             i |= Interest::READ;
         }
+        if up.in_ring && i.is_empty() {
+            // As for the client: revoking would cancel the send in flight.
+            i |= Interest::WRITE;
+        }
         i
     }
 
@@ -663,8 +673,34 @@ impl Session {
             up.writable = true;
             up.readable = false;
         }
+        if up.in_ring {
+            // One send in flight: its completion (asked for here) drives the session again.
+            if ctx.fds.sending(up.fd) {
+                return Ok(false);
+            }
+            up.in_ring = false;
+            if let Some(e) = ctx.fds.send_error(up.fd) {
+                return self.upstream_failed(e, ctx);
+            }
+        }
         if self.to_up.is_empty() || !up.writable {
             return Ok(false);
+        }
+        if ctx.fds.can_send() {
+            // io_uring: the ring sends it with the thread's next wait (see the module doc).
+            let mut buf = ctx.fds.send_buffer();
+            buf.extend_from_slice(self.to_up.data());
+            let n = buf.len();
+            match ctx.fds.send(up.fd, buf) {
+                Ok(()) => {
+                    self.to_up.consume(n);
+                    up.in_ring = true;
+                    return Ok(true);
+                }
+                // Not watched at this moment (taken from the idle pool, say): sent here.
+                Err((e, _)) if e.kind() == io::ErrorKind::NotFound => {}
+                Err((e, _)) => return self.upstream_failed(e, ctx),
+            }
         }
         match self.to_up.write_to(up.fd) {
             Ok(_) => {
@@ -922,10 +958,15 @@ impl Session {
                 let ex = self.ex.take().expect("checked above");
                 self.log(&ex, ex.status, ex.resp_bytes, ctx);
                 if let Some(up) = self.up.take() {
+                    // An upstream that answered before taking the whole request may still
+                    // have the ring's send of it in flight: closed, not pooled.
+                    let settled =
+                        !up.in_ring || (!ctx.fds.sending(up.fd) && ctx.fds.send_error(up.fd).is_none());
                     // P4: bytes after the response (or a body to HEAD/204/304) mean the
                     // upstream's framing cannot be trusted: those bytes are dropped and the
                     // connection is not reused.
-                    let reuse = ex.upstream_keep
+                    let reuse = settled
+                        && ex.upstream_keep
                         && !up.eof
                         && !up.hup
                         && !ex.req_abandoned
