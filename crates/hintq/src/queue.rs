@@ -384,12 +384,6 @@ impl Queue {
         self.poller.set(fd, tok, Interest::READ, true)
     }
 
-    /// True if the backend looks at internal descriptors between bounded waits instead of
-    /// sleeping on them (see `Poller::polls_internal`).
-    pub(crate) fn polls_internal(&self) -> bool {
-        self.poller.polls_internal()
-    }
-
     /// One-shot backends disarm internal watches too; they are re-armed as soon as read.
     fn rearm_internal(&mut self, tok: u64) -> io::Result<()> {
         if !self.poller.needs_rearm() {
