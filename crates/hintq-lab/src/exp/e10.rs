@@ -90,7 +90,7 @@ impl Experiment for E10 {
             (true, false),
         );
         let at = |name: &str, n: f64| a.lines.iter().find(|l| l.name == name).and_then(|l| l.median(n));
-        let mut reading: Vec<String> = a
+        let reading: Vec<String> = a
             .lines
             .iter()
             .filter_map(|l| {
