@@ -35,15 +35,8 @@
 //! entry of an io_uring poll stays armed while its thread is busy, so even where the kernel
 //! could pick one waiter it would not pick a blocked one.
 //!
-//! `rtsig` members look at their own set between waits of at most 5 ms, since an epoll set
-//! raises no signal, so every member wakes at each slice whatever the group does, and a
-//! hand-off cannot wake anyone: it reaches a member in the middle of a slice, after its
-//! look. A member handed the shared set in the last slice of its call left again without
-//! looking and handed it on; members making short calls (1 ms waits, as under valgrind)
-//! passed it round for ever and a `One` readiness was never seen. So these members have no
-//! watcher: the shared set is enabled in every member's own set from the start, the first
-//! member to look takes a readiness (`EPOLLONESHOT` still makes it exactly-once), and it
-//! is seen within one slice of any member.
+//! `rtsig` members sleep on their own set too: an epoll set raises no signal, so the
+//! backend polls it together with a `signalfd` of its signals (quirk f of `rtsig`).
 //!
 //! Size limit: the kernel bounds the wake-up paths from one file through nested epoll sets
 //! (`path_limits` in fs/eventpoll.c: 500 of depth 1, 100 of depth 2). A `One` descriptor
@@ -202,7 +195,6 @@ impl Group {
     pub fn queue(&self) -> io::Result<Queue> {
         let mut q = Queue::new(self.inner.backend)?;
         let own = Arc::new(sys::epoll_create()?);
-        let polled = q.polls_internal();
         let id = {
             let mut t = self.inner.lock();
             for (&fd, r) in t.regs.iter().filter(|(_, r)| r.delivery == Delivery::All) {
@@ -211,10 +203,7 @@ impl Group {
             }
             t.members.push(Arc::downgrade(&own));
             let shared = self.inner.shared.as_raw_fd();
-            // A member that only looks at its set between waits has the shared set enabled
-            // for good: no watcher, see the module docs.
-            let events = if polled { libc::EPOLLIN as u32 } else { 0 };
-            sys::epoll_ctl(own.as_raw_fd(), libc::EPOLL_CTL_ADD, shared, events, TOKEN_GROUP_SHARED)?;
+            sys::epoll_ctl(own.as_raw_fd(), libc::EPOLL_CTL_ADD, shared, 0, TOKEN_GROUP_SHARED)?;
             t.next_id += 1;
             t.next_id
         };
@@ -222,7 +211,6 @@ impl Group {
         q.group = Some(GroupLink {
             inner: Arc::clone(&self.inner),
             me: Member { id, own },
-            polled,
             waiting: false,
             rearm: Vec::new(),
             more: false,
@@ -279,10 +267,6 @@ pub(crate) struct GroupLink {
     inner: Arc<Inner>,
     /// This member; `me.own` is its own set, which its backend watches.
     me: Member,
-    /// The member's backend looks at its own set between bounded waits instead of sleeping
-    /// on it (`rtsig`): the shared set is enabled in its own set for good, and the member
-    /// takes no part in the watcher hand-off.
-    polled: bool,
     /// Between [`GroupLink::start_waiting`] and [`GroupLink::stop_waiting`].
     waiting: bool,
     /// Tokens delivered by the last call, to re-arm at the next.
@@ -329,7 +313,7 @@ impl GroupLink {
     /// or the watcher is busy, else it joins the idle members. Repeated waits within one
     /// `get_next_event` change nothing.
     pub(crate) fn start_waiting(&mut self) -> io::Result<()> {
-        if self.waiting || self.polled {
+        if self.waiting {
             return Ok(());
         }
         let mut t = self.inner.lock();
@@ -358,10 +342,8 @@ impl GroupLink {
         // Failing, the descriptor is gone or the kernel out of memory; nothing to return to.
         let _ = self.rearm();
         self.waiting = false;
-        if !self.polled {
-            let shared = self.inner.shared.as_raw_fd();
-            self.inner.lock().stop_waiting(shared, &self.me, true);
-        }
+        let shared = self.inner.shared.as_raw_fd();
+        self.inner.lock().stop_waiting(shared, &self.me, true);
     }
 
     /// Before blocking: if a harvest left reports behind, take them now, since an

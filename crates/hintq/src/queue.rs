@@ -387,12 +387,6 @@ impl Queue {
         self.poller.set(fd, tok, Interest::READ, true)
     }
 
-    /// True if the backend looks at internal descriptors between bounded waits instead of
-    /// sleeping on them (see `Poller::polls_internal`).
-    pub(crate) fn polls_internal(&self) -> bool {
-        self.poller.polls_internal()
-    }
-
     /// One-shot backends disarm internal watches too; they are re-armed as soon as read.
     fn rearm_internal(&mut self, tok: u64) -> io::Result<()> {
         if !self.poller.needs_rearm() {
@@ -429,9 +423,14 @@ impl Queue {
     /// `get_next_event` for a valid array; a group member may be left waiting in its group.
     fn next_events(&mut self, events: &mut [Event], timeout: Option<Duration>) -> io::Result<usize> {
         self.rearm_delivered()?;
-        // A timeout too large to add to the clock is no timeout at all.
-        let timeout = timeout.filter(|t| Instant::now().checked_add(*t).is_some());
-        let deadline = timeout.filter(|t| !t.is_zero()).map(|t| Instant::now() + t);
+        // The clock is read only for a positive timeout; one too large to add to it is no
+        // timeout at all.
+        let deadline = timeout.filter(|t| !t.is_zero()).map(|t| Instant::now().checked_add(t));
+        let (timeout, deadline) = match deadline {
+            Some(None) => (None, None),
+            Some(Some(d)) => (timeout, Some(d)),
+            None => (timeout, None),
+        };
         let mut first = true;
         loop {
             let n = self.dequeue(events)?;

@@ -295,6 +295,15 @@ pub(crate) fn sigtimedwait(set: &libc::sigset_t, timeout: Option<Duration>) -> i
     Ok(Some(SigInfo { signo: raw.signo, code: raw.code, fd: raw.fd, band: raw.band }))
 }
 
+/// A non-blocking `signalfd(2)` for `set`, which becomes readable while a signal of the set is
+/// pending for the thread that polls it. The signals stay blocked; it is only slept on.
+pub(crate) fn signalfd(set: &libc::sigset_t) -> io::Result<OwnedFd> {
+    // SAFETY: `set` is a valid initialised sigset; -1 asks for a new descriptor.
+    let fd = cvt(unsafe { libc::signalfd(-1, set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC) })?;
+    // SAFETY: a descriptor just created, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// Directs `fd`'s I/O signals to `signo` on thread `tid` (`F_SETSIG`, `F_SETOWN_EX`).
 pub(crate) fn set_signal_owner(fd: RawFd, signo: libc::c_int, tid: libc::pid_t) -> io::Result<()> {
     // SAFETY: fcntl with integer arguments.

@@ -757,11 +757,6 @@ fn wake_one_wakes_one(b: Backend) {
         members.into_iter().map(|m| m.join().unwrap()).fold((0, 0), |(s, w), (s1, w1)| (s + s1, w + w1));
     assert_eq!(consumed.load(Ordering::Relaxed), ROUNDS);
     assert_eq!(duplicates.load(Ordering::Relaxed), 0, "a readiness reached two members");
-    if b == Backend::Rtsig {
-        // rtsig members poll the group's sets every 5 ms (an epoll set raises no signal), so
-        // their wake-ups count those slices too, not readiness alone: exactly-once only.
-        return;
-    }
     // Every member's last sleep was ended by its waker; the others by readiness.
     let per = |n: u64| n.saturating_sub(MEMBERS as u64) as f64 / ROUNDS as f64;
     let (woken, returned) = (per(switches), per(waits));
@@ -773,9 +768,9 @@ fn wake_one_wakes_one(b: Backend) {
 
 /// `Delivery::One` with members that wait in short calls (1 ms, as the C tests do under
 /// valgrind), so that a member is often handed the shared set in the middle of its call's
-/// only wait: each readiness still reaches one of them. (On rtsig, whose members look at
-/// their group's sets between waits, the shared set went round from member to member, each
-/// receiving it after its last look, and a readiness could wait for ever.)
+/// only wait: each readiness still reaches one of them. (On rtsig, when its members looked
+/// at their group's sets between waits, the shared set went round from member to member,
+/// each receiving it after its last look, and a readiness could wait for ever.)
 fn wake_one_short_waits(b: Backend) {
     const MEMBERS: usize = 3;
     const ROUNDS: usize = 50;

@@ -144,6 +144,36 @@ fn hybrid_switches_on_load_without_overflow() {
     assert!(s.switches >= 2, "load must switch to polling and calm back: {s:?}");
 }
 
+/// A waker wakes a queue that the hybrid switched to polling: its signal is blocked and does
+/// not end a `poll(2)`, so the poll includes a `signalfd` of it (it used to wait the whole
+/// timeout).
+#[test]
+fn waker_wakes_a_queue_in_polling_mode() {
+    let hybrid = Hybrid { enabled: true, to_poll: 16, to_signals: 2, calm_waits: 1_000_000 };
+    let mut q = Builder::new(Backend::Rtsig).rtsig_hybrid(hybrid).build().unwrap();
+    let pairs: Vec<_> = (0..40).map(|_| pair()).collect();
+    for (a, _) in &pairs {
+        q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    }
+    for (_, p) in &pairs {
+        (&*p).write_all(b"x").unwrap();
+    }
+    assert_eq!(serve(&mut q, MS(3000)).len(), 40);
+    assert_eq!(q.stats().switches, 1, "switched to polling and stays there: {:?}", q.stats());
+    let waker = q.waker().unwrap();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(MS(100));
+        waker.wake().unwrap();
+    });
+    let start = Instant::now();
+    let mut evs = [Event::default(); 4];
+    assert_eq!(q.get_next_event(&mut evs, Some(MS(10_000))).unwrap(), 0);
+    let took = start.elapsed();
+    t.join().unwrap();
+    assert!(took < MS(5000), "the waker's signal did not end the polling wait: {took:?}");
+    assert_eq!(q.stats().switches, 1);
+}
+
 /// E10: a signal queued for a descriptor that is then closed (through the queue, or behind
 /// its back) is never delivered to the new owner of the number.
 #[test]

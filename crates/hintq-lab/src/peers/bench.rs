@@ -53,7 +53,9 @@ impl Loop for HintqLoop {
             self.q.declare_interest(fd, Interest::empty())?;
         }
         self.index[fd as usize] = i;
-        self.q.declare_interest(fd, Interest::READ).map(drop)
+        // The state is not wanted (the flush pass takes whatever is ready): the paper's call
+        // with a NULL statemask, as libevent's `event_add` and mio's `register` are.
+        self.q.declare(fd, Interest::READ)
     }
     fn pass(&mut self, ready: &mut dyn FnMut(usize)) -> io::Result<()> {
         let n = self.q.get_next_event(&mut self.evs, Some(Duration::ZERO))?;

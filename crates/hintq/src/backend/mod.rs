@@ -71,13 +71,6 @@ pub(crate) trait Poller: Send {
         None
     }
 
-    /// True if the backend does not sleep on its internal descriptors (a group's sets) but
-    /// looks at them between bounded waits: `rtsig`, since an epoll set raises no signal.
-    /// Such a backend is not woken by a readiness of an internal descriptor.
-    fn polls_internal(&self) -> bool {
-        false
-    }
-
     /// True if readiness that predates `set` is reported by the next wait. False only for
     /// `rtsig`: a signal is raised for an arrival, never for a state.
     fn reports_existing(&self) -> bool {

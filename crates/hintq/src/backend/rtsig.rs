@@ -35,9 +35,15 @@
 //! f. An eventfd or epoll descriptor has no `fasync` support and never raises a signal.
 //!    The queue's [`crate::Waker`] therefore wakes this backend with `tgkill` (recognised by
 //!    `si_code <= 0`: a signal sent by a process, where I/O signals carry a positive
-//!    `POLL_*` code; 6.18 reports `SI_USER` for `tgkill`, not `SI_TKILL`), and a group member's epoll set is polled between bounded waits of
-//!    at most [`INTERNAL_SLICE`]: a member of a [`crate::Group`] on rtsig sees group
-//!    readiness up to 5 ms late.
+//!    `POLL_*` code; 6.18 reports `SI_USER` for `tgkill`, not `SI_TKILL`). A blocked signal
+//!    does not end a `poll(2)`, so a wait that must also sleep on descriptors (a group
+//!    member's epoll set, or every registration in polling mode) polls them together with a
+//!    `signalfd` of this queue's signals, readable while one is pending for the polling
+//!    thread; the signals themselves are still taken with `sigtimedwait`. A group member
+//!    thus sleeps until its set or a signal wakes it, and takes part in the group's wake-one
+//!    hand-off like members on other backends. (The `signalfd` wakes on a signal for any
+//!    thread of the process, since its wait queue is per process, and sleeps again at once
+//!    when the signal is not for its thread.)
 //! g. A descriptor closed without a revoke may have its number reused by another file,
 //!    perhaps another thread's. Before turning `O_ASYNC` off (revoke, switch to polling,
 //!    drop) or on, the backend checks with `F_GETSIG`/`F_GETOWN_EX` that the file still
@@ -59,13 +65,10 @@ use crate::token::{is_internal, TOKEN_WAKER};
 use crate::{Interest, State};
 use std::cell::Cell;
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// The longest single wait while a group's epoll sets must also be watched (quirk f).
-pub const INTERNAL_SLICE: Duration = Duration::from_millis(5);
 
 /// Thresholds of the hybrid signal/polling mode (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,6 +116,11 @@ pub(crate) struct Rtsig {
     fds: PollSet,
     /// Internal descriptors that cannot raise signals (a group member's epoll set).
     internal: PollSet,
+    /// Readable while a signal of ours is pending, for waits that poll (quirk f); made at
+    /// the first such wait.
+    signalfd: Option<OwnedFd>,
+    /// The combined `poll(2)` array of such waits.
+    pollbuf: Vec<libc::pollfd>,
     /// Reports taken off the signal queue while draining it for a revoke.
     stash: Vec<Ready>,
     polling: bool,
@@ -130,6 +138,8 @@ impl Rtsig {
             tid: Arc::new(AtomicI32::new(sys::gettid())),
             fds: PollSet::default(),
             internal: PollSet::default(),
+            signalfd: None,
+            pollbuf: Vec::new(),
             stash: Vec::new(),
             polling: false,
             calm: 0,
@@ -259,11 +269,38 @@ impl Rtsig {
         Ok(())
     }
 
-    fn wait_polling(&mut self, out: &mut Vec<Ready>, timeout: Option<Duration>) -> io::Result<()> {
-        let ready = self.scan(out, timeout)?;
-        self.calm = if ready < self.hybrid.to_signals { self.calm + 1 } else { 0 };
-        if self.calm >= self.hybrid.calm_waits {
-            self.switch_to_signals(out)?;
+    /// Sleeps in one `poll(2)` over this queue's `signalfd`, the internal descriptors and,
+    /// in polling mode, every registration (quirk f); then reports what is ready and takes
+    /// the signals that are pending.
+    fn wait_poll(&mut self, out: &mut Vec<Ready>, max: usize, timeout: Option<Duration>) -> io::Result<()> {
+        if self.signalfd.is_none() {
+            self.signalfd = Some(sys::signalfd(&self.sigset())?);
+        }
+        let sfd = self.signalfd.as_ref().map_or(-1, AsRawFd::as_raw_fd);
+        let mut all = std::mem::take(&mut self.pollbuf);
+        all.clear();
+        all.push(libc::pollfd { fd: sfd, events: libc::POLLIN, revents: 0 });
+        if self.polling {
+            all.extend_from_slice(self.fds.entries());
+        }
+        let own_end = all.len();
+        all.extend_from_slice(self.internal.entries());
+        let polled = sys::poll(&mut all, sys::timeout_ms(timeout));
+        let signalled = all[0].revents != 0;
+        let own_ready = if self.polling { self.fds.take_results(&all[1..own_end]) } else { 0 };
+        let internal_ready = self.internal.take_results(&all[own_end..]);
+        self.pollbuf = all;
+        polled?;
+        self.internal.collect(internal_ready, out, |_| {});
+        if self.polling {
+            self.fds.collect(own_ready, out, |_| {});
+            self.calm = if own_ready < self.hybrid.to_signals { self.calm + 1 } else { 0 };
+            if self.calm >= self.hybrid.calm_waits {
+                self.switch_to_signals(out)?;
+            }
+        }
+        if signalled {
+            self.wait_signals(out, max, Some(Duration::ZERO))?;
         }
         Ok(())
     }
@@ -324,20 +361,11 @@ impl Poller for Rtsig {
         if OVERFLOW_EPOCH.get() != self.epoch_seen {
             self.recover(out)?;
         }
-        if self.internal.len() > 0 {
-            let ready = self.internal.poll(0)?;
-            self.internal.collect(ready, out, |_| {});
-        }
         if out.len() > before {
             return Ok(());
         }
-        let timeout = match (self.internal.len(), timeout) {
-            (0, t) => t,
-            (_, None) => Some(INTERNAL_SLICE),
-            (_, Some(t)) => Some(t.min(INTERNAL_SLICE)),
-        };
-        if self.polling {
-            self.wait_polling(out, timeout)
+        if self.polling || self.internal.len() > 0 {
+            self.wait_poll(out, max, timeout)
         } else {
             self.wait_signals(out, max, timeout)
         }
@@ -349,10 +377,6 @@ impl Poller for Rtsig {
 
     fn reports_existing(&self) -> bool {
         false
-    }
-
-    fn polls_internal(&self) -> bool {
-        true
     }
 
     fn wake_signal(&self) -> Option<WakeSignal> {
