@@ -210,6 +210,24 @@ impl PollSet {
     }
 }
 
+impl PollSet {
+    /// The raw entries, for a caller that polls several sets in one call.
+    pub(crate) fn entries(&self) -> &[libc::pollfd] {
+        &self.fds
+    }
+
+    /// Copies results of a combined poll back into this set's entries; returns how many
+    /// are ready.
+    pub(crate) fn take_results(&mut self, results: &[libc::pollfd]) -> usize {
+        let mut ready = 0;
+        for (mine, r) in self.fds.iter_mut().zip(results) {
+            mine.revents = r.revents;
+            ready += usize::from(r.revents != 0);
+        }
+        ready
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
