@@ -2,6 +2,7 @@
 
 mod e1;
 mod e10;
+mod e11;
 mod e2;
 mod e3;
 mod e4;
@@ -140,6 +141,7 @@ pub fn all() -> Vec<Box<dyn Experiment>> {
         Box::new(e8::E8),
         Box::new(e9::E9),
         Box::new(e10::E10),
+        Box::new(e11::E11),
     ]
 }
 
