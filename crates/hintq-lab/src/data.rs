@@ -37,7 +37,7 @@ impl Status {
 /// One measured value of one repetition of one point: a line of `E<n>.csv`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
-    /// `E1` … `E10`.
+    /// `E1` … `E12`.
     pub experiment: String,
     /// The line of the plot: a backend, a peer, `peer-backend`.
     pub series: String,

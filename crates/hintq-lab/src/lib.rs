@@ -1,6 +1,6 @@
 //! # hintq-lab: the papers' experiments, run on this machine
 //!
-//! `hintq lab` runs the experiments E1–E10 of the design (Banga, Mogul & Druschel 1999; Provos
+//! `hintq lab` runs the experiments E1–E12 of the design (Banga, Mogul & Druschel 1999; Provos
 //! & Lever 2000; Gooch 1998; Strebelow & Prehofer; libevent's `bench.c` method) and writes a
 //! directory a person can read:
 //!
@@ -47,7 +47,7 @@ pub struct LabArgs {
     /// Output directory [default: lab-<date>].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Experiments to run, comma-separated (E1..E10) [default: all].
+    /// Experiments to run, comma-separated (E1..E12) [default: all].
     #[arg(long, value_name = "E1,E3,...", value_delimiter = ',')]
     pub only: Option<Vec<String>>,
     /// In the full run, install missing peers (nginx-light, libevent-dev, libev-dev,

@@ -62,6 +62,18 @@ pub struct Server {
     pub cmd: Cmd,
     /// It is ready when this address accepts a connection.
     pub ready: SocketAddr,
+    /// A server this one relays to (a proxy's upstream): started before it, ready before it
+    /// starts, stopped after it. Its CPU is not counted in [`Ran::server_cpu`].
+    pub upstream: Option<Box<Server>>,
+}
+
+impl Server {
+    /// The servers of a point in the order they start: the upstream first.
+    fn chain(&self) -> Vec<&Server> {
+        let mut out = self.upstream.as_deref().map_or_else(Vec::new, Server::chain);
+        out.push(self);
+        out
+    }
 }
 
 /// What a finished point left: its directory (tool outputs, stdout, stderr) and its stdout.
@@ -70,7 +82,7 @@ pub struct Ran {
     pub dir: PathBuf,
     /// The command's standard output.
     pub stdout: String,
-    /// The server's CPU seconds while the command ran, when there was a server.
+    /// The (outermost) server's CPU seconds while the command ran, when there was a server.
     pub server_cpu: Option<f64>,
 }
 
@@ -151,7 +163,11 @@ impl Runner {
                 d.push_str("; not repeated: the run's time for repeats was used up");
             }
             let note = disturbed.unwrap_or_else(|| format!("quiet: {quiet}"));
-            all.extend(rows.into_iter().map(|r| Row { status, note: note.clone(), ..r }));
+            // A note the point's own parser wrote (a peer's configuration) comes first.
+            all.extend(rows.into_iter().map(|r| {
+                let note = if r.note.is_empty() { note.clone() } else { format!("{}; {note}", r.note) };
+                Row { status, note, ..r }
+            }));
             if !retry {
                 break;
             }
@@ -172,7 +188,7 @@ impl Runner {
         let suffix = if attempt > 0 { "-again" } else { "" };
         let dir = self.raw.join(p.experiment).join(format!("{}{suffix}", p.name));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        if let Some(s) = &p.server {
+        for s in p.server.iter().flat_map(Server::chain) {
             self.commands.push(format!("{} &", s.cmd.shell()));
         }
         self.commands.push(p.cmd.shell());
@@ -190,7 +206,8 @@ impl Runner {
 }
 
 fn key(p: &Point) -> String {
-    format!("{} {:?}", p.cmd.shell(), p.server.as_ref().map(|s| s.cmd.shell()))
+    let servers: Vec<String> = p.server.iter().flat_map(Server::chain).map(|s| s.cmd.shell()).collect();
+    format!("{} {servers:?}", p.cmd.shell())
 }
 
 fn failed(p: &Point, why: &str) -> Row {
@@ -206,20 +223,28 @@ fn failed(p: &Point, why: &str) -> Row {
     }
 }
 
-/// Starts the server (if any), runs the command to its end or its timeout, stops the server.
+/// Starts the servers (if any: the upstream first), runs the command to its end or its
+/// timeout, stops the servers (the upstream last).
 fn run_point(p: &Point, dir: &Path) -> Result<(String, Option<f64>), String> {
-    let mut server = match &p.server {
-        Some(s) => Some(start_server(s, dir)?),
-        None => None,
-    };
-    // The server's CPU from when it listens: its start-up is not part of the load.
-    let cpu0 = server.as_ref().and_then(|c| process_cpu(c.id()));
+    let chain: Vec<&Server> = p.server.iter().flat_map(Server::chain).collect();
+    let mut servers: Vec<Child> = Vec::new();
+    for (i, s) in chain.iter().enumerate() {
+        // The measured server's output in `server.*`, upstreams' in `upstream<depth>.*`.
+        let name = if i + 1 == chain.len() { "server".to_string() } else { format!("upstream{i}") };
+        match start_server(s, dir, &name) {
+            Ok(child) => servers.push(child),
+            Err(why) => {
+                servers.iter_mut().rev().for_each(stop);
+                return Err(why);
+            }
+        }
+    }
+    // The measured server's CPU from when it listens: its start-up is not part of the load.
+    let cpu0 = servers.last().and_then(|c| process_cpu(c.id()));
     let result = p.cmd.spawn(dir, "cmd").map_err(|e| format!("{}: {e}", p.cmd.program.display()));
     let result = result.and_then(|mut child| wait_bounded(&mut child, p.timeout));
-    let server_cpu = server.as_ref().and_then(|c| Some(process_cpu(c.id())? - cpu0?));
-    if let Some(mut s) = server.take() {
-        stop(&mut s);
-    }
+    let server_cpu = servers.last().and_then(|c| Some(process_cpu(c.id())? - cpu0?));
+    servers.iter_mut().rev().for_each(stop);
     let status = result?;
     let stdout = std::fs::read_to_string(dir.join("cmd.stdout")).unwrap_or_default();
     if !status.success() {
@@ -230,8 +255,8 @@ fn run_point(p: &Point, dir: &Path) -> Result<(String, Option<f64>), String> {
     Ok((stdout, server_cpu))
 }
 
-fn start_server(s: &Server, dir: &Path) -> Result<Child, String> {
-    let mut child = s.cmd.spawn(dir, "server").map_err(|e| format!("{}: {e}", s.cmd.program.display()))?;
+fn start_server(s: &Server, dir: &Path, name: &str) -> Result<Child, String> {
+    let mut child = s.cmd.spawn(dir, name).map_err(|e| format!("{}: {e}", s.cmd.program.display()))?;
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(10) {
         if let Ok(Some(st)) = child.try_wait() {

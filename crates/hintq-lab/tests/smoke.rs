@@ -62,7 +62,7 @@ fn smoke_run_writes_every_file_and_the_report_matches_the_raw_rows() {
         assert!(setup.contains(want), "SETUP.md lacks {want}");
     }
     let mut ran = Vec::new();
-    for n in 1..=10 {
+    for n in 1..=12 {
         let id = format!("E{n}");
         let row = report
             .lines()
@@ -78,9 +78,9 @@ fn smoke_run_writes_every_file_and_the_report_matches_the_raw_rows() {
         }
         ran.push(id);
     }
-    // E9 needs nothing but this binary; E3 and E4 need `hintq bench micro`, E10
+    // E9, E11 (the proxy) and E12 need nothing but this binary; E3 and E4 need `hintq bench micro`, E10
     // `hintq bench wake-one`, which exist.
-    for id in ["E3", "E4", "E9", "E10"] {
+    for id in ["E3", "E4", "E9", "E10", "E11", "E12"] {
         assert!(ran.iter().any(|r| r == id), "{id} did not run:\n{report}\n{stderr}");
     }
 

@@ -22,6 +22,35 @@ pub struct Cpu {
     pub cores_busy: f64,
 }
 
+/// Successful responses in each whole second of the hot phase, over every worker, and their
+/// mean, least and most: the reply rate of Provos & Lever's Figs. 4-9 (httperf's
+/// `Reply rate [replies/s]: min avg max`). A last, partial second is left out.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReplyRate {
+    /// Replies in second 0, 1, ... of the hot phase.
+    pub per_second: Vec<u64>,
+    /// Their mean (0 with no whole second).
+    pub mean: f64,
+    /// The least.
+    pub min: u64,
+    /// The most.
+    pub max: u64,
+}
+
+impl ReplyRate {
+    /// Sums the workers' counts second by second and keeps the `whole` first seconds.
+    pub fn of<'a>(workers: impl Iterator<Item = &'a [u64]>, whole: usize) -> ReplyRate {
+        let mut per_second = vec![0u64; whole];
+        for w in workers {
+            per_second.iter_mut().zip(w).for_each(|(sum, n)| *sum += n);
+        }
+        let mean = if whole > 0 { per_second.iter().sum::<u64>() as f64 / whole as f64 } else { 0.0 };
+        let min = per_second.iter().copied().min().unwrap_or(0);
+        let max = per_second.iter().copied().max().unwrap_or(0);
+        ReplyRate { per_second, mean, min, max }
+    }
+}
+
 /// Everything a run measured.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
@@ -41,6 +70,8 @@ pub struct Report {
     pub wall_seconds: f64,
     /// Successful responses per second of the hot phase.
     pub throughput: f64,
+    /// The reply rate second by second (httperf's reply-rate samples, one a second here).
+    pub reply_rate: ReplyRate,
     /// Hot requests and their outcomes.
     pub hot: Hot,
     /// Cold connections.
@@ -86,6 +117,11 @@ impl Report {
             warmup_seconds,
             wall_seconds,
             throughput: if hot_seconds > 0.0 { hot.successes as f64 / hot_seconds } else { 0.0 },
+            // Workers start the hot phase together (a barrier): second k is the same for all.
+            reply_rate: ReplyRate::of(
+                results.iter().map(|r| r.replies_per_second.as_slice()),
+                hot_seconds as usize,
+            ),
             hot,
             cold,
             latency_us: Percentiles::of(&latency),
@@ -128,6 +164,17 @@ impl Report {
             "  {:.2} s: {} requests started, {} succeeded, {:.1} req/s, {} unfinished at the end",
             self.hot_seconds, h.started, h.successes, self.throughput, h.unfinished
         );
+        let r = &self.reply_rate;
+        if !r.per_second.is_empty() {
+            let _ = writeln!(
+                o,
+                "  reply rate over {} whole seconds: min {} avg {:.1} max {} replies/s",
+                r.per_second.len(),
+                r.min,
+                r.mean,
+                r.max
+            );
+        }
         let from = if s.rate.is_some() { "from intended send time" } else { "from send time, closed loop" };
         let _ = writeln!(o, "  latency ({from}): {}", fmt_pct(&self.latency_us));
         let _ = writeln!(o, "  connect: {} ({} connects)", fmt_pct(&self.connect_us), h.connects);
@@ -197,5 +244,20 @@ fn fmt_errors(e: &Errors) -> String {
         "none".to_string()
     } else {
         some.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReplyRate;
+
+    #[test]
+    fn reply_rate_sums_workers_by_second_and_drops_the_partial_last_second() {
+        let a: &[u64] = &[100, 300, 200, 7];
+        let b: &[u64] = &[50, 50];
+        let r = ReplyRate::of([a, b].into_iter(), 3);
+        assert_eq!(r, ReplyRate { per_second: vec![150, 350, 200], mean: 700.0 / 3.0, min: 150, max: 350 });
+        let none = ReplyRate::of([a].into_iter(), 0);
+        assert_eq!((none.mean, none.min, none.max), (0.0, 0, 0));
     }
 }

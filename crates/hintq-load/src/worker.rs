@@ -59,6 +59,10 @@ pub struct WorkerResult {
     pub warmup_seconds: f64,
     /// Backend the queue actually used.
     pub backend: String,
+    /// Successful responses in each second of the hot phase, from its start (the last
+    /// second may be partial).
+    #[serde(default)]
+    pub replies_per_second: Vec<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -187,6 +191,7 @@ pub struct Worker<'a> {
     stats_cold: Cold,
     latency: Histogram<u64>,
     connect: Histogram<u64>,
+    replies_per_second: Vec<u64>,
     scratch: Box<[u8]>,
     again: Vec<(Slot, u32, State)>,
 }
@@ -253,6 +258,7 @@ impl<'a> Worker<'a> {
             stats_cold,
             latency: histogram(),
             connect: histogram(),
+            replies_per_second: Vec::new(),
             scratch: vec![0; READ_SIZE].into_boxed_slice(),
             again: Vec::new(),
         })
@@ -318,6 +324,7 @@ impl<'a> Worker<'a> {
             hot_seconds,
             warmup_seconds: warmup.as_secs_f64(),
             backend: self.q.backend().name().to_string(),
+            replies_per_second: self.replies_per_second,
         }
     }
 
@@ -639,6 +646,11 @@ impl<'a> Worker<'a> {
                 self.in_flight -= 1;
                 if status < 400 {
                     self.stats_hot.successes += 1;
+                    let second = now.saturating_duration_since(self.t0).as_secs() as usize;
+                    if self.replies_per_second.len() <= second {
+                        self.replies_per_second.resize(second + 1, 0);
+                    }
+                    self.replies_per_second[second] += 1;
                     self.latency.saturating_record(micros(now.saturating_duration_since(intended)));
                 } else {
                     self.stats_hot.errors.status += 1;

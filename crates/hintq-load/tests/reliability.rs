@@ -264,3 +264,32 @@ fn l8_loopback_only_and_bounded() {
     bad.duration = Duration::ZERO;
     assert!(hintq_load::run(&bad, None).unwrap_err().contains("bounded"));
 }
+
+/// Provos & Lever's reply rate: replies counted second by second, a new connection per
+/// request, as httperf drives a server.
+#[test]
+fn reply_rate_is_sampled_each_whole_second() {
+    let srv = Server::start(Mode::Ok);
+    let mut cfg = config(&[&srv.url]);
+    cfg.connections = 8;
+    cfg.rate = Some(200.0);
+    cfg.new_conn_per_request = true;
+    cfg.duration = Duration::from_millis(2500);
+    let r = run(&cfg);
+    let rate = &r.reply_rate;
+    assert_eq!(rate.per_second.len(), 2, "two whole seconds, the partial third left out\n{}", r.summary());
+    for &n in &rate.per_second {
+        assert!(
+            (150..=250).contains(&n),
+            "about 200 replies a second: {:?}\n{}",
+            rate.per_second,
+            r.summary()
+        );
+    }
+    assert!(rate.per_second.iter().sum::<u64>() < r.hot.successes, "the last half second is not a sample");
+    assert_eq!(
+        (rate.min, rate.max),
+        (*rate.per_second.iter().min().unwrap(), *rate.per_second.iter().max().unwrap())
+    );
+    assert!(r.hot.connects >= r.hot.successes, "a connection per request\n{}", r.summary());
+}

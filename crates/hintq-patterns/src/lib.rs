@@ -358,6 +358,9 @@ pub struct Config {
     pub max_fds: usize,
     /// Run on every pattern thread first.
     pub on_thread_start: Option<ThreadHook>,
+    /// The `rtsig` backend's hybrid signal/polling thresholds (ignored by other backends
+    /// and by the `sharded-shared` group).
+    pub rtsig_hybrid: hintq::Hybrid,
 }
 
 impl Config {
@@ -374,6 +377,7 @@ impl Config {
             tick: Duration::from_millis(100),
             max_fds: 65_536,
             on_thread_start: None,
+            rtsig_hybrid: hintq::Hybrid::default(),
         }
     }
 }

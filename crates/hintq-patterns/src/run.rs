@@ -842,7 +842,7 @@ fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::
     for i in 0..n {
         let mut q = match &group {
             Some(g) => g.queue()?,
-            None => Queue::new(cfg.backend)?,
+            None => queue(cfg)?,
         };
         wakers.push(q.waker()?);
         let listener = Arc::clone(&listeners[i % listeners.len()]);
@@ -934,12 +934,17 @@ fn watch(q: &mut Queue, group: Option<&Group>, lfd: RawFd, interest: Interest) -
     }
 }
 
+/// A queue on the configured backend with its settings.
+fn queue(cfg: &Config) -> io::Result<Queue> {
+    hintq::Builder::new(cfg.backend).rtsig_hybrid(cfg.rtsig_hybrid).build()
+}
+
 /// Leader/Followers and Half-Sync: one queue in hand-off mode, shared by a pool.
 fn start_pool<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::Result<Server> {
     let listener = net::listen(cfg.listen, false)?;
     let addr = net::local_addr(&listener)?;
     let lfd = listener.as_raw_fd();
-    let mut q = Queue::new(cfg.backend)?;
+    let mut q = queue(cfg)?;
     let rearm = q.handoff()?;
     let waker = q.waker()?;
     q.declare(lfd, Interest::READ)?;

@@ -562,6 +562,11 @@ pub struct ServerArgs {
     /// Close a connection whose response made no progress for this long.
     #[arg(long, value_name = "D", default_value = "30s", value_parser = parse_duration)]
     pub send_timeout: Duration,
+    /// rtsig only: RT signals alone, as Provos & Lever's phhttpd, never switching to
+    /// polling under load (a signal-queue overflow still recovers with one poll scan). By
+    /// default rtsig is their hybrid, which polls while the load is heavy.
+    #[arg(long)]
+    pub no_hybrid: bool,
 }
 
 impl ServerArgs {
@@ -574,7 +579,9 @@ impl ServerArgs {
             Some(b) => b,
             None => Backend::from_env()?,
         };
-        Ok(Config::new(self.pattern, self.threads, backend, self.listen))
+        let mut cfg = Config::new(self.pattern, self.threads, backend, self.listen);
+        cfg.rtsig_hybrid.enabled = !self.no_hybrid;
+        Ok(cfg)
     }
 
     /// The access log, if asked for.
@@ -589,6 +596,23 @@ impl ServerArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        server: ServerArgs,
+    }
+
+    #[test]
+    fn rtsig_is_the_hybrid_unless_no_hybrid_is_given() {
+        use clap::Parser as _;
+        let cfg = |extra: &[&str]| {
+            let args = ["x", "--listen", "127.0.0.1:0", "--backend", "rtsig"].iter().chain(extra);
+            Cli::try_parse_from(args).unwrap().server.pattern_config().unwrap()
+        };
+        assert!(cfg(&[]).rtsig_hybrid.enabled);
+        assert!(!cfg(&["--no-hybrid"]).rtsig_hybrid.enabled);
+    }
 
     #[test]
     fn durations() {

@@ -6,7 +6,8 @@ use super::e1::servers;
 use super::serve::{self};
 use super::{panel, Analysis, Experiment, Lab, UNMEASURED};
 use crate::data::{num, Row, Status};
-use crate::runner::{Cmd, Point};
+use crate::runner::{Cmd, Point, Server};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -34,7 +35,8 @@ const EVENT_SYMBOLS: &[&str] = &[
     "sigtimedwait",
 ];
 
-fn perf_ok() -> Result<(), String> {
+/// `Err("needs perf ...")` unless `perf` runs.
+pub fn perf_ok() -> Result<(), String> {
     match Command::new("perf").arg("--version").output() {
         Ok(o) if o.status.success() => Ok(()),
         _ => Err("needs `perf` (apt-get install -y linux-perf)".into()),
@@ -58,6 +60,30 @@ pub fn event_share(report: &str) -> Option<f64> {
         }
     }
     seen.then_some(total)
+}
+
+/// `server` run under `perf record` (software clock, 999 Hz), writing `perf.data` into the
+/// point's directory; E5's and E11's profiles.
+pub fn profiled(mut server: Server) -> Server {
+    let mut args: Vec<String> =
+        ["record", "-F", "999", "-o", "perf.data", "--"].into_iter().map(String::from).collect();
+    args.push(server.cmd.program.to_string_lossy().into());
+    args.extend(server.cmd.args.clone());
+    server.cmd = Cmd { program: "perf".into(), args, cpu: server.cmd.cpu };
+    server
+}
+
+/// The [`event_share`] of the `perf.data` a [`profiled`] server left in `dir` (its report is
+/// kept there as `perf-report.txt`).
+pub fn profile_share(dir: &Path) -> Result<f64, String> {
+    let out = Command::new("perf")
+        .args(["report", "-i", "perf.data", "--stdio", "--no-children", "--sort", "symbol"])
+        .current_dir(dir)
+        .output()
+        .map_err(|e| format!("perf report: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let _ = std::fs::write(dir.join("perf-report.txt"), text.as_bytes());
+    event_share(&text).ok_or_else(|| "perf report gave no samples".into())
 }
 
 impl Experiment for E5 {
@@ -89,45 +115,19 @@ impl Experiment for E5 {
                     continue;
                 }
                 let port = serve::port();
-                let Ok(mut server) = serve::server(lab, &s, port) else { continue };
-                let mut args = vec![
-                    "record".to_string(),
-                    "-F".into(),
-                    "999".into(),
-                    "-o".into(),
-                    "perf.data".into(),
-                    "--".into(),
-                ];
-                args.push(server.cmd.program.to_string_lossy().into());
-                args.extend(server.cmd.args.clone());
-                server.cmd = Cmd { program: "perf".into(), args, cpu: server.cmd.cpu };
+                let Ok(server) = serve::server(lab, &s, port) else { continue };
                 let name = s.clone();
                 points.push(Point {
                     experiment: "E5",
                     series: s.clone(),
                     x: cold as f64,
                     name: format!("{s}-cold{cold}"),
-                    server: Some(server),
+                    server: Some(profiled(server)),
                     cmd: serve::load(lab, port, "1k.html", 50, cold, Some(400.0), secs),
                     timeout: Duration::from_secs_f64(secs + 60.0),
                     estimate: Duration::from_secs_f64(secs + 3.0),
                     parse: Box::new(move |ran| {
-                        let out = Command::new("perf")
-                            .args([
-                                "report",
-                                "-i",
-                                "perf.data",
-                                "--stdio",
-                                "--no-children",
-                                "--sort",
-                                "symbol",
-                            ])
-                            .current_dir(&ran.dir)
-                            .output()
-                            .map_err(|e| format!("perf report: {e}"))?;
-                        let text = String::from_utf8_lossy(&out.stdout);
-                        let _ = std::fs::write(ran.dir.join("perf-report.txt"), text.as_bytes());
-                        let share = event_share(&text).ok_or("perf report gave no samples")?;
+                        let share = profile_share(&ran.dir)?;
                         Ok(vec![Row {
                             experiment: "E5".into(),
                             series: name.clone(),

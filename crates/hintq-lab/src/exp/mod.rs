@@ -2,6 +2,8 @@
 
 mod e1;
 mod e10;
+mod e11;
+mod e12;
 mod e2;
 mod e3;
 mod e4;
@@ -140,6 +142,8 @@ pub fn all() -> Vec<Box<dyn Experiment>> {
         Box::new(e8::E8),
         Box::new(e9::E9),
         Box::new(e10::E10),
+        Box::new(e11::E11),
+        Box::new(e12::E12),
     ]
 }
 
@@ -166,7 +170,7 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
     let only: Option<Vec<String>> =
         args.only.as_ref().map(|v| v.iter().map(|s| s.trim().to_uppercase()).collect());
     if let Some(bad) = only.iter().flatten().find(|o| !exps.iter().any(|e| e.id() == o.as_str())) {
-        return Err(format!("--only: no experiment {bad} (E1 to E10)"));
+        return Err(format!("--only: no experiment {bad} (E1 to E12)"));
     }
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("lab-{}", report::stamp())));
     std::fs::create_dir_all(out.join("raw")).map_err(|e| format!("{}: {e}", out.display()))?;

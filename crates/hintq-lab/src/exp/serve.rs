@@ -1,5 +1,6 @@
-//! What E1, E2 and E5 share: the document root, `hintq serve` or nginx as the server on the
-//! measured core, `hintq load` on the other, and reading `hintq load --json`.
+//! What E1, E2, E5, E11 and E12 share: the document root, `hintq serve` or nginx as the
+//! server on the measured core (or `hintq proxy` or nginx as a proxy there, relaying to
+//! `hintq serve` on the other core), `hintq load` on the other, and reading `hintq load --json`.
 
 use super::Lab;
 use crate::data::{Row, Status};
@@ -62,7 +63,54 @@ pub fn server(lab: &Lab, series: &str, port: u16) -> Result<Server, String> {
             lab.cores.bench,
         )
     };
-    Ok(Server { cmd, ready })
+    Ok(Server { cmd, ready, upstream: None })
+}
+
+/// nginx as a reverse proxy as its users run it (PERF.md): the project's template, with an
+/// upstream keep-alive pool of 64 and HTTP/1.1 to the upstream.
+pub const NGINX_PROXY_CONF: &str = include_str!("../../peers/nginx-proxy.conf.in");
+
+/// The upstream every proxy point relays to: `hintq serve` (epoll, one thread) on the load
+/// core, so that the proxy alone has the measured core.
+pub const UPSTREAM_BACKEND: &str = "epoll";
+
+/// A proxy on the measured core listening on `port`, relaying to `hintq serve` on
+/// `upstream_port` (on the load core, started first): `hintq proxy --backend B` for
+/// `hintq-B`, nginx for `nginx`. Also returns the proxy's configuration in a line, for the
+/// rows' notes.
+pub fn proxy(lab: &Lab, series: &str, port: u16, upstream_port: u16) -> Result<(Server, String), String> {
+    let upstream = server(lab, &format!("hintq-{UPSTREAM_BACKEND}"), upstream_port)?;
+    let upstream = Server { cmd: Cmd { cpu: lab.cores.load, ..upstream.cmd }, ..upstream };
+    let (listen, up) = (format!("127.0.0.1:{port}"), format!("127.0.0.1:{upstream_port}"));
+    let ready: SocketAddr = listen.parse().map_err(|e| format!("{listen}: {e}"))?;
+    let (cmd, conf) = if series == "nginx" {
+        let (nginx, _) = crate::peers::nginx()?;
+        let dir = lab.out.join("raw").join("nginx").join(format!("proxy-{port}"));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let dir = std::fs::canonicalize(&dir).map_err(|e| e.to_string())?;
+        let d = dir.to_string_lossy();
+        // One process, as the lab's nginx server runs: its CPU is read from its pid.
+        let text = NGINX_PROXY_CONF
+            .replace("@DIR@", &d)
+            .replace("@PORT@", &port.to_string())
+            .replace("@UPSTREAM@", &up)
+            .replace("daemon off;", "daemon off;\nmaster_process off;");
+        let conf = dir.join("nginx.conf");
+        std::fs::write(&conf, text).map_err(|e| e.to_string())?;
+        let note = format!(
+            "nginx proxy as its users run it: upstream keepalive 64, keepalive_requests 100000000, \
+             proxy_http_version 1.1, Connection \"\", 1 worker, master_process off; config {}",
+            conf.display()
+        );
+        (Cmd::new(nginx, &["-p", &d, "-c", &conf.to_string_lossy()], lab.cores.bench), note)
+    } else {
+        let backend = series.strip_prefix("hintq-").unwrap_or(series);
+        let args = ["proxy", "--listen", &listen, "--upstream", &up, "--backend", backend];
+        let note = format!("hintq proxy --backend {backend} (reactor, idle upstream pool of 64 by default)");
+        (lab.hintq(&args, lab.cores.bench), note)
+    };
+    let note = format!("{conf}; upstream hintq serve --backend {UPSTREAM_BACKEND} on CPU {}", lab.cores.load);
+    Ok((Server { cmd, ready, upstream: Some(Box::new(upstream)) }, note))
 }
 
 /// `hintq load` on the load core, writing `load.json` into the point's directory.

@@ -1,0 +1,478 @@
+//! E11, Banga et al. §7 on their own vehicle: a non-caching proxy (`hintq proxy`, or nginx as
+//! a proxy) on the measured core relaying a 1 KB file from `hintq serve` on the other core,
+//! with cold connections held to the proxy. Fig. 8 (throughput of 32 hot connections against
+//! cold ones), Fig. 9 (latency against offered rate at 750 cold, and at 5000 in the full run)
+//! and Table 2 (share of the proxy's CPU in event notification at 750 cold, 50 hot,
+//! 400 req/s, and at saturation, with E5's `perf` profile). E1, E2 and E5 measure the same on
+//! the static server.
+
+use super::e1::servers;
+use super::e3::growth;
+use super::e5::{perf_ok, profile_share, profiled};
+use super::serve::{self, LOAD_CPU, REQUESTS, THROUGHPUT};
+use super::{panel, Analysis, Experiment, Lab, UNMEASURED};
+use crate::data::{num, Row, Status};
+use crate::plot::Panel;
+use crate::runner::{Point, Ran};
+use std::time::Duration;
+
+/// E11.
+pub struct E11;
+
+/// The latency bound that defines the rate a proxy sustains (as in E2).
+const P99_BOUND_MS: f64 = 10.0;
+
+/// A cold-connection count of the Fig. 9 sweep and the names of its metrics.
+struct Level {
+    cold: usize,
+    p50: &'static str,
+    p99: &'static str,
+    max: &'static str,
+    achieved: &'static str,
+    errors: &'static str,
+}
+
+/// Banga's count.
+const PAPER: Level = Level {
+    cold: 750,
+    p50: "fig9_p50_ms_750",
+    p99: "fig9_p99_ms_750",
+    max: "fig9_max_ms_750",
+    achieved: "fig9_rps_750",
+    errors: "fig9_errors_750",
+};
+/// A count that stresses this machine (the full run only).
+const SCALED: Level = Level {
+    cold: 5000,
+    p50: "fig9_p50_ms_5k",
+    p99: "fig9_p99_ms_5k",
+    max: "fig9_max_ms_5k",
+    achieved: "fig9_rps_5k",
+    errors: "fig9_errors_5k",
+};
+
+/// Table 2's loads: Banga's 400 req/s, and as fast as the proxy answers.
+const T2_400: &str = "table2_event_cpu_pct_400rps";
+const T2_SAT: &str = "table2_event_cpu_pct_saturated";
+
+/// What every point of E11 shares.
+struct Setup<'a> {
+    lab: &'a Lab,
+    series: &'a str,
+    secs: f64,
+}
+
+impl Setup<'_> {
+    /// One point: the proxy (profiled or not) and its upstream, and `hintq load` against it.
+    /// `read` turns its load report into rows (errors already there); each row gets `x`, `rep`
+    /// and the proxy's configuration as its note.
+    #[allow(clippy::too_many_arguments)]
+    fn point(
+        &self,
+        name: String,
+        x: f64,
+        rep: u32,
+        (hot, cold, rate): (usize, usize, Option<f64>),
+        profile: bool,
+        read: impl Fn(&Ran, &serde_json::Value) -> Result<Vec<Row>, String> + 'static,
+    ) -> Option<Point> {
+        let (port, up) = (serve::port(), serve::port());
+        let (server, conf) = serve::proxy(self.lab, self.series, port, up).ok()?;
+        let server = if profile { profiled(server) } else { server };
+        let secs = self.secs;
+        Some(Point {
+            experiment: "E11",
+            series: self.series.into(),
+            x,
+            name: format!("{}-{name}", self.series),
+            server: Some(server),
+            cmd: serve::load(self.lab, port, "1k.html", hot, cold, rate, secs),
+            timeout: Duration::from_secs_f64(secs + 60.0),
+            estimate: Duration::from_secs_f64(
+                secs + 1.5 + cold as f64 / 5000.0 + if profile { 2.0 } else { 0.0 },
+            ),
+            parse: Box::new(move |ran| {
+                let json = serve::load_json(ran)?;
+                let mut rows = read(ran, &json)?;
+                for r in &mut rows {
+                    (r.x, r.rep, r.note) = (x, rep, conf.clone());
+                }
+                Ok(rows)
+            }),
+        })
+    }
+}
+
+/// A row of `metric` (x, rep and note are set by [`Setup::point`]).
+fn row(series: &str, metric: &str, v: f64) -> Row {
+    Row {
+        experiment: "E11".into(),
+        series: series.into(),
+        x: 0.0,
+        rep: 0,
+        metric: metric.into(),
+        value: Some(v),
+        status: Status::Ok,
+        note: String::new(),
+    }
+}
+
+/// The load report's numbers at `wanted` and its errors, renamed `errors`.
+fn read(
+    series: &str,
+    json: &serde_json::Value,
+    wanted: &[(&str, &str, f64)],
+    errors: &str,
+) -> Result<Vec<Row>, String> {
+    let mut rows = serve::rows("E11", series, 0.0, json, wanted)?;
+    rows.iter_mut().filter(|r| r.metric == "errors").for_each(|r| r.metric = errors.into());
+    Ok(rows)
+}
+
+impl Experiment for E11 {
+    fn id(&self) -> &'static str {
+        "E11"
+    }
+    fn title(&self) -> &'static str {
+        "the proxy Banga et al. measured: throughput vs cold connections, latency vs rate, CPU profile"
+    }
+    fn paper(&self) -> &'static str {
+        "Banga et al. §7: Figs. 8, 9 and Table 2"
+    }
+    fn claim(&self) -> &'static str {
+        "On a non-caching proxy, select's throughput falls as cold connections grow while the \
+         event API's stays flat; at 750 cold the event API answers faster and saturates later; \
+         at 750 cold, 50 hot, 400 req/s select takes 34% of the CPU, the event API under 1%."
+    }
+    fn needs(&self, lab: &Lab) -> Result<(), String> {
+        lab.need(&["proxy"]).and(lab.need(&["serve"])).and(lab.need(&["load"]))
+    }
+    fn plan(&self, lab: &Lab) -> Vec<Point> {
+        let backends = lab.pick(
+            &["uring", "epoll", "poll", "select", "rtsig"][..],
+            &["epoll", "poll"][..],
+            &["epoll"][..],
+        );
+        let colds: Vec<usize> = lab.pick(vec![0, 500, 1000, 2000, 5000, 10000], vec![0, 2000], vec![0]);
+        let rates: Vec<f64> =
+            lab.pick(vec![1000.0, 2000.0, 4000.0, 8000.0, 16000.0], vec![8000.0], vec![500.0]);
+        let levels: Vec<&'static Level> = lab.pick(vec![&PAPER, &SCALED], vec![&PAPER], vec![&PAPER]);
+        let t2_colds: Vec<usize> = lab.pick(vec![750], vec![750], vec![100]);
+        // Quick: Table 2 at Banga's 400 req/s only; the saturated profile in the full run.
+        let t2_loads = lab.pick(
+            &[(T2_400, Some(400.0)), (T2_SAT, None)][..],
+            &[(T2_400, Some(400.0))][..],
+            &[(T2_400, Some(400.0)), (T2_SAT, None)][..],
+        );
+        // One run per point, as Banga and Provos plotted them, to keep the full lab within the
+        // hour; E1 and E2 repeat the server-based points.
+        let (reps, secs) = (1, lab.pick(3.0, 1.0, 0.5));
+        let profile = match perf_ok() {
+            Ok(()) => true,
+            Err(why) => {
+                lab.missing.borrow_mut().push(format!("E11 Table 2: {why}"));
+                false
+            }
+        };
+        let mut points = Vec::new();
+        for s in servers(lab, backends) {
+            let set = Setup { lab, series: &s, secs };
+            // select holds descriptors below 1024 only.
+            let fits = |cold: usize| s != "hintq-select" || cold <= 900;
+            for &cold in colds.iter().filter(|&&c| fits(c)) {
+                for rep in 0..reps {
+                    let name = s.clone();
+                    points.extend(set.point(
+                        format!("fig8-cold{cold}-rep{rep}"),
+                        cold as f64,
+                        rep,
+                        (32, cold, None),
+                        false,
+                        move |ran, json| {
+                            let wanted = [
+                                ("throughput_rps", THROUGHPUT, 1.0),
+                                ("load_cpu_us_per_request", LOAD_CPU, 1.0),
+                            ];
+                            let mut rows = read(&name, json, &wanted, "errors")?;
+                            let requests =
+                                serve::at(json, REQUESTS).ok_or("load.json has no /hot/successes")?;
+                            if let (Some(cpu), true) = (ran.server_cpu, requests > 0.0) {
+                                rows.push(row(&name, "proxy_cpu_us_per_request", cpu * 1e6 / requests));
+                            }
+                            Ok(rows)
+                        },
+                    ));
+                }
+            }
+            // Fig. 9: every proxy but rtsig (Fig. 8 has it), select at 750 cold only.
+            for &level in levels.iter().filter(|l| fits(l.cold) && s != "hintq-rtsig") {
+                for &rate in &rates {
+                    let name = s.clone();
+                    points.extend(set.point(
+                        format!("fig9-cold{}-rate{rate}", level.cold),
+                        rate,
+                        0,
+                        (32, level.cold, Some(rate)),
+                        false,
+                        move |_, json| {
+                            let wanted = [
+                                (level.p50, "/latency_us/p50", 1e-3),
+                                (level.p99, "/latency_us/p99", 1e-3),
+                                (level.max, "/latency_us/max", 1e-3),
+                                (level.achieved, THROUGHPUT, 1.0),
+                            ];
+                            read(&name, json, &wanted, level.errors)
+                        },
+                    ));
+                }
+            }
+            for &cold in t2_colds.iter().filter(|&&c| profile && fits(c)) {
+                for &(metric, rate) in t2_loads {
+                    let name = s.clone();
+                    let load = if rate.is_some() { "400rps" } else { "saturated" };
+                    points.extend(set.point(
+                        format!("table2-cold{cold}-{load}"),
+                        cold as f64,
+                        0,
+                        (50, cold, rate),
+                        true,
+                        move |ran, json| {
+                            let mut rows = read(&name, json, &[], &format!("{metric}_errors"))?;
+                            rows.push(row(&name, metric, profile_share(&ran.dir)?));
+                            Ok(rows)
+                        },
+                    ));
+                }
+            }
+        }
+        points
+    }
+    fn analyse(&self, rows: &[Row]) -> Analysis {
+        let fig8 = panel(
+            rows,
+            "throughput_rps",
+            "(a) Fig. 8: proxy throughput, 32 hot connections, 1 KB file",
+            "cold connections to the proxy",
+            "requests per second",
+            (false, false),
+        );
+        let cpu = panel(
+            rows,
+            "proxy_cpu_us_per_request",
+            "(b) proxy CPU per request",
+            "cold connections to the proxy",
+            "µs CPU per request",
+            (false, false),
+        );
+        let x = "offered rate (requests per second)";
+        let fig9 = panel(
+            rows,
+            PAPER.p99,
+            "(c) Fig. 9: p99 response time, 750 cold",
+            x,
+            "ms from intended send",
+            (true, true),
+        );
+        let fig9s = panel(
+            rows,
+            SCALED.p99,
+            "(d) p99 response time, 5000 cold",
+            x,
+            "ms from intended send",
+            (true, true),
+        );
+        let t2 = panel(
+            rows,
+            T2_400,
+            "(e) Table 2: 50 hot, 400 req/s",
+            "cold connections",
+            "% of proxy CPU samples",
+            (false, false),
+        );
+        let t2s = panel(
+            rows,
+            T2_SAT,
+            "(f) the same, saturated (closed loop)",
+            "cold connections",
+            "% of proxy CPU samples",
+            (false, false),
+        );
+        let mut reading = Vec::new();
+        let throughput_growth = |n: &str| fig8.lines.iter().find(|l| l.name == n).and_then(growth);
+        for l in &fig8.lines {
+            if let Some((x0, m0, x1, m1, g)) = growth(l) {
+                reading.push(format!(
+                    "Fig. 8, {}: {} req/s with {x0} cold, {} req/s with {x1} ({}x).",
+                    l.name,
+                    num(m0),
+                    num(m1),
+                    num(g)
+                ));
+            }
+        }
+        if let (Some(n), Some(h)) = (throughput_growth("nginx"), throughput_growth("hintq-epoll")) {
+            reading.push(format!(
+                "hintq proxy (epoll) against nginx as a proxy: {}x nginx's throughput with {} cold, {}x with {}.",
+                num(h.1 / n.1),
+                h.0,
+                num(h.3 / n.3),
+                h.2
+            ));
+        }
+        for (level, p) in [(&PAPER, &fig9), (&SCALED, &fig9s)] {
+            for l in &p.lines {
+                let held = sustained(p, &l.name).filter(|&r| r > 0.0);
+                reading.push(format!(
+                    "Fig. 9, {}, {} cold: p99 under {P99_BOUND_MS} ms {}.",
+                    l.name,
+                    level.cold,
+                    held.map_or("at no rate of the sweep".into(), |r| format!(
+                        "up to {} req/s offered",
+                        num(r)
+                    ))
+                ));
+            }
+        }
+        for (what, p) in [("400 req/s", &t2), ("saturated", &t2s)] {
+            for l in &p.lines {
+                for pt in &l.points {
+                    reading.push(format!(
+                        "Table 2, {}, {what}, {} cold: {}% of the proxy's CPU samples in event notification.",
+                        l.name,
+                        pt.x,
+                        num(pt.spread.median)
+                    ));
+                }
+            }
+        }
+        let share = |n: &str| t2.lines.iter().find(|l| l.name == n).and_then(|l| l.median(PAPER.cold as f64));
+        let (ours, holds) = verdict(
+            throughput_growth("hintq-epoll"),
+            throughput_growth("hintq-poll"),
+            share("hintq-epoll"),
+            share("hintq-poll").or(share("hintq-select")),
+        );
+        Analysis {
+            panels: vec![fig8, cpu, fig9, fig9s, t2, t2s],
+            ours,
+            holds,
+            reading,
+            metrics: vec![
+                ("throughput_rps", "Fig. 8 requests per second"),
+                ("errors", "Fig. 8 errors"),
+                ("proxy_cpu_us_per_request", "proxy µs CPU per request"),
+                ("load_cpu_us_per_request", "load generator µs CPU per request"),
+                (PAPER.p50, "Fig. 9 p50 ms, 750 cold"),
+                (PAPER.p99, "Fig. 9 p99 ms, 750 cold"),
+                (PAPER.max, "Fig. 9 max ms, 750 cold"),
+                (PAPER.achieved, "Fig. 9 achieved req/s, 750 cold"),
+                (PAPER.errors, "Fig. 9 errors, 750 cold"),
+                (SCALED.p50, "Fig. 9 p50 ms, 5000 cold"),
+                (SCALED.p99, "Fig. 9 p99 ms, 5000 cold"),
+                (SCALED.max, "Fig. 9 max ms, 5000 cold"),
+                (SCALED.achieved, "Fig. 9 achieved req/s, 5000 cold"),
+                (SCALED.errors, "Fig. 9 errors, 5000 cold"),
+                (T2_400, "Table 2 % CPU in event notification, 400 req/s"),
+                (T2_SAT, "Table 2 % CPU in event notification, saturated"),
+            ],
+        }
+    }
+}
+
+/// The highest offered rate up to which `name` kept its p99 under the bound at every rate of
+/// the sweep (the points are in rate order).
+fn sustained(p: &Panel, name: &str) -> Option<f64> {
+    let l = p.lines.iter().find(|l| l.name == name)?;
+    Some(l.points.iter().take_while(|p| p.spread.median < P99_BOUND_MS).map(|p| p.x).fold(0.0, f64::max))
+}
+
+/// Our figure and whether the claim holds, from Fig. 8's growth of the event-API (epoll) and
+/// the scanning (poll) proxies' throughput, and Table 2's shares at 750 cold, 400 req/s.
+fn verdict(
+    epoll: Option<(f64, f64, f64, f64, f64)>,
+    poll: Option<(f64, f64, f64, f64, f64)>,
+    epoll_share: Option<f64>,
+    scan_share: Option<f64>,
+) -> (String, String) {
+    let (Some(e), Some(p)) = (epoll, poll) else {
+        return ("the epoll or poll proxy was not measured at two cold counts".into(), UNMEASURED.into());
+    };
+    let mut ours = format!(
+        "proxy throughput: epoll keeps {}% at {} cold, poll {}%",
+        num(e.4 * 100.0),
+        e.2,
+        num(p.4 * 100.0)
+    );
+    let flat = e.4 > 0.8 && p.4 < 0.7;
+    let cheap = match (epoll_share, scan_share) {
+        (Some(a), Some(b)) => {
+            ours.push_str(&format!(
+                "; at 750 cold, 400 req/s, {}% of CPU in event notification with epoll, {}% scanning",
+                num(a),
+                num(b)
+            ));
+            Some(a < b / 3.0)
+        }
+        _ => None,
+    };
+    let holds = match (flat, cheap) {
+        (true, Some(true) | None) => "yes",
+        (false, Some(false) | None) => "no",
+        _ => "partly",
+    };
+    let holds = if cheap.is_none() { format!("{holds} (Fig. 8 only: no profile)") } else { holds.into() };
+    (ours, holds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Experiment, E11, PAPER, T2_400};
+    use crate::data::{Row, Status};
+
+    fn row(series: &str, metric: &str, x: f64, v: f64) -> Row {
+        Row {
+            experiment: "E11".into(),
+            series: series.into(),
+            x,
+            rep: 0,
+            metric: metric.into(),
+            value: Some(v),
+            status: Status::Ok,
+            note: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_verdict_reads_fig8_and_table2_of_the_proxy() {
+        let rows = vec![
+            row("hintq-epoll", "throughput_rps", 0.0, 20000.0),
+            row("hintq-epoll", "throughput_rps", 5000.0, 19000.0),
+            row("hintq-poll", "throughput_rps", 0.0, 20000.0),
+            row("hintq-poll", "throughput_rps", 5000.0, 4000.0),
+            row("hintq-epoll", T2_400, 750.0, 2.0),
+            row("hintq-poll", T2_400, 750.0, 30.0),
+            row("hintq-epoll", PAPER.p99, 2000.0, 1.0),
+            row("hintq-epoll", PAPER.p99, 8000.0, 50.0),
+        ];
+        let a = E11.analyse(&rows);
+        assert_eq!(a.holds, "yes");
+        assert!(a.ours.contains("epoll keeps 95.0% at 5000 cold, poll 20.0%"), "{}", a.ours);
+        assert!(
+            a.ours.contains("2.00% of CPU in event notification with epoll, 30.0% scanning"),
+            "{}",
+            a.ours
+        );
+        assert!(a
+            .reading
+            .iter()
+            .any(|r| r == "Fig. 9, hintq-epoll, 750 cold: p99 under 10 ms up to 2000 req/s offered."));
+        // A flat poll line and an expensive epoll profile: the claim fails.
+        let mut flat = rows.clone();
+        flat[3].value = Some(19500.0);
+        flat[4].value = Some(29.0);
+        assert_eq!(E11.analyse(&flat).holds, "no");
+        // Without a profile, only Fig. 8 speaks, and the verdict says so.
+        let no_profile: Vec<Row> = rows.into_iter().filter(|r| r.metric != T2_400).collect();
+        assert_eq!(E11.analyse(&no_profile).holds, "yes (Fig. 8 only: no profile)");
+    }
+}

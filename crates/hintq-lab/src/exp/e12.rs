@@ -1,0 +1,339 @@
+//! E12, Provos & Lever Figs. 4-10 in their form: reply rate against offered request rate,
+//! a new connection per request (httperf's way), the 6 KB document, at several counts of
+//! inactive connections held to `hintq serve`; for poll, the kernel-held interest sets
+//! (epoll, io_uring: today's /dev/poll), RT signals alone (`--no-hybrid`, phhttpd's way) and
+//! the hybrid that polls under load. The reply rate is the mean over the run's whole seconds
+//! with the least and most second as bars (httperf's `Reply rate: min avg max`); Fig. 10 is
+//! the share of requests that ended in an error.
+//!
+//! The load generator opens each hot connection ahead of its request (httperf connects at
+//! send time), so up to [`HOT`] connections more than the inactive count are open and quiet
+//! at the server at any time.
+
+use super::serve;
+use super::{Analysis, Experiment, Lab, UNMEASURED};
+use crate::data::{self, num, Line, Pt, Row, Spread, Status};
+use crate::plot::Panel;
+use crate::runner::Point;
+use std::time::Duration;
+
+/// E12.
+pub struct E12;
+
+/// Hot connection slots: requests in flight at most (a request waits for a free one, its
+/// latency counted from its intended send time, and times out after [`TIMEOUT`]).
+const HOT: usize = 32;
+/// httperf's timeout: a request unanswered this long is an error.
+const TIMEOUT: &str = "1s";
+/// A rate is sustained when the mean reply rate reaches this share of it with under 1% errors.
+const SUSTAINED: f64 = 0.9;
+
+/// An inactive-connection count and the names of its metrics.
+struct Level {
+    inactive: usize,
+    mean: &'static str,
+    per_second: &'static str,
+    errors: &'static str,
+}
+
+const fn level(inactive: usize, mean: &'static str, per_second: &'static str, errors: &'static str) -> Level {
+    Level { inactive, mean, per_second, errors }
+}
+
+/// Provos's 1, 251 and 501, and counts at which this machine shows the effect.
+static LEVELS: [Level; 5] = [
+    level(1, "reply_rate_mean_1", "reply_rate_per_second_1", "error_pct_1"),
+    level(251, "reply_rate_mean_251", "reply_rate_per_second_251", "error_pct_251"),
+    level(501, "reply_rate_mean_501", "reply_rate_per_second_501", "error_pct_501"),
+    level(2000, "reply_rate_mean_2000", "reply_rate_per_second_2000", "error_pct_2000"),
+    level(5000, "reply_rate_mean_5000", "reply_rate_per_second_5000", "error_pct_5000"),
+];
+
+/// The series: a hintq backend (`hintq-rtsig` with `--no-hybrid`, `hintq-rtsig-hybrid` the
+/// default rtsig), or nginx.
+fn server(lab: &Lab, series: &str, port: u16) -> Result<crate::runner::Server, String> {
+    let mut s = serve::server(lab, series.strip_suffix("-hybrid").unwrap_or(series), port)?;
+    if series == "hintq-rtsig" {
+        s.cmd.args.push("--no-hybrid".into());
+    }
+    Ok(s)
+}
+
+impl Experiment for E12 {
+    fn id(&self) -> &'static str {
+        "E12"
+    }
+    fn title(&self) -> &'static str {
+        "reply rate vs offered rate, a connection per request, 6 KB, with inactive connections"
+    }
+    fn paper(&self) -> &'static str {
+        "Provos & Lever Figs. 4-10"
+    }
+    fn claim(&self) -> &'static str {
+        "As inactive connections grow, the poll server's reply rate falls below the offered \
+         rate, its per-second rate swings down towards zero and up to 60% of connections end in \
+         errors; with the kernel keeping the interest set (/dev/poll) it keeps up, with only \
+         sporadic errors."
+    }
+    fn needs(&self, lab: &Lab) -> Result<(), String> {
+        lab.need(&["serve"]).and(lab.need(&["load"]))
+    }
+    fn plan(&self, lab: &Lab) -> Vec<Point> {
+        let backends = lab.pick(
+            &["poll", "uring", "epoll", "rtsig", "rtsig-hybrid"][..],
+            &["poll", "epoll", "rtsig", "rtsig-hybrid"][..],
+            &["epoll"][..],
+        );
+        let inactive: Vec<usize> = lab.pick(vec![1, 251, 501, 5000], vec![1, 2000], vec![1]);
+        let rates: Vec<f64> =
+            lab.pick(vec![2000.0, 4000.0, 8000.0, 16000.0], vec![4000.0, 16000.0], vec![500.0]);
+        // Each whole second is one sample of the reply rate: quick and smoke runs have one.
+        let secs = lab.pick(3.0, 1.2, 1.2);
+        let mut points = Vec::new();
+        // Provos measured their own servers' mechanisms: hintq's backends only, no nginx.
+        let supported = |b: &str| {
+            b.strip_suffix("-hybrid").unwrap_or(b).parse::<hintq::Backend>().is_ok_and(|b| b.probe().is_ok())
+        };
+        for s in backends.iter().filter(|b| supported(b)).map(|b| format!("hintq-{b}")) {
+            for lvl in LEVELS.iter().filter(|l| inactive.contains(&l.inactive)) {
+                for &rate in &rates {
+                    let port = serve::port();
+                    let Ok(server) = server(lab, &s, port) else { continue };
+                    let mut cmd = serve::load(lab, port, "6k.html", HOT, lvl.inactive, Some(rate), secs);
+                    cmd.args.extend(["--new-conn-per-request", "--timeout", TIMEOUT].map(String::from));
+                    let name = s.clone();
+                    points.push(Point {
+                        experiment: "E12",
+                        series: s.clone(),
+                        x: rate,
+                        name: format!("{s}-inactive{}-rate{rate}", lvl.inactive),
+                        server: Some(server),
+                        cmd,
+                        timeout: Duration::from_secs_f64(secs + 60.0),
+                        estimate: Duration::from_secs_f64(secs + 1.5 + lvl.inactive as f64 / 5000.0),
+                        parse: Box::new(move |ran| rows(&name, rate, lvl, &serve::load_json(ran)?)),
+                    });
+                }
+            }
+        }
+        points
+    }
+    fn analyse(&self, rows: &[Row]) -> Analysis {
+        let x = "offered request rate (requests per second)";
+        let measured: Vec<&Level> =
+            LEVELS.iter().filter(|l| rows.iter().any(|r| r.metric == l.mean)).collect();
+        let mut panels: Vec<Panel> = measured
+            .iter()
+            .map(|l| Panel {
+                title: format!("reply rate, {} inactive (mean; bars: least and most second)", l.inactive),
+                x_label: x.into(),
+                y_label: "replies per second".into(),
+                log_x: false,
+                log_y: false,
+                lines: reply_lines(rows, l),
+            })
+            .collect();
+        panels.extend(measured.iter().map(|l| Panel {
+            title: format!("Fig. 10: errors, {} inactive", l.inactive),
+            x_label: x.into(),
+            y_label: "% of requests ended by an error".into(),
+            log_x: false,
+            log_y: false,
+            lines: data::lines(rows, l.errors),
+        }));
+        let mut reading = Vec::new();
+        let mut top = Vec::new();
+        for l in &measured {
+            let errors = data::lines(rows, l.errors);
+            for line in reply_lines(rows, l) {
+                let s = sustained(&line, errors.iter().find(|e| e.name == line.name));
+                let last = line.points.last().expect("a line has points");
+                reading.push(format!(
+                    "{}, {} inactive: keeps pace {}; at {} req/s offered, {} replies/s (seconds from {} to {}).",
+                    line.name,
+                    l.inactive,
+                    if s > 0.0 { format!("up to {} req/s offered", num(s)) } else { "at no rate of the sweep".into() },
+                    last.x,
+                    num(last.spread.median),
+                    num(last.spread.min),
+                    num(last.spread.max)
+                ));
+                top.push((l.inactive, line.name.clone(), s));
+            }
+        }
+        let (ours, holds) = verdict(&top);
+        let mut metrics = Vec::new();
+        for l in &measured {
+            metrics.push((l.mean, "mean replies per second over the run"));
+            metrics.push((l.per_second, "replies in each whole second (median, least, most)"));
+            metrics.push((l.errors, "% of requests ended by an error"));
+        }
+        Analysis { panels, ours, holds, reading, metrics }
+    }
+}
+
+/// The rows of one point: the mean reply rate, each whole second's replies (rep = the
+/// second), and the error percentage.
+fn rows(series: &str, rate: f64, lvl: &Level, json: &serde_json::Value) -> Result<Vec<Row>, String> {
+    let row = |metric: &str, rep: u32, v: f64| Row {
+        experiment: "E12".into(),
+        series: series.into(),
+        x: rate,
+        rep,
+        metric: metric.into(),
+        value: Some(v),
+        status: Status::Ok,
+        note: String::new(),
+    };
+    let mean = serve::at(json, "/reply_rate/mean").ok_or("load.json has no /reply_rate/mean")?;
+    let seconds = json.pointer("/reply_rate/per_second").and_then(|v| v.as_array());
+    let seconds = seconds.filter(|s| !s.is_empty()).ok_or("load.json has no whole second of replies")?;
+    let successes = serve::at(json, serve::REQUESTS).ok_or("load.json has no /hot/successes")?;
+    let errors: f64 = json
+        .pointer("/hot/errors")
+        .and_then(|e| e.as_object())
+        .ok_or("load.json has no /hot/errors")?
+        .values()
+        .filter_map(|c| c.as_f64())
+        .sum();
+    let attempts = successes + errors;
+    let mut out = vec![row(lvl.mean, 0, mean)];
+    for (k, n) in seconds.iter().enumerate() {
+        out.push(row(lvl.per_second, k as u32, n.as_f64().ok_or("a per-second count is not a number")?));
+    }
+    out.push(row(lvl.errors, 0, if attempts > 0.0 { errors * 100.0 / attempts } else { 0.0 }));
+    Ok(out)
+}
+
+/// The reply-rate lines of a level: at each rate the mean over the run, with the least and
+/// the most second (from the per-second rows) as its bars.
+fn reply_lines(rows: &[Row], lvl: &Level) -> Vec<Line> {
+    let seconds = data::lines(rows, lvl.per_second);
+    data::lines(rows, lvl.mean)
+        .into_iter()
+        .map(|mean| {
+            let per = seconds.iter().find(|s| s.name == mean.name);
+            let points = mean
+                .points
+                .iter()
+                .map(|p| {
+                    let (min, max, n) =
+                        per.and_then(|s| s.at(p.x)).map_or((p.spread.min, p.spread.max, p.spread.n), |s| {
+                            (s.spread.min, s.spread.max, s.spread.n)
+                        });
+                    Pt {
+                        x: p.x,
+                        spread: Spread { median: p.spread.median, min, max, n },
+                        disturbed: p.disturbed,
+                    }
+                })
+                .collect();
+            Line { name: mean.name, points }
+        })
+        .collect()
+}
+
+/// The highest offered rate up to which every rate of the sweep was answered at
+/// [`SUSTAINED`] of it on average with under 1% errors (0 if none).
+fn sustained(replies: &Line, errors: Option<&Line>) -> f64 {
+    replies
+        .points
+        .iter()
+        .take_while(|p| {
+            let err = errors.and_then(|e| e.median(p.x)).unwrap_or(0.0);
+            p.spread.median >= SUSTAINED * p.x && err < 1.0
+        })
+        .map(|p| p.x)
+        .fold(0.0, f64::max)
+}
+
+/// Our figure and whether the claim holds: at the largest inactive count measured for both,
+/// the epoll server keeps up to a higher offered rate than the poll server.
+fn verdict(top: &[(usize, String, f64)]) -> (String, String) {
+    let at = |n: usize, s: &str| top.iter().find(|t| t.0 == n && t.1 == s).map(|t| t.2);
+    let most =
+        top.iter().map(|t| t.0).filter(|&n| at(n, "hintq-epoll").and(at(n, "hintq-poll")).is_some()).max();
+    let Some(n) = most else {
+        return ("epoll and poll not both measured".into(), UNMEASURED.into());
+    };
+    let (e, p) = (at(n, "hintq-epoll").unwrap_or(0.0), at(n, "hintq-poll").unwrap_or(0.0));
+    let few = at(1, "hintq-poll").map_or(String::new(), |f| format!(" (poll with 1 inactive: {})", num(f)));
+    let ours = format!(
+        "with {n} inactive, epoll keeps up to {} req/s offered, poll to {}{few}; a new connection per request, 6 KB",
+        num(e),
+        num(p)
+    );
+    let holds = if e > p {
+        format!("yes, at {n} inactive")
+    } else if e == p {
+        "partly: the same in this sweep".into()
+    } else {
+        "no".into()
+    };
+    (ours, holds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{rows, Experiment, E12, LEVELS};
+
+    fn json(mean: f64, seconds: &[u64], successes: u64, timeouts: u64) -> serde_json::Value {
+        serde_json::json!({
+            "reply_rate": {"mean": mean, "per_second": seconds, "min": 0, "max": 0},
+            "hot": {"successes": successes, "errors": {"timeout": timeouts, "reset": 0}},
+        })
+    }
+
+    #[test]
+    fn a_point_gives_the_mean_each_second_and_the_error_share() {
+        let r = rows("hintq-poll", 8000.0, &LEVELS[2], &json(7000.0, &[6000, 8000], 14000, 6000)).unwrap();
+        let got: Vec<(&str, u32, f64)> =
+            r.iter().map(|r| (r.metric.as_str(), r.rep, r.value.unwrap())).collect();
+        assert_eq!(
+            got,
+            [
+                ("reply_rate_mean_501", 0, 7000.0),
+                ("reply_rate_per_second_501", 0, 6000.0),
+                ("reply_rate_per_second_501", 1, 8000.0),
+                ("error_pct_501", 0, 30.0)
+            ]
+        );
+        assert!(rows("x", 1.0, &LEVELS[0], &json(1.0, &[], 1, 0)).unwrap_err().contains("whole second"));
+    }
+
+    #[test]
+    fn the_plot_shows_the_mean_with_the_seconds_as_bars_and_the_verdict_compares_sustained_rates() {
+        let mut all = Vec::new();
+        // epoll keeps up at both rates with 5000 inactive; poll at 4000 only with 1 inactive
+        // and at no rate with 5000 (its mean falls short, its seconds swing).
+        for (series, inactive, rate, mean, secs, err) in [
+            ("hintq-epoll", 1, 4000.0, 4000.0, [3990, 4010], 0),
+            ("hintq-epoll", 1, 16000.0, 15900.0, [15800, 16000], 0),
+            ("hintq-poll", 1, 4000.0, 4000.0, [4000, 4000], 0),
+            ("hintq-poll", 1, 16000.0, 9000.0, [8000, 10000], 0),
+            ("hintq-epoll", 5000, 4000.0, 3990.0, [3980, 4000], 0),
+            ("hintq-epoll", 5000, 16000.0, 15000.0, [14000, 16000], 0),
+            ("hintq-poll", 5000, 4000.0, 2000.0, [100, 3900], 2000),
+            ("hintq-poll", 5000, 16000.0, 1500.0, [0, 3000], 9000),
+        ] {
+            let lvl = LEVELS.iter().find(|l| l.inactive == inactive).unwrap();
+            let j = json(mean, &secs, (mean * 2.0) as u64, err);
+            all.extend(rows(series, rate, lvl, &j).unwrap());
+        }
+        let a = E12.analyse(&all);
+        assert_eq!(a.holds, "yes, at 5000 inactive");
+        assert_eq!(
+            a.ours,
+            "with 5000 inactive, epoll keeps up to 16000 req/s offered, poll to 0 (poll with 1 inactive: 4000); \
+             a new connection per request, 6 KB"
+        );
+        // 2 levels: 2 reply-rate panels, 2 error panels.
+        assert_eq!(a.panels.len(), 4);
+        let poll = a.panels[1].lines.iter().find(|l| l.name == "hintq-poll").unwrap();
+        let p = poll.at(4000.0).unwrap().spread;
+        assert_eq!((p.median, p.min, p.max), (2000.0, 100.0, 3900.0), "mean, least and most second");
+        let errors = a.panels[3].lines.iter().find(|l| l.name == "hintq-poll").unwrap();
+        // 2000 timeouts beside 4000 replies: a third of the requests.
+        assert!((errors.median(4000.0).unwrap() - 100.0 / 3.0).abs() < 1e-9);
+    }
+}
