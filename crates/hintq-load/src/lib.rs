@@ -104,7 +104,7 @@ pub fn run(cfg: &Config, spawner: Option<&Spawner>) -> Result<Report, String> {
     // The soft descriptor limit is raised to the hard one before any decision.
     let nofile = hintq_sys::raise_nofile().map_err(|e| format!("raising RLIMIT_NOFILE: {e}"))?;
     let ports = cfg.port_range.unwrap_or_else(sys::local_port_range);
-    let plan = plan::plan(cfg, nofile, ports, spawner.is_some())?;
+    let plan = plan::plan(cfg, nofile, ports, sys::max_time_wait(), spawner.is_some())?;
     let cpu0 = sys::cpu_seconds();
     let wall = Instant::now();
     let mut children = Vec::new();

@@ -104,6 +104,15 @@ pub fn cpu_seconds() -> (f64, f64) {
     (user.as_secs_f64(), system.as_secs_f64())
 }
 
+/// The most sockets the kernel keeps in TIME_WAIT (`net.ipv4.tcp_max_tw_buckets`); beyond it a
+/// closing socket skips TIME_WAIT. Unreadable: no bound.
+pub fn max_time_wait() -> u64 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_max_tw_buckets")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(u64::MAX)
+}
+
 /// The system's ephemeral port range (`net.ipv4.ip_local_port_range`), inclusive.
 pub fn local_port_range() -> (u16, u16) {
     std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
