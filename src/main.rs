@@ -281,6 +281,7 @@ fn load(a: LoadArgs) -> ExitCode {
         sources: a.sources,
         port_range: None,
         progress: !a.quiet,
+        stall_hot_turns: None,
     };
     let spawner = std::env::current_exe()
         .ok()

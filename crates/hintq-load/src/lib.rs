@@ -69,10 +69,10 @@ use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
-use worker::{Progress, Worker, WorkerResult};
+use worker::{Progress, Role, Worker, WorkerResult};
 
 /// How to start a worker process: a program whose `args` make it call [`worker_main`].
 #[derive(Clone, Debug)]
@@ -112,7 +112,7 @@ pub fn run(cfg: &Config, spawner: Option<&Spawner>) -> Result<Report, String> {
         let sp = spawner.expect("plan allows processes only with a spawner");
         children.push(spawn(sp, &Shard { config: cfg.clone(), plan: plan.clone(), process: p })?);
     }
-    let local: Vec<Arc<Progress>> = (0..plan.threads).map(|_| Arc::default()).collect();
+    let local: Vec<Arc<Progress>> = (0..plan.threads + plan.cold_threads).map(|_| Arc::default()).collect();
     let mut all_progress = local.clone();
     all_progress.extend(children.iter().map(|c| Arc::clone(&c.progress)));
     let stop = AtomicBool::new(false);
@@ -132,24 +132,35 @@ pub fn run(cfg: &Config, spawner: Option<&Spawner>) -> Result<Report, String> {
     Ok(Report::new(cfg, &plan, &results, wall.elapsed().as_secs_f64(), cpu))
 }
 
-/// Runs process `p`'s threads, workers `p * threads ..`.
+/// Runs process `p`'s threads: hot workers `p * threads ..` and cold worker `p`, if any.
 fn run_shard(
     cfg: &Config,
     plan: &Plan,
     p: usize,
     progress: &[Arc<Progress>],
 ) -> Result<Vec<WorkerResult>, String> {
-    let start = Barrier::new(plan.threads);
+    let start = Barrier::new(plan.threads + plan.cold_threads);
+    let hot_running = AtomicUsize::new(plan.threads);
+    let roles = (0..plan.threads)
+        .map(|t| (Role::Hot, p * plan.threads + t))
+        .chain((0..plan.cold_threads).map(|t| (Role::Cold, p * plan.cold_threads + t)));
     std::thread::scope(|s| {
-        let handles: Vec<_> = (0..plan.threads)
-            .map(|t| {
-                let (start, progress) = (&start, &progress[t]);
-                s.spawn(move || match Worker::new(cfg, plan, p * plan.threads + t, progress) {
-                    Ok(w) => w.run(start),
-                    Err(e) => {
-                        start.wait();
-                        Err(e)
+        let handles: Vec<_> = roles
+            .zip(progress)
+            .map(|(role, progress)| {
+                let (start, hot_running) = (&start, &hot_running);
+                s.spawn(move || {
+                    let r = match Worker::new(cfg, plan, role, progress, hot_running) {
+                        Ok(w) => w.run(start),
+                        Err(e) => {
+                            start.wait();
+                            Err(e)
+                        }
+                    };
+                    if role.0 == Role::Hot {
+                        hot_running.fetch_sub(1, Ordering::Relaxed);
                     }
+                    r
                 })
             })
             .collect();
@@ -258,7 +269,8 @@ pub fn worker_main() -> bool {
         println!("E raising RLIMIT_NOFILE: {e}");
         return false;
     }
-    let progress: Vec<Arc<Progress>> = (0..shard.plan.threads).map(|_| Arc::default()).collect();
+    let threads = shard.plan.threads + shard.plan.cold_threads;
+    let progress: Vec<Arc<Progress>> = (0..threads).map(|_| Arc::default()).collect();
     let stop = AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         s.spawn(|| {

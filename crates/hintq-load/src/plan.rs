@@ -35,8 +35,11 @@ pub const MAX_SOURCES: usize = 254;
 pub struct Plan {
     /// Worker processes (1: this one only).
     pub processes: usize,
-    /// Threads per process.
+    /// Hot worker threads per process.
     pub threads: usize,
+    /// Cold worker threads per process: one when there are cold connections, else none.
+    /// Cold connections never share a thread with hot ones (see [`crate::worker`]).
+    pub cold_threads: usize,
     /// Number of targets (connection `i` goes to target `i % targets`).
     pub targets: usize,
     /// Source addresses for IPv4 targets (127.0.0.1 upwards); 1 means no explicit bind.
@@ -60,9 +63,14 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Worker `w` of `processes * threads` in total.
-    pub fn workers(&self) -> usize {
+    /// Hot worker threads in all processes.
+    pub fn hot_workers(&self) -> usize {
         self.processes * self.threads
+    }
+
+    /// Cold worker threads in all processes.
+    pub fn cold_workers(&self) -> usize {
+        self.processes * self.cold_threads
     }
 
     /// The source address for hot (or cold) connection `index`, or `None` (let the kernel
@@ -92,8 +100,9 @@ pub fn plan(
     can_spawn: bool,
 ) -> Result<Plan, String> {
     let total = (cfg.connections + cfg.cold) as u64;
-    let per_thread_fds = 4;
-    let room = nofile.1.saturating_sub(FD_RESERVE + per_thread_fds * cfg.threads as u64).max(1);
+    let cold_threads = usize::from(cfg.cold > 0);
+    let thread_fds = 4 * (cfg.threads + cold_threads) as u64;
+    let room = nofile.1.saturating_sub(FD_RESERVE + thread_fds).max(1);
     let needed = total.div_ceil(room).max(1) as usize;
     let processes = match cfg.processes {
         Some(p) if p < needed => {
@@ -113,7 +122,7 @@ pub fn plan(
             nofile.1
         ));
     }
-    let fds_per_process = total.div_ceil(processes as u64) + FD_RESERVE + per_thread_fds * cfg.threads as u64;
+    let fds_per_process = total.div_ceil(processes as u64) + FD_RESERVE + thread_fds;
     if fds_per_process > nofile.0 {
         return Err(format!(
             "{fds_per_process} descriptors needed per process, but RLIMIT_NOFILE is {} (soft) / {} (hard)",
@@ -144,6 +153,7 @@ pub fn plan(
     Ok(Plan {
         processes,
         threads: cfg.threads,
+        cold_threads,
         targets: cfg.targets.len(),
         sources,
         busiest_destination: busiest,
