@@ -22,34 +22,44 @@ pub struct Cpu {
     pub cores_busy: f64,
 }
 
-/// A send lag at or above this share of the latency p99 could explain the tail.
+/// An own delay (p99) at or above this share of the latency p99 could explain the tail.
 pub const LAG_SHARE: f64 = 0.25;
-/// Send lags below this (µs) are not counted against a run: a few wake-ups across CPUs
+/// Own delays (p99) below this, µs, are not counted against a run: a few wake-ups across CPUs
 /// (30–40 µs each on the machines of PERF.md).
 pub const LAG_FLOOR_US: u64 = 200;
 /// A hot thread busy this share of the hot phase has no slack left to send on time.
 pub const BUSY_LIMIT: f64 = 0.9;
 
 /// The generator checking itself, as Lancet does: was the tail it reports the server's, or
-/// its own? Two measures: how late hot requests were written (the *send lag*: open loop,
-/// past the later of the intended send time and the moment a connection was free for the
-/// request; closed loop, past the moment the previous response was taken from the queue),
-/// and how busy its worker threads were (thread CPU time over wall time, from
-/// `getrusage(RUSAGE_THREAD)`). Latency stays measured from the intended send time; the
-/// self-check only says whether the generator's own delay is part of it.
+/// its own? It measures, per hot request, how late it was written (the *send lag*: open
+/// loop, past the later of the intended send time and the moment a connection was free for
+/// the request; closed loop, past the moment the previous response was taken from the
+/// queue) and how long its complete response waited in the socket before being read (the
+/// *receive lag*, from the kernel's arrival stamp, `SO_TIMESTAMPNS`); their sum is the
+/// request's *own delay*. And how busy its worker threads were (thread CPU time over wall
+/// time, `getrusage(RUSAGE_THREAD)`). Latency stays measured from the intended send time;
+/// the self-check only says how much of it was the generator's.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct SelfCheck {
     /// Send lag of hot requests, µs.
     pub send_lag_us: Percentiles,
+    /// Receive lag of successful hot requests, µs.
+    pub receive_lag_us: Percentiles,
+    /// Send plus receive lag of each successful hot request, µs.
+    pub own_delay_us: Percentiles,
+    /// From the write of each successful hot request to its response's arrival, µs.
+    pub server_time_us: Percentiles,
     /// The busiest hot worker thread, % of the hot phase.
     pub hot_busy_max_pct: f64,
     /// Hot worker threads on average, %.
     pub hot_busy_mean_pct: f64,
     /// The busiest cold worker thread, % (0 without cold connections).
     pub cold_busy_max_pct: f64,
-    /// The generator's own delay could explain the tail it reports: send-lag p99 at least
-    /// [`LAG_SHARE`] of latency p99 (and at least [`LAG_FLOOR_US`]), or a hot thread busy
-    /// [`BUSY_LIMIT`] or more.
+    /// The generator's own delay could explain the tail it reports: own-delay p99 (send lag
+    /// alone where the kernel gave no arrival stamps) at least [`LAG_FLOOR_US`] and either at
+    /// least [`LAG_SHARE`] of latency p99 or above the server-time p99 (then the backlog of
+    /// requests waiting for a connection may be the generator's doing too: a connection
+    /// whose response waits unread is not free); or a hot thread busy [`BUSY_LIMIT`] or more.
     pub generator_lagged: bool,
     /// Why, in words (empty when it kept up).
     pub reasons: Vec<String>,
@@ -57,24 +67,40 @@ pub struct SelfCheck {
 
 impl SelfCheck {
     fn new(results: &[WorkerResult], latency: &Percentiles) -> SelfCheck {
-        let mut lag = histogram();
+        let (mut lag, mut receive, mut own, mut server) =
+            (histogram(), histogram(), histogram(), histogram());
         let (mut hot_max, mut hot_sum, mut hot_n, mut cold_max) = (0f64, 0f64, 0, 0f64);
         for r in results {
             r.send_lag.add_to(&mut lag);
+            r.receive_lag.add_to(&mut receive);
+            r.own_delay.add_to(&mut own);
+            r.server_time.add_to(&mut server);
             match r.role {
                 Role::Hot => (hot_max, hot_sum, hot_n) = (hot_max.max(r.busy), hot_sum + r.busy, hot_n + 1),
                 Role::Cold => cold_max = cold_max.max(r.busy),
             }
         }
-        let send_lag_us = Percentiles::of(&lag);
+        let (send_lag_us, own_delay_us) = (Percentiles::of(&lag), Percentiles::of(&own));
+        let (what, l) = match own_delay_us.count {
+            0 => ("send lag", send_lag_us.p99),
+            _ => ("own delay (send + receive lag)", own_delay_us.p99),
+        };
+        let server_time_us = Percentiles::of(&server);
         let mut reasons = Vec::new();
-        let (l, p) = (send_lag_us.p99, latency.p99);
+        let (p, s) = (latency.p99, server_time_us.p99);
         if l >= LAG_FLOOR_US && l as f64 >= LAG_SHARE * p as f64 {
             reasons.push(format!(
-                "send lag p99 {} is {:.0}% of latency p99 {}",
+                "{what} p99 {} is {:.0}% of latency p99 {}",
                 ms(l),
                 100.0 * l as f64 / p.max(1) as f64,
                 ms(p)
+            ));
+        } else if l >= LAG_FLOOR_US && server_time_us.count > 0 && l > s {
+            reasons.push(format!(
+                "{what} p99 {} exceeds the server's time p99 {} (write to response arrival), so the \
+                 requests queued waiting for a connection may have waited on the generator",
+                ms(l),
+                ms(s)
             ));
         }
         if hot_max >= BUSY_LIMIT {
@@ -82,6 +108,9 @@ impl SelfCheck {
         }
         SelfCheck {
             send_lag_us,
+            receive_lag_us: Percentiles::of(&receive),
+            own_delay_us,
+            server_time_us,
             hot_busy_max_pct: 100.0 * hot_max,
             hot_busy_mean_pct: 100.0 * hot_sum / f64::from(hot_n.max(1)),
             cold_busy_max_pct: 100.0 * cold_max,
@@ -214,11 +243,20 @@ impl Report {
         let k = &self.self_check;
         let _ = writeln!(
             o,
-            "  self-check: send lag {}; generator busy: hot threads max {:.0}% (mean {:.0}%), cold threads max {:.0}%",
+            "  self-check: send lag {}; receive lag {}",
             fmt_lag(&k.send_lag_us),
-            k.hot_busy_max_pct,
-            k.hot_busy_mean_pct,
-            k.cold_busy_max_pct
+            fmt_lag(&k.receive_lag_us),
+        );
+        let _ = writeln!(
+            o,
+            "  self-check: own delay (send + receive lag) {}; server time (write to response arrival) {}",
+            fmt_lag(&k.own_delay_us),
+            fmt_lag(&k.server_time_us),
+        );
+        let _ = writeln!(
+            o,
+            "  self-check: generator busy: hot threads max {:.0}% (mean {:.0}%), cold threads max {:.0}%",
+            k.hot_busy_max_pct, k.hot_busy_mean_pct, k.cold_busy_max_pct
         );
         if k.generator_lagged {
             let _ = writeln!(

@@ -34,6 +34,10 @@ use std::time::{Duration, Instant};
 pub const RETRY_AFTER: Duration = Duration::from_millis(20);
 /// Events taken per `get_next_event` call.
 const BATCH: usize = 256;
+/// Due requests an open-loop worker takes into its backlog per turn: a rate beyond what the
+/// thread can send must not keep it from reading responses and sweeping timeouts (the ones
+/// left wait for the next turn, their intended send times kept).
+const SCHEDULE_BATCH: usize = 1024;
 /// Bytes read per `read(2)`.
 const READ_SIZE: usize = 64 * 1024;
 const NONE: u32 = u32::MAX;
@@ -85,6 +89,15 @@ pub struct WorkerResult {
     /// for it; in closed loop the moment the previous response (or the connect) was taken
     /// from the queue.
     pub send_lag: Pairs,
+    /// Hot: how long each complete response waited in its socket before the worker read
+    /// it, µs: from the kernel's arrival stamp of its last segment (`SO_TIMESTAMPNS`).
+    pub receive_lag: Pairs,
+    /// Hot: send lag plus receive lag of each successful request, µs: the part of its
+    /// latency that was the generator's own delay.
+    pub own_delay: Pairs,
+    /// Hot: from the write of each successful request to the arrival of its response's last
+    /// segment, µs: the server's time (and the loopback's).
+    pub server_time: Pairs,
     /// CPU time of this thread during the hot phase over the phase's wall time.
     pub busy: f64,
     /// Cold: the connections held at the end of each whole second of the hot phase, and
@@ -158,6 +171,12 @@ struct Conn {
     /// Hot: when the loop learned the connection was free for a request (connected, or its
     /// response complete): the start of the send lag.
     ready: Instant,
+    /// Hot: the send lag of the request in flight.
+    sent_late: Duration,
+    /// Hot: when the last bytes read arrived at the socket (`SO_TIMESTAMPNS`).
+    arrived: Option<Duration>,
+    /// Hot: when the request in flight was written (`CLOCK_REALTIME`, as `arrived`).
+    sent_real: Duration,
     written: usize,
     want_write: bool,
     got_any: bool,
@@ -177,6 +196,9 @@ impl Conn {
             since: now,
             req: None,
             ready: now,
+            sent_late: Duration::ZERO,
+            arrived: None,
+            sent_real: Duration::ZERO,
             written: 0,
             want_write: false,
             got_any: false,
@@ -226,6 +248,9 @@ pub struct Worker<'a> {
     latency: Histogram<u64>,
     connect: Histogram<u64>,
     send_lag: Histogram<u64>,
+    receive_lag: Histogram<u64>,
+    own_delay: Histogram<u64>,
+    server_time: Histogram<u64>,
     /// When the loop learned of the events (or timers) it is handling now.
     woke: Instant,
     /// Thread CPU time at the start of the hot phase.
@@ -323,6 +348,9 @@ impl<'a> Worker<'a> {
             latency: histogram(),
             connect: histogram(),
             send_lag: histogram(),
+            receive_lag: histogram(),
+            own_delay: histogram(),
+            server_time: histogram(),
             woke: now,
             cpu0: Duration::ZERO,
             cold_per_second: Vec::new(),
@@ -356,6 +384,7 @@ impl<'a> Worker<'a> {
         self.deadline = self.t0 + self.cfg.duration;
         self.next_sweep = self.t0;
         self.next_second = self.t0 + Duration::from_secs(1);
+        self.this_second = ColdSecond::default();
         self.woke = self.t0;
         if self.rate.is_some() && !self.hot.is_empty() {
             self.next_send = Some(self.t0);
@@ -415,6 +444,9 @@ impl<'a> Worker<'a> {
             backend: self.q.backend().name().to_string(),
             role: self.role,
             send_lag: Pairs::of(&self.send_lag),
+            receive_lag: Pairs::of(&self.receive_lag),
+            own_delay: Pairs::of(&self.own_delay),
+            server_time: Pairs::of(&self.server_time),
             busy,
             cold_per_second: self.cold_per_second,
         }
@@ -510,6 +542,10 @@ impl<'a> Worker<'a> {
         c.since = now;
         match sys::connect(to, from, self.cfg.port_range) {
             Ok((fd, how)) => {
+                if matches!(slot, Slot::Hot(_)) {
+                    // Without arrival stamps the receive lag goes unmeasured, nothing else.
+                    let _ = sys::stamp_arrivals(fd);
+                }
                 let c = self.conn(slot);
                 c.fd = fd;
                 c.phase = Phase::Connecting;
@@ -687,7 +723,10 @@ impl<'a> Worker<'a> {
     fn send(&mut self, i: usize, intended: Instant) -> io::Result<()> {
         let c = &mut self.hot[i];
         let could_go = if self.rate.is_some() { intended.max(c.ready) } else { c.ready };
-        self.send_lag.saturating_record(micros(Instant::now().saturating_duration_since(could_go)));
+        c.sent_late = Instant::now().saturating_duration_since(could_go);
+        c.arrived = None;
+        c.sent_real = sys::realtime();
+        self.send_lag.saturating_record(micros(c.sent_late));
         c.req = Some(intended);
         c.written = 0;
         c.got_any = false;
@@ -721,9 +760,10 @@ impl<'a> Worker<'a> {
     fn hot_read(&mut self, i: usize) -> io::Result<()> {
         let gen = self.hot[i].gen;
         loop {
-            match sys::read(self.hot[i].fd, &mut self.scratch) {
-                Ok(0) => return self.hot_eof(i),
-                Ok(n) => {
+            match sys::read_stamped(self.hot[i].fd, &mut self.scratch) {
+                Ok((0, _)) => return self.hot_eof(i),
+                Ok((n, arrived)) => {
+                    self.hot[i].arrived = arrived.or(self.hot[i].arrived);
                     let feed = feed(&mut self.hot[i], &self.scratch[..n], &self.limits);
                     self.hot_fed(i, feed)?;
                     if n < READ_SIZE || self.hot[i].gen != gen {
@@ -752,6 +792,12 @@ impl<'a> Worker<'a> {
                 if status < 400 {
                     self.stats_hot.successes += 1;
                     self.latency.saturating_record(micros(now.saturating_duration_since(intended)));
+                    if let Some(at) = c.arrived {
+                        let waited = sys::realtime().saturating_sub(at);
+                        self.receive_lag.saturating_record(micros(waited));
+                        self.own_delay.saturating_record(micros(c.sent_late + waited));
+                        self.server_time.saturating_record(micros(at.saturating_sub(c.sent_real)));
+                    }
                 } else {
                     self.stats_hot.errors.status += 1;
                 }
@@ -807,7 +853,8 @@ impl<'a> Worker<'a> {
     /// Open loop: requests due by now join the backlog; idle connections take them.
     fn schedule(&mut self, now: Instant) -> io::Result<()> {
         let Some(rate) = self.rate else { return Ok(()) };
-        while let Some(at) = self.next_send.filter(|&at| at <= now) {
+        for _ in 0..SCHEDULE_BATCH {
+            let Some(at) = self.next_send.filter(|&at| at <= now) else { break };
             if !self.take_request() {
                 self.next_send = None;
                 break;
