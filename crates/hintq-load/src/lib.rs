@@ -43,8 +43,18 @@
 //! The soft `RLIMIT_NOFILE` is raised to the hard one. When the connections do not fit in
 //! one process, the run is spread over worker processes (started through a [`Spawner`], as
 //! the `hintq` binary does); connections to one destination beyond the ephemeral port range
-//! are spread over 127.0.0.x source addresses bound with `IP_BIND_ADDRESS_NO_PORT`. A run
-//! that cannot fit fails before connecting, saying which limit is in the way ([`plan`]).
+//! are spread over 127.0.0.x source addresses bound with `IP_BIND_ADDRESS_NO_PORT`, planned
+//! for the live connections and for the ports left in TIME_WAIT by those the generator closes
+//! ([`plan::TIME_WAIT`]). A run that cannot fit fails before connecting, saying which limit is
+//! in the way ([`plan`]). Cold connections run on one thread per process of their own, apart
+//! from the hot ones ([`worker`]), and are counted second by second
+//! ([`Report::cold_per_second`]).
+//!
+//! ## Self-check
+//!
+//! Each run reports how late the generator itself was (send lag, receive lag, their sum per
+//! request, and how busy its threads were) beside the latency, and marks the run when that
+//! delay could explain the tail ([`report::SelfCheck`]).
 //!
 //! ## Bounds
 //!
