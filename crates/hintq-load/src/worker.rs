@@ -256,9 +256,10 @@ pub struct Worker<'a> {
     /// Thread CPU time at the start of the hot phase.
     cpu0: Duration,
     cold_per_second: Vec<ColdSecond>,
-    /// Cold connections opened and closed since the last whole second, and when it ends.
+    /// Cold connections opened and closed since the last whole second, and when it ends
+    /// (`None` before the hot phase: the warm-up is not counted in seconds).
     this_second: ColdSecond,
-    next_second: Instant,
+    next_second: Option<Instant>,
     scratch: Box<[u8]>,
     again: Vec<(Slot, u32, State)>,
 }
@@ -355,7 +356,7 @@ impl<'a> Worker<'a> {
             cpu0: Duration::ZERO,
             cold_per_second: Vec::new(),
             this_second: ColdSecond::default(),
-            next_second: now,
+            next_second: None,
             scratch: vec![0; READ_SIZE].into_boxed_slice(),
             again: Vec::new(),
         })
@@ -383,7 +384,7 @@ impl<'a> Worker<'a> {
         self.cpu0 = thread_cpu();
         self.deadline = self.t0 + self.cfg.duration;
         self.next_sweep = self.t0;
-        self.next_second = self.t0 + Duration::from_secs(1);
+        self.next_second = Some(self.t0 + Duration::from_secs(1));
         self.this_second = ColdSecond::default();
         self.woke = self.t0;
         if self.rate.is_some() && !self.hot.is_empty() {
@@ -419,10 +420,10 @@ impl<'a> Worker<'a> {
 
     /// Cold: closes the whole seconds of the hot phase that ended by `now`.
     fn count_seconds(&mut self, now: Instant) {
-        while self.role == Role::Cold && now >= self.next_second {
+        while let Some(end) = self.next_second.filter(|&end| self.role == Role::Cold && now >= end) {
             let second = ColdSecond { held: self.cold_held, ..std::mem::take(&mut self.this_second) };
             self.cold_per_second.push(second);
-            self.next_second += Duration::from_secs(1);
+            self.next_second = Some(end + Duration::from_secs(1));
         }
     }
 
@@ -459,8 +460,8 @@ impl<'a> Worker<'a> {
         if let Some(at) = self.next_send {
             limit = limit.min(at);
         }
-        if self.role == Role::Cold {
-            limit = limit.min(self.next_second.max(now));
+        if let Some(end) = self.next_second.filter(|_| self.role == Role::Cold) {
+            limit = limit.min(end.max(now));
         }
         let timeout = self.timers.timeout(now, Some(limit.saturating_duration_since(now)));
         let mut events = [Event::default(); BATCH];
