@@ -209,7 +209,26 @@ fn backends() -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// What `hintq load --help` adds after the flags: the self-check and the cold figures.
+const LOAD_HELP: &str = "\
+Self-check (is the tail the server's or the generator's own?):
+  send lag     how late each hot request was written: open loop, past the later of its
+               intended send time and the moment a connection was free; closed loop, past
+               the moment the previous response was taken from the event queue
+  receive lag  how long each response waited in its socket before it was read (kernel
+               arrival stamps, SO_TIMESTAMPNS)
+  own delay    send + receive lag of each request; server time: write to response arrival
+  busy         CPU time of each worker thread over the run's wall time
+  The run is marked GENERATOR LAGGED (self_check.generator_lagged in the JSON) when own-delay
+  p99 (>= 0.2 ms) is at least a quarter of latency p99 or above server-time p99, or a hot
+  thread was 90% busy. Latency stays measured from the intended send time.
+Cold connections run on their own thread in each process, never on the hot one; sources
+  (127.0.0.x) are planned for live connections plus the ports left in TIME_WAIT (closes/s x
+  60 s). Cold connections are closed with FIN, as a client would. The summary gives the cold
+  connections held second by second (min/max); the JSON has cold_per_second.";
+
 #[derive(Args)]
+#[command(after_help = LOAD_HELP)]
 struct LoadArgs {
     /// Target URLs (http://127.x.y.z[:port]/path, http://[::1]/..., http://localhost/...).
     /// Loopback only. Hot connection i goes to URL i mod the number of URLs.
@@ -252,7 +271,8 @@ struct LoadArgs {
     /// Close the connection after each response and open a new one for the next request.
     #[arg(long)]
     new_conn_per_request: bool,
-    /// 127.0.0.x source addresses to spread over [default: as many as the ports need].
+    /// 127.0.0.x source addresses to spread over [default: as many as the ports need, live
+    /// and in TIME_WAIT].
     #[arg(long, value_name = "N")]
     sources: Option<usize>,
     /// Write every figure and the exact settings as JSON to FILE.
@@ -281,6 +301,7 @@ fn load(a: LoadArgs) -> ExitCode {
         sources: a.sources,
         port_range: None,
         progress: !a.quiet,
+        stall_hot_turns: None,
     };
     let spawner = std::env::current_exe()
         .ok()

@@ -155,6 +155,11 @@ pub struct Config {
     pub port_range: Option<(u16, u16)>,
     /// Show a progress bar (only drawn when stderr is a terminal).
     pub progress: bool,
+    /// Test hook, not on the command line: every hot worker sleeps this long on each turn of
+    /// its loop. A generator made to lag on purpose, so tests can check that the self-check
+    /// ([`crate::report::SelfCheck`]) notices; `None` in every real run.
+    #[serde(default)]
+    pub stall_hot_turns: Option<Duration>,
 }
 
 impl Default for Config {
@@ -176,6 +181,7 @@ impl Default for Config {
             sources: None,
             port_range: None,
             progress: false,
+            stall_hot_turns: None,
         }
     }
 }

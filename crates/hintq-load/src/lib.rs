@@ -43,8 +43,18 @@
 //! The soft `RLIMIT_NOFILE` is raised to the hard one. When the connections do not fit in
 //! one process, the run is spread over worker processes (started through a [`Spawner`], as
 //! the `hintq` binary does); connections to one destination beyond the ephemeral port range
-//! are spread over 127.0.0.x source addresses bound with `IP_BIND_ADDRESS_NO_PORT`. A run
-//! that cannot fit fails before connecting, saying which limit is in the way ([`plan`]).
+//! are spread over 127.0.0.x source addresses bound with `IP_BIND_ADDRESS_NO_PORT`, planned
+//! for the live connections and for the ports left in TIME_WAIT by those the generator closes
+//! ([`plan::TIME_WAIT`]). A run that cannot fit fails before connecting, saying which limit is
+//! in the way ([`plan`]). Cold connections run on one thread per process of their own, apart
+//! from the hot ones ([`worker`]), and are counted second by second
+//! ([`Report::cold_per_second`]).
+//!
+//! ## Self-check
+//!
+//! Each run reports how late the generator itself was (send lag, receive lag, their sum per
+//! request, and how busy its threads were) beside the latency, and marks the run when that
+//! delay could explain the tail ([`report::SelfCheck`]).
 //!
 //! ## Bounds
 //!
@@ -69,10 +79,10 @@ use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
-use worker::{Progress, Worker, WorkerResult};
+use worker::{Progress, Role, Worker, WorkerResult};
 
 /// How to start a worker process: a program whose `args` make it call [`worker_main`].
 #[derive(Clone, Debug)]
@@ -104,7 +114,7 @@ pub fn run(cfg: &Config, spawner: Option<&Spawner>) -> Result<Report, String> {
     // The soft descriptor limit is raised to the hard one before any decision.
     let nofile = hintq_sys::raise_nofile().map_err(|e| format!("raising RLIMIT_NOFILE: {e}"))?;
     let ports = cfg.port_range.unwrap_or_else(sys::local_port_range);
-    let plan = plan::plan(cfg, nofile, ports, spawner.is_some())?;
+    let plan = plan::plan(cfg, nofile, ports, sys::max_time_wait(), spawner.is_some())?;
     let cpu0 = sys::cpu_seconds();
     let wall = Instant::now();
     let mut children = Vec::new();
@@ -112,7 +122,7 @@ pub fn run(cfg: &Config, spawner: Option<&Spawner>) -> Result<Report, String> {
         let sp = spawner.expect("plan allows processes only with a spawner");
         children.push(spawn(sp, &Shard { config: cfg.clone(), plan: plan.clone(), process: p })?);
     }
-    let local: Vec<Arc<Progress>> = (0..plan.threads).map(|_| Arc::default()).collect();
+    let local: Vec<Arc<Progress>> = (0..plan.threads + plan.cold_threads).map(|_| Arc::default()).collect();
     let mut all_progress = local.clone();
     all_progress.extend(children.iter().map(|c| Arc::clone(&c.progress)));
     let stop = AtomicBool::new(false);
@@ -132,24 +142,35 @@ pub fn run(cfg: &Config, spawner: Option<&Spawner>) -> Result<Report, String> {
     Ok(Report::new(cfg, &plan, &results, wall.elapsed().as_secs_f64(), cpu))
 }
 
-/// Runs process `p`'s threads, workers `p * threads ..`.
+/// Runs process `p`'s threads: hot workers `p * threads ..` and cold worker `p`, if any.
 fn run_shard(
     cfg: &Config,
     plan: &Plan,
     p: usize,
     progress: &[Arc<Progress>],
 ) -> Result<Vec<WorkerResult>, String> {
-    let start = Barrier::new(plan.threads);
+    let start = Barrier::new(plan.threads + plan.cold_threads);
+    let hot_running = AtomicUsize::new(plan.threads);
+    let roles = (0..plan.threads)
+        .map(|t| (Role::Hot, p * plan.threads + t))
+        .chain((0..plan.cold_threads).map(|t| (Role::Cold, p * plan.cold_threads + t)));
     std::thread::scope(|s| {
-        let handles: Vec<_> = (0..plan.threads)
-            .map(|t| {
-                let (start, progress) = (&start, &progress[t]);
-                s.spawn(move || match Worker::new(cfg, plan, p * plan.threads + t, progress) {
-                    Ok(w) => w.run(start),
-                    Err(e) => {
-                        start.wait();
-                        Err(e)
+        let handles: Vec<_> = roles
+            .zip(progress)
+            .map(|(role, progress)| {
+                let (start, hot_running) = (&start, &hot_running);
+                s.spawn(move || {
+                    let r = match Worker::new(cfg, plan, role, progress, hot_running) {
+                        Ok(w) => w.run(start),
+                        Err(e) => {
+                            start.wait();
+                            Err(e)
+                        }
+                    };
+                    if role.0 == Role::Hot {
+                        hot_running.fetch_sub(1, Ordering::Relaxed);
                     }
+                    r
                 })
             })
             .collect();
@@ -258,7 +279,8 @@ pub fn worker_main() -> bool {
         println!("E raising RLIMIT_NOFILE: {e}");
         return false;
     }
-    let progress: Vec<Arc<Progress>> = (0..shard.plan.threads).map(|_| Arc::default()).collect();
+    let threads = shard.plan.threads + shard.plan.cold_threads;
+    let progress: Vec<Arc<Progress>> = (0..threads).map(|_| Arc::default()).collect();
     let stop = AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         s.spawn(|| {

@@ -3,8 +3,8 @@
 
 use crate::config::Config;
 use crate::plan::Plan;
-use crate::stats::{histogram, Cold, Errors, Hot, Percentiles};
-use crate::worker::WorkerResult;
+use crate::stats::{histogram, Cold, ColdSecond, Errors, Hot, Percentiles};
+use crate::worker::{Role, WorkerResult};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
@@ -51,6 +51,104 @@ impl ReplyRate {
     }
 }
 
+/// An own delay (p99) at or above this share of the latency p99 could explain the tail.
+pub const LAG_SHARE: f64 = 0.25;
+/// Own delays (p99) below this, µs, are not counted against a run: a few wake-ups across CPUs
+/// (30–40 µs each on the machines of PERF.md).
+pub const LAG_FLOOR_US: u64 = 200;
+/// A hot thread busy this share of the hot phase has no slack left to send on time.
+pub const BUSY_LIMIT: f64 = 0.9;
+
+/// The generator checking itself, as Lancet does: was the tail it reports the server's, or
+/// its own? It measures, per hot request, how late it was written (the *send lag*: open
+/// loop, past the later of the intended send time and the moment a connection was free for
+/// the request; closed loop, past the moment the previous response was taken from the
+/// queue) and how long its complete response waited in the socket before being read (the
+/// *receive lag*, from the kernel's arrival stamp, `SO_TIMESTAMPNS`); their sum is the
+/// request's *own delay*. And how busy its worker threads were (thread CPU time over wall
+/// time, `getrusage(RUSAGE_THREAD)`). Latency stays measured from the intended send time;
+/// the self-check only says how much of it was the generator's.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SelfCheck {
+    /// Send lag of hot requests, µs.
+    pub send_lag_us: Percentiles,
+    /// Receive lag of successful hot requests, µs.
+    pub receive_lag_us: Percentiles,
+    /// Send plus receive lag of each successful hot request, µs.
+    pub own_delay_us: Percentiles,
+    /// From the write of each successful hot request to its response's arrival, µs.
+    pub server_time_us: Percentiles,
+    /// The busiest hot worker thread, % of the hot phase.
+    pub hot_busy_max_pct: f64,
+    /// Hot worker threads on average, %.
+    pub hot_busy_mean_pct: f64,
+    /// The busiest cold worker thread, % (0 without cold connections).
+    pub cold_busy_max_pct: f64,
+    /// The generator's own delay could explain the tail it reports: own-delay p99 (send lag
+    /// alone where the kernel gave no arrival stamps) at least [`LAG_FLOOR_US`] and either at
+    /// least [`LAG_SHARE`] of latency p99 or above the server-time p99 (then the backlog of
+    /// requests waiting for a connection may be the generator's doing too: a connection
+    /// whose response waits unread is not free); or a hot thread busy [`BUSY_LIMIT`] or more.
+    pub generator_lagged: bool,
+    /// Why, in words (empty when it kept up).
+    pub reasons: Vec<String>,
+}
+
+impl SelfCheck {
+    fn new(results: &[WorkerResult], latency: &Percentiles) -> SelfCheck {
+        let (mut lag, mut receive, mut own, mut server) =
+            (histogram(), histogram(), histogram(), histogram());
+        let (mut hot_max, mut hot_sum, mut hot_n, mut cold_max) = (0f64, 0f64, 0, 0f64);
+        for r in results {
+            r.send_lag.add_to(&mut lag);
+            r.receive_lag.add_to(&mut receive);
+            r.own_delay.add_to(&mut own);
+            r.server_time.add_to(&mut server);
+            match r.role {
+                Role::Hot => (hot_max, hot_sum, hot_n) = (hot_max.max(r.busy), hot_sum + r.busy, hot_n + 1),
+                Role::Cold => cold_max = cold_max.max(r.busy),
+            }
+        }
+        let (send_lag_us, own_delay_us) = (Percentiles::of(&lag), Percentiles::of(&own));
+        let (what, l) = match own_delay_us.count {
+            0 => ("send lag", send_lag_us.p99),
+            _ => ("own delay (send + receive lag)", own_delay_us.p99),
+        };
+        let server_time_us = Percentiles::of(&server);
+        let mut reasons = Vec::new();
+        let (p, s) = (latency.p99, server_time_us.p99);
+        if l >= LAG_FLOOR_US && l as f64 >= LAG_SHARE * p as f64 {
+            reasons.push(format!(
+                "{what} p99 {} is {:.0}% of latency p99 {}",
+                ms(l),
+                100.0 * l as f64 / p.max(1) as f64,
+                ms(p)
+            ));
+        } else if l >= LAG_FLOOR_US && server_time_us.count > 0 && l > s {
+            reasons.push(format!(
+                "{what} p99 {} exceeds the server's time p99 {} (write to response arrival), so the \
+                 requests queued waiting for a connection may have waited on the generator",
+                ms(l),
+                ms(s)
+            ));
+        }
+        if hot_max >= BUSY_LIMIT {
+            reasons.push(format!("a hot thread was busy {:.0}% of the run", 100.0 * hot_max));
+        }
+        SelfCheck {
+            send_lag_us,
+            receive_lag_us: Percentiles::of(&receive),
+            own_delay_us,
+            server_time_us,
+            hot_busy_max_pct: 100.0 * hot_max,
+            hot_busy_mean_pct: 100.0 * hot_sum / f64::from(hot_n.max(1)),
+            cold_busy_max_pct: 100.0 * cold_max,
+            generator_lagged: !reasons.is_empty(),
+            reasons,
+        }
+    }
+}
+
 /// Everything a run measured.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
@@ -76,6 +174,9 @@ pub struct Report {
     pub hot: Hot,
     /// Cold connections.
     pub cold: Cold,
+    /// Cold connections second by second of the hot phase, summed over worker processes
+    /// (each process counts its seconds from its own start; whole seconds only).
+    pub cold_per_second: Vec<ColdSecond>,
     /// Latency of successful responses, µs: from the intended send time in open loop, from
     /// the send time in closed loop.
     pub latency_us: Percentiles,
@@ -83,6 +184,8 @@ pub struct Report {
     pub connect_us: Percentiles,
     /// Load-generator CPU.
     pub cpu: Cpu,
+    /// Whether the generator kept up ([`SelfCheck`]).
+    pub self_check: SelfCheck,
 }
 
 impl Report {
@@ -103,9 +206,12 @@ impl Report {
             cold.add(&r.cold);
             r.latency.add_to(&mut latency);
             r.connect.add_to(&mut connect);
-            hot_seconds = hot_seconds.max(r.hot_seconds);
+            if r.role == Role::Hot {
+                hot_seconds = hot_seconds.max(r.hot_seconds);
+            }
             warmup_seconds = warmup_seconds.max(r.warmup_seconds);
         }
+        let latency_us = Percentiles::of(&latency);
         let completed = hot.successes + hot.errors.request_errors();
         let busy = cpu.0 + cpu.1;
         Report {
@@ -124,7 +230,9 @@ impl Report {
             ),
             hot,
             cold,
-            latency_us: Percentiles::of(&latency),
+            cold_per_second: cold_per_second(results),
+            self_check: SelfCheck::new(results, &latency_us),
+            latency_us,
             connect_us: Percentiles::of(&connect),
             cpu: Cpu {
                 user_s: cpu.0,
@@ -148,14 +256,16 @@ impl Report {
         let _ = writeln!(o, "hintq load {}", targets.join(" "));
         let _ = writeln!(
             o,
-            "  {} hot connections ({mode}{conn}), {} cold ({}, {}); {} thread(s) x {} process(es), {} source(s), backend {}",
+            "  {} hot connections ({mode}{conn}), {} cold ({}, {}); {} thread(s) x {} process(es){}, {} source(s){}, backend {}",
             s.connections,
             s.cold,
             s.cold_mode,
             s.cold_lifetime,
             self.plan.threads,
             self.plan.processes,
+            if self.plan.cold_threads > 0 { " + a cold thread per process" } else { "" },
             self.plan.sources,
+            fmt_time_wait(&self.plan),
             self.backend
         );
         let h = &self.hot;
@@ -177,6 +287,37 @@ impl Report {
         }
         let from = if s.rate.is_some() { "from intended send time" } else { "from send time, closed loop" };
         let _ = writeln!(o, "  latency ({from}): {}", fmt_pct(&self.latency_us));
+        let k = &self.self_check;
+        let _ = writeln!(
+            o,
+            "  self-check: send lag {}; receive lag {}",
+            fmt_lag(&k.send_lag_us),
+            fmt_lag(&k.receive_lag_us),
+        );
+        let _ = writeln!(
+            o,
+            "  self-check: own delay (send + receive lag) {}; server time (write to response arrival) {}",
+            fmt_lag(&k.own_delay_us),
+            fmt_lag(&k.server_time_us),
+        );
+        let _ = writeln!(
+            o,
+            "  self-check: generator busy: hot threads max {:.0}% (mean {:.0}%), cold threads max {:.0}%",
+            k.hot_busy_max_pct, k.hot_busy_mean_pct, k.cold_busy_max_pct
+        );
+        if k.generator_lagged {
+            let _ = writeln!(
+                o,
+                "  self-check: GENERATOR LAGGED: {}; the latency tail above may be the generator's own delay, \
+                 not the server's (spread the load: --threads, --processes; or lower --rate)",
+                k.reasons.join("; ")
+            );
+        } else {
+            let _ = writeln!(
+                o,
+                "  self-check: the generator kept up: its own delay is small beside the latency above"
+            );
+        }
         let _ = writeln!(o, "  connect: {} ({} connects)", fmt_pct(&self.connect_us), h.connects);
         let _ = writeln!(o, "  errors: {}", fmt_errors(&h.errors));
         let _ = writeln!(
@@ -199,6 +340,14 @@ impl Report {
                 self.warmup_seconds,
                 fmt_errors(&c.errors)
             );
+            let held = self.cold_per_second.iter().map(|s| s.held);
+            if let (Some(min), Some(max)) = (held.clone().min(), held.max()) {
+                let _ = writeln!(
+                    o,
+                    "  cold held, second by second: min {min}  max {max} over {} s (cold_per_second in the JSON)",
+                    self.cold_per_second.len()
+                );
+            }
         }
         let c = &self.cpu;
         let _ = writeln!(
@@ -210,11 +359,46 @@ impl Report {
     }
 }
 
+/// The cold workers' seconds summed: as many as the shortest series has, so that every
+/// entry counts every process.
+fn cold_per_second(results: &[WorkerResult]) -> Vec<ColdSecond> {
+    let cold = || results.iter().filter(|r| r.role == Role::Cold);
+    let len = cold().map(|r| r.cold_per_second.len()).min().unwrap_or(0);
+    let mut sum = vec![ColdSecond::default(); len];
+    for r in cold() {
+        sum.iter_mut().zip(&r.cold_per_second).for_each(|(s, x)| s.add(x));
+    }
+    sum
+}
+
+fn ms(us: u64) -> String {
+    format!("{:.3} ms", us as f64 / 1000.0)
+}
+
+fn fmt_lag(p: &Percentiles) -> String {
+    if p.count == 0 {
+        return "none recorded".to_string();
+    }
+    format!("p50 {}  p99 {}  max {}", ms(p.p50), ms(p.p99), ms(p.max))
+}
+
+fn fmt_time_wait(p: &Plan) -> String {
+    if p.time_wait == 0 {
+        return String::new();
+    }
+    format!(
+        " (for {} live and {} in TIME_WAIT: {:.0} closes/s x {} s)",
+        p.busiest_destination,
+        p.time_wait,
+        p.churn_per_s,
+        crate::plan::TIME_WAIT.as_secs()
+    )
+}
+
 fn fmt_pct(p: &Percentiles) -> String {
     if p.count == 0 {
         return "none recorded".to_string();
     }
-    let ms = |us: u64| format!("{:.3} ms", us as f64 / 1000.0);
     format!(
         "p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  mean {:.3} ms",
         ms(p.p50),

@@ -121,6 +121,26 @@ counters! {
     }
 }
 
+/// Cold connections in one second of the hot phase (summed over workers by second).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColdSecond {
+    /// Established at the end of the second.
+    pub held: u64,
+    /// Established during the second (re-opens and replacements).
+    pub opened: u64,
+    /// Closed during the second: expired, or closed by the server.
+    pub closed: u64,
+}
+
+impl ColdSecond {
+    /// Adds `o` field by field.
+    pub fn add(&mut self, o: &ColdSecond) {
+        self.held += o.held;
+        self.opened += o.opened;
+        self.closed += o.closed;
+    }
+}
+
 /// Latency histogram in microseconds, 1 µs to 1 h, three significant digits.
 pub fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds")

@@ -1,5 +1,12 @@
-//! One worker thread: its own [`Queue`], its share of the hot and cold connections, its own
-//! counters and histograms. Nothing is shared with other workers but the progress atomics.
+//! One worker thread: its own [`Queue`], its share of the hot or of the cold connections
+//! ([`Role`]), its own counters and histograms. Nothing is shared with other workers but the
+//! progress atomics and, for a cold worker, the count of its process's hot workers still
+//! running.
+//!
+//! Hot and cold connections never share a thread: opening a cold connection can cost a long
+//! kernel port search (and closing one leaves a TIME_WAIT behind), and on the hot thread that
+//! time would be taken from requests due to be sent (issue 13). A cold thread's turns cost
+//! the hot threads nothing but CPU, which the self-check reports.
 //!
 //! Interest follows the DESIGN contract: a connecting socket is watched for `WRITE` (the
 //! connect's completion); a connected one for `READ` only, for its whole life. `WRITE` is
@@ -9,7 +16,7 @@
 use crate::config::{ColdLifetime, ColdMode, Config};
 use crate::lifetime::Rng;
 use crate::plan::Plan;
-use crate::stats::{histogram, Cold, Errors, Hot, Pairs};
+use crate::stats::{histogram, Cold, ColdSecond, Errors, Hot, Pairs};
 use crate::sys::{self, Connect};
 use hdrhistogram::Histogram;
 use hintq::timer::Timers;
@@ -19,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -27,6 +34,10 @@ use std::time::{Duration, Instant};
 pub const RETRY_AFTER: Duration = Duration::from_millis(20);
 /// Events taken per `get_next_event` call.
 const BATCH: usize = 256;
+/// Due requests an open-loop worker takes into its backlog per turn: a rate beyond what the
+/// thread can send must not keep it from reading responses and sweeping timeouts (the ones
+/// left wait for the next turn, their intended send times kept).
+const SCHEDULE_BATCH: usize = 1024;
 /// Bytes read per `read(2)`.
 const READ_SIZE: usize = 64 * 1024;
 const NONE: u32 = u32::MAX;
@@ -42,9 +53,23 @@ pub struct Progress {
     pub cold_held: AtomicU64,
 }
 
+/// Which connections a worker thread drives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// Hot worker `w` of `processes × threads`: the hot connections `i` with
+    /// `i % (processes × threads) == w`, and that share of `--rate` and `--requests`.
+    #[default]
+    Hot,
+    /// Cold worker `w`, one per process: the cold connections `i` with `i % processes == w`.
+    Cold,
+}
+
 /// What one worker (thread) measured.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct WorkerResult {
+    /// Which connections it drove.
+    pub role: Role,
     /// Hot counters.
     pub hot: Hot,
     /// Cold counters.
@@ -63,6 +88,25 @@ pub struct WorkerResult {
     /// second may be partial).
     #[serde(default)]
     pub replies_per_second: Vec<u64>,
+    /// Hot: how late each request was written, µs, past the moment it could have gone: in
+    /// open loop the later of its intended send time and the moment a connection was free
+    /// for it; in closed loop the moment the previous response (or the connect) was taken
+    /// from the queue.
+    pub send_lag: Pairs,
+    /// Hot: how long each complete response waited in its socket before the worker read
+    /// it, µs: from the kernel's arrival stamp of its last segment (`SO_TIMESTAMPNS`).
+    pub receive_lag: Pairs,
+    /// Hot: send lag plus receive lag of each successful request, µs: the part of its
+    /// latency that was the generator's own delay.
+    pub own_delay: Pairs,
+    /// Hot: from the write of each successful request to the arrival of its response's last
+    /// segment, µs: the server's time (and the loopback's).
+    pub server_time: Pairs,
+    /// CPU time of this thread during the hot phase over the phase's wall time.
+    pub busy: f64,
+    /// Cold: the connections held at the end of each whole second of the hot phase, and
+    /// those opened and closed during it.
+    pub cold_per_second: Vec<ColdSecond>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,6 +172,15 @@ struct Conn {
     since: Instant,
     /// The (intended) start time of the request in flight.
     req: Option<Instant>,
+    /// Hot: when the loop learned the connection was free for a request (connected, or its
+    /// response complete): the start of the send lag.
+    ready: Instant,
+    /// Hot: the send lag of the request in flight.
+    sent_late: Duration,
+    /// Hot: when the last bytes read arrived at the socket (`SO_TIMESTAMPNS`).
+    arrived: Option<Duration>,
+    /// Hot: when the request in flight was written (`CLOCK_REALTIME`, as `arrived`).
+    sent_real: Duration,
     written: usize,
     want_write: bool,
     got_any: bool,
@@ -146,6 +199,10 @@ impl Conn {
             phase: Phase::Down,
             since: now,
             req: None,
+            ready: now,
+            sent_late: Duration::ZERO,
+            arrived: None,
+            sent_real: Duration::ZERO,
             written: 0,
             want_write: false,
             got_any: false,
@@ -165,7 +222,10 @@ enum Timer {
 pub struct Worker<'a> {
     cfg: &'a Config,
     plan: &'a Plan,
+    role: Role,
     progress: &'a Progress,
+    /// Hot workers of this process still running: a cold worker stops when they are done.
+    hot_running: &'a AtomicUsize,
     q: Queue,
     limits: Limits,
     requests: Vec<Vec<u8>>,
@@ -192,6 +252,19 @@ pub struct Worker<'a> {
     latency: Histogram<u64>,
     connect: Histogram<u64>,
     replies_per_second: Vec<u64>,
+    send_lag: Histogram<u64>,
+    receive_lag: Histogram<u64>,
+    own_delay: Histogram<u64>,
+    server_time: Histogram<u64>,
+    /// When the loop learned of the events (or timers) it is handling now.
+    woke: Instant,
+    /// Thread CPU time at the start of the hot phase.
+    cpu0: Duration,
+    cold_per_second: Vec<ColdSecond>,
+    /// Cold connections opened and closed since the last whole second, and when it ends
+    /// (`None` before the hot phase: the warm-up is not counted in seconds).
+    this_second: ColdSecond,
+    next_second: Option<Instant>,
     scratch: Box<[u8]>,
     again: Vec<(Slot, u32, State)>,
 }
@@ -204,22 +277,43 @@ fn share(total: u64, w: usize, workers: usize) -> u64 {
     total / workers as u64 + u64::from((w as u64) < total % workers as u64)
 }
 
+/// CPU time of the calling thread, user and system.
+fn thread_cpu() -> Duration {
+    let (user, system) = hintq_sys::cpu_time(hintq_sys::Usage::Thread);
+    user + system
+}
+
 impl<'a> Worker<'a> {
-    /// Worker `w` of `plan.workers()`: hot and cold connections `i` with `i % workers == w`,
-    /// its share of `--rate` and `--requests`.
+    /// Worker `w` of its role (see [`Role`]). `hot_running` counts the hot workers of this
+    /// process still running; a hot worker's caller decrements it when [`Worker::run`]
+    /// returns, and a cold worker stops once it is zero.
     ///
     /// # Errors
     /// Creating the queue.
-    pub fn new(cfg: &'a Config, plan: &'a Plan, w: usize, progress: &'a Progress) -> io::Result<Worker<'a>> {
+    pub fn new(
+        cfg: &'a Config,
+        plan: &'a Plan,
+        (role, w): (Role, usize),
+        progress: &'a Progress,
+        hot_running: &'a AtomicUsize,
+    ) -> io::Result<Worker<'a>> {
         let backend = match &cfg.backend {
             Some(name) => name
                 .parse::<Backend>()
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?,
             None => Backend::from_env()?,
         };
-        let workers = plan.workers();
+        let workers = match role {
+            Role::Hot => plan.hot_workers(),
+            Role::Cold => plan.cold_workers(),
+        };
         let now = Instant::now();
         let mine = |n: usize| (w..n).step_by(workers).map(|i| Conn::new(i, now)).collect::<Vec<_>>();
+        let (hot, cold) = match role {
+            Role::Hot => (mine(cfg.connections), Vec::new()),
+            Role::Cold => (Vec::new(), mine(cfg.cold)),
+        };
+        let drives_hot = role == Role::Hot;
         let requests =
             cfg.targets.iter().map(|t| request_bytes(&t.host, &t.path, cfg.new_conn_per_request)).collect();
         let partial = cfg.targets.iter().map(|t| {
@@ -227,25 +321,26 @@ impl<'a> Worker<'a> {
             full.truncate(full.len() - 2);
             full
         });
-        let cold = mine(cfg.cold);
         let stats_cold = Cold { target: cold.len() as u64, ..Cold::default() };
         Ok(Worker {
             cfg,
             plan,
+            role,
             progress,
+            hot_running,
             q: Queue::new(backend)?,
             limits: Limits::default(),
             requests,
             partial: partial.collect(),
-            hot: mine(cfg.connections),
+            hot,
             cold,
             by_fd: Vec::new(),
             idle: Vec::new(),
             backlog: VecDeque::new(),
             timers: Timers::new(),
             rng: Rng::new(0x5EED ^ ((w as u64) << 32) ^ u64::from(std::process::id())),
-            quota: cfg.requests.map(|n| share(n, w, workers)),
-            rate: cfg.rate.map(|r| r / workers as f64),
+            quota: cfg.requests.filter(|_| drives_hot).map(|n| share(n, w, workers)),
+            rate: cfg.rate.filter(|_| drives_hot).map(|r| r / workers as f64),
             sent_on_schedule: 0,
             next_send: None,
             t0: now,
@@ -259,14 +354,23 @@ impl<'a> Worker<'a> {
             latency: histogram(),
             connect: histogram(),
             replies_per_second: Vec::new(),
+            send_lag: histogram(),
+            receive_lag: histogram(),
+            own_delay: histogram(),
+            server_time: histogram(),
+            woke: now,
+            cpu0: Duration::ZERO,
+            cold_per_second: Vec::new(),
+            this_second: ColdSecond::default(),
+            next_second: None,
             scratch: vec![0; READ_SIZE].into_boxed_slice(),
             again: Vec::new(),
         })
     }
 
     /// Opens the cold connections, waits (at most `--timeout`) until each is established
-    /// or has failed once, meets the other workers at `start`, then drives the hot load
-    /// until `--duration` passes or `--requests` are done.
+    /// or has failed once, meets the other workers at `start`, then drives the hot load (or
+    /// keeps the cold connections) until `--duration` passes or `--requests` are done.
     ///
     /// # Errors
     /// A failure of the queue itself (not of a connection: those are counted).
@@ -283,8 +387,12 @@ impl<'a> Worker<'a> {
         let warmup = begin.elapsed();
         start.wait();
         self.t0 = Instant::now();
+        self.cpu0 = thread_cpu();
         self.deadline = self.t0 + self.cfg.duration;
         self.next_sweep = self.t0;
+        self.next_second = Some(self.t0 + Duration::from_secs(1));
+        self.this_second = ColdSecond::default();
+        self.woke = self.t0;
         if self.rate.is_some() && !self.hot.is_empty() {
             self.next_send = Some(self.t0);
         }
@@ -292,7 +400,11 @@ impl<'a> Worker<'a> {
             self.open(Slot::Hot(i), self.t0)?;
         }
         loop {
+            if let Some(d) = self.cfg.stall_hot_turns.filter(|_| self.role == Role::Hot) {
+                std::thread::sleep(d);
+            }
             let now = Instant::now();
+            self.count_seconds(now);
             if now >= self.deadline || self.done() {
                 break;
             }
@@ -306,11 +418,24 @@ impl<'a> Worker<'a> {
     }
 
     fn done(&self) -> bool {
-        self.quota == Some(0) && self.in_flight == 0 && self.backlog.is_empty()
+        match self.role {
+            Role::Hot => self.quota == Some(0) && self.in_flight == 0 && self.backlog.is_empty(),
+            Role::Cold => self.hot_running.load(Ordering::Relaxed) == 0,
+        }
+    }
+
+    /// Cold: closes the whole seconds of the hot phase that ended by `now`.
+    fn count_seconds(&mut self, now: Instant) {
+        while let Some(end) = self.next_second.filter(|&end| self.role == Role::Cold && now >= end) {
+            let second = ColdSecond { held: self.cold_held, ..std::mem::take(&mut self.this_second) };
+            self.cold_per_second.push(second);
+            self.next_second = Some(end + Duration::from_secs(1));
+        }
     }
 
     fn finish(mut self, warmup: Duration) -> WorkerResult {
         let hot_seconds = self.t0.elapsed().as_secs_f64();
+        let busy = (thread_cpu().saturating_sub(self.cpu0)).as_secs_f64() / hot_seconds.max(1e-9);
         self.stats_hot.unfinished = (self.in_flight + self.backlog.len()) as u64;
         self.stats_cold.held_at_end = self.cold_held;
         for slot in (0..self.hot.len()).map(Slot::Hot).chain((0..self.cold.len()).map(Slot::Cold)) {
@@ -325,6 +450,13 @@ impl<'a> Worker<'a> {
             warmup_seconds: warmup.as_secs_f64(),
             backend: self.q.backend().name().to_string(),
             replies_per_second: self.replies_per_second,
+            role: self.role,
+            send_lag: Pairs::of(&self.send_lag),
+            receive_lag: Pairs::of(&self.receive_lag),
+            own_delay: Pairs::of(&self.own_delay),
+            server_time: Pairs::of(&self.server_time),
+            busy,
+            cold_per_second: self.cold_per_second,
         }
     }
 
@@ -335,9 +467,13 @@ impl<'a> Worker<'a> {
         if let Some(at) = self.next_send {
             limit = limit.min(at);
         }
+        if let Some(end) = self.next_second.filter(|_| self.role == Role::Cold) {
+            limit = limit.min(end.max(now));
+        }
         let timeout = self.timers.timeout(now, Some(limit.saturating_duration_since(now)));
         let mut events = [Event::default(); BATCH];
         let n = self.q.get_next_event(&mut events, timeout)?;
+        self.woke = Instant::now();
         for ev in &events[..n] {
             if !self.q.is_current(ev) {
                 continue;
@@ -352,11 +488,13 @@ impl<'a> Worker<'a> {
             }
         }
         let now = Instant::now();
+        self.woke = now;
         while let Some((_, t)) = self.timers.pop_expired(now) {
             match t {
                 Timer::Retry(slot, gen) if self.conn(slot).gen == gen => self.open(slot, now)?,
                 Timer::Expire(i, gen) if self.cold[i].gen == gen => {
                     self.stats_cold.expired += 1;
+                    self.this_second.closed += 1;
                     self.reopen(Slot::Cold(i), now)?;
                 }
                 _ => {}
@@ -412,6 +550,10 @@ impl<'a> Worker<'a> {
         c.since = now;
         match sys::connect(to, from, self.cfg.port_range) {
             Ok((fd, how)) => {
+                if matches!(slot, Slot::Hot(_)) {
+                    // Without arrival stamps the receive lag goes unmeasured, nothing else.
+                    let _ = sys::stamp_arrivals(fd);
+                }
                 let c = self.conn(slot);
                 c.fd = fd;
                 c.phase = Phase::Connecting;
@@ -495,6 +637,7 @@ impl<'a> Worker<'a> {
 
     fn cold_up(&mut self, i: usize, now: Instant) -> io::Result<()> {
         self.stats_cold.opened += 1;
+        self.this_second.opened += 1;
         self.cold_held += 1;
         self.stats_cold.peak_held = self.stats_cold.peak_held.max(self.cold_held);
         let c = &self.cold[i];
@@ -519,6 +662,7 @@ impl<'a> Worker<'a> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 _ => {
                     self.stats_cold.closed_by_server += 1;
+                    self.this_second.closed += 1;
                     return self.reopen(Slot::Cold(i), Instant::now());
                 }
             }
@@ -556,6 +700,7 @@ impl<'a> Worker<'a> {
 
     /// A hot connection is up with nothing in flight: give it the next request.
     fn hot_ready(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        self.hot[i].ready = self.woke.min(now);
         if self.rate.is_some() {
             match self.backlog.pop_front() {
                 Some(at) => self.send(i, at),
@@ -581,8 +726,15 @@ impl<'a> Worker<'a> {
         true
     }
 
+    /// Sends a request intended at `intended` and records how late it leaves (see
+    /// [`WorkerResult::send_lag`]).
     fn send(&mut self, i: usize, intended: Instant) -> io::Result<()> {
         let c = &mut self.hot[i];
+        let could_go = if self.rate.is_some() { intended.max(c.ready) } else { c.ready };
+        c.sent_late = Instant::now().saturating_duration_since(could_go);
+        c.arrived = None;
+        c.sent_real = sys::realtime();
+        self.send_lag.saturating_record(micros(c.sent_late));
         c.req = Some(intended);
         c.written = 0;
         c.got_any = false;
@@ -616,9 +768,10 @@ impl<'a> Worker<'a> {
     fn hot_read(&mut self, i: usize) -> io::Result<()> {
         let gen = self.hot[i].gen;
         loop {
-            match sys::read(self.hot[i].fd, &mut self.scratch) {
-                Ok(0) => return self.hot_eof(i),
-                Ok(n) => {
+            match sys::read_stamped(self.hot[i].fd, &mut self.scratch) {
+                Ok((0, _)) => return self.hot_eof(i),
+                Ok((n, arrived)) => {
+                    self.hot[i].arrived = arrived.or(self.hot[i].arrived);
                     let feed = feed(&mut self.hot[i], &self.scratch[..n], &self.limits);
                     self.hot_fed(i, feed)?;
                     if n < READ_SIZE || self.hot[i].gen != gen {
@@ -652,6 +805,12 @@ impl<'a> Worker<'a> {
                     }
                     self.replies_per_second[second] += 1;
                     self.latency.saturating_record(micros(now.saturating_duration_since(intended)));
+                    if let Some(at) = c.arrived {
+                        let waited = sys::realtime().saturating_sub(at);
+                        self.receive_lag.saturating_record(micros(waited));
+                        self.own_delay.saturating_record(micros(c.sent_late + waited));
+                        self.server_time.saturating_record(micros(at.saturating_sub(c.sent_real)));
+                    }
                 } else {
                     self.stats_hot.errors.status += 1;
                 }
@@ -707,7 +866,8 @@ impl<'a> Worker<'a> {
     /// Open loop: requests due by now join the backlog; idle connections take them.
     fn schedule(&mut self, now: Instant) -> io::Result<()> {
         let Some(rate) = self.rate else { return Ok(()) };
-        while let Some(at) = self.next_send.filter(|&at| at <= now) {
+        for _ in 0..SCHEDULE_BATCH {
+            let Some(at) = self.next_send.filter(|&at| at <= now) else { break };
             if !self.take_request() {
                 self.next_send = None;
                 break;
@@ -732,6 +892,7 @@ impl<'a> Worker<'a> {
     /// send time, including those still waiting in the open-loop backlog).
     fn sweep(&mut self, now: Instant) -> io::Result<()> {
         let timeout = self.cfg.timeout;
+        self.woke = now;
         self.next_sweep = now + (timeout / 8).clamp(Duration::from_millis(1), Duration::from_millis(100));
         while self.backlog.front().is_some_and(|&at| now.saturating_duration_since(at) >= timeout) {
             self.backlog.pop_front();

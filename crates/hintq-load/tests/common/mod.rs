@@ -39,6 +39,8 @@ pub enum Mode {
     Hold,
     /// Closes every connection this long after accepting it, without reading.
     CloseAfter(Duration),
+    /// Answers every request after this long.
+    Slow(Duration),
 }
 
 pub struct Server {
@@ -147,6 +149,10 @@ fn serve(mut s: TcpStream, mode: Mode, partial: &AtomicUsize, stalled: &AtomicBo
         served += 1;
         let r = match mode {
             Mode::Ok | Mode::CloseIdle(_) => s.write_all(&response(false)),
+            Mode::Slow(d) => {
+                std::thread::sleep(d);
+                s.write_all(&response(false))
+            }
             Mode::ConnectionClose => {
                 let _ = s.write_all(&response(true));
                 return;
