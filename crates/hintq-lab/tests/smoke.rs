@@ -78,9 +78,9 @@ fn smoke_run_writes_every_file_and_the_report_matches_the_raw_rows() {
         }
         ran.push(id);
     }
-    // E9 needs nothing but this binary; E3 and E4 need `hintq bench micro`, E10
-    // `hintq bench wake-one`, which exist.
-    for id in ["E3", "E4", "E9", "E10"] {
+    // E9 needs nothing but this binary; E3 and E4 need `hintq bench micro`, E6 `hintq bench
+    // patterns`, E10 `hintq bench wake-one`, which exist.
+    for id in ["E3", "E4", "E6", "E9", "E10"] {
         assert!(ran.iter().any(|r| r == id), "{id} did not run:\n{report}\n{stderr}");
     }
 
@@ -117,4 +117,40 @@ fn smoke_run_writes_every_file_and_the_report_matches_the_raw_rows() {
         }
     }
     assert!(checked > 0);
+    e6_claims_quote_the_table(&report);
+}
+
+/// Every claim of Strebelow & Prehofer in E6's section has a verdict, and every peak it quotes
+/// ("N replies/s at T threads") is a median of E6's table (checked above against the CSV).
+fn e6_claims_quote_the_table(report: &str) {
+    let section = report.split("\n## E6:").nth(1).expect("an E6 section").split("\n## ").next().unwrap();
+    let claims: Vec<&str> = section.lines().filter(|l| l.starts_with("- Claim ")).collect();
+    assert_eq!(claims.len(), 9, "E6 lists the paper's nine claims:\n{section}");
+    let table: Vec<Vec<&str>> = section
+        .lines()
+        .filter(|l| l.contains("| throughput_rps "))
+        .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+        .collect();
+    let mut quoted = 0;
+    for claim in claims {
+        assert!(
+            ["**supported**", "**not supported**", "**not measurable here**"]
+                .iter()
+                .any(|v| claim.contains(v)),
+            "no verdict: {claim}"
+        );
+        let words: Vec<&str> = claim.split(' ').collect();
+        for w in
+            words.windows(5).filter(|w| w[1] == "replies/s" && w[2] == "at" && w[4].starts_with("threads"))
+        {
+            assert!(
+                table.iter().any(|c| c[1] == w[3] && c[3] == w[0]),
+                "{} replies/s at {} threads is no median of E6's table: {claim}",
+                w[0],
+                w[3]
+            );
+            quoted += 1;
+        }
+    }
+    assert!(quoted > 0, "no claim quotes a peak:\n{section}");
 }
