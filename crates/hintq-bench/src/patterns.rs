@@ -379,9 +379,12 @@ impl Client {
                 }
             }
         }
-        let wall = wall0.map_or(0, |w| w.elapsed().as_nanos() as u64);
-        let cpu = cpu0.map_or(0, |c| sys::thread_cpu_ns() - c);
-        Ok((replies, wall, cpu))
+        // A thread starved past the whole window (a busy machine) measured nothing: say so
+        // rather than divide the replies of the warm-up by no time.
+        let (Some(wall0), Some(cpu0)) = (wall0, cpu0) else {
+            return Err(io::Error::other("the load generator never ran inside the measurement window"));
+        };
+        Ok((replies, wall0.elapsed().as_nanos() as u64, sys::thread_cpu_ns() - cpu0))
     }
 
     /// Reads what is left so the server sees no half-answered requests, then closes all.
