@@ -151,7 +151,11 @@ impl Runner {
                 d.push_str("; not repeated: the run's time for repeats was used up");
             }
             let note = disturbed.unwrap_or_else(|| format!("quiet: {quiet}"));
-            all.extend(rows.into_iter().map(|r| Row { status, note: note.clone(), ..r }));
+            // A note the parser gave (a peer's configuration) is kept before the quiet check.
+            all.extend(rows.into_iter().map(|r| {
+                let note = if r.note.is_empty() { note.clone() } else { format!("{}; {note}", r.note) };
+                Row { status, note, ..r }
+            }));
             if !retry {
                 break;
             }

@@ -47,7 +47,7 @@ fn smoke_run_writes_every_file_and_the_report_matches_the_raw_rows() {
     let out = tempfile::tempdir().unwrap();
     let t0 = Instant::now();
     let run = Command::new(&bin)
-        .args(["lab", "--quick", "--smoke", "--out"])
+        .args(["lab", "--quick", "--smoke", "--no-install", "--out"])
         .arg(out.path())
         .output()
         .expect("running hintq lab");
@@ -61,6 +61,14 @@ fn smoke_run_writes_every_file_and_the_report_matches_the_raw_rows() {
     for want in ["kernel", "CPU", "core pinning", "hintq commit", "rustc", "Exact commands"] {
         assert!(setup.contains(want), "SETUP.md lacks {want}");
     }
+    // The first lines say what became of the peers (never installed under --smoke).
+    let head: Vec<&str> = report.lines().take_while(|l| !l.starts_with("| exp |")).collect();
+    assert!(
+        head.iter().any(|l| l.starts_with("- peers present:") || l.starts_with("- peer missing:")),
+        "REPORT.md does not open with the peers:\n{}",
+        head.join("\n")
+    );
+    assert!(!head.iter().any(|l| l.contains("installed now")), "--smoke installed packages");
     let mut ran = Vec::new();
     for n in 1..=10 {
         let id = format!("E{n}");
