@@ -11,8 +11,10 @@
 //! Reported per row (measured over the window after a warm-up, from the raw counters):
 //! throughput (replies per second, counted by the client); time to get one event (time in
 //! `get_next_event` over the events it returned, blocking included, as the paper's Figs. 9
-//! and 12); queue-insert time (Half-Sync's push); re-activation time ([`hintq::Rearm`]);
-//! "again" (reports that found their descriptor in flight); connections per thread.
+//! and 12); queue-insert time (Half-Sync's push, Fig. 9); re-activation time
+//! ([`hintq::Rearm`]) and the handler's receive and send times per event, the three parts of
+//! the processing time of the paper's Figs. 10 and 13; "again" (reports that found their
+//! descriptor in flight); connections per thread.
 //!
 //! The client's sockets are moved to descriptor numbers above 2048 so the server's own stay
 //! below `select`'s 1024.
@@ -21,12 +23,14 @@ use crate::report::Spread;
 use crate::sys;
 use hintq::{Backend, Event, Interest, Queue, State};
 use hintq_patterns::{start, Config, Counters, Handler, Next, Pattern, Role};
+use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Connections, as in the paper.
@@ -79,6 +83,8 @@ pub struct Row {
     pub replies: u64,
     /// Server counters over the window, all threads.
     pub server: Counters,
+    /// The handler's time in `read` and in `write` over the window, all threads.
+    pub io: IoTimes,
     /// Server CPU ns over the window (process CPU minus the client thread's).
     pub server_cpu_ns: u64,
     /// Client thread CPU ns over the window.
@@ -107,6 +113,14 @@ impl Row {
     pub fn rearm_ns(&self) -> Option<f64> {
         Self::per(self.server.rearm_ns, self.server.rearms)
     }
+    /// ns in the handler's `read` per handled event.
+    pub fn recv_ns(&self) -> Option<f64> {
+        Self::per(self.io.recv_ns, self.io.events)
+    }
+    /// ns in the handler's `write` per reply sent.
+    pub fn send_ns(&self) -> Option<f64> {
+        Self::per(self.io.send_ns, self.io.sends)
+    }
     /// The client's share of its CPU.
     pub fn client_cpu(&self) -> f64 {
         self.client_cpu_ns as f64 / self.window_ns.max(1) as f64
@@ -120,7 +134,7 @@ impl Row {
 const COLUMNS: &str =
     "pattern,backend,threads,rep,window_ns,replies,throughput,handled,again,waits,wait_ns,events,\
                        wait_ns_per_event,inserts,insert_ns,insert_ns_per_op,rearms,rearm_ns,rearm_ns_per_op,\
-                       server_cpu_ns,server_us_per_reply,client_cpu_ns,client_cpu_share,spread";
+                       recv_ns,recv_ns_per_event,sends,send_ns,send_ns_per_op,server_cpu_ns,server_us_per_reply,client_cpu_ns,client_cpu_share,spread";
 
 fn opt(v: Option<f64>) -> String {
     v.map_or(String::new(), |v| format!("{v:.1}"))
@@ -139,7 +153,7 @@ pub fn write_row(mut w: impl Write, r: &Row) -> io::Result<()> {
     let s = &r.server;
     writeln!(
         w,
-        "{},{},{},{},{},{},{:.0},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{}",
+        "{},{},{},{},{},{},{:.0},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{}",
         r.pattern,
         r.backend,
         r.threads,
@@ -159,6 +173,11 @@ pub fn write_row(mut w: impl Write, r: &Row) -> io::Result<()> {
         s.rearms,
         s.rearm_ns,
         opt(r.rearm_ns()),
+        r.io.recv_ns,
+        opt(r.recv_ns()),
+        r.io.sends,
+        r.io.send_ns,
+        opt(r.send_ns()),
         r.server_cpu_ns,
         opt(r.server_us_per_reply()),
         r.client_cpu_ns,
@@ -167,9 +186,87 @@ pub fn write_row(mut w: impl Write, r: &Row) -> io::Result<()> {
     )
 }
 
-/// The benchmark's handler: read the request, busy-wait, reply.
+/// The handler's receive and send times, summed over its threads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoTimes {
+    /// Handler calls timed.
+    pub events: u64,
+    /// ns inside their `read`.
+    pub recv_ns: u64,
+    /// Replies written.
+    pub sends: u64,
+    /// ns inside those `write`s.
+    pub send_ns: u64,
+}
+
+impl IoTimes {
+    fn since(self, before: IoTimes) -> IoTimes {
+        IoTimes {
+            events: self.events - before.events,
+            recv_ns: self.recv_ns - before.recv_ns,
+            sends: self.sends - before.sends,
+            send_ns: self.send_ns - before.send_ns,
+        }
+    }
+}
+
+/// One thread's receive and send times: written by that thread only, read by the bench
+/// thread at the window's edges. Aligned so two threads' slots never share a cache line.
+#[derive(Default)]
+#[repr(align(128))]
+struct Slot {
+    events: AtomicU64,
+    recv_ns: AtomicU64,
+    sends: AtomicU64,
+    send_ns: AtomicU64,
+}
+
+impl Slot {
+    fn add(&self, counter: &AtomicU64, v: u64) {
+        counter.store(counter.load(Relaxed) + v, Relaxed);
+    }
+}
+
+thread_local! {
+    /// This thread's slot and the handler it is registered with (by address), made on the
+    /// thread's first event for that handler.
+    static SLOT: RefCell<Option<(usize, Arc<Slot>)>> = const { RefCell::new(None) };
+}
+
+/// The benchmark's handler: read the request, busy-wait, reply; the read and the write are
+/// timed, per thread.
 struct Reply {
     work: Duration,
+    slots: Mutex<Vec<Arc<Slot>>>,
+}
+
+impl Reply {
+    fn slot(&self) -> Arc<Slot> {
+        let me = self as *const Reply as usize;
+        SLOT.with(|s| {
+            let mut s = s.borrow_mut();
+            match &*s {
+                Some((owner, slot)) if *owner == me => slot.clone(),
+                _ => {
+                    let slot = Arc::new(Slot::default());
+                    self.slots.lock().unwrap_or_else(|e| e.into_inner()).push(slot.clone());
+                    *s = Some((me, slot.clone()));
+                    slot
+                }
+            }
+        })
+    }
+
+    /// The sums over every thread so far.
+    fn io(&self) -> IoTimes {
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots.iter().fold(IoTimes::default(), |t, s| IoTimes {
+            events: t.events + s.events.load(Relaxed),
+            recv_ns: t.recv_ns + s.recv_ns.load(Relaxed),
+            sends: t.sends + s.sends.load(Relaxed),
+            send_ns: t.send_ns + s.send_ns.load(Relaxed),
+        })
+    }
 }
 
 impl Handler for Reply {
@@ -179,9 +276,13 @@ impl Handler for Reply {
         Some(())
     }
     fn ready(&self, _c: &mut (), fd: RawFd, _s: State) -> Next {
+        let slot = self.slot();
         let mut buf = [0u8; 4 * MSG];
+        let t0 = Instant::now();
         // SAFETY: reads into a live local buffer.
         let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        slot.add(&slot.recv_ns, t0.elapsed().as_nanos() as u64);
+        slot.add(&slot.events, 1);
         if n == 0 {
             return Next::Close;
         }
@@ -197,8 +298,11 @@ impl Handler for Reply {
         }
         // One request in flight: a read shorter than the buffer drained the socket (the
         // edge-triggered rule), and the reply always fits the socket buffer.
+        let t1 = Instant::now();
         // SAFETY: writes MSG bytes from a live local buffer.
         unsafe { libc::write(fd, buf.as_ptr().cast(), MSG) };
+        slot.add(&slot.send_ns, t1.elapsed().as_nanos() as u64);
+        slot.add(&slot.sends, 1);
         Next::Read
     }
 }
@@ -275,9 +379,12 @@ impl Client {
                 }
             }
         }
-        let wall = wall0.map_or(0, |w| w.elapsed().as_nanos() as u64);
-        let cpu = cpu0.map_or(0, |c| sys::thread_cpu_ns() - c);
-        Ok((replies, wall, cpu))
+        // A thread starved past the whole window (a busy machine) measured nothing: say so
+        // rather than divide the replies of the warm-up by no time.
+        let (Some(wall0), Some(cpu0)) = (wall0, cpu0) else {
+            return Err(io::Error::other("the load generator never ran inside the measurement window"));
+        };
+        Ok((replies, wall0.elapsed().as_nanos() as u64, sys::thread_cpu_ns() - cpu0))
     }
 
     /// Reads what is left so the server sees no half-answered requests, then closes all.
@@ -325,7 +432,8 @@ fn measure(p: &Point, rep: u32, bc: &BenchConfig, cpus: (usize, usize)) -> io::R
     cfg.max_fds = 2048;
     let server_cpu = cpus.0;
     cfg.on_thread_start = Some(Arc::new(move |_: Role, _| drop(sys::pin(server_cpu))));
-    let server = start(cfg, Arc::new(Reply { work: Duration::from_micros(bc.work_us) }))?;
+    let reply = Arc::new(Reply { work: Duration::from_micros(bc.work_us), slots: Mutex::default() });
+    let server = start(cfg, reply.clone())?;
     let addr = server.local_addr();
     let client_cpu = cpus.1;
     let client = std::thread::spawn(move || -> io::Result<_> {
@@ -338,9 +446,9 @@ fn measure(p: &Point, rep: u32, bc: &BenchConfig, cpus: (usize, usize)) -> io::R
     });
     // Server counters over the client's window: sampled at its edges from this thread.
     std::thread::sleep(warm);
-    let (s0, cpu0) = (server.stats(), process_cpu_ns());
+    let (s0, io0, cpu0) = (server.stats(), reply.io(), process_cpu_ns());
     std::thread::sleep(window);
-    let (s1, cpu1) = (server.stats(), process_cpu_ns());
+    let (s1, io1, cpu1) = (server.stats(), reply.io(), process_cpu_ns());
     let (replies, wall, client_cpu_ns) = client.join().map_err(|_| io::Error::other("client panicked"))??;
     let stats = server.shutdown();
     let spread: Vec<String> = stats.iter().map(|s| s.accepted.to_string()).collect();
@@ -352,6 +460,7 @@ fn measure(p: &Point, rep: u32, bc: &BenchConfig, cpus: (usize, usize)) -> io::R
         window_ns: wall,
         replies,
         server: diff(&s0, &s1),
+        io: io1.since(io0),
         server_cpu_ns: (cpu1 - cpu0).saturating_sub(client_cpu_ns),
         client_cpu_ns,
         spread: spread.join("/"),

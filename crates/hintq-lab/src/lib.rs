@@ -50,12 +50,12 @@ pub struct LabArgs {
     /// Experiments to run, comma-separated (E1..E12) [default: all].
     #[arg(long, value_name = "E1,E3,...", value_delimiter = ',')]
     pub only: Option<Vec<String>>,
-    /// In the full run, install missing peers (nginx-light, libevent-dev, libev-dev,
-    /// libuv1-dev) with apt-get first; without it, a missing peer is reported with its install
-    /// command and the run goes on.
+    /// Do not install missing peers. By default the lab first installs what is missing of
+    /// nginx, libevent-dev, libev-dev and libuv1-dev with apt-get when it runs as root and
+    /// apt-get is there; a peer still missing is named, with why, in the run's first lines.
     #[arg(long)]
-    pub install_peers: bool,
-    /// One tiny point per experiment (for the end-to-end test).
+    pub no_install: bool,
+    /// One tiny point per experiment (for the end-to-end test; never installs).
     #[arg(long, hide = true)]
     pub smoke: bool,
     /// Internal: the programs the lab runs as separate processes.

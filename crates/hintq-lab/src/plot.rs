@@ -1,5 +1,6 @@
 //! Plots in the style of the papers' figures: one line with markers per backend or peer,
-//! axes labelled with units, min–max error bars over the repetitions; SVG and PNG.
+//! axes labelled with units, min–max error bars over the repetitions; SVG and PNG. A linear x
+//! axis whose values are all whole numbers (threads, members) has whole-number ticks only.
 
 use crate::data::Line;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
@@ -70,14 +71,28 @@ where
             panel.lines.iter().flat_map(|l| l.points.iter().flat_map(|p| [p.spread.min, p.spread.max])),
             panel.log_y,
         );
+        let ticks = x_ticks(panel, (x0, x1));
         match (panel.log_x, panel.log_y) {
-            (false, false) => chart(area, panel, x0..x1, y0..y1),
-            (true, false) => chart(area, panel, (x0..x1).log_scale(), y0..y1),
-            (false, true) => chart(area, panel, x0..x1, (y0..y1).log_scale()),
-            (true, true) => chart(area, panel, (x0..x1).log_scale(), (y0..y1).log_scale()),
+            (false, false) => chart(area, panel, x0..x1, y0..y1, ticks),
+            (true, false) => chart(area, panel, (x0..x1).log_scale(), y0..y1, ticks),
+            (false, true) => chart(area, panel, x0..x1, (y0..y1).log_scale(), ticks),
+            (true, true) => chart(area, panel, (x0..x1).log_scale(), (y0..y1).log_scale(), ticks),
         }?;
     }
     root.present().map_err(e)
+}
+
+/// The x axis's ticks: at most 12, and on a linear axis whose values are all whole numbers,
+/// at most one per whole number (plotters then steps by 1, 2, 5, 10...), so no tick falls
+/// between two thread counts. Returns the tick count and whether ticks must be whole.
+fn x_ticks(panel: &Panel, (x0, x1): (f64, f64)) -> (usize, bool) {
+    let mut xs = panel.lines.iter().flat_map(|l| l.points.iter().map(|p| p.x)).peekable();
+    let whole = !panel.log_x && xs.peek().is_some() && xs.all(|x| x.fract() == 0.0);
+    if whole {
+        (12.min((x1.floor() - x0.ceil()).max(0.0) as usize + 1), true)
+    } else {
+        (12, false)
+    }
 }
 
 /// Columns and rows for `n` panels: at most three side by side.
@@ -118,6 +133,7 @@ fn chart<DB, X, Y>(
     panel: &Panel,
     x: X,
     y: Y,
+    (x_ticks, whole_x): (usize, bool),
 ) -> Result<(), String>
 where
     DB: DrawingBackend,
@@ -141,9 +157,9 @@ where
         .label_style((FONT, 13))
         .axis_desc_style((FONT, 15))
         .light_line_style(RGBColor(240, 240, 240))
-        .x_labels(12)
+        .x_labels(x_ticks)
         .y_labels(12)
-        .x_label_formatter(&|v| short(*v))
+        .x_label_formatter(&|v| if whole_x && v.fract() != 0.0 { String::new() } else { short(*v) })
         .y_label_formatter(&|v| short(*v))
         .draw()
         .map_err(e)?;
@@ -248,6 +264,49 @@ mod tests {
         let bytes = std::fs::read(&png).unwrap();
         assert_eq!(&bytes[1..4], b"PNG");
         assert!(bytes.len() > 10_000, "a PNG with text and lines, {} bytes", bytes.len());
+    }
+
+    /// The x tick labels of a rendered SVG: the texts on the line of the lowest labels.
+    fn x_tick_labels(svg: &str) -> Vec<String> {
+        let texts: Vec<(f64, String)> = svg
+            .split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let y = t.split("y=\"").nth(1)?.split('"').next()?.parse().ok()?;
+                let text = t.split('>').nth(1)?.split('<').next()?.trim().to_string();
+                Some((y, text))
+            })
+            .collect();
+        // The x labels sit on one line below the plot; the axis title is further down.
+        let mut ys: Vec<f64> = texts.iter().map(|t| t.0).collect();
+        ys.sort_by(f64::total_cmp);
+        ys.dedup();
+        let line = ys.iter().rev().find(|&&y| texts.iter().filter(|t| t.0 == y).count() > 1).unwrap();
+        texts.into_iter().filter(|t| t.0 == *line).map(|t| t.1).collect()
+    }
+
+    #[test]
+    fn thread_axes_have_whole_number_ticks() {
+        let dir = tempfile::tempdir().unwrap();
+        for (xs, want) in [
+            (&[1.0, 2.0][..], &["0", "1", "2"][..]),
+            (&[1.0, 2.0, 3.0, 4.0][..], &["0", "1", "2", "3", "4"][..]),
+            (&[1.0, 8.0, 16.0][..], &["0", "2", "4", "6", "8", "10", "12", "14", "16"][..]),
+        ] {
+            let pts: Vec<(f64, f64, f64, f64)> =
+                xs.iter().map(|&x| (x, 50_000.0, 49_000.0, 51_000.0)).collect();
+            let p = Panel {
+                title: "throughput".into(),
+                x_label: "threads".into(),
+                y_label: "replies per second".into(),
+                log_x: false,
+                log_y: false,
+                lines: vec![line("half-sync", &pts)],
+            };
+            let svg = dir.path().join("t.svg");
+            render("ticks", &[p], &svg, &dir.path().join("t.png")).unwrap();
+            assert_eq!(x_tick_labels(&std::fs::read_to_string(&svg).unwrap()), want, "threads {xs:?}");
+        }
     }
 
     #[test]

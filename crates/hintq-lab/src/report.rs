@@ -28,7 +28,10 @@ pub fn report(outcomes: &[(&dyn Experiment, Outcome)], lab: &Lab) -> String {
         "A {mode} run on this machine (see [SETUP.md](SETUP.md) for the machine, pinning, versions \
          and exact commands). Every number below is computed from the raw rows in `E<n>.csv`.\n"
     );
-    s.push_str("| exp | paper | paper's claim | our figure | holds here? |\n|---|---|---|---|---|\n");
+    for line in &lab.peer_setup {
+        let _ = writeln!(s, "- {line}");
+    }
+    s.push_str("\n| exp | paper | paper's claim | our figure | holds here? |\n|---|---|---|---|---|\n");
     for (e, o) in outcomes {
         let (ours, holds) = match o {
             Outcome::NotRun(why) => ("—".to_string(), format!("not run: {why}")),
@@ -152,9 +155,15 @@ pub fn setup(lab: &Lab, commands: &[String], nofile: (u64, u64), args: &LabArgs,
     for (name, version) in peers.iter() {
         let _ = writeln!(s, "- {name}: {version}");
     }
+    for line in &lab.peer_setup {
+        let _ = writeln!(s, "- before the run: {line}");
+    }
     let missing = lab.missing.borrow();
     for m in missing.iter() {
         let _ = writeln!(s, "- missing: {m}");
+    }
+    for (what, text) in lab.configs.borrow().iter() {
+        let _ = writeln!(s, "\n### {what}\n\n```nginx\n{}\n```", text.trim_end());
     }
     s.push_str("\n## Exact commands, in order\n\nEach ran in its own directory under `raw/E<n>/<point>/`.\n\n```sh\n");
     for c in commands {

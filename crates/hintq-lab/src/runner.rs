@@ -29,12 +29,17 @@ impl Cmd {
         Cmd { program: program.into(), args: args.iter().map(|a| a.to_string()).collect(), cpu }
     }
 
-    /// The command as a person would type it, pinning included.
+    /// The command as a person would type it, pinning included (arguments with spaces or
+    /// shell characters single-quoted).
     pub fn shell(&self) -> String {
         let mut s = format!("taskset -c {} {}", self.cpu, self.program.display());
         for a in &self.args {
             s.push(' ');
-            s.push_str(a);
+            if a.contains(|c: char| c.is_whitespace() || ";&|'\"$".contains(c)) {
+                s.push_str(&format!("'{}'", a.replace('\'', "'\\''")));
+            } else {
+                s.push_str(a);
+            }
         }
         s
     }
@@ -308,4 +313,13 @@ pub fn process_cpu(pid: u32) -> Option<f64> {
     // SAFETY: sysconf has no memory effects.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     Some(ticks / hz)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn shell_quotes_arguments_a_shell_would_split() {
+        let c = super::Cmd::new("/usr/sbin/nginx", &["-g", "master_process off;", "-c", "/d/n.conf"], 1);
+        assert_eq!(c.shell(), "taskset -c 1 /usr/sbin/nginx -g 'master_process off;' -c /d/n.conf");
+    }
 }

@@ -47,7 +47,7 @@ fn smoke_run_writes_every_file_and_the_report_matches_the_raw_rows() {
     let out = tempfile::tempdir().unwrap();
     let t0 = Instant::now();
     let run = Command::new(&bin)
-        .args(["lab", "--quick", "--smoke", "--out"])
+        .args(["lab", "--quick", "--smoke", "--no-install", "--out"])
         .arg(out.path())
         .output()
         .expect("running hintq lab");
@@ -61,6 +61,14 @@ fn smoke_run_writes_every_file_and_the_report_matches_the_raw_rows() {
     for want in ["kernel", "CPU", "core pinning", "hintq commit", "rustc", "Exact commands"] {
         assert!(setup.contains(want), "SETUP.md lacks {want}");
     }
+    // The first lines say what became of the peers (never installed under --smoke).
+    let head: Vec<&str> = report.lines().take_while(|l| !l.starts_with("| exp |")).collect();
+    assert!(
+        head.iter().any(|l| l.starts_with("- peers present:") || l.starts_with("- peer missing:")),
+        "REPORT.md does not open with the peers:\n{}",
+        head.join("\n")
+    );
+    assert!(!head.iter().any(|l| l.contains("installed now")), "--smoke installed packages");
     let mut ran = Vec::new();
     for n in 1..=12 {
         let id = format!("E{n}");
@@ -78,9 +86,9 @@ fn smoke_run_writes_every_file_and_the_report_matches_the_raw_rows() {
         }
         ran.push(id);
     }
-    // E9, E11 (the proxy) and E12 need nothing but this binary; E3 and E4 need `hintq bench micro`, E10
-    // `hintq bench wake-one`, which exist.
-    for id in ["E3", "E4", "E9", "E10", "E11", "E12"] {
+    // E9, E11 (the proxy) and E12 need nothing but this binary; E3 and E4 need `hintq bench
+    // micro`, E6 `hintq bench patterns`, E10 `hintq bench wake-one`, which exist.
+    for id in ["E3", "E4", "E6", "E9", "E10", "E11", "E12"] {
         assert!(ran.iter().any(|r| r == id), "{id} did not run:\n{report}\n{stderr}");
     }
 
@@ -117,4 +125,40 @@ fn smoke_run_writes_every_file_and_the_report_matches_the_raw_rows() {
         }
     }
     assert!(checked > 0);
+    e6_claims_quote_the_table(&report);
+}
+
+/// Every claim of Strebelow & Prehofer in E6's section has a verdict, and every peak it quotes
+/// ("N replies/s at T threads") is a median of E6's table (checked above against the CSV).
+fn e6_claims_quote_the_table(report: &str) {
+    let section = report.split("\n## E6:").nth(1).expect("an E6 section").split("\n## ").next().unwrap();
+    let claims: Vec<&str> = section.lines().filter(|l| l.starts_with("- Claim ")).collect();
+    assert_eq!(claims.len(), 9, "E6 lists the paper's nine claims:\n{section}");
+    let table: Vec<Vec<&str>> = section
+        .lines()
+        .filter(|l| l.contains("| throughput_rps "))
+        .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+        .collect();
+    let mut quoted = 0;
+    for claim in claims {
+        assert!(
+            ["**supported**", "**not supported**", "**not measurable here**"]
+                .iter()
+                .any(|v| claim.contains(v)),
+            "no verdict: {claim}"
+        );
+        let words: Vec<&str> = claim.split(' ').collect();
+        for w in
+            words.windows(5).filter(|w| w[1] == "replies/s" && w[2] == "at" && w[4].starts_with("threads"))
+        {
+            assert!(
+                table.iter().any(|c| c[1] == w[3] && c[3] == w[0]),
+                "{} replies/s at {} threads is no median of E6's table: {claim}",
+                w[0],
+                w[3]
+            );
+            quoted += 1;
+        }
+    }
+    assert!(quoted > 0, "no claim quotes a peak:\n{section}");
 }

@@ -21,7 +21,7 @@ pub fn points(lab: &Lab, exp: &'static str, figs: &'static [Fig]) -> Vec<Point> 
     })
 }
 
-/// `reps` times `hintq bench <sub> --reps 1 --out <sub>.csv [--quick] <extra>`, pinned
+/// `reps` times `hintq bench <sub> --reps 1 --out <sub>-rep<n>.csv [--quick] <extra>`, pinned
 /// to the measured core (`extra` says where its threads go); `read(rep, csv text)` gives our
 /// rows.
 pub fn tool_points(
@@ -33,15 +33,17 @@ pub fn tool_points(
     estimate: Duration,
     read: impl Fn(u32, &str) -> Result<Vec<Row>, String> + Clone + 'static,
 ) -> Vec<Point> {
-    let file = format!("{sub}.csv");
     (0..reps)
         .map(|rep| {
+            // The repetition in the file name keeps the repetitions' commands apart: the
+            // runner runs one command line once, so identical ones would be one run read twice.
+            let file = format!("{sub}-rep{rep}.csv");
             let mut args = vec!["bench", sub, "--reps", "1", "--out", &file];
             if lab.quick {
                 args.push("--quick");
             }
             args.extend(extra);
-            let (file, read) = (file.clone(), read.clone());
+            let read = read.clone();
             Point {
                 experiment: exp,
                 series: format!("hintq bench {sub}"),

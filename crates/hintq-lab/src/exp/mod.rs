@@ -33,8 +33,10 @@ pub struct Lab {
     pub quick: bool,
     /// `--smoke`: one tiny point per experiment.
     pub smoke: bool,
-    /// `--install-peers`.
-    pub install_peers: bool,
+    /// What became of the peers before the run (present, installed, missing and why).
+    pub peer_setup: Vec<String>,
+    /// Peer configurations used (what, the text), for SETUP.md.
+    pub configs: RefCell<Vec<(String, String)>>,
     /// The `hintq` binary (this process).
     pub exe: PathBuf,
     /// The output directory.
@@ -181,7 +183,11 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
     let lab = Lab {
         quick: args.quick || args.smoke,
         smoke: args.smoke,
-        install_peers: args.install_peers,
+        peer_setup: crate::peers::install_missing(
+            args.no_install || args.smoke,
+            &out.join("raw").join("install.log"),
+        ),
+        configs: RefCell::new(Vec::new()),
         exe: std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
         out: out.clone(),
         cores,
@@ -189,10 +195,8 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
         missing: RefCell::new(Vec::new()),
         subcommands: RefCell::new(HashMap::new()),
     };
-    if lab.install_peers && !lab.quick {
-        crate::peers::install_missing(&lab);
-    } else if lab.install_peers {
-        eprintln!("hintq lab: --install-peers installs only in the full run (without --quick)");
+    for line in &lab.peer_setup {
+        eprintln!("hintq lab: {line}");
     }
     let window = Duration::from_millis(lab.pick(300, 200, 50));
 

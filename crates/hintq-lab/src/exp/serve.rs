@@ -6,7 +6,7 @@ use super::Lab;
 use crate::data::{Row, Status};
 use crate::runner::{Cmd, Ran, Server};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU16, Ordering};
 
 static PORT: AtomicU16 = AtomicU16::new(0);
@@ -23,12 +23,24 @@ pub fn port() -> u16 {
     }
 }
 
-/// The document root, with a 1 KB file (Banga's) and a 6 KB one (Provos').
+/// The files of the document root: a 1 KB file (Banga's) and a 6 KB one (Provos').
+const FILES: [(&str, u64); 2] = [("1k.html", 1024), ("6k.html", 6 * 1024)];
+
+/// Connections nginx's one worker may hold (E1 holds up to 15,000 cold ones).
+const NGINX_CONNECTIONS: usize = 40_000;
+
+/// nginx tuned for the files of [`FILES`].
+fn nginx_role(root: &std::path::Path) -> crate::peers::NginxRole<'_> {
+    let largest_file = FILES.iter().map(|f| f.1).max().unwrap_or(0);
+    crate::peers::NginxRole::Static { root, largest_file }
+}
+
+/// The document root, with [`FILES`].
 pub fn root(lab: &Lab) -> PathBuf {
     let dir = lab.out.join("raw").join("www");
     let _ = std::fs::create_dir_all(&dir);
-    for (name, size) in [("1k.html", 1024), ("6k.html", 6 * 1024)] {
-        let _ = std::fs::write(dir.join(name), "x".repeat(size));
+    for (name, size) in FILES {
+        let _ = std::fs::write(dir.join(name), "x".repeat(size as usize));
     }
     std::fs::canonicalize(&dir).unwrap_or(dir)
 }
@@ -44,17 +56,17 @@ pub fn server(lab: &Lab, series: &str, port: u16) -> Result<Server, String> {
         std::fs::create_dir_all(&conf_dir).map_err(|e| e.to_string())?;
         let conf_dir = std::fs::canonicalize(&conf_dir).map_err(|e| e.to_string())?;
         let conf = conf_dir.join(format!("nginx-{port}.conf"));
-        let text = format!(
-            "daemon off;\nmaster_process off;\nworker_processes 1;\nerror_log {d}/error-{port}.log;\npid {d}/nginx-{port}.pid;\n\
-             events {{ worker_connections 40000; }}\nworker_rlimit_nofile 40000;\n\
-             http {{ access_log off; keepalive_requests 1000000; client_body_temp_path {d}; proxy_temp_path {d};\n\
-             fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};\n\
-             server {{ listen {listen}; root {r}; }} }}\n",
-            d = conf_dir.display(),
-            r = root.display()
-        );
-        std::fs::write(&conf, text).map_err(|e| e.to_string())?;
-        Cmd::new(nginx, &["-p", &conf_dir.to_string_lossy(), "-c", &conf.to_string_lossy()], lab.cores.bench)
+        let text = crate::peers::nginx_conf(nginx_role(&root), &conf_dir, port, NGINX_CONNECTIONS);
+        std::fs::write(&conf, &text).map_err(|e| e.to_string())?;
+        let mut configs = lab.configs.borrow_mut();
+        if configs.is_empty() {
+            configs.push((
+                format!("nginx, static files (each point: its own port; this one {})", conf.display()),
+                text,
+            ));
+        }
+        let args = crate::peers::nginx_args(&conf_dir, &conf);
+        Cmd::new(nginx, &args.iter().map(String::as_str).collect::<Vec<_>>(), lab.cores.bench)
     } else {
         let backend = series.strip_prefix("hintq-").unwrap_or(series);
         let root = root.to_string_lossy();
@@ -66,9 +78,6 @@ pub fn server(lab: &Lab, series: &str, port: u16) -> Result<Server, String> {
     Ok(Server { cmd, ready, upstream: None })
 }
 
-/// nginx as a reverse proxy as its users run it (PERF.md): the project's template, with an
-/// upstream keep-alive pool of 64 and HTTP/1.1 to the upstream.
-pub const NGINX_PROXY_CONF: &str = include_str!("../../peers/nginx-proxy.conf.in");
 
 /// The upstream every proxy point relays to: `hintq serve` (epoll, one thread) on the load
 /// core, so that the proxy alone has the measured core.
@@ -90,10 +99,8 @@ pub fn proxy(lab: &Lab, series: &str, port: u16, upstream_port: u16) -> Result<(
         let dir = std::fs::canonicalize(&dir).map_err(|e| e.to_string())?;
         let d = dir.to_string_lossy();
         // One process, as the lab's nginx server runs: its CPU is read from its pid.
-        let text = NGINX_PROXY_CONF
-            .replace("@DIR@", &d)
-            .replace("@PORT@", &port.to_string())
-            .replace("@UPSTREAM@", &up)
+        let role = crate::peers::NginxRole::Proxy { upstream: &up };
+        let text = crate::peers::nginx_conf(role, &dir, port, NGINX_CONNECTIONS)
             .replace("daemon off;", "daemon off;\nmaster_process off;");
         let conf = dir.join("nginx.conf");
         std::fs::write(&conf, text).map_err(|e| e.to_string())?;
@@ -156,6 +163,14 @@ pub fn rows(
     json: &serde_json::Value,
     wanted: &[(&str, &str, f64)],
 ) -> Result<Vec<Row>, String> {
+    // nginx's rows carry its tuning (paths and port left as placeholders).
+    let note = if series == "nginx" {
+        let conf =
+            crate::peers::nginx_conf(nginx_role(Path::new("ROOT")), Path::new("DIR"), 0, NGINX_CONNECTIONS);
+        format!("nginx config: {}", crate::peers::tuning(&conf))
+    } else {
+        String::new()
+    };
     let row = |metric: &str, v: f64| Row {
         experiment: exp.into(),
         series: series.into(),
@@ -164,7 +179,7 @@ pub fn rows(
         metric: metric.to_string(),
         value: Some(v),
         status: Status::Ok,
-        note: String::new(),
+        note: note.clone(),
     };
     let mut out = wanted
         .iter()
