@@ -17,7 +17,7 @@
 //!   |---|---|---|
 //!   | `epoll-oneshot` | automatic (`EPOLLONESHOT`) | `EPOLL_CTL_MOD` |
 //!   | `epoll` (level) | `EPOLL_CTL_DEL` | `EPOLL_CTL_ADD` |
-//!   | `select` | clear the bits in the shadow sets | set the bits (atomic), wake a blocked `select` |
+//!   | `select` | clear the bits in the shadow sets | set the bits (under their lock), wake a blocked `select` |
 //!   | `epoll-et`, `uring` | none (edge-triggered) | none |
 //!
 //!   On the edge-native backends a new arrival *is* reported while the first event is

@@ -5,7 +5,7 @@ mod e10;
 mod e2;
 mod e3;
 mod e4;
-mod e5;
+pub mod e5;
 mod e6;
 mod e7;
 mod e8;
