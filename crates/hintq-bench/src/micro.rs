@@ -92,24 +92,6 @@ pub struct Output {
     pub skips: Vec<Skip>,
 }
 
-impl Output {
-    fn skip(&mut self, exp: Experiment, t: Target, point: String, reason: String) {
-        let same = |s: &&mut Skip| s.experiment == Some(exp) && s.backend == t.name() && s.reason == reason;
-        match self.skips.iter_mut().find(same) {
-            Some(s) => {
-                if !s.points.split(", ").any(|p| p == point) {
-                    s.points = format!("{}, {point}", s.points);
-                }
-            }
-            None => {
-                let s = Skip { experiment: Some(exp), backend: t.name().into(), points: point, reason };
-                eprintln!("{s}");
-                self.skips.push(s);
-            }
-        }
-    }
-}
-
 /// What one measured run of `n` iterations gives: time per phase, calls, events.
 #[derive(Clone, Copy)]
 struct Sample<const P: usize> {
@@ -191,20 +173,6 @@ fn raw_of(fds: &[OwnedFd]) -> impl Iterator<Item = RawFd> + '_ {
     fds.iter().map(AsRawFd::as_raw_fd)
 }
 
-/// Why `select` cannot take these descriptors, if it cannot.
-fn select_refuses(b: Target, fds: impl Iterator<Item = RawFd>) -> Option<String> {
-    if b != Target::Queue(Backend::Select) {
-        return None;
-    }
-    let top = fds.max()?;
-    (top >= libc::FD_SETSIZE as RawFd).then(|| {
-        format!(
-            "needs descriptors at or above FD_SETSIZE ({}), which select(2) cannot watch",
-            libc::FD_SETSIZE
-        )
-    })
-}
-
 /// The targets in the order of repetition `rep`: rotated by one each time.
 fn rotated(targets: &[Target], rep: u32) -> Vec<Target> {
     let mut t = targets.to_vec();
@@ -249,10 +217,6 @@ pub fn fig6a(plan: &Plan, out: &mut Output) -> io::Result<()> {
             let active = &pairs[..k];
             let watched = || active.iter().map(|p| p.0.as_raw_fd());
             for t in rotated(&targets, rep) {
-                if let Some(why) = select_refuses(t, watched()) {
-                    out.skip(Experiment::Fig6a, t, format!("array_max={k}"), why);
-                    continue;
-                }
                 let write_all = || active.iter().try_for_each(|p| sys::write1(p.1.as_raw_fd()));
                 let r = match t {
                     Target::Raw => {
@@ -334,10 +298,6 @@ pub fn fig6b(plan: &Plan, fds: &Fds, out: &mut Output) -> io::Result<()> {
             // Idle first, the active one last: state-based backends scan past every idle one.
             let registered = || raw_of(&fds.idle[..idle]).chain([watched]);
             for t in rotated(&targets, rep) {
-                if let Some(why) = select_refuses(t, registered()) {
-                    out.skip(Experiment::Fig6b, t, format!("idle={idle}"), why);
-                    continue;
-                }
                 let r = match t {
                     Target::Raw => {
                         let mut ep = raw_with(CYCLE_ARRAY, registered())?;
@@ -401,10 +361,6 @@ pub fn fig7(plan: &Plan, fds: &Fds, out: &mut Output) -> io::Result<()> {
         for &n in &REGISTERED {
             let registered = || raw_of(&fds.idle[..n]);
             for t in rotated(&targets, rep) {
-                if let Some(why) = select_refuses(t, registered().chain(extra())) {
-                    out.skip(Experiment::Fig7, t, format!("idle={n}"), why);
-                    continue;
-                }
                 let mut phases = Vec::new();
                 match t {
                     Target::Raw => {

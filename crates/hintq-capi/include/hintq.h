@@ -83,12 +83,12 @@ typedef struct event_descr_t {
  * predates the call is delivered as an event instead (and the call saves the state query:
  * on epoll it is one epoll_ctl). With a NULL statemask, a descriptor that is not open may
  * be reported as one EVENT_ERR event by the next get_next_event() instead of EBADF here
- * (on the uring, poll, select and gooch backends, which learn of it only when they wait).
+ * (on the uring, poll, select, select-classic and gooch backends, which learn of it only when they wait).
  *
  * Returns 0, or -1 with errno:
- *   EINVAL  interestmask has bits other than EVENT_READ|EVENT_WRITE|EVENT_EXCEPT, or the
- *           backend cannot watch fd (fd >= 1024 on select), or HINTQ_BACKEND names an
- *           unknown backend (when this call creates the default queue);
+ *   EINVAL  interestmask has bits other than EVENT_READ|EVENT_WRITE|EVENT_EXCEPT, or
+ *           HINTQ_BACKEND names an unknown backend (when this call creates the default
+ *           queue);
  *   EBADF   fd is negative or not open;
  *   EBUSY   called from a signal handler that interrupted a call on the same queue;
  *   other   errors of the backend (ENOMEM, ENOSPC, EMFILE) as the kernel gave them;
@@ -131,8 +131,8 @@ typedef struct hq_queue hq_queue;
 /*
  * hq_queue_new - create a queue on the backend called backend_name.
  *
- * Names: "uring", "epoll", "epoll-et", "epoll-oneshot", "poll", "select", "rtsig",
- * "gooch" (the list that
+ * Names: "uring", "epoll", "epoll-et", "epoll-oneshot", "poll", "select",
+ * "select-classic", "rtsig", "gooch" (the list that
  * `hintq backends` prints, with what this kernel supports). NULL means the backend named
  * by HINTQ_BACKEND, or the recommended one. A backend the kernel refuses (io_uring
  * disabled) falls back to epoll with one warning on stderr; hq_backend_name() tells which

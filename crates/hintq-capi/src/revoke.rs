@@ -4,7 +4,7 @@
 //! A user-space library cannot see a `close(2)` made through the kernel, and on some
 //! backends the registration outlives it: io_uring's armed poll holds its own reference to
 //! the file, so the socket is never torn down and the peer sees no end-of-file; `poll`,
-//! `select` and `gooch` watch a number, so a new descriptor that reuses it is reported
+//! `select`, `select-classic` and `gooch` watch a number, so a new descriptor that reuses it is reported
 //! without being declared; events already collected for the old descriptor would be handed
 //! out as events of the new one. So the library provides `close` itself: a C program linked
 //! with `-lhintq` (shared or static) calls this `close`, found before the C library's by the

@@ -36,6 +36,18 @@ fn fonts() {
     });
 }
 
+/// A series as legends and readings name it: the select backends and the kernel event
+/// queues under Banga et al.'s names for the three lines of their Fig. 8.
+pub fn label(series: &str) -> String {
+    let banga = match series {
+        "hintq-select-classic" => "classical select",
+        "hintq-select" => "improved select",
+        "hintq-uring" | "hintq-epoll" => "event API",
+        _ => return series.to_string(),
+    };
+    format!("{series} ({banga})")
+}
+
 /// Renders `panels` side by side under `title` into `svg` and `png`.
 ///
 /// # Errors
@@ -169,7 +181,7 @@ where
         let pts: Vec<(f64, f64)> = line.points.iter().map(|p| (p.x, p.spread.median)).collect();
         c.draw_series(LineSeries::new(pts.clone(), style))
             .map_err(e)?
-            .label(&line.name)
+            .label(label(&line.name))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
         // Colours first, then the marker tells lines of the same colour apart.
         let marker = i / COLORS.len();

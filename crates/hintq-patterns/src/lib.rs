@@ -216,7 +216,7 @@ pub enum Why {
     Timeout,
     /// The server shut down.
     Shutdown,
-    /// The event source refused the descriptor (at or above 1024 on `select`, say).
+    /// The event source refused the descriptor (`ENOSPC` at the epoll watch limit, say).
     Refused,
 }
 

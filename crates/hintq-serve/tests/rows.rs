@@ -640,6 +640,7 @@ macro_rules! backends {
         mod epoll_oneshot { cases!($m; hintq::Backend::EpollOneshot, $pattern; $($case),*); }
         mod poll { cases!($m; hintq::Backend::Poll, $pattern; $($case),*); }
         mod select { cases!($m; hintq::Backend::Select, $pattern; $($case),*); }
+        mod select_classic { cases!($m; hintq::Backend::SelectClassic, $pattern; $($case),*); }
         mod rtsig { cases!($m; hintq::Backend::Rtsig, $pattern; $($case),*); }
         mod gooch { cases!($m; hintq::Backend::Gooch, $pattern; $($case),*); }
     };
@@ -676,6 +677,6 @@ subset! {
 
 #[test]
 fn every_backend_is_listed() {
-    assert_eq!(Backend::ALL.len(), 8, "a new backend needs a line in `backends!`");
+    assert_eq!(Backend::ALL.len(), 9, "a new backend needs a line in `backends!`");
     assert_eq!(Pattern::ALL.len(), 5, "a new pattern needs a line in `subset!`");
 }

@@ -28,7 +28,8 @@
 //!   most one pending event: N arrivals between two calls give one event.
 //! * **Spurious events are allowed, lost ones are not.** An event is a hint. Descriptors must be
 //!   non-blocking, and `EAGAIN` after an event means "not ready after all". State-based
-//!   backends ([`Backend::Epoll`], [`Backend::Poll`], [`Backend::Select`], and
+//!   backends ([`Backend::Epoll`], [`Backend::Poll`], both selects ([`Backend::Select`],
+//!   [`Backend::SelectClassic`]), and
 //!   [`Backend::EpollOneshot`] after each re-arm) repeat an event for as long as the state
 //!   stays ready; edge-native ones ([`Backend::Uring`], [`Backend::EpollEt`]) report arrivals.
 //!   Declare `WRITE` only while you have something to write.

@@ -200,9 +200,9 @@ impl Queue {
     /// A revoke returns an empty state.
     ///
     /// # Errors
-    /// `InvalidInput` for a negative descriptor, or one the backend cannot watch (at or
-    /// above 1024 on `select`); `EBADF` if `fd` is not open; other OS errors from the
-    /// backend (`ENOMEM`, `ENOSPC` for the epoll watch limit) with their errno.
+    /// `InvalidInput` for a negative descriptor; `EBADF` if `fd` is not open; other OS
+    /// errors from the backend (`ENOMEM`, `ENOSPC` for the epoll watch limit) with their
+    /// errno. (`select` watches any descriptor number: its sets are sized at run time.)
     pub fn declare_interest(&mut self, fd: RawFd, interest: Interest) -> io::Result<State> {
         match self.register(fd, interest)? {
             None => Ok(State::empty()),

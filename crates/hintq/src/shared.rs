@@ -17,14 +17,16 @@
 //!   |---|---|---|
 //!   | `epoll-oneshot` | automatic (`EPOLLONESHOT`) | `EPOLL_CTL_MOD` |
 //!   | `epoll` (level) | `EPOLL_CTL_DEL` | `EPOLL_CTL_ADD` |
-//!   | `select` | clear the bits in the shadow sets | set the bits (atomic), wake a blocked `select` |
+//!   | `select` | clear the bits in the shadow sets | set the bits (under their lock), wake a blocked `select` |
 //!   | `epoll-et`, `uring` | none (edge-triggered) | none |
 //!
 //!   On the edge-native backends a new arrival *is* reported while the first event is
 //!   being handled: the caller must serialise handling per descriptor itself (an in-flight
 //!   flag), and the handler must read until `EAGAIN` or a short read.
-//! * `poll`, `rtsig` and `gooch` have no thread-safe re-activation path: `handoff` fails
-//!   with `Unsupported` for them, and for a queue that is a [`crate::Group`] member.
+//! * `poll`, `select-classic`, `rtsig` and `gooch` have no thread-safe re-activation path
+//!   (the classical select rebuilds its sets from a table only its own thread touches):
+//!   `handoff` fails with `Unsupported` for them, and for a queue that is a
+//!   [`crate::Group`] member.
 //!
 //! # Thread rules
 //!
@@ -96,7 +98,7 @@ impl Queue {
     /// the [module docs](crate::shared). Calling it again returns another handle.
     ///
     /// # Errors
-    /// `Unsupported` on `poll`, `rtsig` and `gooch`, and for a [`crate::Group`] member;
+    /// `Unsupported` on `poll`, `select-classic`, `rtsig` and `gooch`, and for a [`crate::Group`] member;
     /// creating the waker on `select`.
     pub fn handoff(&mut self) -> io::Result<Rearm> {
         let unsupported = |why: String| io::Error::new(io::ErrorKind::Unsupported, why);

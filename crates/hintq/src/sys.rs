@@ -178,33 +178,48 @@ pub(crate) fn epoll_events(interest: crate::Interest) -> u32 {
     e
 }
 
-/// `FD_SETSIZE`: `select(2)` cannot watch a descriptor at or above it.
-pub(crate) const FD_SETSIZE: usize = libc::FD_SETSIZE;
+/// A word of a descriptor set as the kernel reads it (`__kernel_fd_set`'s `unsigned long`):
+/// descriptor `fd` is bit `fd % FD_BITS` of word `fd / FD_BITS`.
+pub(crate) type FdWord = libc::c_ulong;
+/// Descriptors per [`FdWord`].
+pub(crate) const FD_BITS: usize = FdWord::BITS as usize;
 
-/// An `fd_set` as 64-bit words, so results can be scanned a word at a time.
-pub(crate) type FdSet = [u64; FD_SETSIZE / 64];
-
-const _: () = assert!(std::mem::size_of::<FdSet>() == std::mem::size_of::<libc::fd_set>());
-const _: () = assert!(std::mem::align_of::<FdSet>() >= std::mem::align_of::<libc::fd_set>());
-
-/// `select(2)` over three word-array sets; returns the number of ready bits.
-pub(crate) fn select(
-    nfds: usize,
-    r: &mut FdSet,
-    w: &mut FdSet,
-    e: &mut FdSet,
-    timeout: Option<Duration>,
-) -> io::Result<usize> {
-    let mut tv = timeout.map(|d| libc::timeval {
+/// `select(2)` over three descriptor sets of any size, by the raw `pselect6` system call
+/// (with no signal mask: the same call as `select`, and present on every Linux
+/// architecture). glibc's `fd_set` is a fixed 1024 bits, but the kernel reads `nfds` bits
+/// from each pointer, so sets sized at run time watch any descriptor the process may open.
+/// Returns the number of ready bits; the sets are overwritten with the result.
+///
+/// # Errors
+/// `EINTR`; `EBADF` if a set holds a descriptor that is not open; `EINVAL` (`nfds` above
+/// `INT_MAX`); `ENOMEM` (the kernel's copies of the sets).
+///
+/// # Panics
+/// If a set is shorter than `nfds` bits.
+pub(crate) fn select(nfds: usize, sets: [&mut [FdWord]; 3], timeout: Option<Duration>) -> io::Result<usize> {
+    let words = nfds.div_ceil(FD_BITS);
+    assert!(sets.iter().all(|s| s.len() >= words), "a descriptor set shorter than nfds");
+    let nfds = libc::c_int::try_from(nfds).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let mut ts = timeout.map(|d| libc::timespec {
         tv_sec: d.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
-        tv_usec: d.subsec_micros() as libc::suseconds_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
     });
-    let tvp = tv.as_mut().map_or(std::ptr::null_mut(), |t| t as *mut libc::timeval);
-    let cast = |s: &mut FdSet| (s as *mut FdSet).cast::<libc::fd_set>();
-    // SAFETY: FdSet has the size and alignment of fd_set (asserted above) and each set is
-    // exclusively borrowed; `nfds` <= FD_SETSIZE is checked by the caller; `tvp` is null or
-    // points at a live timeval.
-    let n = unsafe { libc::select(nfds as libc::c_int, cast(r), cast(w), cast(e), tvp) };
+    let tsp = ts.as_mut().map_or(std::ptr::null_mut(), |t| t as *mut libc::timespec);
+    let [r, w, e] = sets;
+    // SAFETY: each set is an exclusively borrowed buffer of at least `nfds` bits (asserted
+    // above), which is all the kernel reads and writes; `tsp` is null or points at a live
+    // timespec; a null sixth argument means no signal mask.
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_pselect6,
+            nfds,
+            r.as_mut_ptr(),
+            w.as_mut_ptr(),
+            e.as_mut_ptr(),
+            tsp,
+            std::ptr::null::<libc::c_void>(),
+        )
+    };
     cvt(n).map(|n| n as usize)
 }
 

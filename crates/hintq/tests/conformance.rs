@@ -187,7 +187,7 @@ fn fifo_order(b: Backend) {
 
 /// Kernel-ordered backends also keep arrival order against descriptor order.
 fn arrival_not_descriptor_order(b: Backend) {
-    if matches!(b, Backend::Poll | Backend::Select | Backend::Gooch) {
+    if matches!(b, Backend::Poll | Backend::Select | Backend::SelectClassic | Backend::Gooch) {
         eprintln!("n/a on {b}: a state scan sees only states, in descriptor order, within one wait");
         return;
     }
@@ -355,6 +355,11 @@ fn eintr_storm(b: Backend) {
     assert!(got.is_some(), "readiness lost during a signal storm: {:?}", q.stats());
 }
 
+/// Either of the two selects, which know only readable, writable and exceptional.
+fn is_select(b: Backend) -> bool {
+    matches!(b, Backend::Select | Backend::SelectClassic)
+}
+
 /// Hang-up and error are reported (as HUP/ERR, or as readable/writable on select).
 fn hangup_and_error(b: Backend) {
     let mut q = queue(b);
@@ -363,7 +368,7 @@ fn hangup_and_error(b: Backend) {
     drop(peer);
     let s = wait_for(&mut q, a.as_raw_fd(), MS(2000)).expect("hang-up must be reported");
     assert!(s.is_readable());
-    if b != Backend::Select {
+    if !is_select(b) {
         assert!(s.contains(State::HUP), "{s:?}");
     }
     // A refused non-blocking connect ends in an error.
@@ -383,7 +388,7 @@ fn hangup_and_error(b: Backend) {
     let s = if declared.is_empty() { wait_for(&mut q, fd, MS(2000)) } else { Some(declared) };
     let s = s.expect("connect failure must be reported");
     assert!(s.is_writable(), "{s:?}");
-    if b != Backend::Select {
+    if !is_select(b) {
         assert!(s.contains(State::ERR) || s.contains(State::HUP), "{s:?}");
     }
     // SAFETY (test): `fd` is the socket made above, owned by nobody else.
@@ -420,38 +425,38 @@ fn closed_without_revoke(b: Backend) {
     assert!(t.elapsed() >= MS(100));
 }
 
-/// fd >= 1024 on select is a clear error; other backends take it (E4).
+/// A descriptor far above glibc's FD_SETSIZE (1024) is watched and its readiness reported,
+/// on every backend: select's sets are sized at run time (E4). Negative and closed
+/// descriptors are clear errors.
 fn high_descriptor(b: Backend) {
-    raise_nofile();
-    let (a, _peer) = pair();
-    // SAFETY (test): dup2 onto an unused high number.
-    let high = unsafe { libc::dup2(a.as_raw_fd(), 1100) };
-    assert_eq!(high, 1100);
-    // SAFETY (test): we own the dup.
-    let high = unsafe { OwnedFd::from_raw_fd(high) };
-    let mut q = queue(b);
-    let r = q.declare_interest(high.as_raw_fd(), Interest::READ);
-    if b == Backend::Select {
-        let e = r.expect_err("select must refuse fd 1100");
-        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
-        assert!(e.to_string().contains("1024"), "{e}");
-    } else {
-        r.unwrap();
+    const HIGH: RawFd = 1500;
+    let (_, limit) = hintq_sys::raise_nofile().unwrap();
+    if limit <= HIGH as u64 + 64 {
+        hintq_testkit::skip(&format!("high_descriptor on {b}"), format!("RLIMIT_NOFILE hard limit {limit}"));
+        return;
     }
+    let (a, mut peer) = pair();
+    // SAFETY (test): F_DUPFD takes the lowest free number >= HIGH (dup2 could close another
+    // test's descriptor); we own the dup.
+    let high = unsafe { OwnedFd::from_raw_fd(libc::fcntl(a.as_raw_fd(), libc::F_DUPFD_CLOEXEC, HIGH)) };
+    assert!(high.as_raw_fd() >= HIGH, "F_DUPFD: {}", io::Error::last_os_error());
+    let mut q = queue(b);
+    // A low descriptor too, so the sets span both ends.
+    let (low, mut low_peer) = pair();
+    q.declare_interest(low.as_raw_fd(), Interest::READ).unwrap();
+    let s = q.declare_interest(high.as_raw_fd(), Interest::READ).unwrap();
+    assert!(!s.is_readable(), "nothing sent yet: {s:?}");
+    peer.write_all(b"1").unwrap();
+    let s = wait_for(&mut q, high.as_raw_fd(), MS(2000))
+        .unwrap_or_else(|| panic!("readiness of descriptor {} not reported", high.as_raw_fd()));
+    assert!(s.is_readable(), "{s:?}");
+    low_peer.write_all(b"1").unwrap();
+    assert!(wait_for(&mut q, low.as_raw_fd(), MS(2000)).is_some(), "the low descriptor still watched");
     assert!(q.declare_interest(-1, Interest::READ).is_err(), "negative descriptors are refused");
-    // SAFETY (test): an fd number certainly not open.
     let e = q.declare_interest(1999, Interest::READ).unwrap_err();
     assert!(e.raw_os_error() == Some(libc::EBADF) || e.kind() == io::ErrorKind::InvalidInput, "{e}");
-}
-
-fn raise_nofile() {
-    // SAFETY (test): get/setrlimit on a live struct.
-    unsafe {
-        let mut r: libc::rlimit = std::mem::zeroed();
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
-        r.rlim_cur = r.rlim_max;
-        libc::setrlimit(libc::RLIMIT_NOFILE, &r);
-    }
+    q.close(high).unwrap();
+    drop(a);
 }
 
 /// An event whose readiness vanished before the handler ran: EAGAIN, loop goes on (E5).
@@ -980,6 +985,7 @@ suite! {
     epoll_oneshot => hintq::Backend::EpollOneshot,
     poll => hintq::Backend::Poll,
     select => hintq::Backend::Select,
+    select_classic => hintq::Backend::SelectClassic,
     rtsig => hintq::Backend::Rtsig,
     gooch => hintq::Backend::Gooch,
 }
@@ -992,7 +998,7 @@ fn every_backend_is_named_and_parsed() {
     let e = "kqueue".parse::<Backend>().unwrap_err().to_string();
     assert!(e.contains("epoll-oneshot"), "the error lists the valid names: {e}");
     let names: HashSet<&str> = Backend::ALL.iter().map(|b| b.name()).collect();
-    assert_eq!(names.len(), 8);
+    assert_eq!(names.len(), 9);
     assert!(Backend::supported().contains(&Backend::Epoll));
 }
 

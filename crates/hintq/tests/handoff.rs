@@ -59,7 +59,7 @@ fn delivered_descriptor_stays_quiet_until_rearmed_from_another_thread() {
 
 #[test]
 fn handoff_refused_where_no_thread_safe_path_exists() {
-    for backend in [Backend::Poll, Backend::Gooch] {
+    for backend in [Backend::Poll, Backend::SelectClassic, Backend::Gooch] {
         let mut q = Queue::new(backend).unwrap();
         assert_eq!(q.handoff().unwrap_err().kind(), std::io::ErrorKind::Unsupported, "{backend}");
     }

@@ -8,7 +8,7 @@
 
 use super::e1::servers;
 use super::e3::growth;
-use super::e5::{perf_ok, profile_share, profiled};
+use super::e5::{perf_ok, profile_share, profiled, Mechanism};
 use super::serve::{self, LOAD_CPU, REQUESTS, THROUGHPUT};
 use super::{panel, Analysis, Experiment, Lab, UNMEASURED};
 use crate::data::{num, Row, Status};
@@ -226,7 +226,9 @@ impl Experiment for E11 {
                     ));
                 }
             }
+            let mechanism = Mechanism::of_series(&s);
             for &cold in t2_colds.iter().filter(|&&c| profile && fits(c)) {
+                let Some(mechanism) = mechanism else { break };
                 for &(metric, rate) in t2_loads {
                     let name = s.clone();
                     let load = if rate.is_some() { "400rps" } else { "saturated" };
@@ -238,7 +240,7 @@ impl Experiment for E11 {
                         true,
                         move |ran, json| {
                             let mut rows = read(&name, json, &[], &format!("{metric}_errors"))?;
-                            rows.push(row(&name, metric, profile_share(&ran.dir)?));
+                            rows.push(row(&name, metric, profile_share(&ran.dir, mechanism)?));
                             Ok(rows)
                         },
                     ));

@@ -1,11 +1,22 @@
-//! E5, Banga Table 2: the share of the server's CPU spent in event-notification functions
-//! (select/poll/epoll/io_uring in the kernel, get_next_event/declare_interest in hintq) at a
-//! fixed load with many cold connections, sampled with `perf record` (software clock).
+//! E5, Banga Table 2: the share of the server's CPU spent in event notification at a fixed
+//! load with many cold connections, sampled with `perf record -g` (software clock, kernel
+//! call chains).
+//!
+//! What counts is an exact list of functions per mechanism ([`Mechanism::kernel`],
+//! [`Mechanism::user`]), each found in this kernel's `/proc/kallsyms` (6.18; functions it
+//! inlines, like `ep_poll` into `do_epoll_wait`, count through their caller), not symbol
+//! substrings: `select_task_rq_fair` (the scheduler), `__napi_poll` (network softirq) or
+//! `__alloc_pages` are no event notification. A kernel sample counts if any frame of its call
+//! chain is one of the mechanism's functions, so a shared helper (`fdget`, `fput`,
+//! `sock_poll`, `tcp_poll`, `__pollwait`) counts exactly when the mechanism called it: under
+//! `do_select` it does, under `__sys_recvfrom` it does not. io_uring's ring also carries
+//! sends, so for it only the poll path and the wait count, not the whole `io_uring_enter`.
 
 use super::e1::servers;
 use super::serve::{self};
 use super::{panel, Analysis, Experiment, Lab, UNMEASURED};
 use crate::data::{num, Row, Status};
+use crate::plot::label;
 use crate::runner::{Cmd, Point, Server};
 use std::path::Path;
 use std::process::Command;
@@ -14,26 +25,169 @@ use std::time::Duration;
 /// E5.
 pub struct E5;
 
-/// Symbols counted as event notification.
-const EVENT_SYMBOLS: &[&str] = &[
-    "select",
-    "poll",
-    "epoll",
-    "io_uring",
-    "get_next_event",
-    "declare_interest",
-    "fget",
-    "fdget",
-    "fput",
-    "sock_poll",
-    "tcp_poll",
-    "unix_poll",
+/// An event-notification mechanism, with the functions that are its cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mechanism {
+    /// `select(2)` (glibc and hintq both enter through `pselect6`).
+    Select,
+    /// `poll(2)` (also `gooch`'s two sets).
+    Poll,
+    /// epoll (hintq's three epoll backends, nginx).
+    Epoll,
+    /// io_uring multishot `POLL_ADD`.
+    Uring,
+    /// POSIX RT signals, with `poll(2)` for overflow recovery and the hybrid's polling.
+    Rtsig,
+}
+
+/// Kernel functions of `poll(2)` and its wake-up; `select` shares the wake-up.
+const POLL: &[&str] = &["__x64_sys_poll", "__x64_sys_ppoll", "do_sys_poll", "do_restart_poll"];
+/// The poll-table wake-up and bookkeeping select and poll share.
+const POLL_TABLE: &[&str] = &[
     "pollwake",
-    "ep_",
-    "sys_ppoll",
-    "rt_sig",
-    "sigtimedwait",
+    "__pollwait",
+    "poll_initwait",
+    "poll_freewait",
+    "poll_select_set_timeout",
+    "poll_select_finish",
 ];
+const SELECT: &[&str] = &[
+    "__x64_sys_select",
+    "__x64_sys_pselect6",
+    "do_pselect",
+    "kern_select",
+    "core_sys_select",
+    "do_select",
+    "select_estimate_accuracy",
+];
+const EPOLL: &[&str] = &[
+    "__x64_sys_epoll_wait",
+    "__x64_sys_epoll_pwait",
+    "__x64_sys_epoll_pwait2",
+    "do_epoll_wait",
+    "do_epoll_pwait",
+    "ep_send_events",
+    "ep_item_poll",
+    "ep_start_scan",
+    "ep_done_scan",
+    "ep_poll_callback",
+    "ep_autoremove_wake_function",
+    "__x64_sys_epoll_ctl",
+    "do_epoll_ctl",
+    "ep_remove",
+    "ep_remove_epi",
+    "ep_remove_file",
+    "ep_ptable_queue_proc",
+];
+/// io_uring's poll requests and the wait for completions; not `io_submit_sqes`, which also
+/// issues the ring's sends.
+const URING: &[&str] = &[
+    "io_poll_add",
+    "io_poll_issue",
+    "io_poll_task_func",
+    "__io_poll_execute",
+    "io_poll_execute",
+    "io_poll_wake",
+    "io_poll_queue_proc",
+    "__io_queue_proc",
+    "io_poll_remove",
+    "io_poll_remove_entries",
+    "io_poll_cancel",
+    "io_poll_find",
+    "io_arm_poll_handler",
+    "__io_arm_poll_handler",
+    "io_cqring_wait",
+];
+/// Counted only as the sample's own function: the rest of `io_uring_enter` submits sends.
+const URING_SELF: &[&str] = &["__x64_sys_io_uring_enter", "__do_sys_io_uring_enter"];
+const RTSIG: &[&str] =
+    &["__x64_sys_rt_sigtimedwait", "do_sigtimedwait", "kill_fasync", "send_sigio", "send_sigio_to_task"];
+
+impl Mechanism {
+    /// The mechanism under a series of the server experiments: `hintq-<backend>` or `nginx`.
+    pub fn of_series(series: &str) -> Option<Mechanism> {
+        match series.strip_prefix("hintq-").unwrap_or(series) {
+            "select" | "select-classic" => Some(Mechanism::Select),
+            "poll" | "gooch" => Some(Mechanism::Poll),
+            "epoll" | "epoll-et" | "epoll-oneshot" | "nginx" => Some(Mechanism::Epoll),
+            "uring" => Some(Mechanism::Uring),
+            "rtsig" => Some(Mechanism::Rtsig),
+            _ => None,
+        }
+    }
+
+    /// Kernel functions whose samples count, with everything they call.
+    pub fn kernel(self) -> Vec<&'static str> {
+        let lists: &[&[&str]] = match self {
+            Mechanism::Select => &[SELECT, POLL_TABLE],
+            Mechanism::Poll => &[POLL, POLL_TABLE],
+            Mechanism::Epoll => &[EPOLL],
+            Mechanism::Uring => &[URING],
+            Mechanism::Rtsig => &[RTSIG, POLL, POLL_TABLE],
+        };
+        lists.concat()
+    }
+
+    /// Kernel functions that count only as the sample's own function.
+    pub fn kernel_self(self) -> &'static [&'static str] {
+        if self == Mechanism::Uring {
+            URING_SELF
+        } else {
+            &[]
+        }
+    }
+
+    /// User-space functions that count (as the sample's own function), by path prefix:
+    /// hintq's queue and the backend's module, nginx's epoll module.
+    pub fn user(self) -> &'static [&'static str] {
+        match self {
+            Mechanism::Select => &["hintq::queue::", "hintq::backend::select::", "hintq::sys::select"],
+            Mechanism::Poll => &[
+                "hintq::queue::",
+                "hintq::backend::poll::",
+                "hintq::backend::pollset::",
+                "hintq::backend::gooch::",
+            ],
+            Mechanism::Epoll => &["hintq::queue::", "hintq::backend::epoll::", "ngx_epoll_"],
+            Mechanism::Uring => &["hintq::queue::", "hintq::backend::uring::"],
+            Mechanism::Rtsig => &["hintq::queue::", "hintq::backend::rtsig::", "hintq::backend::pollset::"],
+        }
+    }
+
+    /// Whether a sample with this call chain (outermost caller first, the sampled function
+    /// last) is in event notification by this mechanism.
+    pub fn counts(self, chain: &[&str]) -> bool {
+        let Some(leaf) = chain.last().map(|f| base(f)) else { return false };
+        let kernel = self.kernel();
+        let user = |f: &str| {
+            let f = f.trim_start_matches('<');
+            self.user().iter().any(|p| f.starts_with(p))
+        };
+        self.kernel_self().contains(&leaf) || user(leaf) || chain.iter().any(|f| kernel.contains(&base(f)))
+    }
+
+    /// The functions counted, for the report.
+    pub fn describe(self) -> String {
+        let mut all = self.kernel();
+        all.extend(self.kernel_self());
+        let user: Vec<String> = self.user().iter().map(|p| format!("{p}*")).collect();
+        format!("{} (kernel, with their callees); {} (own time)", all.join(", "), user.join(", "))
+    }
+}
+
+/// A function name without the compiler's clone suffixes (`do_pselect.constprop.0`,
+/// `ep_item_poll.isra.0`, `core_sys_select.cold`) and without a Rust hash (`::h0123…`).
+fn base(f: &str) -> &str {
+    let f = f.trim();
+    let f = match f.find('.') {
+        Some(i) if i > 0 => &f[..i],
+        _ => f,
+    };
+    match f.rsplit_once("::h") {
+        Some((path, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => path,
+        _ => f,
+    }
+}
 
 /// `Err("needs perf ...")` unless `perf` runs.
 pub fn perf_ok() -> Result<(), String> {
@@ -43,47 +197,69 @@ pub fn perf_ok() -> Result<(), String> {
     }
 }
 
-/// The share (%) of samples in event-notification symbols, from `perf report --stdio`.
-pub fn event_share(report: &str) -> Option<f64> {
-    let mut total = 0.0;
-    let mut seen = false;
-    for line in report.lines().filter(|l| !l.trim_start().starts_with('#')) {
-        let mut f = line.split_whitespace();
-        let Some(pct) = f.next().and_then(|p| p.strip_suffix('%')).and_then(|p| p.parse::<f64>().ok()) else {
-            continue;
-        };
-        seen = true;
-        // `[k] name  -  -`: the symbol (which may hold spaces) follows the `[k]`/`[.]` column.
-        let symbol = line.split_once("] ").map_or("", |(_, rest)| rest.trim_end_matches([' ', '-']));
-        if EVENT_SYMBOLS.iter().any(|s| symbol.contains(s)) {
-            total += pct;
+/// The `perf report` arguments whose output [`event_share`] reads: one entry per function,
+/// each followed by its call chains folded on one line with their sample counts.
+pub const REPORT_ARGS: &[&str] =
+    &["report", "--stdio", "--no-children", "--sort", "symbol", "-g", "folded,0,caller,count"];
+
+/// The share (%) of samples in `mechanism`'s event notification, from a `perf report` made
+/// with [`REPORT_ARGS`] of a `perf record -g`. An entry without call chains (a report of a
+/// recording without `-g`) counts by its own function only. `None` if the report has no
+/// samples.
+pub fn event_share(report: &str, mechanism: Mechanism) -> Option<f64> {
+    // Per entry: its percentage, and its chains' counts (all, counted).
+    let mut entries: Vec<(f64, bool, u64, u64)> = Vec::new();
+    for line in report.lines().filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty()) {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if let Some(pct) = first.strip_suffix('%').and_then(|p| p.parse::<f64>().ok()) {
+            // `  10.85%  [k] sock_poll  -  -`: the function (which may hold spaces) follows
+            // the `[k]`/`[.]` column.
+            let symbol = line.split_once("] ").map_or("", |(_, rest)| rest.trim_end_matches([' ', '-']));
+            entries.push((pct, mechanism.counts(&[symbol]), 0, 0));
+        } else if let (Some(e), Some((n, chain))) = (entries.last_mut(), line.trim().split_once(' ')) {
+            let Ok(n) = n.parse::<u64>() else { continue };
+            let frames: Vec<&str> = chain.split(';').collect();
+            e.2 += n;
+            if mechanism.counts(&frames) {
+                e.3 += n;
+            }
         }
     }
-    seen.then_some(total)
+    (!entries.is_empty()).then(|| {
+        entries
+            .iter()
+            .map(|&(pct, own, all, counted)| match all {
+                0 if own => pct,
+                0 => 0.0,
+                _ => pct * counted as f64 / all as f64,
+            })
+            .sum()
+    })
 }
 
 /// `server` run under `perf record` (software clock, 999 Hz), writing `perf.data` into the
 /// point's directory; E5's and E11's profiles.
 pub fn profiled(mut server: Server) -> Server {
     let mut args: Vec<String> =
-        ["record", "-F", "999", "-o", "perf.data", "--"].into_iter().map(String::from).collect();
+        ["record", "-g", "-F", "999", "-o", "perf.data", "--"].into_iter().map(String::from).collect();
     args.push(server.cmd.program.to_string_lossy().into());
     args.extend(server.cmd.args.clone());
     server.cmd = Cmd { program: "perf".into(), args, cpu: server.cmd.cpu };
     server
 }
 
-/// The [`event_share`] of the `perf.data` a [`profiled`] server left in `dir` (its report is
-/// kept there as `perf-report.txt`).
-pub fn profile_share(dir: &Path) -> Result<f64, String> {
+/// The [`event_share`] of `mechanism` in the `perf.data` a [`profiled`] server left in `dir`
+/// (its report is kept there as `perf-report.txt`).
+pub fn profile_share(dir: &Path, mechanism: Mechanism) -> Result<f64, String> {
     let out = Command::new("perf")
-        .args(["report", "-i", "perf.data", "--stdio", "--no-children", "--sort", "symbol"])
+        .args(REPORT_ARGS)
+        .args(["-i", "perf.data"])
         .current_dir(dir)
         .output()
         .map_err(|e| format!("perf report: {e}"))?;
     let text = String::from_utf8_lossy(&out.stdout);
     let _ = std::fs::write(dir.join("perf-report.txt"), text.as_bytes());
-    event_share(&text).ok_or_else(|| "perf report gave no samples".into())
+    event_share(&text, mechanism).ok_or_else(|| "perf report gave no samples".into())
 }
 
 impl Experiment for E5 {
@@ -105,15 +281,18 @@ impl Experiment for E5 {
     }
     fn plan(&self, lab: &Lab) -> Vec<Point> {
         let colds: Vec<usize> = lab.pick(vec![750, 5000], vec![5000], vec![100]);
-        let backends =
-            lab.pick(&["uring", "epoll", "poll", "select"][..], &["epoll", "poll"][..], &["epoll"][..]);
+        // Banga's three lines (classical select, improved select, the event API on a kernel
+        // event queue), and poll.
+        let backends = lab.pick(
+            &["uring", "epoll", "poll", "select-classic", "select"][..],
+            &["epoll", "poll", "select-classic", "select"][..],
+            &["epoll"][..],
+        );
         let secs = lab.pick(4.0, 2.0, 0.5);
         let mut points = Vec::new();
         for s in servers(lab, backends) {
+            let Some(mechanism) = Mechanism::of_series(&s) else { continue };
             for &cold in &colds {
-                if s == "hintq-select" && cold > 900 {
-                    continue;
-                }
                 let port = serve::port();
                 let Ok(server) = serve::server(lab, &s, port) else { continue };
                 let name = s.clone();
@@ -127,7 +306,7 @@ impl Experiment for E5 {
                     timeout: Duration::from_secs_f64(secs + 60.0),
                     estimate: Duration::from_secs_f64(secs + 3.0),
                     parse: Box::new(move |ran| {
-                        let share = profile_share(&ran.dir)?;
+                        let share = profile_share(&ran.dir, mechanism)?;
                         Ok(vec![Row {
                             experiment: "E5".into(),
                             series: name.clone(),
@@ -160,19 +339,39 @@ impl Experiment for E5 {
                 .and_then(|l| l.points.last())
                 .map(|pt| (pt.x, pt.spread.median))
         };
-        let reading = p
+        let mut reading: Vec<String> = p
             .lines
             .iter()
             .filter_map(|l| {
-                l.points.last().map(|pt| format!("{}: {}% at {} cold.", l.name, num(pt.spread.median), pt.x))
+                l.points
+                    .last()
+                    .map(|pt| format!("{}: {}% at {} cold.", label(&l.name), num(pt.spread.median), pt.x))
             })
             .collect();
-        let (ours, holds) = match (top("hintq-epoll"), top("hintq-poll")) {
-            (Some(e), Some(s)) => (
-                format!("epoll {}%, poll {}% of server CPU at {} cold", num(e.1), num(s.1), e.0),
-                if e.1 < s.1 / 3.0 { "yes" } else { "no" }.into(),
-            ),
-            _ => ("epoll or poll not measured".into(), UNMEASURED.into()),
+        for l in &p.lines {
+            if let Some(m) = Mechanism::of_series(&l.name) {
+                reading.push(format!("{} counts: {}.", l.name, m.describe()));
+            }
+        }
+        // Banga's comparison: classical select against the event API (epoll, else uring);
+        // poll stands in for select when select was not measured.
+        let event =
+            top("hintq-epoll").map(|e| ("epoll", e)).or_else(|| top("hintq-uring").map(|e| ("uring", e)));
+        let scan = top("hintq-select-classic")
+            .map(|s| ("classical select", s))
+            .or_else(|| top("hintq-poll").map(|s| ("poll", s)));
+        let (ours, holds) = match (event, scan) {
+            (Some((en, e)), Some((sn, s))) => {
+                let mut ours = format!("{en} {}%, {sn} {}%", num(e.1), num(s.1));
+                if let (Some(i), "classical select") = (top("hintq-select"), sn) {
+                    ours += &format!(", improved select {}%", num(i.1));
+                }
+                (
+                    format!("{ours} of server CPU at {} cold", e.0),
+                    if e.1 < s.1 / 3.0 { "yes" } else { "no" }.into(),
+                )
+            }
+            _ => ("the event API or a select/poll line not measured".into(), UNMEASURED.into()),
         };
         Analysis {
             panels: vec![p],
@@ -186,13 +385,121 @@ impl Experiment for E5 {
 
 #[cfg(test)]
 mod tests {
+    use super::{event_share, Experiment, Mechanism, E5};
+    use crate::data::{Row, Status};
+
+    /// A `perf report` of a select server made with `REPORT_ARGS`, as perf 6.1 prints it
+    /// (trailing columns after the function, then its folded call chains with counts):
+    /// 100 samples, 40 of them in select's own path.
+    const REPORT: &str = "\
+# Samples: 100  of event 'cpu-clock:ppp'
+# Overhead  Symbol
+#
+    20.00%  [k] do_select                                  -      -
+20 0;__select;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_pselect6;do_pselect.constprop.0;core_sys_select;do_select
+    12.00%  [k] fdget                                      -      -
+10 0;__select;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_pselect6;do_pselect.constprop.0;core_sys_select;do_select;fdget
+2 0;__libc_recv;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_recvfrom;__sys_recvfrom;fdget
+    10.00%  [k] select_task_rq_fair                        -      -
+10 0;__libc_send;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_sendto;tcp_sendmsg;sock_def_readable;__wake_up_sync_key;try_to_wake_up;select_task_rq_fair
+     8.00%  [k] __napi_poll                                -      -
+8 ret_from_fork;smpboot_thread_fn;run_ksoftirqd;handle_softirqs;net_rx_action;__napi_poll
+     6.00%  [k] net_rx_action                              -      -
+6 __libc_send;do_softirq;handle_softirqs;net_rx_action
+     5.00%  [k] tcp_poll                                   -      -
+5 0;__select;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_pselect6;do_pselect.constprop.0;core_sys_select;do_select;sock_poll;tcp_poll
+     5.00%  [k] __alloc_pages                              -      -
+5 0;__libc_send;do_syscall_64;__x64_sys_sendto;tcp_sendmsg;sk_page_frag_refill;__alloc_pages
+     4.00%  [k] get_page_from_freelist                     -      -
+4 0;__libc_send;do_syscall_64;__x64_sys_sendto;tcp_sendmsg;sk_page_frag_refill;__alloc_pages;get_page_from_freelist
+     3.00%  [.] <hintq::backend::select::Select as hintq::backend::Poller>::wait   -      -
+3 <hintq::backend::select::Select as hintq::backend::Poller>::wait
+     2.00%  [k] pollwake                                   -      -
+2 ret_from_fork;run_ksoftirqd;handle_softirqs;net_rx_action;__napi_poll;tcp_v4_rcv;sock_def_readable;pollwake
+    25.00%  [.] hintq_http::head::parse                    -      -
+25 0x55d0;hintq_http::head::parse
+";
+
     #[test]
-    fn sums_event_symbols_of_a_perf_report() {
-        // As perf 6 prints it here: trailing columns after the symbol.
-        let report = "# Overhead  Symbol\n    30.00%  [k] do_sys_poll      -      -\n    10.50%  [k] tcp_sendmsg  -  -\n\
-                      4.00%  [.] <hintq::backend::poll::Poll as hintq::Backend>::get_next_event  -  -\n\
-                      1.50%  [k] fdget  -  -\n";
-        assert_eq!(super::event_share(report), Some(35.5));
-        assert_eq!(super::event_share("# nothing\n"), None);
+    fn counts_the_functions_of_the_mechanism_and_not_their_namesakes() {
+        // do_select 20, fdget under do_select 10 (not the 2 under recvfrom), tcp_poll 5,
+        // hintq's select 3, pollwake 2.
+        let select = event_share(REPORT, Mechanism::Select).unwrap();
+        assert!((select - 40.0).abs() < 1e-9, "{select}");
+        // None of it is epoll's: not the scheduler's select_task_rq_fair, not the softirq's
+        // __napi_poll and net_rx_action, not the page allocator.
+        assert_eq!(event_share(REPORT, Mechanism::Epoll), Some(0.0));
+        // poll shares select's wake-up (pollwake) only.
+        assert_eq!(event_share(REPORT, Mechanism::Poll), Some(2.0));
+        assert_eq!(event_share("# nothing\n", Mechanism::Select), None);
+    }
+
+    #[test]
+    fn a_function_counts_by_its_chain_and_a_report_without_chains_by_its_name() {
+        let m = Mechanism::Epoll;
+        assert!(m.counts(&[
+            "net_rx_action",
+            "__napi_poll",
+            "tcp_v4_rcv",
+            "sock_def_readable",
+            "ep_poll_callback"
+        ]));
+        assert!(m.counts(&[
+            "do_epoll_wait",
+            "ep_send_events",
+            "ep_item_poll.isra.0",
+            "sock_poll",
+            "tcp_poll"
+        ]));
+        assert!(!m.counts(&["__x64_sys_recvfrom", "sock_recvmsg", "tcp_poll"]));
+        for f in
+            ["select_task_rq_fair", "__napi_poll", "net_rx_action", "__alloc_pages", "get_page_from_freelist"]
+        {
+            for m in
+                [Mechanism::Select, Mechanism::Poll, Mechanism::Epoll, Mechanism::Uring, Mechanism::Rtsig]
+            {
+                assert!(!m.counts(&[f]), "{f} counted for {m:?}");
+            }
+        }
+        // io_uring: the poll path and the wait, not the sends its ring carries.
+        let u = Mechanism::Uring;
+        assert!(u.counts(&["__x64_sys_io_uring_enter", "io_cqring_wait", "schedule"]));
+        assert!(u.counts(&["__x64_sys_io_uring_enter"]));
+        assert!(!u.counts(&["__x64_sys_io_uring_enter", "io_submit_sqes", "io_issue_sqe", "tcp_sendmsg"]));
+        let plain = "    30.00%  [k] do_sys_poll  -  -\n    10.00%  [k] fdget  -  -\n    \
+                     4.00%  [.] hintq::backend::pollset::PollSet::collect::h0123456789abcdef  -  -\n";
+        assert_eq!(event_share(plain, Mechanism::Poll), Some(34.0));
+        assert_eq!(Mechanism::of_series("hintq-select-classic"), Some(Mechanism::Select));
+        assert_eq!(Mechanism::of_series("nginx"), Some(Mechanism::Epoll));
+    }
+
+    fn row(series: &str, v: f64) -> Row {
+        Row {
+            experiment: "E5".into(),
+            series: series.into(),
+            x: 5000.0,
+            rep: 0,
+            metric: "event_cpu_pct".into(),
+            value: Some(v),
+            status: Status::Ok,
+            note: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_verdict_sets_classical_select_against_the_event_api() {
+        let a = E5.analyse(&[
+            row("hintq-epoll", 3.0),
+            row("hintq-poll", 20.0),
+            row("hintq-select-classic", 40.0),
+            row("hintq-select", 30.0),
+        ]);
+        assert_eq!(
+            a.ours,
+            "epoll 3.00%, classical select 40.0%, improved select 30.0% of server CPU at 5000 cold"
+        );
+        assert_eq!(a.holds, "yes");
+        assert!(a.reading.iter().any(|r| r.starts_with("hintq-select-classic (classical select): 40.0%")));
+        assert!(a.reading.iter().any(|r| r.starts_with("hintq-select counts: __x64_sys_select")));
     }
 }

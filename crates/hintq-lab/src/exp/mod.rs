@@ -7,7 +7,7 @@ mod e12;
 mod e2;
 mod e3;
 mod e4;
-mod e5;
+pub mod e5;
 mod e6;
 mod e7;
 mod e8;
@@ -214,8 +214,8 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
     let total: Duration =
         plans.iter().filter_map(|(_, p)| p.as_ref().ok()).flatten().map(|p| p.estimate).sum();
     eprintln!("hintq lab: writing {} (estimated {:.0} s)", out.display(), total.as_secs_f64());
-    // Repeats of disturbed points may add up to half the estimate: a full run stays within
-    // its 45 minutes even on a busy machine.
+    // Repeats of disturbed points may add up to half the estimate, no more: a busy machine
+    // cannot stretch a run without bound.
     let mut runner = Runner::new(out.join("raw"), window, total / 2);
     let progress = Progress::new(total);
     let mut outcomes = Vec::new();

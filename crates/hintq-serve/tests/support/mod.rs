@@ -107,12 +107,15 @@ impl Srv {
             Ok(serving) => {
                 Some(Srv { backend, pattern, addr: serving.local_addr(), serving: Some(serving), root })
             }
-            // The thread pools hand a descriptor between threads, which poll, gooch and rtsig
-            // cannot re-activate: that combination does not exist, and starting it must say
+            // The thread pools hand a descriptor between threads, which poll, select-classic,
+            // gooch and rtsig cannot re-activate: that combination does not exist, and starting it must say
             // so. Checked, not skipped: the case has nothing else to run.
             Err(e) if matches!(pattern, Pattern::LeaderFollowers | Pattern::HalfSync) => {
-                let refused = matches!(backend, Backend::Poll | Backend::Gooch | Backend::Rtsig)
-                    && e.to_string().contains("cannot re-activate a descriptor from another thread");
+                let refused =
+                    matches!(
+                        backend,
+                        Backend::Poll | Backend::SelectClassic | Backend::Gooch | Backend::Rtsig
+                    ) && e.to_string().contains("cannot re-activate a descriptor from another thread");
                 assert!(refused, "{case}: start {backend}/{pattern}: {e}");
                 None
             }

@@ -205,9 +205,12 @@ pub enum Backend {
     EpollOneshot,
     /// `poll(2)`: the interest array goes to the kernel on every call. O(registered).
     Poll,
-    /// `select(2)`: shadow fd_sets copied per call, results scanned word by word.
-    /// Descriptors must be below `FD_SETSIZE` (1024).
+    /// `select(2)`, Banga's "improved select": persistent shadow sets copied per call,
+    /// results scanned word by word. Sets sized at run time: any descriptor number.
     Select,
+    /// `select(2)` as a 1999 server used it ("classical select"): sets rebuilt from the
+    /// interest table on every call, results tested bit by bit. No hand-off mode.
+    SelectClassic,
     /// POSIX real-time signals (`F_SETSIG`, `F_SETOWN_EX` to the queue's thread), collected
     /// with `sigtimedwait`; on queue overflow (plain `SIGIO`) a flush and a full poll scan;
     /// optionally the hybrid of Provos & Lever that polls under heavy load. Edge-native.
@@ -236,13 +239,14 @@ impl From<ParseBackendError> for io::Error {
 
 impl Backend {
     /// Every backend, in the order `hintq backends` lists them.
-    pub const ALL: [Backend; 8] = [
+    pub const ALL: [Backend; 9] = [
         Backend::Uring,
         Backend::Epoll,
         Backend::EpollEt,
         Backend::EpollOneshot,
         Backend::Poll,
         Backend::Select,
+        Backend::SelectClassic,
         Backend::Rtsig,
         Backend::Gooch,
     ];
@@ -256,6 +260,7 @@ impl Backend {
             Backend::EpollOneshot => "epoll-oneshot",
             Backend::Poll => "poll",
             Backend::Select => "select",
+            Backend::SelectClassic => "select-classic",
             Backend::Rtsig => "rtsig",
             Backend::Gooch => "gooch",
         }
@@ -314,7 +319,8 @@ impl Backend {
             Backend::EpollEt => Box::new(epoll::Epoll::new(epoll::Mode::Edge)?),
             Backend::EpollOneshot => Box::new(epoll::Epoll::new(epoll::Mode::Oneshot)?),
             Backend::Poll => Box::<poll::Poll>::default(),
-            Backend::Select => Box::new(select::Select::new()),
+            Backend::Select => Box::new(select::Select::new(select::Mode::Improved)),
+            Backend::SelectClassic => Box::new(select::Select::new(select::Mode::Classic)),
             Backend::Rtsig => Box::new(rtsig::Rtsig::new(config.hybrid)?),
             Backend::Gooch => Box::new(gooch::Gooch::new(config.gooch)),
         };
