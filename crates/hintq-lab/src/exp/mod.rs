@@ -1,5 +1,6 @@
 //! The experiments, and the run that goes through them.
 
+mod banga;
 mod e1;
 mod e10;
 mod e11;
@@ -111,6 +112,77 @@ pub struct Analysis {
     pub reading: Vec<String>,
     /// The metrics tabulated in the section, with their labels.
     pub metrics: Vec<(&'static str, &'static str)>,
+    /// One row per paper figure or table (or number in a paper's text) this experiment
+    /// reproduces, for the report's first table.
+    pub figures: Vec<FigureRow>,
+}
+
+/// A paper's own number: in its words, and its value in the unit ours is given in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PaperNumber {
+    /// As the paper prints it, with where ("about 8.4 µs per get_next_event call (§8)").
+    pub words: &'static str,
+    /// Its value, in the unit of [`FigureRow::ours`].
+    pub value: f64,
+}
+
+/// One paper figure or table against ours: a row of the report's first table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FigureRow {
+    /// The paper and its figure or table, one of [`FIGURE_ORDER`]'s names first
+    /// ("Banga Fig. 6", "Banga Table 2 (proxy): classical select").
+    pub figure: String,
+    /// The paper's claim for it.
+    pub claim: &'static str,
+    /// The paper's own number, where it prints one.
+    pub paper: Option<PaperNumber>,
+    /// Ours, from the rows: the same quantity, with units and where it was measured.
+    pub ours: String,
+    /// Our value of the paper's quantity where it is the same quantity, for ours ÷ paper;
+    /// else why it is not comparable.
+    pub ratio: Result<f64, String>,
+    /// Whether the claim holds here: `yes`, `no`, `partly`, or why it cannot be said.
+    pub holds: String,
+}
+
+impl FigureRow {
+    /// ours ÷ paper, or why there is none.
+    pub fn ratio_text(&self) -> String {
+        match (&self.paper, &self.ratio) {
+            (None, _) => "—".into(),
+            (Some(p), Ok(v)) => format!(
+                "{} ({} ÷ {})",
+                crate::data::num(v / p.value),
+                crate::data::num(*v),
+                crate::data::num(p.value)
+            ),
+            (Some(_), Err(why)) => format!("— ({why})"),
+        }
+    }
+}
+
+/// The papers' figures in paper order (Banga, Provos & Lever, Gooch, Strebelow & Prehofer,
+/// libevent): a figure row sorts by the first of these its name starts with; rows of the
+/// same place keep the experiments' order (server before proxy).
+pub const FIGURE_ORDER: &[&str] = &[
+    "Banga Fig. 6",
+    "Banga Fig. 7",
+    "Banga Fig. 8",
+    "Banga Fig. 9",
+    "Banga Table 2",
+    "Banga §8",
+    "Banga §9",
+    "Provos Figs. 4-9",
+    "Provos Fig. 10",
+    "Provos §4-6",
+    "Gooch",
+    "Strebelow",
+    "libevent",
+];
+
+/// Where `figure` sorts in [`FIGURE_ORDER`] (after them all if none matches).
+pub fn figure_rank(figure: &str) -> usize {
+    FIGURE_ORDER.iter().position(|f| figure.starts_with(f)).unwrap_or(FIGURE_ORDER.len())
 }
 
 /// One experiment of the design's table.

@@ -78,7 +78,6 @@ pub fn server(lab: &Lab, series: &str, port: u16) -> Result<Server, String> {
     Ok(Server { cmd, ready, upstream: None })
 }
 
-
 /// The upstream every proxy point relays to: `hintq serve` (epoll, one thread) on the load
 /// core, so that the proxy alone has the measured core.
 pub const UPSTREAM_BACKEND: &str = "epoll";
