@@ -151,3 +151,39 @@ fn verdict(per_event: &[data::Line], cycle: &[data::Line]) -> (String, String, V
     ));
     (ours, holds.into(), reading)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Experiment, E3};
+    use crate::data::{Row, Status};
+
+    fn row(metric: &str, x: f64, v: f64) -> Row {
+        Row {
+            experiment: "E3".into(),
+            series: "epoll".into(),
+            x,
+            rep: 0,
+            metric: metric.into(),
+            value: Some(v),
+            status: Status::Ok,
+            note: String::new(),
+        }
+    }
+
+    #[test]
+    fn fig6_sets_our_us_per_call_at_array_max_1_against_banga_s_8_4() {
+        let a = E3.analyse(&[
+            row("fig6a_ns_per_call", 1.0, 420.0),
+            row("fig6a_ns_per_call", 64.0, 9000.0),
+            row("fig6a_ns_per_event", 1.0, 420.0),
+        ]);
+        let f = &a.figures[0];
+        assert_eq!(f.figure, "Banga Fig. 6");
+        assert_eq!(f.ours, "0.420 µs per get_next_event call (epoll, array_max 1)");
+        assert_eq!(f.ratio, Ok(0.42));
+        assert_eq!(f.ratio_text(), "0.0500 (0.420 ÷ 8.40)");
+        // Without array_max 1 there is no like-for-like number.
+        let b = E3.analyse(&[row("fig6a_ns_per_call", 64.0, 9000.0)]);
+        assert!(b.figures[0].ratio.is_err());
+    }
+}

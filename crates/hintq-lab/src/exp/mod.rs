@@ -152,13 +152,23 @@ impl FigureRow {
             (None, _) => "—".into(),
             (Some(p), Ok(v)) => format!(
                 "{} ({} ÷ {})",
-                crate::data::num(v / p.value),
+                significant(v / p.value),
                 crate::data::num(*v),
                 crate::data::num(p.value)
             ),
             (Some(_), Err(why)) => format!("— ({why})"),
         }
     }
+}
+
+/// `v` with three significant digits (a ratio may be far below 1: 0.00935).
+fn significant(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1.0 || a == 0.0 || !a.is_finite() {
+        return crate::data::num(v);
+    }
+    let decimals = (2.0 - a.log10().floor()) as usize;
+    format!("{v:.decimals$}")
 }
 
 /// The papers' figures in paper order (Banga, Provos & Lever, Gooch, Strebelow & Prehofer,
@@ -354,3 +364,88 @@ pub fn panel(rows: &[Row], metric: &str, title: &str, x: &str, y: &str, log: (bo
 
 /// "not measured" when a verdict's inputs are missing.
 pub const UNMEASURED: &str = "cannot say: a line it needs was not measured (see its section)";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_figure_the_issue_names_has_a_row_in_paper_order_even_without_rows() {
+        let mut names: Vec<(String, &str)> = Vec::new();
+        for e in all() {
+            let a = e.analyse(&[]);
+            for f in a.figures {
+                assert!(
+                    figure_rank(&f.figure) < FIGURE_ORDER.len(),
+                    "{} is in no place of FIGURE_ORDER",
+                    f.figure
+                );
+                assert!(f.ratio.is_err(), "{}: a ratio without rows", f.figure);
+                names.push((f.figure, e.id()));
+            }
+        }
+        let has = |figure: &str, id: &str| names.iter().any(|(f, i)| f == figure && *i == id);
+        for (figure, id) in [
+            ("Banga Fig. 6", "E3"),
+            ("Banga Fig. 7", "E4"),
+            ("Banga Fig. 8 (server)", "E1"),
+            ("Banga Fig. 8 (proxy)", "E11"),
+            ("Banga Fig. 9 (server)", "E2"),
+            ("Banga Fig. 9 (proxy)", "E11"),
+            ("Banga Table 2 (server): event API", "E5"),
+            ("Banga Table 2 (proxy): classical select", "E11"),
+            ("Banga §8 (SIGIO)", "E8"),
+            ("Banga §9 (wake-one)", "E10"),
+            ("Provos Figs. 4-9", "E12"),
+            ("Provos Fig. 10", "E12"),
+            ("Provos §4-6 (RT signals)", "E8"),
+            ("Gooch: poll(2) per descriptor", "E7"),
+            ("libevent test/bench.c", "E9"),
+        ] {
+            assert!(has(figure, id), "no {figure} row from {id}: {names:?}");
+        }
+        assert_eq!(names.iter().filter(|(_, id)| *id == "E6").count(), 9, "one row per Strebelow claim");
+        assert_eq!(names.iter().filter(|(f, _)| f.starts_with("Banga Table 2")).count(), 6);
+    }
+
+    #[test]
+    fn the_ratio_is_ours_over_the_paper_s_with_three_digits_or_says_why_not() {
+        let mut r = FigureRow {
+            figure: "Banga §8 (SIGIO)".into(),
+            claim: "",
+            paper: Some(PaperNumber { words: "10.7 µs", value: 10.7 }),
+            ours: String::new(),
+            ratio: Ok(0.1),
+            holds: String::new(),
+        };
+        assert_eq!(r.ratio_text(), "0.00935 (0.100 ÷ 10.7)");
+        r.ratio = Ok(21.4);
+        assert_eq!(r.ratio_text(), "2.00 (21.4 ÷ 10.7)");
+        r.ratio = Err("measured at 100 cold, the paper at 750".into());
+        assert_eq!(r.ratio_text(), "— (measured at 100 cold, the paper at 750)");
+        r.paper = None;
+        assert_eq!(r.ratio_text(), "—");
+    }
+
+    #[test]
+    fn figures_sort_in_paper_order() {
+        let mut v = [
+            "libevent test/bench.c",
+            "Provos Fig. 10",
+            "Banga §9 (wake-one)",
+            "Provos Figs. 4-9",
+            "Banga Fig. 6",
+        ];
+        v.sort_by_key(|f| figure_rank(f));
+        assert_eq!(
+            v,
+            [
+                "Banga Fig. 6",
+                "Banga §9 (wake-one)",
+                "Provos Figs. 4-9",
+                "Provos Fig. 10",
+                "libevent test/bench.c"
+            ]
+        );
+    }
+}
