@@ -181,8 +181,13 @@ fn sigio_row(rows: &[Row]) -> FigureRow {
         l.points.first().map(|p| (p.x, p.spread.median / 1000.0))
     };
     let rtsig = first("rtsig (default limit)");
-    let epoll_at =
-        |x: f64| lines.iter().find(|l| l.name == "epoll").and_then(|l| l.median(x)).map(|ns| ns / 1000.0);
+    let epoll_at = |x: f64| {
+        lines
+            .iter()
+            .find(|l| l.name == "epoll (default limit)")
+            .and_then(|l| l.median(x))
+            .map(|ns| ns / 1000.0)
+    };
     let (ours, holds) = match rtsig {
         Some((x, us)) => {
             let mut ours =
@@ -243,7 +248,7 @@ scan,rtsig,default,,0,5000,32,4,128,8000,2000.0,1,1,0,0,0,0\n";
         let csv = "experiment,target,sigpending,rlimit,rep,registered,active,ops,events,total_ns,ns_per_op,wall_ns,cpu_ns,preempted,recoveries,switches,migrations\n\
 scan,rtsig,default,,0,132,32,10,320,32000,3200.0,1,1,0,0,0,0\n\
 scan,rtsig,default,,0,10032,32,10,320,64000,6400.0,1,1,0,0,0,0\n\
-scan,epoll,,,0,132,32,10,320,16000,1600.0,1,1,0,0,0,0\n";
+scan,epoll,default,,0,132,32,10,320,16000,1600.0,1,1,0,0,0,0\n";
         use super::Experiment;
         let a = super::E8.analyse(&super::convert(&hintq_bench::rec::read_csv(csv).unwrap()));
         let r = a.figures.iter().find(|f| f.figure == "Banga §8 (SIGIO)").unwrap();
