@@ -1,7 +1,7 @@
 //! REPORT.md and SETUP.md.
 
 use crate::data::{self, num};
-use crate::exp::{Experiment, Lab, Outcome};
+use crate::exp::{figure_rank, Experiment, Lab, Outcome};
 use crate::machine;
 use crate::LabArgs;
 use std::fmt::Write as _;
@@ -19,6 +19,63 @@ fn cell(s: &str) -> String {
 /// The header of each section's table of numbers (the smoke test reads these tables).
 pub const TABLE_HEADER: &str = "| series | x | metric | median | min | max | n | disturbed |";
 
+/// The header of the report's first table: one row per paper figure (the smoke test reads it).
+pub const FIGURES_HEADER: &str =
+    "| paper figure | exp | paper's claim | paper's number | ours | ours ÷ paper | holds here? |";
+
+/// The cells of a row of the first table after its figure and experiment.
+struct Cells {
+    claim: String,
+    paper: String,
+    ours: String,
+    ratio: String,
+    holds: String,
+}
+
+/// The first table's rows, in paper order: each experiment's figure rows (an experiment that
+/// did not run gives its rows, from an analysis of no rows, with why; one without figure rows
+/// gives one row for itself).
+fn figure_rows(outcomes: &[(&dyn Experiment, Outcome)]) -> Vec<(String, &'static str, Cells)> {
+    let mut out = Vec::new();
+    for (e, o) in outcomes {
+        let (figures, not_run) = match o {
+            Outcome::Ran { analysis, .. } => (analysis.figures.clone(), None),
+            Outcome::NotRun(why) => (e.analyse(&[]).figures, Some(format!("not run: {why}"))),
+        };
+        if figures.is_empty() {
+            let (ours, holds) = match (o, &not_run) {
+                (Outcome::Ran { analysis, .. }, _) => (analysis.ours.clone(), analysis.holds.clone()),
+                (_, why) => ("—".into(), why.clone().unwrap_or_default()),
+            };
+            let cells =
+                Cells { claim: e.claim().into(), paper: "—".into(), ours, ratio: "—".into(), holds };
+            out.push((e.paper().to_string(), e.id(), cells));
+        }
+        for f in figures {
+            let paper = f.paper.as_ref().map_or("none printed".into(), |p| p.words.to_string());
+            let cells = match &not_run {
+                Some(why) => Cells {
+                    claim: f.claim.into(),
+                    paper,
+                    ours: "—".into(),
+                    ratio: "—".into(),
+                    holds: why.clone(),
+                },
+                None => Cells {
+                    claim: f.claim.into(),
+                    paper,
+                    ratio: f.ratio_text(),
+                    ours: f.ours,
+                    holds: f.holds,
+                },
+            };
+            out.push((f.figure, e.id(), cells));
+        }
+    }
+    out.sort_by_key(|(figure, _, _)| figure_rank(figure));
+    out
+}
+
 /// REPORT.md.
 pub fn report(outcomes: &[(&dyn Experiment, Outcome)], lab: &Lab) -> String {
     let mut s = String::from("# hintq lab report\n\n");
@@ -31,20 +88,18 @@ pub fn report(outcomes: &[(&dyn Experiment, Outcome)], lab: &Lab) -> String {
     for line in &lab.peer_setup {
         let _ = writeln!(s, "- {line}");
     }
-    s.push_str("\n| exp | paper | paper's claim | our figure | holds here? |\n|---|---|---|---|---|\n");
-    for (e, o) in outcomes {
-        let (ours, holds) = match o {
-            Outcome::NotRun(why) => ("—".to_string(), format!("not run: {why}")),
-            Outcome::Ran { analysis, .. } => (analysis.ours.clone(), analysis.holds.clone()),
-        };
+    s.push_str(FIGURES_HEADER);
+    s.push_str("\n|---|---|---|---|---|---|---|\n");
+    for (figure, id, row) in figure_rows(outcomes) {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} |",
-            e.id(),
-            cell(e.paper()),
-            cell(e.claim()),
-            cell(&ours),
-            cell(&holds)
+            "| {} | {id} | {} | {} | {} | {} | {} |",
+            cell(&figure),
+            cell(&row.claim),
+            cell(&row.paper),
+            cell(&row.ours),
+            cell(&row.ratio),
+            cell(&row.holds)
         );
     }
     let missing = lab.missing.borrow();

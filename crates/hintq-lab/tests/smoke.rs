@@ -62,21 +62,20 @@ fn smoke_run_writes_every_file_and_the_report_matches_the_raw_rows() {
         assert!(setup.contains(want), "SETUP.md lacks {want}");
     }
     // The first lines say what became of the peers (never installed under --smoke).
-    let head: Vec<&str> = report.lines().take_while(|l| !l.starts_with("| exp |")).collect();
+    let head: Vec<&str> = report.lines().take_while(|l| !l.starts_with("| paper figure |")).collect();
     assert!(
         head.iter().any(|l| l.starts_with("- peers present:") || l.starts_with("- peer missing:")),
         "REPORT.md does not open with the peers:\n{}",
         head.join("\n")
     );
     assert!(!head.iter().any(|l| l.contains("installed now")), "--smoke installed packages");
+    let first = first_table(&report);
     let mut ran = Vec::new();
     for n in 1..=12 {
         let id = format!("E{n}");
-        let row = report
-            .lines()
-            .find(|l| l.starts_with(&format!("| {id} |")))
-            .unwrap_or_else(|| panic!("no {id} row"));
-        if row.contains("not run: ") {
+        let rows: Vec<&Vec<String>> = first.iter().filter(|c| c[1] == id).collect();
+        assert!(!rows.is_empty(), "no {id} row in the first table");
+        if rows.iter().any(|c| c[6].starts_with("not run: ")) {
             assert!(!dir.join(format!("{id}.csv")).exists(), "{id} not run but has a CSV");
             continue;
         }
@@ -126,6 +125,74 @@ fn smoke_run_writes_every_file_and_the_report_matches_the_raw_rows() {
     }
     assert!(checked > 0);
     e6_claims_quote_the_table(&report);
+    figure_rows_are_all_there_and_their_ratios_follow(&first, dir);
+}
+
+/// The cells of the report's first table (paper figure, exp, claim, paper's number, ours,
+/// ours ÷ paper, holds here?).
+fn first_table(report: &str) -> Vec<Vec<String>> {
+    let rows: Vec<Vec<String>> = report
+        .lines()
+        .skip_while(|l| !l.starts_with("| paper figure |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| l.trim_matches('|').split(" | ").map(|c| c.trim().to_string()).collect())
+        .collect();
+    assert!(rows.iter().all(|c| c.len() == 7), "a first-table row without 7 cells: {rows:?}");
+    rows
+}
+
+/// The numbers in `text` (`0.981`, `-40.7`, `1.044`), in order.
+fn numbers(text: &str) -> Vec<f64> {
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+        .filter_map(|w| w.trim_matches('.').parse::<f64>().ok())
+        .collect()
+}
+
+/// Every experiment's figure rows (the names it gives without rows) are in the first table,
+/// run or not; every ratio `R (A ÷ B)` is A ÷ B to its three digits, with A in ours and B in
+/// the paper's number; and Banga Fig. 6's ours is E3.csv's median µs per call at array_max 1.
+fn figure_rows_are_all_there_and_their_ratios_follow(first: &[Vec<String>], dir: &Path) {
+    use hintq_lab::exp;
+    for e in exp::all() {
+        for f in e.analyse(&[]).figures {
+            assert!(
+                first.iter().any(|c| c[0] == f.figure && c[1] == e.id()),
+                "no row for {} ({}) in the first table",
+                f.figure,
+                e.id()
+            );
+        }
+    }
+    let mut ratios = 0;
+    for c in first {
+        let Some((r, rest)) = c[5].split_once(" (") else { continue };
+        let Ok(r) = r.parse::<f64>() else { continue };
+        let ab: Vec<f64> = numbers(rest);
+        assert_eq!(ab.len(), 2, "ratio cell {:?}", c[5]);
+        let (a, b) = (ab[0], ab[1]);
+        assert!((r - a / b).abs() <= 0.01 * (a / b).abs() + 1e-9, "{}: {r} is not {a} ÷ {b}", c[0]);
+        assert!(numbers(&c[4]).contains(&a), "{}: {a} not in ours: {}", c[0], c[4]);
+        assert!(
+            numbers(&c[3]).iter().any(|p| (p - b).abs() <= 0.01 * b.abs()),
+            "{}: {b} not in the paper's number: {}",
+            c[0],
+            c[3]
+        );
+        ratios += 1;
+    }
+    assert!(ratios > 0, "no ratio in the first table: {first:?}");
+    // Banga Fig. 6 from E3.csv, here: epoll's median ns per call at array_max 1, in µs.
+    let rows = data::read_csv(&std::fs::read_to_string(dir.join("E3.csv")).unwrap()).unwrap();
+    let per_call: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.series == "epoll" && r.x == 1.0 && r.metric == "fig6a_ns_per_call")
+        .filter(|r| matches!(r.status, Status::Ok | Status::Disturbed))
+        .filter_map(|r| r.value)
+        .collect();
+    let fig6 = first.iter().find(|c| c[0] == "Banga Fig. 6").expect("a Banga Fig. 6 row");
+    let want = format!("{} µs per get_next_event call", data::num(median(per_call) / 1000.0));
+    assert!(fig6[4].starts_with(&want), "Banga Fig. 6: ours {:?}, from E3.csv {want:?}", fig6[4]);
 }
 
 /// Every claim of Strebelow & Prehofer in E6's section has a verdict, and every peak it quotes

@@ -168,7 +168,7 @@ impl Experiment for E1 {
         let scan = get("hintq-select-classic")
             .map(|g| ("classical select", g))
             .or_else(|| get("hintq-poll").map(|g| ("poll", g)));
-        let (ours, holds) = match (get("hintq-epoll"), scan) {
+        let (ours, holds): (String, String) = match (get("hintq-epoll"), scan) {
             (Some(e), Some((name, s))) => {
                 let kept = |g: (f64, f64, f64, f64, f64)| format!("{}%", num(g.4 * 100.0));
                 let mut ours =
@@ -190,6 +190,7 @@ impl Experiment for E1 {
                 UNMEASURED.into(),
             ),
         };
+        let figures = vec![super::banga::fig8(super::banga::Setting::Server, &t.lines, &holds)];
         Analysis {
             panels: vec![t, c],
             ours,
@@ -201,6 +202,7 @@ impl Experiment for E1 {
                 ("server_cpu_us_per_request", "server µs CPU per request"),
                 ("load_cpu_us_per_request", "load generator µs CPU per request"),
             ],
+            figures,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! plain shared epoll and `EPOLLEXCLUSIVE`; read from `hintq bench wake-one`.
 
 use super::micro::tool_points;
-use super::{panel, Analysis, Experiment, Lab, UNMEASURED};
+use super::{panel, Analysis, Experiment, FigureRow, Lab, UNMEASURED};
 use crate::data::{num, Line, Row, Status};
 use crate::runner::Point;
 use hintq_bench::wake;
@@ -126,6 +126,15 @@ impl Experiment for E10 {
             ),
             _ => ("a group line or a raw epoll line missing from the rows".into(), UNMEASURED.into()),
         };
+        let figures = vec![FigureRow {
+            figure: "Banga §9 (wake-one)".into(),
+            claim: "With SO_WAKEUP_ONE, a readiness wakes one of the threads waiting on a shared \
+                    descriptor instead of all of them.",
+            paper: None,
+            ours: ours.clone(),
+            ratio: Err("the paper prints no number".into()),
+            holds: holds.clone(),
+        }];
         Analysis {
             panels: vec![a, b],
             ours,
@@ -135,6 +144,7 @@ impl Experiment for E10 {
                 (WOKEN, "wake-ups per readiness"),
                 (RETURNED, "returns from the wait per readiness"),
             ],
+            figures,
         }
     }
 }

@@ -11,7 +11,7 @@
 //! at the server at any time.
 
 use super::serve;
-use super::{Analysis, Experiment, Lab, UNMEASURED};
+use super::{Analysis, Experiment, FigureRow, Lab, PaperNumber, UNMEASURED};
 use crate::data::{self, num, Line, Pt, Row, Spread, Status};
 use crate::plot::Panel;
 use crate::runner::Point;
@@ -168,7 +168,69 @@ impl Experiment for E12 {
             metrics.push((l.per_second, "replies in each whole second (median, least, most)"));
             metrics.push((l.errors, "% of requests ended by an error"));
         }
-        Analysis { panels, ours, holds, reading, metrics }
+        let figures = vec![
+            FigureRow {
+                figure: "Provos Figs. 4-9".into(),
+                claim: "As inactive connections grow, the poll server's reply rate falls below the offered \
+                        rate and swings towards zero; with /dev/poll it keeps up.",
+                paper: None,
+                ours: ours.clone(),
+                ratio: Err("the paper prints no number".into()),
+                holds: holds.clone(),
+            },
+            fig10_row(rows),
+        ];
+        Analysis { panels, ours, holds, reading, metrics, figures }
+    }
+}
+
+/// Provos's count for Fig. 10's 60%.
+const FIG10_INACTIVE: usize = 501;
+
+/// Provos Fig. 10: the most requests ended by errors over the sweep, poll against epoll (the
+/// kernel-held set, today's /dev/poll), at 501 inactive, else at the most inactive measured
+/// for both (then without a ratio to the paper's 60%).
+fn fig10_row(rows: &[Row]) -> FigureRow {
+    let worst = |lvl: &Level, name: &str| {
+        let l = data::lines(rows, lvl.errors).into_iter().find(|l| l.name == name)?;
+        l.points.iter().map(|p| p.spread.median).reduce(f64::max)
+    };
+    let both: Vec<&Level> = LEVELS
+        .iter()
+        .filter(|l| worst(l, "hintq-poll").is_some() && worst(l, "hintq-epoll").is_some())
+        .collect();
+    let level = both.iter().find(|l| l.inactive == FIG10_INACTIVE).or(both.last()).copied();
+    let (ours, ratio, holds) = match level {
+        Some(l) => {
+            let (p, e) = (worst(l, "hintq-poll").unwrap_or(0.0), worst(l, "hintq-epoll").unwrap_or(0.0));
+            let holds = match (p > e, e < 1.0) {
+                (true, true) => "yes",
+                (true, false) => "partly: epoll's errors are more than sporadic",
+                (false, _) => "no",
+            };
+            (
+                format!("{}% at most (poll), epoll {}% at most, {} inactive", num(p), num(e), l.inactive),
+                if l.inactive == FIG10_INACTIVE {
+                    Ok(p)
+                } else {
+                    Err(format!("measured at {} inactive, the paper at 501", l.inactive))
+                },
+                holds.to_string(),
+            )
+        }
+        None => ("poll and epoll not both measured".into(), Err("not measured".into()), UNMEASURED.into()),
+    };
+    FigureRow {
+        figure: "Provos Fig. 10".into(),
+        claim: "The poll server's errors climb to 60% of connections; with /dev/poll errors are only \
+                sporadic.",
+        paper: Some(PaperNumber {
+            words: "errors rise to 60% of connections for stock poll (501 inactive); /dev/poll: sporadic",
+            value: 60.0,
+        }),
+        ours,
+        ratio,
+        holds,
     }
 }
 

@@ -178,7 +178,7 @@ impl Experiment for E2 {
             (Some(e), Some(p)) => format!(" (at the papers' 750: epoll {}, {scan_name} {})", num(e), num(p)),
             _ => String::new(),
         };
-        let (ours, holds) = match both(&p99) {
+        let (ours, holds): (String, String) = match both(&p99) {
             (Some(e), Some(p)) if e > 0.0 || p > 0.0 => (
                 format!(
                     "p99 under {P99_BOUND_MS} ms at 5000 cold up to {} req/s with epoll, {} with {scan_name}{paper_note}",
@@ -199,6 +199,8 @@ impl Experiment for E2 {
             }
             _ => (format!("epoll or {scan_name} not measured at 5000 cold{paper_note}"), UNMEASURED.into()),
         };
+        let achieved = crate::data::lines(rows, PAPER.throughput);
+        let figures = vec![super::banga::fig9(super::banga::Setting::Server, &achieved, &holds)];
         Analysis {
             panels: vec![p99_paper, p99, p50],
             ours,
@@ -213,6 +215,7 @@ impl Experiment for E2 {
                 (SCALED.max, "max ms, 5000 cold"),
                 (SCALED.errors, "errors, 5000 cold"),
             ],
+            figures,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! E3, Banga Fig. 6: the cost of `get_next_event`, per call and per event against
 //! `array_max`, and the readiness cycle against idle (cold) descriptors.
 
-use super::{micro, panel, Analysis, Experiment, Lab, UNMEASURED};
+use super::{micro, panel, Analysis, Experiment, FigureRow, Lab, PaperNumber, UNMEASURED};
 use crate::data::{self, num, Row};
 use crate::runner::Point;
 use hintq_bench::report::Experiment as Fig;
@@ -47,6 +47,7 @@ impl Experiment for E3 {
             (false, true),
         );
         let (ours, holds, reading) = verdict(&a.lines, &b.lines);
+        let figures = vec![fig6_row(rows, &holds)];
         Analysis {
             panels: vec![a, b],
             ours,
@@ -57,7 +58,32 @@ impl Experiment for E3 {
                 ("fig6a_ns_per_event", "ns per event"),
                 ("fig6b_ns_per_cycle", "ns per readiness cycle"),
             ],
+            figures,
         }
+    }
+}
+
+/// Banga's number for Fig. 6, in µs per call.
+pub const GET_NEXT_EVENT_US: PaperNumber = PaperNumber {
+    words: "about 8.4 µs per get_next_event call (§8, from Fig. 6; 500 MHz Alpha)",
+    value: 8.4,
+};
+
+/// Banga Fig. 6: our µs per get_next_event call returning one event (epoll, array_max 1)
+/// against the paper's 8.4.
+fn fig6_row(rows: &[Row], holds: &str) -> FigureRow {
+    let per_call = data::lines(rows, "fig6a_ns_per_call");
+    let at1 = find(&per_call, "epoll").and_then(|l| l.median(1.0)).map(|ns| ns / 1000.0);
+    FigureRow {
+        figure: "Banga Fig. 6".into(),
+        claim: "get_next_event costs a few µs per call, the same with 0 to 2000 cold connections; \
+                batching lowers the cost per event.",
+        paper: Some(GET_NEXT_EVENT_US),
+        ours: at1.map_or("epoll at array_max 1 not measured".into(), |us| {
+            format!("{} µs per get_next_event call (epoll, array_max 1)", num(us))
+        }),
+        ratio: at1.ok_or_else(|| "not measured".into()),
+        holds: holds.into(),
     }
 }
 
@@ -124,4 +150,40 @@ fn verdict(per_event: &[data::Line], cycle: &[data::Line]) -> (String, String, V
         if s.4 > 3.0 { "grows with them, as the paper found for select" } else { "does not grow much here" }
     ));
     (ours, holds.into(), reading)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Experiment, E3};
+    use crate::data::{Row, Status};
+
+    fn row(metric: &str, x: f64, v: f64) -> Row {
+        Row {
+            experiment: "E3".into(),
+            series: "epoll".into(),
+            x,
+            rep: 0,
+            metric: metric.into(),
+            value: Some(v),
+            status: Status::Ok,
+            note: String::new(),
+        }
+    }
+
+    #[test]
+    fn fig6_sets_our_us_per_call_at_array_max_1_against_banga_s_8_4() {
+        let a = E3.analyse(&[
+            row("fig6a_ns_per_call", 1.0, 420.0),
+            row("fig6a_ns_per_call", 64.0, 9000.0),
+            row("fig6a_ns_per_event", 1.0, 420.0),
+        ]);
+        let f = &a.figures[0];
+        assert_eq!(f.figure, "Banga Fig. 6");
+        assert_eq!(f.ours, "0.420 µs per get_next_event call (epoll, array_max 1)");
+        assert_eq!(f.ratio, Ok(0.42));
+        assert_eq!(f.ratio_text(), "0.0500 (0.420 ÷ 8.40)");
+        // Without array_max 1 there is no like-for-like number.
+        let b = E3.analyse(&[row("fig6a_ns_per_call", 64.0, 9000.0)]);
+        assert!(b.figures[0].ratio.is_err());
+    }
 }

@@ -2,7 +2,7 @@
 //! descriptors already registered.
 
 use super::e3::growth;
-use super::{micro, panel, Analysis, Experiment, Lab, UNMEASURED};
+use super::{micro, panel, Analysis, Experiment, FigureRow, Lab, UNMEASURED};
 use crate::data::{num, Row};
 use crate::runner::Point;
 use hintq_bench::report::Experiment as Fig;
@@ -77,12 +77,22 @@ impl Experiment for E4 {
             }
             _ => ("epoll missing from the rows".into(), UNMEASURED.into()),
         };
+        let figures = vec![FigureRow {
+            figure: "Banga Fig. 7".into(),
+            claim: "declare_interest and revoking it cost a few µs, with slight variation over 0 to 2000 \
+                    cold connections.",
+            paper: None,
+            ours: ours.clone(),
+            ratio: Err("the paper prints no number".into()),
+            holds: holds.clone(),
+        }];
         Analysis {
             panels: vec![d, r],
             ours,
             holds,
             reading,
             metrics: vec![("fig7_ns_per_declare", "ns per declare"), ("fig7_ns_per_revoke", "ns per revoke")],
+            figures,
         }
     }
 }

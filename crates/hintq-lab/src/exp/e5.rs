@@ -373,12 +373,14 @@ impl Experiment for E5 {
             }
             _ => ("the event API or a select/poll line not measured".into(), UNMEASURED.into()),
         };
+        let figures = super::banga::table2(super::banga::Setting::Server, &p.lines);
         Analysis {
             panels: vec![p],
             ours,
             holds,
             reading,
             metrics: vec![("event_cpu_pct", "% CPU in event notification")],
+            figures,
         }
     }
 }

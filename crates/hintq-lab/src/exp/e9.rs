@@ -8,7 +8,7 @@
 //! touches.
 
 use super::e3::growth;
-use super::{panel, Analysis, Experiment, Lab, UNMEASURED};
+use super::{panel, Analysis, Experiment, FigureRow, Lab, UNMEASURED};
 use crate::data::{num, Row, Status};
 use crate::peers::{self, C_PEERS};
 use crate::runner::{Cmd, Point};
@@ -253,7 +253,16 @@ impl Experiment for E9 {
             ),
             _ => ("hintq-epoll not measured at two pair counts".into(), UNMEASURED.into()),
         };
-        Analysis { panels: vec![p], ours, holds, reading, metrics: vec![(METRIC, "µs per run")] }
+        let figures = vec![FigureRow {
+            figure: "libevent test/bench.c".into(),
+            claim: "With 1 active pair, epoll-based loops take the same time whatever the number of idle \
+                    pairs, while poll and select grow with it.",
+            paper: None,
+            ours: ours.clone(),
+            ratio: Err("libevent publishes no number".into()),
+            holds: holds.clone(),
+        }];
+        Analysis { panels: vec![p], ours, holds, reading, metrics: vec![(METRIC, "µs per run")], figures }
     }
 }
 

@@ -1,5 +1,6 @@
 //! The experiments, and the run that goes through them.
 
+mod banga;
 mod e1;
 mod e10;
 mod e11;
@@ -111,6 +112,87 @@ pub struct Analysis {
     pub reading: Vec<String>,
     /// The metrics tabulated in the section, with their labels.
     pub metrics: Vec<(&'static str, &'static str)>,
+    /// One row per paper figure or table (or number in a paper's text) this experiment
+    /// reproduces, for the report's first table.
+    pub figures: Vec<FigureRow>,
+}
+
+/// A paper's own number: in its words, and its value in the unit ours is given in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PaperNumber {
+    /// As the paper prints it, with where ("about 8.4 µs per get_next_event call (§8)").
+    pub words: &'static str,
+    /// Its value, in the unit of [`FigureRow::ours`].
+    pub value: f64,
+}
+
+/// One paper figure or table against ours: a row of the report's first table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FigureRow {
+    /// The paper and its figure or table, one of [`FIGURE_ORDER`]'s names first
+    /// ("Banga Fig. 6", "Banga Table 2 (proxy): classical select").
+    pub figure: String,
+    /// The paper's claim for it.
+    pub claim: &'static str,
+    /// The paper's own number, where it prints one.
+    pub paper: Option<PaperNumber>,
+    /// Ours, from the rows: the same quantity, with units and where it was measured.
+    pub ours: String,
+    /// Our value of the paper's quantity where it is the same quantity, for ours ÷ paper;
+    /// else why it is not comparable.
+    pub ratio: Result<f64, String>,
+    /// Whether the claim holds here: `yes`, `no`, `partly`, or why it cannot be said.
+    pub holds: String,
+}
+
+impl FigureRow {
+    /// ours ÷ paper, or why there is none.
+    pub fn ratio_text(&self) -> String {
+        match (&self.paper, &self.ratio) {
+            (None, _) => "—".into(),
+            (Some(p), Ok(v)) => format!(
+                "{} ({} ÷ {})",
+                significant(v / p.value),
+                crate::data::num(*v),
+                crate::data::num(p.value)
+            ),
+            (Some(_), Err(why)) => format!("— ({why})"),
+        }
+    }
+}
+
+/// `v` with three significant digits (a ratio may be far below 1: 0.00935).
+fn significant(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1.0 || a == 0.0 || !a.is_finite() {
+        return crate::data::num(v);
+    }
+    let decimals = (2.0 - a.log10().floor()) as usize;
+    format!("{v:.decimals$}")
+}
+
+/// The papers' figures in paper order (Banga, Provos & Lever, Gooch, Strebelow & Prehofer,
+/// libevent): a figure row sorts by the first of these its name starts with; rows of the
+/// same place keep the experiments' order (server before proxy).
+pub const FIGURE_ORDER: &[&str] = &[
+    "Banga Fig. 6",
+    "Banga Fig. 7",
+    "Banga Fig. 8",
+    "Banga Fig. 9",
+    "Banga Table 2",
+    "Banga §8",
+    "Banga §9",
+    "Provos Figs. 4-9",
+    "Provos Fig. 10",
+    "Provos §4-6",
+    "Gooch",
+    "Strebelow",
+    "libevent",
+];
+
+/// Where `figure` sorts in [`FIGURE_ORDER`] (after them all if none matches).
+pub fn figure_rank(figure: &str) -> usize {
+    FIGURE_ORDER.iter().position(|f| figure.starts_with(f)).unwrap_or(FIGURE_ORDER.len())
 }
 
 /// One experiment of the design's table.
@@ -282,3 +364,88 @@ pub fn panel(rows: &[Row], metric: &str, title: &str, x: &str, y: &str, log: (bo
 
 /// "not measured" when a verdict's inputs are missing.
 pub const UNMEASURED: &str = "cannot say: a line it needs was not measured (see its section)";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_figure_the_issue_names_has_a_row_in_paper_order_even_without_rows() {
+        let mut names: Vec<(String, &str)> = Vec::new();
+        for e in all() {
+            let a = e.analyse(&[]);
+            for f in a.figures {
+                assert!(
+                    figure_rank(&f.figure) < FIGURE_ORDER.len(),
+                    "{} is in no place of FIGURE_ORDER",
+                    f.figure
+                );
+                assert!(f.ratio.is_err(), "{}: a ratio without rows", f.figure);
+                names.push((f.figure, e.id()));
+            }
+        }
+        let has = |figure: &str, id: &str| names.iter().any(|(f, i)| f == figure && *i == id);
+        for (figure, id) in [
+            ("Banga Fig. 6", "E3"),
+            ("Banga Fig. 7", "E4"),
+            ("Banga Fig. 8 (server)", "E1"),
+            ("Banga Fig. 8 (proxy)", "E11"),
+            ("Banga Fig. 9 (server)", "E2"),
+            ("Banga Fig. 9 (proxy)", "E11"),
+            ("Banga Table 2 (server): event API", "E5"),
+            ("Banga Table 2 (proxy): classical select", "E11"),
+            ("Banga §8 (SIGIO)", "E8"),
+            ("Banga §9 (wake-one)", "E10"),
+            ("Provos Figs. 4-9", "E12"),
+            ("Provos Fig. 10", "E12"),
+            ("Provos §4-6 (RT signals)", "E8"),
+            ("Gooch: poll(2) per descriptor", "E7"),
+            ("libevent test/bench.c", "E9"),
+        ] {
+            assert!(has(figure, id), "no {figure} row from {id}: {names:?}");
+        }
+        assert_eq!(names.iter().filter(|(_, id)| *id == "E6").count(), 9, "one row per Strebelow claim");
+        assert_eq!(names.iter().filter(|(f, _)| f.starts_with("Banga Table 2")).count(), 6);
+    }
+
+    #[test]
+    fn the_ratio_is_ours_over_the_paper_s_with_three_digits_or_says_why_not() {
+        let mut r = FigureRow {
+            figure: "Banga §8 (SIGIO)".into(),
+            claim: "",
+            paper: Some(PaperNumber { words: "10.7 µs", value: 10.7 }),
+            ours: String::new(),
+            ratio: Ok(0.1),
+            holds: String::new(),
+        };
+        assert_eq!(r.ratio_text(), "0.00935 (0.100 ÷ 10.7)");
+        r.ratio = Ok(21.4);
+        assert_eq!(r.ratio_text(), "2.00 (21.4 ÷ 10.7)");
+        r.ratio = Err("measured at 100 cold, the paper at 750".into());
+        assert_eq!(r.ratio_text(), "— (measured at 100 cold, the paper at 750)");
+        r.paper = None;
+        assert_eq!(r.ratio_text(), "—");
+    }
+
+    #[test]
+    fn figures_sort_in_paper_order() {
+        let mut v = [
+            "libevent test/bench.c",
+            "Provos Fig. 10",
+            "Banga §9 (wake-one)",
+            "Provos Figs. 4-9",
+            "Banga Fig. 6",
+        ];
+        v.sort_by_key(|f| figure_rank(f));
+        assert_eq!(
+            v,
+            [
+                "Banga Fig. 6",
+                "Banga §9 (wake-one)",
+                "Provos Figs. 4-9",
+                "Provos Fig. 10",
+                "libevent test/bench.c"
+            ]
+        );
+    }
+}
