@@ -17,8 +17,8 @@
 //!   [`parse_duration`]; [`run`]: how both run from the command line (one process, or a
 //!   supervisor of worker processes and each of those workers, see [`crate::processes`]).
 
-use hintq::Backend;
 use crate::processes::{Supervisor, WorkerOf, MAX_PROCESSES};
+use hintq::Backend;
 use hintq_patterns::{Config, Fds, Pattern, Server};
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -528,6 +528,12 @@ impl ShutdownSignals {
     }
 }
 
+/// Writes `line` and a newline to standard error in one `write(2)`, so that the lines of
+/// worker processes sharing it do not interleave (`eprintln!` writes piece by piece).
+pub fn say(line: &str) {
+    let _ = io::stderr().write_all(format!("{line}\n").as_bytes());
+}
+
 /// A server started by [`run`]: what it needs to announce itself and to drain.
 pub trait Running {
     /// The listening address.
@@ -555,12 +561,12 @@ pub fn run<R: Running>(
     if args.processes > 1 && args.worker.is_none() {
         let signals = ShutdownSignals::with_children()?;
         let sup = Supervisor::start(name, args.processes, args.listen)?;
-        eprintln!("hintq {name}: {}", describe(sup.local_addr()));
+        say(&format!("hintq {name}: {}", describe(sup.local_addr())));
         let pids: Vec<String> = sup.pids().iter().map(u32::to_string).collect();
-        eprintln!(
+        say(&format!(
             "hintq {name}: worker processes {}; the kernel spreads connections over them (SO_REUSEPORT)",
             pids.join(" ")
-        );
+        ));
         return Ok(sup.run(&signals));
     }
     let signals = ShutdownSignals::block()?;
@@ -574,15 +580,15 @@ pub fn run<R: Running>(
             format!("hintq {name} (worker process {})", std::process::id())
         }
         None => {
-            eprintln!("hintq {name}: {}", describe(server.local_addr()));
+            say(&format!("hintq {name}: {}", describe(server.local_addr())));
             format!("hintq {name}")
         }
     };
     let sig = signals.wait();
-    eprintln!("{who}: signal {sig}: finishing responses in flight");
+    say(&format!("{who}: signal {sig}: finishing responses in flight"));
     let forced = server.drain(grace);
     if forced > 0 {
-        eprintln!("{who}: closed {forced} connections still busy after the grace period");
+        say(&format!("{who}: closed {forced} connections still busy after the grace period"));
     }
     Ok(true)
 }

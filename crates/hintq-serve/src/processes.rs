@@ -27,6 +27,7 @@
 //!   (`PR_SET_PDEATHSIG`, set before `exec`) and checks after `exec` that its parent is
 //!   still the supervisor (which might have died before the request took effect).
 
+use crate::common::say;
 use std::ffi::OsString;
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -140,7 +141,8 @@ impl Supervisor {
         let addr = hintq_patterns::local_addr(&reserved)?;
         let exe = std::env::current_exe()?;
         let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-        let mut sup = Supervisor { name, addr, workers: Vec::with_capacity(n), draining: false, _reserved: reserved };
+        let mut sup =
+            Supervisor { name, addr, workers: Vec::with_capacity(n), draining: false, _reserved: reserved };
         for _ in 0..n {
             if let Err(e) = sup.start_one(&exe, &args) {
                 sup.draining = true;
@@ -209,14 +211,14 @@ impl Supervisor {
             if sig == libc::SIGCHLD {
                 self.reap(false);
                 if !self.draining && self.live() == 0 {
-                    eprintln!("hintq {name}: no worker process left");
+                    say(&format!("hintq {name}: no worker process left"));
                 }
             } else if !self.draining {
                 self.draining = true;
-                eprintln!("hintq {name}: signal {sig}: draining {} worker processes", self.live());
+                say(&format!("hintq {name}: signal {sig}: draining {} worker processes", self.live()));
                 self.signal_all(libc::SIGTERM);
             } else {
-                eprintln!("hintq {name}: signal {sig} again: killing the workers still draining");
+                say(&format!("hintq {name}: signal {sig} again: killing the workers still draining"));
                 self.signal_all(libc::SIGKILL);
             }
         }
@@ -250,10 +252,10 @@ impl Supervisor {
             let pid = w.child.id();
             if !self.draining || !status.success() {
                 let left = self.live();
-                eprintln!(
+                say(&format!(
                     "hintq {}: worker process {pid} ended: {status}; {left} of {total} still running",
                     self.name
-                );
+                ));
             }
         }
         self.live() > 0
@@ -277,9 +279,10 @@ fn wait_ready(mut s: UnixStream) -> io::Result<bool> {
     let mut said = String::new();
     match s.read_to_string(&mut said) {
         Ok(_) => Ok(said == "ready\n"),
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-            Err(io::Error::new(io::ErrorKind::TimedOut, format!("a worker process did not start in {START_TIMEOUT:?}")))
-        }
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("a worker process did not start in {START_TIMEOUT:?}"),
+        )),
         Err(e) => Err(e),
     }
 }
