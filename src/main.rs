@@ -336,7 +336,8 @@ fn load_worker() -> ExitCode {
 
 fn serve(args: &hintq_serve::serve::ServeArgs) -> ExitCode {
     match hintq_serve::serve::run(args) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("hintq serve: {e}");
             ExitCode::FAILURE
@@ -346,7 +347,8 @@ fn serve(args: &hintq_serve::serve::ServeArgs) -> ExitCode {
 
 fn proxy(args: hintq_serve::proxy::ProxyArgs) -> ExitCode {
     match hintq_serve::proxy::run(&args) {
-        Ok(_) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("hintq proxy: {e}");
             ExitCode::FAILURE

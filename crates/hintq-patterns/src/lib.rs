@@ -348,6 +348,10 @@ pub struct Config {
     pub backend: Backend,
     /// Where to listen (port 0: any free port, see [`Server::local_addr`]).
     pub listen: SocketAddr,
+    /// Bind every listener with `SO_REUSEPORT`, whatever the pattern, so that other processes
+    /// can listen on the same port (the worker processes of `hintq serve --processes`). The
+    /// sharded pattern always does, for its listener per thread.
+    pub reuseport: bool,
     /// Time the operations the experiment reports (two clock reads per operation).
     pub measure: bool,
     /// Grow and shrink the active thread count with load.
@@ -372,6 +376,7 @@ impl Config {
             threads: threads.max(1),
             backend,
             listen,
+            reuseport: false,
             measure: false,
             adaptive: None,
             tick: Duration::from_millis(100),
@@ -389,6 +394,7 @@ impl fmt::Debug for Config {
             .field("threads", &self.threads)
             .field("backend", &self.backend)
             .field("listen", &self.listen)
+            .field("reuseport", &self.reuseport)
             .field("adaptive", &self.adaptive)
             .finish()
     }

@@ -824,12 +824,12 @@ fn adapt<H: Handler>(core: &Core<H>, gate: &Gate, p: crate::Adaptive, max: usize
 
 /// Reactor, sharded and sharded-shared: every thread owns a queue and its connections.
 fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::Result<Server> {
-    let reuseport = cfg.pattern == Pattern::Sharded;
+    let per_thread = cfg.pattern == Pattern::Sharded;
     let group = if cfg.pattern == Pattern::ShardedShared { Some(Group::new(cfg.backend)?) } else { None };
-    let first = net::listen(cfg.listen, reuseport)?;
+    let first = net::listen(cfg.listen, per_thread || cfg.reuseport)?;
     let addr = net::local_addr(&first)?;
     let mut listeners = vec![Arc::new(first)];
-    if reuseport {
+    if per_thread {
         for _ in 1..n {
             listeners.push(Arc::new(net::listen(addr, true)?));
         }
@@ -941,7 +941,7 @@ fn queue(cfg: &Config) -> io::Result<Queue> {
 
 /// Leader/Followers and Half-Sync: one queue in hand-off mode, shared by a pool.
 fn start_pool<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::Result<Server> {
-    let listener = net::listen(cfg.listen, false)?;
+    let listener = net::listen(cfg.listen, cfg.reuseport)?;
     let addr = net::local_addr(&listener)?;
     let lfd = listener.as_raw_fd();
     let mut q = queue(cfg)?;

@@ -296,6 +296,33 @@ fn sharded_spreads_connections_and_reports_it() {
     }
 }
 
+/// `Config::reuseport` (what a worker of `--processes` runs with): every pattern's listener
+/// admits a second `SO_REUSEPORT` listener on its port, as another worker process binds one;
+/// without it, only the sharded pattern's does. Two servers of one pattern on one port both
+/// serve.
+#[test]
+fn reuseport_lets_another_listener_share_the_port_on_every_pattern() {
+    let _serial = serial();
+    for p in Pattern::ALL {
+        let mut cfg = config(p, Backend::Epoll, 2);
+        let plain = start(cfg.clone(), Arc::new(Echo::default())).unwrap();
+        let shared = hintq_patterns::listen(plain.local_addr(), true);
+        assert_eq!(shared.is_ok(), p == Pattern::Sharded, "{p} without reuseport");
+        drop((shared, plain.shutdown()));
+        cfg.reuseport = true;
+        let (h1, h2) = (Arc::new(Echo::default()), Arc::new(Echo::default()));
+        let first = start(cfg.clone(), Arc::clone(&h1)).unwrap();
+        cfg.listen = first.local_addr();
+        let second = start(cfg, Arc::clone(&h2)).unwrap();
+        load(first.local_addr(), 64, 1);
+        let (a, b) = (h1.accepted.load(SeqCst), h2.accepted.load(SeqCst));
+        assert_eq!(a + b, 64, "{p}");
+        assert!(a > 0 && b > 0, "{p}: both servers on the port serve ({a} and {b})");
+        first.shutdown();
+        second.shutdown();
+    }
+}
+
 /// Slow handler: the adaptive policy must grow the pool from its minimum.
 struct Slow;
 impl Handler for Slow {

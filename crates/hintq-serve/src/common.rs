@@ -13,8 +13,11 @@
 //!   [`ShutdownSignals`]: SIGINT/SIGTERM taken synchronously with `sigwait`, and SIGPIPE
 //!   ignored ([`ignore_sigpipe`]).
 //! * [`ServerArgs`]: the command-line flags both subcommands take (`--listen`, `--backend`,
-//!   `--pattern`, `--threads`, `--access-log`, the timeouts), with [`parse_duration`].
+//!   `--pattern`, `--threads`, `--processes`, `--access-log`, the timeouts), with
+//!   [`parse_duration`]; [`run`]: how both run from the command line (one process, or a
+//!   supervisor of worker processes and each of those workers, see [`crate::processes`]).
 
+use crate::processes::{Supervisor, WorkerOf, MAX_PROCESSES};
 use hintq::Backend;
 use hintq_patterns::{Config, Fds, Pattern, Server};
 use std::collections::VecDeque;
@@ -477,13 +480,27 @@ impl ShutdownSignals {
     /// # Errors
     /// `pthread_sigmask` failing.
     pub fn block() -> io::Result<ShutdownSignals> {
+        ShutdownSignals::blocking(&[libc::SIGINT, libc::SIGTERM])
+    }
+
+    /// Blocks SIGINT, SIGTERM and SIGCHLD in this thread, for a supervisor of worker
+    /// processes ([`crate::processes::Supervisor`]): [`wait`](Self::wait) also returns when
+    /// a child ends.
+    ///
+    /// # Errors
+    /// `pthread_sigmask` failing.
+    pub fn with_children() -> io::Result<ShutdownSignals> {
+        ShutdownSignals::blocking(&[libc::SIGINT, libc::SIGTERM, libc::SIGCHLD])
+    }
+
+    fn blocking(signals: &[libc::c_int]) -> io::Result<ShutdownSignals> {
         // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
         let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
         // SAFETY: `set` is a live sigset_t.
-        unsafe {
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, libc::SIGINT);
-            libc::sigaddset(&mut set, libc::SIGTERM);
+        unsafe { libc::sigemptyset(&mut set) };
+        for &sig in signals {
+            // SAFETY: as above.
+            unsafe { libc::sigaddset(&mut set, sig) };
         }
         // SAFETY: `set` is initialised; the old mask is not wanted.
         let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
@@ -491,22 +508,89 @@ impl ShutdownSignals {
             return Err(io::Error::from_raw_os_error(r));
         }
         // A shell starts background jobs with SIGINT ignored, and an ignored signal is
-        // discarded rather than left pending for `sigwait`: restore the default action
-        // (harmless while blocked). Threads that exist already must block them too.
-        for sig in [libc::SIGINT, libc::SIGTERM] {
+        // discarded rather than left pending for `sigwait` (an ignored SIGCHLD even makes
+        // children reap themselves): restore the default action (harmless while blocked).
+        // Threads that exist already must block them too.
+        for &sig in signals {
             // SAFETY: installing SIG_DFL runs no code of ours.
             unsafe { libc::signal(sig, libc::SIG_DFL) };
         }
         Ok(ShutdownSignals { set })
     }
 
-    /// Waits for SIGINT or SIGTERM and returns its number.
+    /// Waits for one of the blocked signals (SIGINT or SIGTERM, and SIGCHLD if asked for)
+    /// and returns its number.
     pub fn wait(&self) -> i32 {
         let mut sig = 0;
         // SAFETY: `set` is initialised and `sig` a live c_int.
         while unsafe { libc::sigwait(&self.set, &mut sig) } != 0 {}
         sig
     }
+}
+
+/// Writes `line` and a newline to standard error in one `write(2)`, so that the lines of
+/// worker processes sharing it do not interleave (`eprintln!` writes piece by piece).
+pub fn say(line: &str) {
+    let _ = io::stderr().write_all(format!("{line}\n").as_bytes());
+}
+
+/// A server started by [`run`]: what it needs to announce itself and to drain.
+pub trait Running {
+    /// The listening address.
+    fn local_addr(&self) -> SocketAddr;
+    /// Graceful shutdown for up to `grace`; returns the connections closed by force.
+    fn drain(self, grace: Duration) -> usize;
+}
+
+/// How `hintq serve` and `hintq proxy` run (`name` is `serve` or `proxy`): as one process,
+/// start the server (`start`), announce `describe(address)` on standard error, serve until
+/// SIGINT or SIGTERM, drain for up to `grace`. With `--processes N`, supervise N worker
+/// processes instead ([`Supervisor`]), each of which runs this same function as a worker:
+/// it starts, tells the supervisor it is ready, and drains on SIGTERM. Returns whether
+/// everything ended cleanly (with workers: every one exited with status 0).
+///
+/// # Errors
+/// Blocking the signals, starting the server, or starting the workers.
+pub fn run<R: Running>(
+    name: &'static str,
+    args: &ServerArgs,
+    grace: Duration,
+    describe: impl Fn(SocketAddr) -> String,
+    start: impl FnOnce() -> io::Result<R>,
+) -> io::Result<bool> {
+    if args.processes > 1 && args.worker.is_none() {
+        let signals = ShutdownSignals::with_children()?;
+        let sup = Supervisor::start(name, args.processes, args.listen)?;
+        say(&format!("hintq {name}: {}", describe(sup.local_addr())));
+        let pids: Vec<String> = sup.pids().iter().map(u32::to_string).collect();
+        say(&format!(
+            "hintq {name}: worker processes {}; the kernel spreads connections over them (SO_REUSEPORT)",
+            pids.join(" ")
+        ));
+        return Ok(sup.run(&signals));
+    }
+    let signals = ShutdownSignals::block()?;
+    if let Some(w) = &args.worker {
+        w.check_parent()?;
+    }
+    let server = start()?;
+    let who = match &args.worker {
+        Some(w) => {
+            w.ready()?;
+            format!("hintq {name} (worker process {})", std::process::id())
+        }
+        None => {
+            say(&format!("hintq {name}: {}", describe(server.local_addr())));
+            format!("hintq {name}")
+        }
+    };
+    let sig = signals.wait();
+    say(&format!("{who}: signal {sig}: finishing responses in flight"));
+    let forced = server.drain(grace);
+    if forced > 0 {
+        say(&format!("{who}: closed {forced} connections still busy after the grace period"));
+    }
+    Ok(true)
 }
 
 /// `500ms`, `10s`, `2m`, `1h`, or a bare number of seconds.
@@ -535,6 +619,13 @@ fn parse_threads(s: &str) -> Result<usize, String> {
     }
 }
 
+fn parse_processes(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=MAX_PROCESSES).contains(&n) => Ok(n),
+        _ => Err(format!("bad process count {s:?}: expected 1 to {MAX_PROCESSES}")),
+    }
+}
+
 /// The flags `hintq serve` and `hintq proxy` share.
 #[derive(clap::Args, Clone, Debug)]
 pub struct ServerArgs {
@@ -550,6 +641,16 @@ pub struct ServerArgs {
     /// Threads (Half-Sync: workers; ignored by the reactor).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_threads)]
     pub threads: usize,
+    /// Worker processes, each running the pattern and threads above with its own SO_REUSEPORT
+    /// listener on the same address; the kernel spreads connections over them by hashing.
+    /// Each process has its own descriptor limit (RLIMIT_NOFILE), so N processes hold N times
+    /// the connections of one. SIGINT/SIGTERM drain them all.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_processes)]
+    pub processes: usize,
+    /// Internal: run as a worker process of a `--processes` supervisor (see
+    /// `hintq_serve::processes`).
+    #[arg(long, hide = true, value_name = "PID,FD,ADDR")]
+    pub worker: Option<WorkerOf>,
     /// Access log file, or - for standard output [default: none].
     #[arg(long, value_name = "FILE|-")]
     pub access_log: Option<String>,
@@ -579,9 +680,25 @@ impl ServerArgs {
             Some(b) => b,
             None => Backend::from_env()?,
         };
-        let mut cfg = Config::new(self.pattern, self.threads, backend, self.listen);
+        let mut cfg = Config::new(self.pattern, self.threads, backend, self.listen_addr());
+        cfg.reuseport = self.worker.is_some();
         cfg.rtsig_hybrid.enabled = !self.no_hybrid;
         Ok(cfg)
+    }
+
+    /// Where this process listens: a worker's concrete address, else `--listen`.
+    pub fn listen_addr(&self) -> SocketAddr {
+        self.worker.map_or(self.listen, |w| w.listen)
+    }
+
+    /// `backend B, pattern P, threads T` and, with `--processes`, `, processes N`: the
+    /// shape of the server for its start-up line.
+    pub fn shape(&self, backend: Backend, pattern: Pattern, threads: usize) -> String {
+        let mut s = format!("backend {backend}, pattern {pattern}, threads {threads}");
+        if self.processes > 1 {
+            let _ = write!(s, ", processes {}", self.processes);
+        }
+        s
     }
 
     /// The access log, if asked for.

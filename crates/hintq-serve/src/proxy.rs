@@ -76,7 +76,7 @@ mod sys;
 pub use buf::BUF_SIZE;
 pub use hintq_patterns::Pattern;
 
-use crate::common::{parse_duration, set_nodelay, AccessLog, Lifecycle, ServerArgs, ShutdownSignals};
+use crate::common::{parse_duration, set_nodelay, AccessLog, Lifecycle, ServerArgs};
 use hintq::{Backend, Interest, State};
 use hintq_http::{DateCache, Limits};
 use hintq_patterns::{Cx, Handler, Next, Server, Why};
@@ -97,6 +97,9 @@ pub const PATTERNS: [Pattern; 3] = [Pattern::Reactor, Pattern::Sharded, Pattern:
 pub struct Config {
     /// Where to listen (port 0: any free port, see [`Proxy::local_addr`]).
     pub listen: SocketAddr,
+    /// Listen with `SO_REUSEPORT` whatever the pattern (a worker of `--processes`; see
+    /// [`hintq_patterns::Config::reuseport`]).
+    pub reuseport: bool,
     /// The upstream server.
     pub upstream: SocketAddr,
     /// The event backend.
@@ -127,6 +130,7 @@ impl Config {
     pub fn new(listen: SocketAddr, upstream: SocketAddr, backend: Backend) -> Config {
         Config {
             listen,
+            reuseport: false,
             upstream,
             backend,
             pattern: Pattern::Reactor,
@@ -287,6 +291,7 @@ pub fn start(cfg: Config) -> io::Result<Proxy> {
     }
     let shortest = cfg.upstream_timeout.min(cfg.idle_timeout).min(cfg.header_timeout).min(cfg.send_timeout);
     let mut pc = hintq_patterns::Config::new(cfg.pattern, cfg.threads, cfg.backend, cfg.listen);
+    pc.reuseport = cfg.reuseport;
     pc.tick = (shortest / 4).clamp(Duration::from_millis(5), Duration::from_millis(100));
     let relay = Arc::new(Relay {
         cfg: Settings {
@@ -339,7 +344,8 @@ impl ProxyArgs {
     pub fn config(&self) -> io::Result<Config> {
         let s = &self.server;
         let pc = s.pattern_config()?;
-        let mut cfg = Config::new(s.listen, self.upstream, pc.backend);
+        let mut cfg = Config::new(pc.listen, self.upstream, pc.backend);
+        cfg.reuseport = pc.reuseport;
         cfg.pattern = s.pattern;
         cfg.threads = s.threads;
         cfg.upstream_timeout = self.upstream_timeout;
@@ -352,32 +358,30 @@ impl ProxyArgs {
     }
 }
 
+impl crate::common::Running for Proxy {
+    fn local_addr(&self) -> SocketAddr {
+        Proxy::local_addr(self)
+    }
+
+    fn drain(self, grace: Duration) -> usize {
+        Proxy::drain(self, grace)
+    }
+}
+
 /// Runs the proxy until SIGINT or SIGTERM, then drains it gracefully ([`Proxy::drain`]) for
 /// up to the longest of the send, header and upstream timeouts: an exchange in flight makes
-/// progress within those or is ended by them anyway.
+/// progress within those or is ended by them anyway. With `--processes`, the same over
+/// worker processes ([`crate::common::run`]). Returns whether everything ended cleanly.
 ///
 /// # Errors
-/// As [`start`] and [`ProxyArgs::config`].
-pub fn run(args: &ProxyArgs) -> io::Result<ProxyStats> {
+/// As [`start`] and [`ProxyArgs::config`], and starting the worker processes.
+pub fn run(args: &ProxyArgs) -> io::Result<bool> {
     let cfg = args.config()?;
     let grace = cfg.send_timeout.max(cfg.header_timeout).max(cfg.upstream_timeout);
-    let (pattern, backend) = (cfg.pattern, cfg.backend);
-    let threads = if pattern == Pattern::Reactor { 1 } else { cfg.threads.max(1) };
-    let signals = ShutdownSignals::block()?;
-    let proxy = start(cfg)?;
-    eprintln!(
-        "hintq proxy: listening on {}, upstream {} (backend {backend}, pattern {pattern}, threads {threads})",
-        proxy.local_addr(),
-        args.upstream
-    );
-    let relay = Arc::clone(&proxy.relay);
-    let sig = signals.wait();
-    eprintln!("hintq proxy: signal {sig}: finishing responses in flight");
-    let forced = proxy.drain(grace);
-    if forced > 0 {
-        eprintln!("hintq proxy: closed {forced} connections still busy after the grace period");
-    }
-    Ok(relay.stats.snapshot())
+    let threads = if cfg.pattern == Pattern::Reactor { 1 } else { cfg.threads.max(1) };
+    let shape = args.server.shape(cfg.backend, cfg.pattern, threads);
+    let describe = |addr| format!("listening on {addr}, upstream {} ({shape})", args.upstream);
+    crate::common::run("proxy", &args.server, grace, describe, || start(cfg))
 }
 
 /// The proxy as a handler of the runtime: a connection is a [`Session`], its upstream

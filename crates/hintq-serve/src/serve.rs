@@ -73,7 +73,6 @@ mod path;
 
 use crate::common::{
     self, read_into, send_now, set_nodelay, shutdown_write, AccessLog, Lifecycle, Out, Read, ServerArgs,
-    ShutdownSignals,
 };
 use cache::{Content, Entry, FileCache};
 use hintq::State;
@@ -805,39 +804,41 @@ impl Serving {
     }
 }
 
+impl common::Running for Serving {
+    fn local_addr(&self) -> SocketAddr {
+        Serving::local_addr(self)
+    }
+
+    fn drain(self, grace: Duration) -> usize {
+        Serving::drain(self, grace)
+    }
+}
+
 /// `hintq serve`: starts, reports where it listens on standard error, serves until SIGINT or
-/// SIGTERM, then drains gracefully.
+/// SIGTERM, then drains gracefully; with `--processes`, the same over worker processes
+/// ([`common::run`]). Returns whether everything ended cleanly.
 ///
 /// # Errors
-/// Starting (root, address, backend, pattern) or opening the access log.
-pub fn run(args: &ServeArgs) -> io::Result<()> {
-    let signals = ShutdownSignals::block()?;
+/// Starting (root, address, backend, pattern, worker processes) or opening the access log.
+pub fn run(args: &ServeArgs) -> io::Result<bool> {
     let s = &args.server;
     let pattern = s.pattern_config()?;
-    let (backend, pat, threads) = (pattern.backend, pattern.pattern, pattern.threads);
-    let cfg = ServeConfig {
-        root: args.root.clone(),
-        idle_timeout: s.idle_timeout,
-        header_timeout: s.header_timeout,
-        send_timeout: s.send_timeout,
-        limits: Limits::default(),
-        access_log: s.open_access_log()?,
-        file_cache_valid: args.file_cache_valid,
-        file_cache_entries: args.file_cache_entries,
-    };
-    let serving = start(cfg, pattern)?;
-    eprintln!(
-        "hintq serve: {} on http://{} (backend {backend}, pattern {pat}, threads {threads})",
-        args.root.display(),
-        serving.local_addr()
-    );
-    let sig = signals.wait();
-    eprintln!("hintq serve: signal {sig}: finishing responses in flight");
-    let forced = serving.drain(s.send_timeout.max(s.header_timeout));
-    if forced > 0 {
-        eprintln!("hintq serve: closed {forced} connections still busy after the grace period");
-    }
-    Ok(())
+    let shape = s.shape(pattern.backend, pattern.pattern, pattern.threads);
+    let describe = |addr| format!("{} on http://{addr} ({shape})", args.root.display());
+    let grace = s.send_timeout.max(s.header_timeout);
+    common::run("serve", s, grace, describe, || {
+        let cfg = ServeConfig {
+            root: args.root.clone(),
+            idle_timeout: s.idle_timeout,
+            header_timeout: s.header_timeout,
+            send_timeout: s.send_timeout,
+            limits: Limits::default(),
+            access_log: s.open_access_log()?,
+            file_cache_valid: args.file_cache_valid,
+            file_cache_entries: args.file_cache_entries,
+        };
+        start(cfg, pattern)
+    })
 }
 
 #[cfg(test)]
