@@ -32,6 +32,13 @@ use std::time::{Duration, Instant};
 
 /// Pause before retrying a connect that failed (refused, no port, timed out).
 pub const RETRY_AFTER: Duration = Duration::from_millis(20);
+
+/// Cold connects one worker has in flight at once while it opens its cold connections. All
+/// at once (16,700 a process for 100,000 over six) overflowed the server's listen backlogs
+/// (`somaxconn` 4096): the kernel dropped SYNs and retried them 1 s, 3 s, 7 s later, every
+/// connect outlived `--timeout` and was opened again, and the warm-up took two minutes
+/// with 100,000 connect timeouts.
+const WARMUP_IN_FLIGHT: usize = 512;
 /// Events taken per `get_next_event` call.
 const BATCH: usize = 256;
 /// Due requests an open-loop worker takes into its backlog per turn: a rate beyond what the
@@ -376,13 +383,28 @@ impl<'a> Worker<'a> {
     /// A failure of the queue itself (not of a connection: those are counted).
     pub fn run(mut self, start: &Barrier) -> io::Result<WorkerResult> {
         let begin = Instant::now();
-        for i in 0..self.cold.len() {
-            self.open(Slot::Cold(i), begin)?;
-        }
-        self.deadline = begin + self.cfg.timeout;
-        self.next_sweep = self.deadline;
-        while self.cold_settled < self.cold.len() && Instant::now() < self.deadline {
+        // At most WARMUP_IN_FLIGHT connects at a time; the warm-up ends when every cold
+        // connection is up or failed once, or when none has settled for --timeout.
+        let (mut next, mut progress) = (0, (begin, 0));
+        loop {
+            while next < self.cold.len() && next - self.cold_settled < WARMUP_IN_FLIGHT {
+                self.open(Slot::Cold(next), Instant::now())?;
+                next += 1;
+            }
+            let now = Instant::now();
+            if self.cold_settled > progress.1 {
+                progress = (now, self.cold_settled);
+            }
+            self.deadline = progress.0 + self.cfg.timeout;
+            self.next_sweep = self.deadline;
+            if self.cold_settled >= self.cold.len() || now >= self.deadline {
+                break;
+            }
             self.turn()?;
+        }
+        // Stuck (nothing settled for --timeout): the rest are tried anyway, and counted.
+        for i in next..self.cold.len() {
+            self.open(Slot::Cold(i), Instant::now())?;
         }
         let warmup = begin.elapsed();
         start.wait();
