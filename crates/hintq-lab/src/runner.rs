@@ -74,14 +74,15 @@ pub struct Server {
     /// workers, nginx's master and workers); the runner waits for them all after it listens,
     /// so that what is read at the start of the point (CPU, memory) covers every one.
     pub processes: usize,
-    /// Sample the server's descriptors and memory while the point runs ([`Ran::samples`]).
-    pub sample: bool,
+    /// Sample the server's descriptors and memory this often while the point runs
+    /// ([`Ran::samples`]).
+    pub sample: Option<Duration>,
 }
 
 impl Server {
     /// A server of one process, not sampled, relaying to nothing.
     pub fn new(cmd: Cmd, ready: SocketAddr) -> Server {
-        Server { cmd, ready, upstream: None, processes: 1, sample: false }
+        Server { cmd, ready, upstream: None, processes: 1, sample: None }
     }
 }
 
@@ -110,7 +111,7 @@ pub struct Ran {
 }
 
 /// What the sampler saw of a server: once before the command started (nothing connected but
-/// the runner's readiness probe, long closed) and every [`SAMPLE_EVERY`] while it ran.
+/// the runner's readiness probe, closed) and every [`Server::sample`] while it ran.
 #[derive(Clone, Debug, Default)]
 pub struct Samples {
     /// Before the command.
@@ -118,11 +119,6 @@ pub struct Samples {
     /// While the command ran, in order.
     pub during: Vec<Sample>,
 }
-
-/// How often the sampler looks at a server while the point's command runs. Each look reads
-/// `/proc` (counting descriptors is a directory listing per process: about 20 ms at 100,000)
-/// on the load core, where the lab runs.
-pub const SAMPLE_EVERY: Duration = Duration::from_millis(500);
 
 /// One look at a server's process tree and the machine's kernel memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -146,7 +142,8 @@ impl Sample {
     /// Looks at the process tree of `pid` under the `/proc` at `proc`.
     pub fn take(proc: &Path, pid: u32, t: f64) -> Sample {
         let tree = tree(proc, pid);
-        let count = |p: &u32| std::fs::read_dir(proc.join(p.to_string()).join("fd")).map_or(0, Iterator::count);
+        let count =
+            |p: &u32| std::fs::read_dir(proc.join(p.to_string()).join("fd")).map_or(0, Iterator::count);
         let rss = |p: &u32| {
             let status = std::fs::read_to_string(proc.join(p.to_string()).join("status")).unwrap_or_default();
             kb(&status, "VmRSS:")
@@ -336,10 +333,12 @@ fn run_point(p: &Point, dir: &Path) -> Result<Ran, String> {
     let proc = Path::new(PROC);
     let measured = servers.last().map(Child::id);
     let cpu0 = measured.and_then(|pid| tree_cpu(proc, pid));
-    let sampled = measured.filter(|_| chain.last().is_some_and(|s| s.sample));
-    let baseline = sampled.map(|pid| Sample::take(proc, pid, 0.0));
+    // Each look reads `/proc` (descriptors counted by listing each process's `fd`) on the
+    // load core, where the lab runs.
+    let sampled = measured.zip(chain.last().and_then(|s| s.sample));
+    let baseline = sampled.map(|(pid, _)| Sample::take(proc, pid, 0.0));
     let result = p.cmd.spawn(dir, "cmd").map_err(|e| format!("{}: {e}", p.cmd.program.display()));
-    let sampler = sampled.map(Sampler::start);
+    let sampler = sampled.map(|(pid, every)| Sampler::start(pid, every));
     let result = result.and_then(|mut child| wait_bounded(&mut child, p.timeout));
     let during = sampler.map(Sampler::stop);
     let server_cpu = measured.and_then(|pid| Some(tree_cpu(proc, pid)? - cpu0?));
@@ -358,21 +357,21 @@ fn run_point(p: &Point, dir: &Path) -> Result<Ran, String> {
 /// Where the kernel's process information is.
 const PROC: &str = "/proc";
 
-/// A thread looking at a server every [`SAMPLE_EVERY`] until stopped.
+/// A thread looking at a server every so often until stopped.
 struct Sampler {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: std::thread::JoinHandle<Vec<Sample>>,
 }
 
 impl Sampler {
-    fn start(pid: u32) -> Sampler {
+    fn start(pid: u32, every: Duration) -> Sampler {
         use std::sync::atomic::{AtomicBool, Ordering};
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
             let (t0, mut out) = (Instant::now(), Vec::new());
             while !flag.load(Ordering::Relaxed) {
-                let next = Instant::now() + SAMPLE_EVERY;
+                let next = Instant::now() + every;
                 out.push(Sample::take(Path::new(PROC), pid, t0.elapsed().as_secs_f64()));
                 while !flag.load(Ordering::Relaxed) && Instant::now() < next {
                     std::thread::sleep(Duration::from_millis(20));
@@ -407,7 +406,10 @@ fn start_server(s: &Server, dir: &Path, name: &str) -> Result<Child, String> {
     }
     let found = tree(Path::new(PROC), child.id()).len();
     stop(&mut child);
-    Err(format!("server not listening on {} with its {} processes after 10 s ({found} there)", s.ready, s.processes))
+    Err(format!(
+        "server not listening on {} with its {} processes after 10 s ({found} there)",
+        s.ready, s.processes
+    ))
 }
 
 /// SIGTERM, then SIGKILL after ten seconds (`perf record` writes its data once the server it
@@ -549,7 +551,7 @@ mod tests {
             Sample {
                 t: 1.5,
                 processes: 4,
-                descriptors: 0 + 1 + 2 + 3,
+                descriptors: 1 + 2 + 3, // pids 11, 12, 13 have pid % 10 descriptors each, 10 none
                 rss: 4 * 100 * 1024,
                 slab: 2000 * 1024,
                 tcp_mem: 7 * page

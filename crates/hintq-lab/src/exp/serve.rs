@@ -135,7 +135,8 @@ pub fn server_processes(lab: &Lab, series: &str, port: u16, processes: usize) ->
         let backend = series.strip_prefix("hintq-").unwrap_or(series);
         let root = root.to_string_lossy();
         let n = processes.to_string();
-        let mut args = vec!["serve", "--root", &root, "--listen", &listen, "--backend", backend, "--threads", "1"];
+        let mut args =
+            vec!["serve", "--root", &root, "--listen", &listen, "--backend", backend, "--threads", "1"];
         if processes > 1 {
             args.extend(["--processes", &n, "--idle-timeout", "600s"]);
         }
