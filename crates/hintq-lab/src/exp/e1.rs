@@ -346,7 +346,7 @@ impl Experiment for E1 {
                 ("errors", "errors"),
                 ("server_cpu_us_per_request", "server µs CPU per request"),
                 ("load_cpu_us_per_request", "load generator µs CPU per request"),
-                ("held_connections", "connections the server held (least in the hot phase)"),
+                ("held_connections", "connections the server held, least in the hot phase"),
                 ("user_bytes_per_connection", "user-space bytes per connection held"),
                 ("kernel_bytes_per_connection", "kernel bytes per connection held, both ends"),
             ],
