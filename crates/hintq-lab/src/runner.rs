@@ -70,6 +70,20 @@ pub struct Server {
     /// A server this one relays to (a proxy's upstream): started before it, ready before it
     /// starts, stopped after it. Its CPU is not counted in [`Ran::server_cpu`].
     pub upstream: Option<Box<Server>>,
+    /// The processes it has once started (itself and its descendants: a supervisor and its
+    /// workers, nginx's master and workers); the runner waits for them all after it listens,
+    /// so that what is read at the start of the point (CPU, memory) covers every one.
+    pub processes: usize,
+    /// Sample the server's descriptors and memory this often while the point runs
+    /// ([`Ran::samples`]).
+    pub sample: Option<Duration>,
+}
+
+impl Server {
+    /// A server of one process, not sampled, relaying to nothing.
+    pub fn new(cmd: Cmd, ready: SocketAddr) -> Server {
+        Server { cmd, ready, upstream: None, processes: 1, sample: None }
+    }
 }
 
 impl Server {
@@ -82,13 +96,85 @@ impl Server {
 }
 
 /// What a finished point left: its directory (tool outputs, stdout, stderr) and its stdout.
+#[derive(Clone, Debug)]
 pub struct Ran {
     /// The point's own directory under `raw/E<n>/`.
     pub dir: PathBuf,
     /// The command's standard output.
     pub stdout: String,
-    /// The (outermost) server's CPU seconds while the command ran, when there was a server.
+    /// The (outermost) server's CPU seconds while the command ran, when there was a server:
+    /// its own and its descendants' (workers), summed.
     pub server_cpu: Option<f64>,
+    /// The server's descriptors and memory before the command and while it ran, when
+    /// [`Server::sample`] asked for them.
+    pub samples: Option<Samples>,
+}
+
+/// What the sampler saw of a server: once before the command started (nothing connected but
+/// the runner's readiness probe, closed) and every [`Server::sample`] while it ran.
+#[derive(Clone, Debug, Default)]
+pub struct Samples {
+    /// Before the command.
+    pub baseline: Sample,
+    /// While the command ran, in order.
+    pub during: Vec<Sample>,
+}
+
+/// One look at a server's process tree and the machine's kernel memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Sample {
+    /// Seconds since the command started (0 for the baseline).
+    pub t: f64,
+    /// Processes in the server's tree.
+    pub processes: usize,
+    /// Open descriptors, summed over them.
+    pub descriptors: usize,
+    /// Resident memory (`VmRSS`), summed over them, bytes.
+    pub rss: u64,
+    /// The machine's slab memory (`Slab` of `/proc/meminfo`), bytes.
+    pub slab: u64,
+    /// The machine's TCP socket buffer memory (`mem` of the `TCP:` line of
+    /// `/proc/net/sockstat`, pages), bytes.
+    pub tcp_mem: u64,
+}
+
+impl Sample {
+    /// Looks at the process tree of `pid` under the `/proc` at `proc`.
+    pub fn take(proc: &Path, pid: u32, t: f64) -> Sample {
+        let tree = tree(proc, pid);
+        let count =
+            |p: &u32| std::fs::read_dir(proc.join(p.to_string()).join("fd")).map_or(0, Iterator::count);
+        let rss = |p: &u32| {
+            let status = std::fs::read_to_string(proc.join(p.to_string()).join("status")).unwrap_or_default();
+            kb(&status, "VmRSS:")
+        };
+        let meminfo = std::fs::read_to_string(proc.join("meminfo")).unwrap_or_default();
+        let sockstat = std::fs::read_to_string(proc.join("net/sockstat")).unwrap_or_default();
+        // SAFETY: sysconf has no memory effects.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+        Sample {
+            t,
+            processes: tree.len(),
+            descriptors: tree.iter().map(count).sum(),
+            rss: tree.iter().map(rss).sum(),
+            slab: kb(&meminfo, "Slab:"),
+            tcp_mem: tcp_mem_pages(&sockstat) * page,
+        }
+    }
+}
+
+/// The `KEY  N kB` line of a `/proc` file, in bytes (0 if absent).
+fn kb(text: &str, key: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key)?.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0, |k| k * 1024)
+}
+
+/// The `mem` field of the `TCP:` line of `/proc/net/sockstat`, pages.
+fn tcp_mem_pages(sockstat: &str) -> u64 {
+    let Some(line) = sockstat.lines().find(|l| l.starts_with("TCP:")) else { return 0 };
+    let f: Vec<&str> = line.split_whitespace().collect();
+    f.windows(2).find(|w| w[0] == "mem").and_then(|w| w[1].parse().ok()).unwrap_or(0)
 }
 
 /// Turns what a point left into rows (status and note are filled in by the runner).
@@ -128,7 +214,7 @@ pub struct Runner {
     /// Time left for repeating disturbed points; once spent, a disturbed point is kept and
     /// marked without a repeat, so a busy machine cannot stretch the run without bound.
     pub repeat_budget: Duration,
-    done: HashMap<String, (PathBuf, String, Option<f64>, Quiet)>,
+    done: HashMap<String, (Ran, Quiet)>,
 }
 
 impl Runner {
@@ -186,9 +272,8 @@ impl Runner {
     /// One try of `p`: its rows, its quiet check, and whether it was a run made before.
     fn attempt(&mut self, p: &Point, attempt: u32) -> Result<(Vec<Row>, Quiet, bool), String> {
         let k = key(p);
-        if let Some((dir, stdout, server_cpu, quiet)) = self.done.get(&k) {
-            let ran = Ran { dir: dir.clone(), stdout: stdout.clone(), server_cpu: *server_cpu };
-            return Ok(((p.parse)(&ran)?, *quiet, true));
+        if let Some((ran, quiet)) = self.done.get(&k) {
+            return Ok(((p.parse)(ran)?, *quiet, true));
         }
         let suffix = if attempt > 0 { "-again" } else { "" };
         let dir = self.raw.join(p.experiment).join(format!("{}{suffix}", p.name));
@@ -199,13 +284,12 @@ impl Runner {
         self.commands.push(p.cmd.shell());
         let before = machine::busy_share(self.window);
         let during = During::start();
-        let (stdout, server_cpu) = run_point(p, &dir)?;
+        let ran = run_point(p, &dir)?;
         let during = during.foreign_cores();
         let after = machine::busy_share(self.window);
         let quiet = Quiet { before, during, after };
-        let ran = Ran { dir: dir.clone(), stdout: stdout.clone(), server_cpu };
         let rows = (p.parse)(&ran)?;
-        self.done.insert(k, (dir, stdout, server_cpu, quiet));
+        self.done.insert(k, (ran, quiet));
         Ok((rows, quiet, false))
     }
 }
@@ -230,7 +314,7 @@ fn failed(p: &Point, why: &str) -> Row {
 
 /// Starts the servers (if any: the upstream first), runs the command to its end or its
 /// timeout, stops the servers (the upstream last).
-fn run_point(p: &Point, dir: &Path) -> Result<(String, Option<f64>), String> {
+fn run_point(p: &Point, dir: &Path) -> Result<Ran, String> {
     let chain: Vec<&Server> = p.server.iter().flat_map(Server::chain).collect();
     let mut servers: Vec<Child> = Vec::new();
     for (i, s) in chain.iter().enumerate() {
@@ -244,11 +328,20 @@ fn run_point(p: &Point, dir: &Path) -> Result<(String, Option<f64>), String> {
             }
         }
     }
-    // The measured server's CPU from when it listens: its start-up is not part of the load.
-    let cpu0 = servers.last().and_then(|c| process_cpu(c.id()));
+    // The measured server's CPU (its workers' included) from when it listens: its start-up
+    // is not part of the load.
+    let proc = Path::new(PROC);
+    let measured = servers.last().map(Child::id);
+    let cpu0 = measured.and_then(|pid| tree_cpu(proc, pid));
+    // Each look reads `/proc` (descriptors counted by listing each process's `fd`) on the
+    // load core, where the lab runs.
+    let sampled = measured.zip(chain.last().and_then(|s| s.sample));
+    let baseline = sampled.map(|(pid, _)| Sample::take(proc, pid, 0.0));
     let result = p.cmd.spawn(dir, "cmd").map_err(|e| format!("{}: {e}", p.cmd.program.display()));
+    let sampler = sampled.map(|(pid, every)| Sampler::start(pid, every));
     let result = result.and_then(|mut child| wait_bounded(&mut child, p.timeout));
-    let server_cpu = servers.last().and_then(|c| Some(process_cpu(c.id())? - cpu0?));
+    let during = sampler.map(Sampler::stop);
+    let server_cpu = measured.and_then(|pid| Some(tree_cpu(proc, pid)? - cpu0?));
     servers.iter_mut().rev().for_each(stop);
     let status = result?;
     let stdout = std::fs::read_to_string(dir.join("cmd.stdout")).unwrap_or_default();
@@ -257,7 +350,42 @@ fn run_point(p: &Point, dir: &Path) -> Result<(String, Option<f64>), String> {
         let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_string();
         return Err(format!("{status}: {last}"));
     }
-    Ok((stdout, server_cpu))
+    let samples = baseline.map(|baseline| Samples { baseline, during: during.unwrap_or_default() });
+    Ok(Ran { dir: dir.to_path_buf(), stdout, server_cpu, samples })
+}
+
+/// Where the kernel's process information is.
+const PROC: &str = "/proc";
+
+/// A thread looking at a server every so often until stopped.
+struct Sampler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<Sample>>,
+}
+
+impl Sampler {
+    fn start(pid: u32, every: Duration) -> Sampler {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let (t0, mut out) = (Instant::now(), Vec::new());
+            while !flag.load(Ordering::Relaxed) {
+                let next = Instant::now() + every;
+                out.push(Sample::take(Path::new(PROC), pid, t0.elapsed().as_secs_f64()));
+                while !flag.load(Ordering::Relaxed) && Instant::now() < next {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+            out
+        });
+        Sampler { stop, thread }
+    }
+
+    fn stop(self) -> Vec<Sample> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap_or_default()
+    }
 }
 
 fn start_server(s: &Server, dir: &Path, name: &str) -> Result<Child, String> {
@@ -267,13 +395,21 @@ fn start_server(s: &Server, dir: &Path, name: &str) -> Result<Child, String> {
         if let Ok(Some(st)) = child.try_wait() {
             return Err(format!("server exited before it was ready: {st}"));
         }
-        if TcpStream::connect_timeout(&s.ready, Duration::from_millis(100)).is_ok() {
+        // Listening, and every process there (a worker or nginx's master may listen before
+        // the others have started).
+        if TcpStream::connect_timeout(&s.ready, Duration::from_millis(100)).is_ok()
+            && tree(Path::new(PROC), child.id()).len() >= s.processes
+        {
             return Ok(child);
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    let found = tree(Path::new(PROC), child.id()).len();
     stop(&mut child);
-    Err(format!("server not listening on {} after 10 s", s.ready))
+    Err(format!(
+        "server not listening on {} with its {} processes after 10 s ({found} there)",
+        s.ready, s.processes
+    ))
 }
 
 /// SIGTERM, then SIGKILL after ten seconds (`perf record` writes its data once the server it
@@ -303,20 +439,151 @@ fn wait_bounded(child: &mut Child, timeout: Duration) -> Result<std::process::Ex
     }
 }
 
+/// The fields of `/proc/PID/stat` after the command (`state` first), under the `/proc` at
+/// `proc`.
+fn stat_fields(proc: &Path, pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(proc.join(pid.to_string()).join("stat")).ok()?;
+    let after = stat.rsplit_once(')')?.1;
+    Some(after.split_whitespace().map(String::from).collect())
+}
+
 /// User plus system CPU seconds of a running process, from `/proc/PID/stat`.
 pub fn process_cpu(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = stat.rsplit_once(')')?.1;
-    let f: Vec<&str> = after.split_whitespace().collect();
-    // fields after the command: state(0) ... utime(11) stime(12)
+    stat_cpu(Path::new(PROC), pid)
+}
+
+fn stat_cpu(proc: &Path, pid: u32) -> Option<f64> {
+    let f = stat_fields(proc, pid)?;
+    // fields after the command: state(0) ppid(1) ... utime(11) stime(12)
     let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
     // SAFETY: sysconf has no memory effects.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     Some(ticks / hz)
 }
 
+/// `pid` and its descendants (children, their children...), from the parent pid of every
+/// process under the `/proc` at `proc`; empty if `pid` is not there.
+pub fn tree(proc: &Path, pid: u32) -> Vec<u32> {
+    if stat_fields(proc, pid).is_none() {
+        return Vec::new();
+    }
+    let parents: Vec<(u32, u32)> = std::fs::read_dir(proc)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|p| Some((p, stat_fields(proc, p)?.get(1)?.parse().ok()?)))
+        .collect();
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let parent = out[i];
+        let children: Vec<u32> =
+            parents.iter().filter(|&&(p, pp)| pp == parent && !out.contains(&p)).map(|&(p, _)| p).collect();
+        out.extend(children);
+        i += 1;
+    }
+    out
+}
+
+/// User plus system CPU seconds of `pid` and its descendants, summed (a multi-process server:
+/// a supervisor and its workers, nginx's master and workers). A descendant that ended is no
+/// longer counted, nor is its parent charged for it until it has waited for it.
+pub fn tree_cpu(proc: &Path, pid: u32) -> Option<f64> {
+    let tree = tree(proc, pid);
+    let own = stat_cpu(proc, *tree.first()?)?;
+    Some(own + tree[1..].iter().filter_map(|&p| stat_cpu(proc, p)).sum::<f64>())
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// A `/proc` of processes (pid, parent, utime and stime in ticks) with status, fd,
+    /// meminfo and sockstat files.
+    fn fake_proc(procs: &[(u32, u32, u64, u64)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for &(pid, ppid, utime, stime) in procs {
+            let d = dir.path().join(pid.to_string());
+            std::fs::create_dir_all(d.join("fd")).unwrap();
+            // A command with a space and a parenthesis, as `(nginx: worker) process` may be.
+            let stat = format!("{pid} (a b) c) S {ppid} 1 1 0 -1 0 0 0 0 0 {utime} {stime} 0 0 20 0 1 0");
+            std::fs::write(d.join("stat"), stat).unwrap();
+            std::fs::write(d.join("status"), "Name:\tx\nVmRSS:\t   100 kB\n").unwrap();
+            for fd in 0..pid % 10 {
+                std::fs::write(d.join("fd").join(fd.to_string()), "").unwrap();
+            }
+        }
+        std::fs::write(dir.path().join("meminfo"), "MemTotal: 8 kB\nSlab:  2000 kB\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("net")).unwrap();
+        std::fs::write(
+            dir.path().join("net/sockstat"),
+            "sockets: used 5\nTCP: inuse 3 orphan 0 tw 0 alloc 4 mem 7\nUDP: inuse 0 mem 1\n",
+        )
+        .unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_server_s_cpu_and_memory_are_its_own_and_its_descendants_summed() {
+        // 10 supervises workers 11 and 12; 12 has a child 13; 20 (a sibling) and 1 are not
+        // in the tree.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let proc = fake_proc(&[
+            (1, 0, 1000, 1000),
+            (10, 1, 1, 2),
+            (11, 10, 30, 10),
+            (12, 10, 50, 50),
+            (13, 12, 7, 0),
+            (20, 1, 500, 500),
+        ]);
+        let mut t = tree(proc.path(), 10);
+        t.sort();
+        assert_eq!(t, [10, 11, 12, 13]);
+        let cpu = tree_cpu(proc.path(), 10).unwrap();
+        assert!((cpu - 150.0 / hz).abs() < 1e-9, "{cpu}");
+        assert!((stat_cpu(proc.path(), 10).unwrap() - 3.0 / hz).abs() < 1e-9, "one pid alone: 3 ticks");
+        assert_eq!(tree_cpu(proc.path(), 99), None);
+        let s = Sample::take(proc.path(), 10, 1.5);
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+        assert_eq!(
+            s,
+            Sample {
+                t: 1.5,
+                processes: 4,
+                descriptors: 1 + 2 + 3, // pids 11, 12, 13 have pid % 10 descriptors each, 10 none
+                rss: 4 * 100 * 1024,
+                slab: 2000 * 1024,
+                tcp_mem: 7 * page
+            }
+        );
+    }
+
+    #[test]
+    fn a_real_child_burning_cpu_is_counted_under_its_parent() {
+        // sh (the parent, idle) runs a busy loop in a child shell; the parent alone shows
+        // almost nothing, the tree the child's CPU.
+        let mut sh = Command::new("sh")
+            .args(["-c", "( i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); done ) & wait"])
+            .spawn()
+            .unwrap();
+        let proc = Path::new(PROC);
+        let t0 = Instant::now();
+        while tree_cpu(proc, sh.id()).unwrap_or(0.0) < 0.2 && t0.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let (own, all, pids) = (process_cpu(sh.id()), tree_cpu(proc, sh.id()), tree(proc, sh.id()));
+        for &p in pids.iter().rev() {
+            // SAFETY: kill(2) on this test's child and its child (the busy loop).
+            unsafe { libc::kill(p as libc::pid_t, libc::SIGKILL) };
+        }
+        let _ = sh.wait();
+        let n = pids.len();
+        let (own, all) = (own.unwrap(), all.unwrap());
+        assert!(n >= 2, "the busy child is in the tree ({n})");
+        assert!(all >= 0.2 && own < 0.1, "tree {all} s, parent alone {own} s");
+    }
+
     #[test]
     fn shell_quotes_arguments_a_shell_would_split() {
         let c = super::Cmd::new("/usr/sbin/nginx", &["-g", "master_process off;", "-c", "/d/n.conf"], 1);

@@ -1,15 +1,83 @@
 //! E1, Banga Fig. 8 and Provos Figs. 4-10: throughput, errors and server CPU per request as
 //! cold (idle) connections grow, per backend, and nginx with one worker beside. Banga's three
 //! lines are there: classical select (`select-classic`), improved select (`select`) and the
-//! event API on a kernel event queue (`uring`, `epoll`), all up to the largest cold count.
+//! event API on a kernel event queue (`uring`, `epoll`), up to 15,000 cold connections, served
+//! by one process.
+//!
+//! The full run goes on to 100,000 cold connections for uring, epoll, poll (until it
+//! collapses: its points may fail on their time limit, and are recorded so) and nginx, more
+//! than one process may hold here (`RLIMIT_NOFILE`): `hintq serve --processes N` and nginx
+//! with N workers, N = [`serve::processes_for`] (at most 15,000 connections each), both with a
+//! listener per process (`SO_REUSEPORT`). Their CPU is the sum over the server's processes.
+//!
+//! From the server's side (the runner's sampler), at every point: the connections its
+//! processes hold (descriptors beyond those before the load, the least over the hot phase),
+//! and the memory per connection held: user space (their summed RSS, minus before the load)
+//! and kernel (the machine's slab plus TCP socket memory, minus before: both ends of each
+//! connection, since client and server share the kernel here).
 
 use super::e3::growth;
 use super::serve::{self, LOAD_CPU, REQUESTS, THROUGHPUT};
 use super::{panel, Analysis, Experiment, Lab, UNMEASURED};
-use crate::data::{num, Row, Status};
+use crate::data::{num, Line, Row, Status};
 use crate::plot::label;
-use crate::runner::Point;
+use crate::runner::{Point, Samples};
 use std::time::Duration;
+
+/// Cold counts up to this are served by one process (as they were before the larger counts
+/// were added); above it, by [`serve::processes_for`] processes.
+pub const ONE_PROCESS_MAX: usize = 15_000;
+
+/// Hot connections.
+const HOT: usize = 32;
+
+/// The series run above [`ONE_PROCESS_MAX`]: the event API, poll (until it collapses) and
+/// nginx.
+const LARGE: [&str; 4] = ["hintq-uring", "hintq-epoll", "hintq-poll", "nginx"];
+
+/// Processes serving `cold` cold connections (and the hot ones): 1 up to
+/// [`ONE_PROCESS_MAX`]; in the smoke run, 2 for any cold count, to try the path cheaply.
+fn processes(lab: &Lab, cold: usize) -> usize {
+    match (lab.smoke, cold) {
+        (true, 0) => 1,
+        (true, _) => 2,
+        (false, c) if c > ONE_PROCESS_MAX => serve::processes_for(c + HOT),
+        _ => 1,
+    }
+}
+
+/// What the server's side says of a point, from its samples and the load generator's phases
+/// (seconds from its start: `warmup` opening cold connections, then `hot`, `wall` in all).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ServerSide {
+    /// Connections held: descriptors beyond those before the load, the least over the samples
+    /// of the hot phase (the hot connections counted).
+    pub held: f64,
+    /// Bytes of user space per connection held, at that sample: the processes' summed RSS
+    /// minus before the load, ÷ held.
+    pub user: f64,
+    /// Bytes of kernel memory per connection held, at that sample: the machine's slab plus
+    /// TCP socket memory minus before the load, ÷ held (both ends of each connection).
+    pub kernel: f64,
+}
+
+/// The server's side of a point, if a sample fell in the hot phase. The hot phase starts
+/// after the generator's set-up (unknown: at most what its wall time has beyond warm-up and
+/// hot phase, taken as 0.5 s at most) and warm-up, and ends at the latest `hot` later; samples
+/// outside are left out (cold connections still opening or already closing).
+pub fn server_side(s: &Samples, warmup: f64, hot: f64, wall: f64) -> Option<ServerSide> {
+    let setup = (wall - warmup - hot).clamp(0.0, 0.5);
+    let (from, to) = (warmup + setup, warmup + hot);
+    let at = s.during.iter().filter(|x| x.t > from && x.t <= to).min_by_key(|x| x.descriptors)?;
+    let b = &s.baseline;
+    let held = at.descriptors.saturating_sub(b.descriptors) as f64;
+    let per = |v: f64| if held > 0.0 { v / held } else { f64::NAN };
+    Some(ServerSide {
+        held,
+        user: per(at.rss as f64 - b.rss as f64),
+        kernel: per((at.slab + at.tcp_mem) as f64 - (b.slab + b.tcp_mem) as f64),
+    })
+}
 
 /// E1.
 pub struct E1;
@@ -61,29 +129,51 @@ impl Experiment for E1 {
         lab.need(&["serve"]).and(lab.need(&["load"]))
     }
     fn plan(&self, lab: &Lab) -> Vec<Point> {
-        let colds: Vec<usize> = lab.pick(vec![0, 1000, 2000, 5000, 10000, 15000], vec![0, 5000], vec![0]);
+        let colds: Vec<usize> = lab.pick(
+            vec![0, 1000, 2000, 5000, 10000, 15000, 25_000, 50_000, 100_000],
+            vec![0, 5000],
+            vec![0, 100],
+        );
         let backends = lab.pick(
             &["uring", "epoll", "poll", "select-classic", "select", "rtsig"][..],
             &["epoll", "poll", "select-classic", "select"][..],
             &["epoll"][..],
         );
-        let (reps, secs) = (lab.pick(3, 2, 1), lab.pick(3.0, 2.0, 0.5));
+        let (reps, secs): (u32, f64) = (lab.pick(3, 2, 1), lab.pick(3.0, 2.0, 0.5));
         let mut points = Vec::new();
         for s in servers(lab, backends) {
             for &cold in &colds {
-                for rep in 0..select_reps(lab, &s, reps) {
+                let large = cold > ONE_PROCESS_MAX;
+                if large && !LARGE.contains(&s.as_str()) {
+                    continue;
+                }
+                // The counts beyond one process run once each (the full run's time).
+                let reps = if large { 1 } else { select_reps(lab, &s, reps) };
+                let procs = processes(lab, cold);
+                for rep in 0..reps {
                     let port = serve::port();
-                    let Ok(server) = serve::server(lab, &s, port) else { continue };
+                    let Ok(mut server) = serve::server_processes(lab, &s, port, procs) else { continue };
+                    // About 6 looks in the hot phase, at most 2 a second.
+                    server.sample = Some(Duration::from_secs_f64((secs / 6.0).min(0.5)));
                     let name = s.clone();
+                    let note = match (procs, s.as_str()) {
+                        (1, _) => String::new(),
+                        (n, "nginx") => serve::nginx_note(n),
+                        (n, _) => format!("hintq serve --processes {n} --idle-timeout 600s"),
+                    };
                     points.push(Point {
                         experiment: "E1",
                         series: s.clone(),
                         x: cold as f64,
                         name: format!("{s}-cold{cold}-rep{rep}"),
                         server: Some(server),
-                        cmd: serve::load(lab, port, "1k.html", 32, cold, None, secs),
-                        timeout: Duration::from_secs_f64(secs + 60.0),
-                        estimate: Duration::from_secs_f64(secs + 1.0 + cold as f64 / 5000.0),
+                        cmd: serve::load(lab, port, "1k.html", HOT, cold, None, secs),
+                        // Bounded, so a collapsing server (poll at the largest counts) fails
+                        // its point rather than holding the run.
+                        timeout: Duration::from_secs_f64(secs + 60.0 + cold as f64 / 2000.0),
+                        estimate: Duration::from_secs_f64(
+                            secs + 1.0 + cold as f64 / 5000.0 + (procs - 1) as f64 * 0.3,
+                        ),
                         parse: Box::new(move |ran| {
                             let json = serve::load_json(ran)?;
                             let mut rows = serve::rows(
@@ -106,7 +196,35 @@ impl Experiment for E1 {
                                     ..rows[0].clone()
                                 });
                             }
-                            rows.iter_mut().for_each(|r| r.rep = rep);
+                            let phase = |p: &str| serve::at(&json, p);
+                            let side = ran
+                                .samples
+                                .as_ref()
+                                .zip(phase("/warmup_seconds"))
+                                .zip(phase("/hot_seconds").zip(phase("/wall_seconds")));
+                            if let Some(side) =
+                                side.and_then(|((s, warm), (hot, wall))| server_side(s, warm, hot, wall))
+                            {
+                                let first = rows[0].clone();
+                                let row = |metric: &str, v: f64| Row {
+                                    metric: metric.into(),
+                                    value: Some(v),
+                                    status: Status::Ok,
+                                    ..first.clone()
+                                };
+                                rows.push(row("held_connections", side.held));
+                                // Per idle connection: not at 0 cold (the hot ones alone).
+                                if cold > 0 && side.held > 0.0 {
+                                    rows.push(row("user_bytes_per_connection", side.user));
+                                    rows.push(row("kernel_bytes_per_connection", side.kernel));
+                                }
+                            }
+                            for r in rows.iter_mut() {
+                                r.rep = rep;
+                                if !note.is_empty() {
+                                    r.note = note.clone();
+                                }
+                            }
                             Ok(rows)
                         }),
                     });
@@ -131,6 +249,22 @@ impl Experiment for E1 {
             "(b) server CPU per request",
             x,
             "µs CPU per request",
+            (false, false),
+        );
+        let user = panel(
+            rows,
+            "user_bytes_per_connection",
+            "(c) user-space memory per connection held (server's processes, RSS)",
+            x,
+            "bytes per connection",
+            (false, false),
+        );
+        let kernel = panel(
+            rows,
+            "kernel_bytes_per_connection",
+            "(d) kernel memory per connection held (slab + TCP buffers, both ends)",
+            x,
+            "bytes per connection",
             (false, false),
         );
         let mut reading = Vec::new();
@@ -162,7 +296,18 @@ impl Experiment for E1 {
                 ));
             }
         }
-        let get = |n: &str| t.lines.iter().find(|l| l.name == n).and_then(growth);
+        reading.extend(beyond_one_process(rows, &t.lines, &c.lines, &user.lines, &kernel.lines));
+        // Banga's comparison over the counts one process serves (classical select goes no
+        // further); the larger counts are said after it.
+        let single: Vec<Line> = t
+            .lines
+            .iter()
+            .map(|l| Line {
+                name: l.name.clone(),
+                points: l.points.iter().filter(|p| p.x <= ONE_PROCESS_MAX as f64).copied().collect(),
+            })
+            .collect();
+        let get = |n: &str| single.iter().find(|l| l.name == n).and_then(growth);
         // Banga's comparison: the event API (epoll) against classical select; poll stands in
         // when classical select was not measured.
         let scan = get("hintq-select-classic")
@@ -183,7 +328,7 @@ impl Experiment for E1 {
                     (false, false) => "no",
                     _ => "partly",
                 };
-                (ours, holds.into())
+                (ours + &large_ours(&t.lines, &user.lines, &kernel.lines), holds.into())
             }
             _ => (
                 "epoll, or classical select and poll, not measured at two cold counts".into(),
@@ -192,7 +337,7 @@ impl Experiment for E1 {
         };
         let figures = vec![super::banga::fig8(super::banga::Setting::Server, &t.lines, &holds)];
         Analysis {
-            panels: vec![t, c],
+            panels: vec![t, c, user, kernel],
             ours,
             holds,
             reading,
@@ -201,8 +346,205 @@ impl Experiment for E1 {
                 ("errors", "errors"),
                 ("server_cpu_us_per_request", "server µs CPU per request"),
                 ("load_cpu_us_per_request", "load generator µs CPU per request"),
+                ("held_connections", "connections the server held, least in the hot phase"),
+                ("user_bytes_per_connection", "user-space bytes per connection held"),
+                ("kernel_bytes_per_connection", "kernel bytes per connection held, both ends"),
             ],
             figures,
         }
+    }
+}
+
+/// The figures past one process, for the opening table: at the largest cold count measured
+/// above [`ONE_PROCESS_MAX`], the share of its throughput at 0 cold each series keeps, and
+/// epoll's memory per connection held.
+fn large_ours(throughput: &[Line], user: &[Line], kernel: &[Line]) -> String {
+    let Some(top) = throughput
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.x))
+        .filter(|&x| x > ONE_PROCESS_MAX as f64)
+        .max_by(f64::total_cmp)
+    else {
+        return String::new();
+    };
+    let kept: Vec<String> = throughput
+        .iter()
+        .filter_map(|l| {
+            let (first, at) = (l.points.first()?, l.at(top)?);
+            Some(format!("{} {}%", label(&l.name), num(at.spread.median / first.spread.median * 100.0)))
+        })
+        .collect();
+    let mut out = format!(
+        "; at {top} cold (servers of {} processes): {}",
+        serve::processes_for(top as usize + HOT),
+        kept.join(", ")
+    );
+    let mem = |lines: &[Line]| lines.iter().find(|l| l.name == "hintq-epoll")?.median(top);
+    if let (Some(u), Some(k)) = (mem(user), mem(kernel)) {
+        out += &format!(
+            "; epoll {} B user space and {} B kernel (both ends) per connection held",
+            num(u),
+            num(k)
+        );
+    }
+    out
+}
+
+/// Sentences on the counts beyond one process: each series' throughput and CPU per request
+/// at the largest count against 0 cold, whether the server held the connections, its memory
+/// per connection, and the points that failed (a server that collapsed).
+fn beyond_one_process(
+    rows: &[Row],
+    throughput: &[Line],
+    cpu: &[Line],
+    user: &[Line],
+    kernel: &[Line],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let held = crate::data::lines(rows, "held_connections");
+    for l in throughput {
+        let Some(top) =
+            l.points.iter().map(|p| p.x).filter(|&x| x > ONE_PROCESS_MAX as f64).max_by(f64::total_cmp)
+        else {
+            continue;
+        };
+        let name = label(&l.name);
+        let (Some(first), Some(at)) = (l.points.first(), l.at(top)) else { continue };
+        let mut s = format!(
+            "{name} at {top} cold, {} processes: {}% of its throughput at {} cold",
+            serve::processes_for(top as usize + HOT),
+            num(at.spread.median / first.spread.median * 100.0),
+            first.x
+        );
+        let find = |ls: &[Line]| ls.iter().find(|c| c.name == l.name).cloned();
+        if let Some(c) = find(cpu) {
+            if let (Some(c0), Some(c1)) = (c.median(first.x), c.median(top)) {
+                s += &format!(
+                    ", server CPU per request {} µs against {} µs ({}x)",
+                    num(c1),
+                    num(c0),
+                    num(c1 / c0)
+                );
+            }
+        }
+        if let Some(h) = find(&held).and_then(|h| h.median(top)) {
+            let want = top + HOT as f64;
+            s += &format!("; it held {} of the {} connections", num(h), num(want));
+            if h < 0.99 * want {
+                s += " (fewer: see its errors)";
+            }
+        }
+        if let (Some(u), Some(k)) =
+            (find(user).and_then(|u| u.median(top)), find(kernel).and_then(|k| k.median(top)))
+        {
+            s += &format!(", {} B of user space and {} B of kernel memory per connection", num(u), num(k));
+        }
+        out.push(s + ".");
+    }
+    // A server that collapsed: its points failed (time limit) or left no throughput.
+    let mut failed: Vec<(String, f64)> = rows
+        .iter()
+        .filter(|r| r.experiment == "E1" && r.status == Status::Failed && r.x > ONE_PROCESS_MAX as f64)
+        .map(|r| (r.series.clone(), r.x))
+        .collect();
+    failed.dedup();
+    for (series, x) in failed {
+        out.push(format!(
+            "{}: its point at {x} cold failed (collapsed or timed out; see its row).",
+            label(&series)
+        ));
+    }
+    if !out.is_empty() {
+        out.push(
+            "Kernel memory is the machine's (slab and TCP buffers): it counts both ends of each \
+             connection and whatever else ran meanwhile; it is meaningful at large counts only."
+                .into(),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::Sample;
+
+    fn sample(t: f64, descriptors: usize, rss: u64, slab: u64) -> Sample {
+        Sample { t, processes: 8, descriptors, rss, slab, tcp_mem: 1000 }
+    }
+
+    #[test]
+    fn held_is_the_least_in_the_hot_phase_and_memory_is_per_connection_held_then() {
+        // Warm-up 20 s (cold connections opening), hot phase 3 s after a set-up of at most
+        // 0.5 s, then 1.5 s closing: only samples in (20.5, 23] count.
+        let s = Samples {
+            baseline: sample(0.0, 40, 10_000_000, 50_000_000),
+            during: vec![
+                sample(10.0, 50_000, 30_000_000, 90_000_000),   // opening
+                sample(20.4, 100_000, 40_000_000, 150_000_000), // set-up, maybe
+                sample(21.0, 100_072, 40_000_000, 150_000_000),
+                sample(22.0, 100_040, 40_500_000, 150_100_000), // the least held
+                sample(23.0, 100_072, 40_000_000, 150_000_000),
+                sample(24.0, 10, 10_000_000, 50_000_000), // closing
+            ],
+        };
+        let side = server_side(&s, 20.0, 3.0, 25.0).unwrap();
+        assert_eq!(side.held, 100_000.0);
+        assert_eq!(side.user, 305.0);
+        assert_eq!(side.kernel, 1001.0);
+        // No sample in the hot phase: nothing, rather than a guess.
+        assert_eq!(server_side(&s, 30.0, 3.0, 34.0), None);
+    }
+
+    #[test]
+    fn large_counts_are_served_by_processes_of_at_most_15000_connections() {
+        assert_eq!(serve::processes_for(15_000), 1);
+        assert_eq!(serve::processes_for(25_000 + HOT), 2);
+        assert_eq!(serve::processes_for(50_000 + HOT), 4);
+        assert_eq!(serve::processes_for(100_000 + HOT), 7);
+        const { assert!(serve::PER_PROCESS * 6 / 5 <= 18_000, "room for uneven hashing under 20,000") };
+    }
+
+    #[test]
+    fn the_reading_and_figure_go_on_to_100000_cold_and_name_a_collapse() {
+        let row = |series: &str, x: f64, metric: &str, v: f64| Row {
+            experiment: "E1".into(),
+            series: series.into(),
+            x,
+            rep: 0,
+            metric: metric.into(),
+            value: Some(v),
+            status: Status::Ok,
+            note: String::new(),
+        };
+        let mut rows = Vec::new();
+        for (s, scan) in [("hintq-epoll", 1.0), ("hintq-poll", 0.5)] {
+            for (x, f) in [(0.0, 1.0), (2000.0, scan), (15000.0, scan), (100_000.0, 0.9)] {
+                rows.push(row(s, x, "throughput_rps", 10_000.0 * f));
+                rows.push(row(s, x, "server_cpu_us_per_request", 20.0 / f));
+                rows.push(row(s, x, "held_connections", x + 32.0));
+            }
+        }
+        rows.retain(|r| !(r.series == "hintq-poll" && r.x == 100_000.0));
+        rows.push(Row {
+            value: None,
+            status: Status::Failed,
+            metric: String::new(),
+            ..row("hintq-poll", 100_000.0, "", 0.0)
+        });
+        rows.push(row("hintq-epoll", 100_000.0, "user_bytes_per_connection", 300.0));
+        rows.push(row("hintq-epoll", 100_000.0, "kernel_bytes_per_connection", 4000.0));
+        let a = E1.analyse(&rows);
+        assert_eq!(a.panels.len(), 4);
+        let text = a.reading.join("\n");
+        assert!(text.contains("at 100000 cold, 7 processes: 90.0% of its throughput"), "{text}");
+        assert!(text.contains("it held 100032 of the 100032 connections"), "{text}");
+        assert!(text.contains("300 B of user space and 4000 B of kernel memory"), "{text}");
+        assert!(text.contains("point at 100000 cold failed"), "{text}");
+        // Banga's verdict over one process's counts (poll kept 50% at 15000), then the rest.
+        assert_eq!(a.holds, "yes", "{}", a.ours);
+        assert!(a.ours.contains("at 15000 cold"), "{}", a.ours);
+        assert!(a.ours.contains("at 100000 cold (servers of 7 processes)"), "{}", a.ours);
+        assert!(a.ours.contains("epoll 300 B user space and 4000 B kernel"), "{}", a.ours);
     }
 }

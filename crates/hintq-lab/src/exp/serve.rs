@@ -47,6 +47,57 @@ pub fn root(lab: &Lab) -> PathBuf {
 
 /// `hintq serve` on the measured core, or nginx (one process, one worker) for `nginx`.
 pub fn server(lab: &Lab, series: &str, port: u16) -> Result<Server, String> {
+    server_processes(lab, series, port, 1)
+}
+
+/// Connections one process of a multi-process server may hold: the descriptor limit every
+/// process here has (the hard `RLIMIT_NOFILE` the lab raised itself to), 20,000 when unknown.
+pub fn per_process_limit() -> usize {
+    hintq_sys::nofile().map_or(20_000, |(_, hard)| hard.min(1 << 20) as usize)
+}
+
+/// The connections each process of a multi-process server is planned to hold at most (a
+/// margin under [`per_process_limit`] for the kernel's uneven `SO_REUSEPORT` hashing).
+pub const PER_PROCESS: usize = 15_000;
+
+/// Processes that hold `connections` at [`PER_PROCESS`] each: 1 up to it.
+pub fn processes_for(connections: usize) -> usize {
+    connections.div_ceil(PER_PROCESS).max(1)
+}
+
+/// nginx for `processes` workers (more than 1): a master and that many workers, each with its
+/// own `reuseport` listener (as `hintq serve --processes` has; one shared listener would let
+/// one worker take connections beyond its `worker_connections` and drop them), each allowed
+/// [`per_process_limit`] descriptors and connections; the workers run as root when the lab
+/// does (its document root may not be readable by nginx's default user).
+pub fn nginx_workers_conf(conf: &str, processes: usize) -> String {
+    // SAFETY: geteuid(2) has no memory effects.
+    let user = if unsafe { libc::geteuid() } == 0 { "user root;\n" } else { "" };
+    let conf = conf
+        .replace("worker_processes 1;", &format!("{user}worker_processes {processes};"))
+        .replace(" backlog=4096;", " backlog=4096 reuseport;");
+    assert!(conf.contains(&format!("worker_processes {processes};")) && conf.contains("reuseport;"));
+    conf
+}
+
+/// The note of nginx's rows: its tuning (paths and port left as placeholders), for
+/// `processes` workers.
+pub fn nginx_note(processes: usize) -> String {
+    let root = Path::new("ROOT");
+    let conf = if processes > 1 {
+        let one = crate::peers::nginx_conf(nginx_role(root), Path::new("DIR"), 0, per_process_limit());
+        nginx_workers_conf(&one, processes)
+    } else {
+        crate::peers::nginx_conf(nginx_role(root), Path::new("DIR"), 0, NGINX_CONNECTIONS)
+    };
+    format!("nginx config: {}", crate::peers::tuning(&conf))
+}
+
+/// [`server`] spread over `processes` processes when more than 1: `hintq serve --processes N`
+/// (and an idle timeout of 600 s, nginx's `keepalive_timeout`, so that cold connections opened
+/// early outlast the time it takes to open the rest), or nginx with a master and N workers
+/// ([`nginx_workers_conf`]). Its processes are all waited for before the point starts.
+pub fn server_processes(lab: &Lab, series: &str, port: u16, processes: usize) -> Result<Server, String> {
     let listen = format!("127.0.0.1:{port}");
     let ready: SocketAddr = listen.parse().map_err(|e| format!("{listen}: {e}"))?;
     let root = root(lab);
@@ -56,26 +107,44 @@ pub fn server(lab: &Lab, series: &str, port: u16) -> Result<Server, String> {
         std::fs::create_dir_all(&conf_dir).map_err(|e| e.to_string())?;
         let conf_dir = std::fs::canonicalize(&conf_dir).map_err(|e| e.to_string())?;
         let conf = conf_dir.join(format!("nginx-{port}.conf"));
-        let text = crate::peers::nginx_conf(nginx_role(&root), &conf_dir, port, NGINX_CONNECTIONS);
+        let text = if processes > 1 {
+            let one = crate::peers::nginx_conf(nginx_role(&root), &conf_dir, port, per_process_limit());
+            nginx_workers_conf(&one, processes)
+        } else {
+            crate::peers::nginx_conf(nginx_role(&root), &conf_dir, port, NGINX_CONNECTIONS)
+        };
         std::fs::write(&conf, &text).map_err(|e| e.to_string())?;
         let mut configs = lab.configs.borrow_mut();
-        if configs.is_empty() {
+        let what = if processes > 1 { format!("{processes} workers") } else { "one worker".into() };
+        if !configs.iter().any(|c| c.0.contains(&what)) {
             configs.push((
-                format!("nginx, static files (each point: its own port; this one {})", conf.display()),
+                format!(
+                    "nginx, static files, {what} (each point: its own port; this one {})",
+                    conf.display()
+                ),
                 text,
             ));
         }
-        let args = crate::peers::nginx_args(&conf_dir, &conf);
+        let mut args = crate::peers::nginx_args(&conf_dir, &conf);
+        if processes > 1 {
+            // A master and its workers: the runner reads the CPU and memory of them all.
+            args.retain(|a| a != "-g" && a != "master_process off;");
+        }
         Cmd::new(nginx, &args.iter().map(String::as_str).collect::<Vec<_>>(), lab.cores.bench)
     } else {
         let backend = series.strip_prefix("hintq-").unwrap_or(series);
         let root = root.to_string_lossy();
-        lab.hintq(
-            &["serve", "--root", &root, "--listen", &listen, "--backend", backend, "--threads", "1"],
-            lab.cores.bench,
-        )
+        let n = processes.to_string();
+        let mut args =
+            vec!["serve", "--root", &root, "--listen", &listen, "--backend", backend, "--threads", "1"];
+        if processes > 1 {
+            args.extend(["--processes", &n, "--idle-timeout", "600s"]);
+        }
+        lab.hintq(&args, lab.cores.bench)
     };
-    Ok(Server { cmd, ready, upstream: None })
+    // nginx's master is one more process.
+    let tree = if processes > 1 { processes + 1 } else { 1 };
+    Ok(Server { processes: tree, ..Server::new(cmd, ready) })
 }
 
 /// The upstream every proxy point relays to: `hintq serve` (epoll, one thread) on the load
@@ -116,7 +185,7 @@ pub fn proxy(lab: &Lab, series: &str, port: u16, upstream_port: u16) -> Result<(
         (lab.hintq(&args, lab.cores.bench), note)
     };
     let note = format!("{conf}; upstream hintq serve --backend {UPSTREAM_BACKEND} on CPU {}", lab.cores.load);
-    Ok((Server { cmd, ready, upstream: Some(Box::new(upstream)) }, note))
+    Ok((Server { upstream: Some(Box::new(upstream)), ..Server::new(cmd, ready) }, note))
 }
 
 /// `hintq load` on the load core, writing `load.json` into the point's directory.
@@ -163,13 +232,7 @@ pub fn rows(
     wanted: &[(&str, &str, f64)],
 ) -> Result<Vec<Row>, String> {
     // nginx's rows carry its tuning (paths and port left as placeholders).
-    let note = if series == "nginx" {
-        let conf =
-            crate::peers::nginx_conf(nginx_role(Path::new("ROOT")), Path::new("DIR"), 0, NGINX_CONNECTIONS);
-        format!("nginx config: {}", crate::peers::tuning(&conf))
-    } else {
-        String::new()
-    };
+    let note = if series == "nginx" { nginx_note(1) } else { String::new() };
     let row = |metric: &str, v: f64| Row {
         experiment: exp.into(),
         series: series.into(),
