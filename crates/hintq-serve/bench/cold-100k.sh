@@ -21,7 +21,7 @@
 # Pinning: the server's workers on $SRV_CPU, the generator on $LOAD_CPU. Raw rows to $OUT.
 #
 # Usage: crates/hintq-serve/bench/cold-100k.sh
-#   [env: BACKEND=epoll COLD=100000 PROCS=6 HOT=50 DUR=15 PORT=18410 SRV_CPU=0 LOAD_CPU=1 HINTQ=... OUT=...]
+#   [env: BACKEND=epoll COLD=100000 PROCS=6 LOAD_PROCS=6 HOT=50 DUR=15 PORT=18410 SRV_CPU=0 LOAD_CPU=1 HINTQ=... OUT=...]
 set -euo pipefail
 
 BACKEND=${BACKEND:-epoll}
@@ -30,6 +30,9 @@ PROCS=${PROCS:-6}
 HOT=${HOT:-50}
 DUR=${DUR:-15}
 PORT=${PORT:-18410}
+# The generator's processes, the same in both runs (as many as the cold run needs), so that
+# the hot connections are laid out alike and the ratio compares the server, not the generator.
+LOAD_PROCS=${LOAD_PROCS:-6}
 SRV_CPU=${SRV_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -62,26 +65,30 @@ sock_pages() { awk '$1 == "TCP:" { for (i = 2; i < NF; i++) if ($i == "mem") pri
 
 # hot NAME COLD -> one CSV row from hintq load's JSON
 hot() {
-    local name=$1 cold=$2
+    local name=$1 cold=$2 c0 c1
+    c0=$(cpu)
     taskset -c "$LOAD_CPU" "$HINTQ" load "$URL" --connections "$HOT" --cold "$cold" --duration "${DUR}s" \
-        --quiet --json "$TMP/$name.json" >"$TMP/$name.txt" 2>&1
-    python3 - "$TMP/$name.json" "$name" "$cold" >>"$OUT" <<'PY'
+        --processes "$LOAD_PROCS" --quiet --json "$TMP/$name.json" >"$TMP/$name.txt" 2>&1
+    c1=$(cpu)
+    python3 - "$TMP/$name.json" "$name" "$cold" "$c0" "$c1" >>"$OUT" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
+# Server CPU over the whole load run (warm-up included) per hot response.
+server_us = (float(sys.argv[5]) - float(sys.argv[4])) * 1e6 / max(r["hot"]["successes"], 1)
 held = [s["held"] for s in r.get("cold_per_second", [])]
 hot_err = sum(r["hot"]["errors"].values())
 cold_err = sum(r["cold"]["errors"].values()) + r["cold"]["closed_by_server"]
 print(",".join(str(x) for x in [sys.argv[2], sys.argv[3], round(r["throughput"]), r["latency_us"]["p99"],
       hot_err, cold_err, min(held) if held else "", max(held) if held else "",
-      r["self_check"]["generator_lagged"]]))
+      r["self_check"]["generator_lagged"], round(server_us, 2), round(r["cpu"]["per_request_us"], 2)]))
 PY
 }
 
 {
     echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus; $("$HINTQ" --version); commit $(git -C "$ROOT" rev-parse --short HEAD)"
     echo "# hintq serve --processes $PROCS --threads 1 --backend $BACKEND --idle-timeout 3600s on cpu $SRV_CPU;" \
-        "hintq load -c $HOT --duration ${DUR}s [--cold $COLD] on cpu $LOAD_CPU; 1 KB file; loadavg $(cat /proc/loadavg)"
-    echo "run,cold,req_per_s,p99_us,hot_errors,cold_errors_or_closed,cold_held_min,cold_held_max,generator_lagged"
+        "hintq load -c $HOT --duration ${DUR}s --processes $LOAD_PROCS [--cold $COLD] on cpu $LOAD_CPU; 1 KB file; loadavg $(cat /proc/loadavg)"
+    echo "run,cold,req_per_s,p99_us,hot_errors,cold_errors_or_closed,cold_held_min,cold_held_max,generator_lagged,server_cpu_us_per_req,generator_cpu_us_per_req"
 } | tee "$OUT"
 
 base_sockets=$(sockets) base_fds=$(fds) base_rss=$(rss) base_slab=$(slab_kb) base_pages=$(sock_pages)
@@ -117,10 +124,12 @@ c0=$(cpu)
 sleep 3
 c1=$(cpu)
 echo "# after the load: server-side sockets $(sockets) (baseline $base_sockets), descriptors $(fds) (baseline $base_fds), workers RSS $(rss) kB (baseline $base_rss kB), workers CPU over 3 s idle $(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.3f", b - a }') s" | tee -a "$OUT"
-python3 - "$OUT" <<'PY'
+python3 - "$OUT" <<'PY' | tee -a "$OUT"
 import csv, sys
 rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if not l.startswith("#"))][1:]
 by = {r[0]: r for r in rows}
 if "hot0" in by and "hot-cold" in by:
     print(f"# hot throughput at {by['hot-cold'][1]} cold / at 0: {int(by['hot-cold'][2]) / int(by['hot0'][2]):.3f} (goal >= 0.9)")
+    print(f"# server CPU per hot request at {by['hot-cold'][1]} cold / at 0: {float(by['hot-cold'][9]) / float(by['hot0'][9]):.3f}"
+          f" (includes accepting the cold connections); generator's: {float(by['hot-cold'][10]) / float(by['hot0'][10]):.3f}")
 PY
