@@ -198,9 +198,14 @@ fn cold_connections_held_second_by_second_match_the_listener() {
     let seconds = r["cold_per_second"].as_array().unwrap();
     assert_eq!(seconds.len(), 3, "{seconds:?}");
     let n = |s: &serde_json::Value, k: &str| s[k].as_u64().unwrap();
-    for s in seconds {
+    for (i, s) in seconds.iter().enumerate() {
         assert!((1800..=2000).contains(&n(s, "held")), "{seconds:?}");
-        assert!(n(s, "opened") >= 500 && n(s, "opened").abs_diff(n(s, "closed")) <= 200, "{seconds:?}");
+        assert!(n(s, "opened") >= 500, "{seconds:?}");
+        // The first second also re-opens what closed during the warm-up (cold connects go
+        // out at most 512 at a time per process, so it lasts long enough for a heavy-tailed
+        // lifetime to end): its opens may exceed its closes by more.
+        let slack = if i == 0 { 400 } else { 200 };
+        assert!(n(s, "opened").abs_diff(n(s, "closed")) <= slack, "{seconds:?}");
     }
     let opened = r["cold"]["opened"].as_u64().unwrap();
     let per_second: u64 = seconds.iter().map(|s| n(s, "opened")).sum();
