@@ -555,7 +555,7 @@ impl Experiment for E11 {
 
 /// The line Figs. 6 and 7 are read from: epoll (Banga's figure of 8.4 µs is E3's epoll's
 /// too), else uring, else the first measured.
-fn event_line<'a>(lines: &'a [crate::data::Line]) -> Option<&'a crate::data::Line> {
+fn event_line(lines: &[crate::data::Line]) -> Option<&crate::data::Line> {
     ["hintq-epoll", "hintq-uring"]
         .iter()
         .find_map(|n| lines.iter().find(|l| l.name == *n))
