@@ -124,6 +124,20 @@ fn smoke_run_writes_every_file_and_the_report_matches_the_raw_rows() {
         }
     }
     assert!(checked > 0);
+    // Figs. 6 and 7 inside the proxy: rows from the proxy's --stats file, in E11.csv.
+    if ran.iter().any(|r| r == "E11") {
+        let rows = data::read_csv(&std::fs::read_to_string(dir.join("E11.csv")).unwrap()).unwrap();
+        for metric in
+            ["fig6_us_per_call", "fig6_events_per_call", "fig7_us_per_declare", "fig7_us_per_revoke"]
+        {
+            assert!(
+                rows.iter().any(|r| r.metric == metric && r.status != Status::Failed && r.value.is_some()),
+                "E11.csv has no {metric} row"
+            );
+        }
+        let f6 = first.iter().find(|c| c[0] == "Banga Fig. 6 (proxy)").expect("a Banga Fig. 6 (proxy) row");
+        assert!(f6[4].contains("µs per get_next_event call"), "{f6:?}");
+    }
     e6_claims_quote_the_table(&report);
     figure_rows_are_all_there_and_their_ratios_follow(&first, dir);
 }

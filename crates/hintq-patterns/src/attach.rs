@@ -15,6 +15,7 @@
 //! thread-pool patterns hand any event to any thread, so there [`Fds::attach`] fails with
 //! `Unsupported`.
 
+use crate::run::Meter;
 use hintq::{Interest, Queue};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -53,6 +54,8 @@ pub struct Fds<'a> {
     /// Descriptors parked with this thread.
     pub(crate) parked: &'a mut Vec<Extra>,
     pub(crate) draining: bool,
+    /// Counts (and, measuring, times) the declares and revokes made here.
+    pub(crate) meter: Meter<'a>,
 }
 
 /// A callback's context: the thread's [`Handler::Local`](crate::Handler::Local) state and
@@ -122,7 +125,7 @@ impl Fds<'_> {
         let gen = if interest.is_empty() {
             0
         } else {
-            q.declare(raw, interest)?;
+            self.meter.declare(q, raw, interest, true)?;
             q.generation(raw).unwrap_or(0)
         };
         owner.store(*cfd, Relaxed);
@@ -146,7 +149,7 @@ impl Fds<'_> {
             return Ok(());
         }
         let q = q.ok_or_else(|| refuse(io::ErrorKind::Unsupported, "no queue of its own"))?;
-        match q.declare(fd, interest) {
+        match self.meter.declare(q, fd, interest, e.interest.is_empty()) {
             Ok(()) => {
                 e.interest = interest;
                 e.gen = q.generation(fd).unwrap_or(e.gen);
@@ -164,7 +167,7 @@ impl Fds<'_> {
     pub fn close(&mut self, fd: RawFd) -> bool {
         let Some((list, i)) = find(&mut self.conn, self.parked, fd) else { return false };
         let e = list.swap_remove(i);
-        revoke(self.q.as_deref_mut(), self.owner, e);
+        revoke(self.q.as_deref_mut(), self.owner, e, self.meter);
         true
     }
 
@@ -259,11 +262,14 @@ fn find<'x>(
 }
 
 /// Unroutes, revokes and closes `e` (revoked first, so its number is not reused while
-/// registered).
-pub(crate) fn revoke(q: Option<&mut Queue>, owner: &[AtomicI32], e: Extra) {
+/// registered; the revoke counted by `meter` unless it had no interest).
+pub(crate) fn revoke(q: Option<&mut Queue>, owner: &[AtomicI32], e: Extra, meter: Meter<'_>) {
     owner[e.fd.as_raw_fd() as usize].store(NONE, Relaxed);
     match q {
-        Some(q) => drop(q.close(e.fd)),
-        None => drop(e.fd),
+        Some(q) if !e.interest.is_empty() => drop(meter.revoke(q, e.fd.as_raw_fd())),
+        // Not watched: nothing to count (revoked all the same, to be sure).
+        Some(q) => drop(q.declare_interest(e.fd.as_raw_fd(), Interest::empty())),
+        None => {}
     }
+    drop(e.fd);
 }

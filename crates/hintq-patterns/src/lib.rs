@@ -352,8 +352,21 @@ pub struct Config {
     /// can listen on the same port (the worker processes of `hintq serve --processes`). The
     /// sharded pattern always does, for its listener per thread.
     pub reuseport: bool,
-    /// Time the operations the experiment reports (two clock reads per operation).
+    /// Time the operations the experiment reports (two clock reads per operation):
+    /// `get_next_event`, declares and revokes, re-arms, work-queue inserts, handling.
     pub measure: bool,
+    /// Split the waits that found events without blocking from those that blocked (Banga's
+    /// Fig. 6 counts the former): each wait first calls `get_next_event` with a zero timeout
+    /// and, only if that finds nothing, again with the tick's timeout. A timed call that
+    /// returned events may have slept before they came; one with a zero timeout never did.
+    /// Costs one more call per wait that blocks, none under saturation. See
+    /// [`Counters::ready_waits`].
+    pub probe_waits: bool,
+    /// The most events one `get_next_event` call returns (Banga's `array_max`): the length of
+    /// the event array of each waiting thread. Leader/Followers takes one event per call
+    /// whatever this says (it hands the queue over before handling it). Default
+    /// [`Config::ARRAY_MAX`].
+    pub array_max: usize,
     /// Grow and shrink the active thread count with load.
     pub adaptive: Option<Adaptive>,
     /// How often deadlines are checked (and the longest a waiting thread sleeps).
@@ -368,8 +381,11 @@ pub struct Config {
 }
 
 impl Config {
+    /// The default [`Config::array_max`].
+    pub const ARRAY_MAX: usize = 64;
+
     /// A configuration with defaults: no measuring, fixed thread count, 100 ms tick,
-    /// 65,536 descriptors.
+    /// 65,536 descriptors, 64 events per call.
     pub fn new(pattern: Pattern, threads: usize, backend: Backend, listen: SocketAddr) -> Config {
         Config {
             pattern,
@@ -378,6 +394,8 @@ impl Config {
             listen,
             reuseport: false,
             measure: false,
+            probe_waits: false,
+            array_max: Config::ARRAY_MAX,
             adaptive: None,
             tick: Duration::from_millis(100),
             max_fds: 65_536,
@@ -395,6 +413,7 @@ impl fmt::Debug for Config {
             .field("backend", &self.backend)
             .field("listen", &self.listen)
             .field("reuseport", &self.reuseport)
+            .field("array_max", &self.array_max)
             .field("adaptive", &self.adaptive)
             .finish()
     }

@@ -25,6 +25,18 @@ struct ThreadStats {
     waits: AtomicU64,
     wait_ns: AtomicU64,
     events: AtomicU64,
+    most_events: AtomicU64,
+    ready_waits: AtomicU64,
+    ready_ns: AtomicU64,
+    ready_events: AtomicU64,
+    blocked_waits: AtomicU64,
+    blocked_ns: AtomicU64,
+    declares: AtomicU64,
+    declare_ns: AtomicU64,
+    declares_new: AtomicU64,
+    declare_new_ns: AtomicU64,
+    revokes: AtomicU64,
+    revoke_ns: AtomicU64,
     inserts: AtomicU64,
     insert_ns: AtomicU64,
     rearms: AtomicU64,
@@ -53,6 +65,35 @@ pub struct Counters {
     pub wait_ns: u64,
     /// Events they returned.
     pub events: u64,
+    /// The most events one call returned (at most [`Config::array_max`](crate::Config::array_max)).
+    pub most_events: u64,
+    /// With [`Config::probe_waits`]: waits whose zero-timeout probe found events, so the
+    /// thread did not block (Banga's Fig. 6 measures these: the proxy "never blocks").
+    pub ready_waits: u64,
+    /// Time inside those probes (zero unless measuring).
+    pub ready_ns: u64,
+    /// Events those probes returned.
+    pub ready_events: u64,
+    /// With [`Config::probe_waits`]: waits whose probe found nothing, followed by a call
+    /// that may block (`ready_waits + blocked_waits = waits`).
+    pub blocked_waits: u64,
+    /// Time inside both calls of those waits, sleep included (zero unless measuring).
+    pub blocked_ns: u64,
+    /// Interest declared by the runtime (new registrations and interest changes, of a
+    /// connection, an attached descriptor or the listener; not re-arms).
+    pub declares: u64,
+    /// Time inside them (zero unless measuring).
+    pub declare_ns: u64,
+    /// Of `declares`, those that added a descriptor to the interest set (accepted
+    /// connections, attached descriptors, interest declared again after none): Banga's
+    /// "declaring interest" case of Fig. 7.
+    pub declares_new: u64,
+    /// Time inside them (zero unless measuring).
+    pub declare_new_ns: u64,
+    /// Interest revoked by the runtime (closes, detaches, `Next::Wait`).
+    pub revokes: u64,
+    /// Time inside them (zero unless measuring).
+    pub revoke_ns: u64,
     /// Half-Sync: pushes into the work queue.
     pub inserts: u64,
     /// Time inside them.
@@ -85,6 +126,18 @@ impl ThreadStats {
             waits: g(&self.waits),
             wait_ns: g(&self.wait_ns),
             events: g(&self.events),
+            most_events: g(&self.most_events),
+            ready_waits: g(&self.ready_waits),
+            ready_ns: g(&self.ready_ns),
+            ready_events: g(&self.ready_events),
+            blocked_waits: g(&self.blocked_waits),
+            blocked_ns: g(&self.blocked_ns),
+            declares: g(&self.declares),
+            declare_ns: g(&self.declare_ns),
+            declares_new: g(&self.declares_new),
+            declare_new_ns: g(&self.declare_new_ns),
+            revokes: g(&self.revokes),
+            revoke_ns: g(&self.revoke_ns),
             inserts: g(&self.inserts),
             insert_ns: g(&self.insert_ns),
             rearms: g(&self.rearms),
@@ -98,6 +151,45 @@ impl ThreadStats {
 
 fn add(a: &AtomicU64, v: u64) {
     a.fetch_add(v, Relaxed);
+}
+
+fn since(t0: Instant) -> u64 {
+    t0.elapsed().as_nanos() as u64
+}
+
+/// Declares and revokes of one thread, counted, and timed when measuring.
+#[derive(Clone, Copy)]
+pub(crate) struct Meter<'a> {
+    st: &'a ThreadStats,
+    on: bool,
+}
+
+impl Meter<'_> {
+    /// `q.declare(fd, interest)`: a revoke if `interest` is empty, else a declare (`new`: one
+    /// that adds `fd` to the interest set).
+    pub(crate) fn declare(self, q: &mut Queue, fd: RawFd, interest: Interest, new: bool) -> io::Result<()> {
+        let t0 = self.on.then(Instant::now);
+        let r = q.declare(fd, interest);
+        let ns = t0.map_or(0, since);
+        let st = self.st;
+        if interest.is_empty() {
+            add(&st.revokes, 1);
+            add(&st.revoke_ns, ns);
+        } else {
+            add(&st.declares, 1);
+            add(&st.declare_ns, ns);
+            if new {
+                add(&st.declares_new, 1);
+                add(&st.declare_new_ns, ns);
+            }
+        }
+        r
+    }
+
+    /// Revokes interest in `fd` (`declare_interest` with an empty interest).
+    pub(crate) fn revoke(self, q: &mut Queue, fd: RawFd) -> io::Result<()> {
+        self.declare(q, fd, Interest::empty(), false)
+    }
 }
 
 /// Counts a failed interest change: the loop goes on without it (the connection times out
@@ -265,6 +357,10 @@ impl Ctl<'_> {
 struct Core<H: Handler> {
     handler: Arc<H>,
     measure: bool,
+    /// [`Config::probe_waits`].
+    probe: bool,
+    /// [`Config::array_max`], at least 1.
+    array_max: usize,
     tick: Duration,
     slots: Box<[Slot<H::Conn>]>,
     /// Per descriptor number: the connection its events go to (its own number for a
@@ -283,6 +379,10 @@ impl<H: Handler> Core<H> {
         self.measure.then(Instant::now)
     }
 
+    fn meter<'a>(&self, st: &'a ThreadStats) -> Meter<'a> {
+        Meter { st, on: self.measure }
+    }
+
     /// Takes a new connection into the table and `q`, its timer into `clock`.
     fn adopt(
         &self,
@@ -295,7 +395,7 @@ impl<H: Handler> Core<H> {
         let raw = fd.as_raw_fd();
         let Some(slot) = self.slots.get(raw as usize) else { return };
         let Some(state) = self.handler.accept(raw) else { return };
-        let gen = q.declare(raw, Interest::READ).ok().and_then(|()| q.generation(raw));
+        let gen = self.meter(st).declare(q, raw, Interest::READ, true).ok().and_then(|()| q.generation(raw));
         let Some(gen) = gen else {
             self.handler.close_in(&mut home.local, state, raw, Why::Refused);
             return;
@@ -350,12 +450,15 @@ impl<H: Handler> Core<H> {
         ctl.clock().with(|w| w.remove(raw as usize));
         self.handler.close_in(&mut home.local, conn.state, raw, why);
         add(&st.closed, 1);
+        let watched = !conn.interest.is_empty();
         for e in conn.extra {
-            attach::revoke(ctl.queue(), &self.owner, e);
+            attach::revoke(ctl.queue(), &self.owner, e, self.meter(st));
         }
         match ctl {
+            // Unwatched (after `Next::Wait`): nothing to count, revoked all the same.
+            Ctl::Own(q, _) if !watched => counted(st, q.declare_interest(raw, Interest::empty())),
             Ctl::Own(q, _) => {
-                counted(st, q.declare_interest(raw, Interest::empty()));
+                counted(st, self.meter(st).revoke(q, raw));
                 drop(conn.fd);
             }
             Ctl::Shared(s) => s.defer(Op::Close(conn.fd)),
@@ -375,7 +478,7 @@ impl<H: Handler> Core<H> {
     ) {
         let Some(owner) = self.owner.get(ev.fd() as usize) else { return };
         let cfd = match owner.load(Relaxed) {
-            PARKED => return self.parked_event(ev, ctl, home),
+            PARKED => return self.parked_event(ev, ctl, home, st),
             NONE => return,
             cfd => cfd,
         };
@@ -397,7 +500,7 @@ impl<H: Handler> Core<H> {
         }
     }
 
-    fn parked_event(&self, ev: Event, ctl: &mut Ctl<'_>, home: &mut Home<H::Local>) {
+    fn parked_event(&self, ev: Event, ctl: &mut Ctl<'_>, home: &mut Home<H::Local>, st: &ThreadStats) {
         if !home.parked.iter().any(|e| e.fired(ev.fd(), ev.generation())) {
             return; // stale, or parked by another thread
         }
@@ -407,6 +510,7 @@ impl<H: Handler> Core<H> {
             conn: None,
             parked: &mut home.parked,
             draining: self.draining(),
+            meter: self.meter(st),
         };
         self.handler.local_event(&mut Cx { local: &mut home.local, fds }, ev.fd(), ev.state());
     }
@@ -464,6 +568,7 @@ impl<H: Handler> Core<H> {
                 conn: Some((cfd, &mut conn.extra)),
                 parked: &mut home.parked,
                 draining: self.draining(),
+                meter: self.meter(st),
             };
             let cx = &mut Cx { local: &mut home.local, fds };
             match call {
@@ -506,10 +611,11 @@ impl<H: Handler> Core<H> {
             }
             Ctl::Own(..) if i == conn.interest => {}
             Ctl::Own(q, _) => {
+                let new = conn.interest.is_empty();
                 conn.interest = i;
                 // An empty interest revokes. Declared again after a `Wait`: a new
                 // registration, a new generation.
-                if q.declare(cfd, i).is_ok() {
+                if self.meter(st).declare(q, cfd, i, new).is_ok() {
                     conn.gen = q.generation(cfd).unwrap_or(conn.gen);
                 }
             }
@@ -591,8 +697,14 @@ impl<H: Handler> Core<H> {
 
     /// The drain began: the handler's hook, then every connection of `src` once.
     fn begin_drain(&self, ctl: &mut Ctl<'_>, (src, home): (usize, &mut Home<H::Local>), st: &ThreadStats) {
-        let fds =
-            Fds { q: ctl.queue(), owner: &self.owner, conn: None, parked: &mut home.parked, draining: true };
+        let fds = Fds {
+            q: ctl.queue(),
+            owner: &self.owner,
+            conn: None,
+            parked: &mut home.parked,
+            draining: true,
+            meter: self.meter(st),
+        };
         self.handler.draining(&mut Cx { local: &mut home.local, fds });
         self.nudge_all(ctl, (src, home), st);
     }
@@ -601,18 +713,44 @@ impl<H: Handler> Core<H> {
         self.draining.load(Relaxed)
     }
 
-    /// Waits on `q` (timed when measuring) and returns the events it got; a failed wait is
-    /// counted and gives none. `None` when the waits keep failing: the thread must stop.
+    /// Waits on `q` (timed when measuring) for at most [`Config::array_max`] events and
+    /// returns the events it got; a failed wait is counted and gives none. `None` when the
+    /// waits keep failing: the thread must stop. With [`Config::probe_waits`], a call with a
+    /// zero timeout comes first, and only if it finds nothing the call that may block.
     fn wait(&self, q: &mut Queue, evs: &mut [Event], st: &ThreadStats) -> Option<usize> {
+        let n = self.array_max.min(evs.len());
+        let evs = &mut evs[..n];
         let t0 = self.clock();
-        let r = q.get_next_event(evs, Some(self.tick));
+        let probed = self.probe.then(|| q.get_next_event(evs, Some(Duration::ZERO)));
+        let r = match probed {
+            Some(Ok(n)) if n > 0 => {
+                add(&st.ready_waits, 1);
+                add(&st.ready_events, n as u64);
+                if let Some(t0) = t0 {
+                    add(&st.ready_ns, since(t0));
+                }
+                Ok(n)
+            }
+            Some(Err(e)) => Err(e),
+            _ => {
+                let r = q.get_next_event(evs, Some(self.tick));
+                if self.probe {
+                    add(&st.blocked_waits, 1);
+                    if let Some(t0) = t0 {
+                        add(&st.blocked_ns, since(t0));
+                    }
+                }
+                r
+            }
+        };
         add(&st.waits, 1);
         if let Some(t0) = t0 {
-            add(&st.wait_ns, t0.elapsed().as_nanos() as u64);
+            add(&st.wait_ns, since(t0));
         }
         match r {
             Ok(n) => {
                 add(&st.events, n as u64);
+                st.most_events.fetch_max(n as u64, Relaxed);
                 st.failing_waits.store(0, Relaxed);
                 Some(n)
             }
@@ -762,6 +900,8 @@ pub fn start<H: Handler>(cfg: Config, handler: Arc<H>) -> io::Result<Server> {
     let core = Arc::new(Core {
         handler,
         measure: cfg.measure || cfg.adaptive.is_some(),
+        probe: cfg.probe_waits,
+        array_max: cfg.array_max.max(1),
         tick: cfg.tick,
         slots,
         owner: (0..cfg.max_fds).map(|_| AtomicI32::new(NONE)).collect(),
@@ -788,7 +928,7 @@ pub fn start<H: Handler>(cfg: Config, handler: Arc<H>) -> io::Result<Server> {
             if let Some(conn) = slot.conn.lock().unwrap_or_else(|e| e.into_inner()).take() {
                 c.handler.close_in(&mut local, conn.state, conn.fd.as_raw_fd(), Why::Shutdown);
                 for e in conn.extra {
-                    attach::revoke(None, &c.owner, e);
+                    attach::revoke(None, &c.owner, e, c.meter(&c.stats[0]));
                 }
             }
         }
@@ -866,7 +1006,7 @@ fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::
                 // Until the drain closes it (this thread's share of it, for the group's).
                 let mut listening = Some((listener, acc));
                 let mut home = Home::<H::Local>::new();
-                let mut evs = [Event::default(); 64];
+                let mut evs = vec![Event::default(); c.array_max];
                 let mut next_tick = Instant::now() + c.tick;
                 let mut timers = Wheel::new(c.slots.len(), c.tick);
                 // Out of descriptors: the listener is not watched until then.
@@ -888,7 +1028,9 @@ fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::
                             // A group re-arms its one-shot registration at the next wait,
                             // which reports the connections still pending.
                             (Listen::Drained, _) | (Listen::More, Some(_)) => {}
-                            (Listen::More, None) => counted(st, q.declare(lfd, Interest::READ)),
+                            (Listen::More, None) => {
+                                counted(st, c.meter(st).declare(&mut q, lfd, Interest::READ, false))
+                            }
                             (Listen::Pause(until), g) => {
                                 paused = Some(until);
                                 counted(st, watch(&mut q, g.as_ref(), lfd, Interest::empty()));
@@ -1031,10 +1173,10 @@ fn holder_chores<H: Handler>(
     for op in ops {
         match op {
             Op::Close(fd) => {
-                counted(st, q.declare_interest(fd.as_raw_fd(), Interest::empty()));
+                counted(st, c.meter(st).revoke(q, fd.as_raw_fd()));
                 drop(fd);
             }
-            Op::Declare(fd, i) => counted(st, q.declare(fd, i)),
+            Op::Declare(fd, i) => counted(st, c.meter(st).declare(q, fd, i, false)),
         }
     }
     if Instant::now() >= *next_tick {
@@ -1116,7 +1258,7 @@ fn half_sync_async<H: Handler>(c: &Core<H>, s: &Shared, work: &WorkQueue<Event>,
     let Some(mut leader) = s.lead.lead() else { return };
     let mut home = Home::<H::Local>::new();
     let mut next_tick = Instant::now() + c.tick;
-    let mut evs = [Event::default(); 64];
+    let mut evs = vec![Event::default(); c.array_max];
     leader.with(|q| {
         while !c.stopped() {
             let n = hold_and_wait(c, s, q, &mut evs, (acc, &mut home), &mut next_tick, st);

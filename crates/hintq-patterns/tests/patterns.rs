@@ -359,3 +359,49 @@ fn adaptive_pool_grows_under_load_and_shrinks_when_idle() {
         server.shutdown();
     }
 }
+
+#[test]
+fn measuring_counts_and_times_declares_and_revokes() {
+    let _g = serial();
+    for b in [Backend::Epoll, Backend::Uring] {
+        if !hintq_testkit::runs(&format!("declare timing on {b}"), b.probe()) {
+            continue;
+        }
+        let mut cfg = config(Pattern::Reactor, b, 1);
+        cfg.measure = true;
+        let echo = Arc::new(Echo::default());
+        let server = start(cfg, Arc::clone(&echo)).unwrap();
+        load(server.local_addr(), 8, 10);
+        wait_until("every close", || echo.closed.load(SeqCst) == 8);
+        let c = server.shutdown()[0];
+        // Each accepted connection is a new registration, each client's close a revoke.
+        assert!(c.declares_new >= 8 && c.declares >= c.declares_new, "{b}: {c:?}");
+        assert!(c.revokes >= 8, "{b}: {c:?}");
+        assert!(c.declare_ns > 0 && c.declare_new_ns > 0 && c.revoke_ns > 0, "{b}: untimed: {c:?}");
+        assert!(c.declare_new_ns <= c.declare_ns, "{b}: {c:?}");
+    }
+}
+
+#[test]
+fn array_max_bounds_the_events_of_one_call_and_probing_splits_the_waits() {
+    let _g = serial();
+    // The first accept stalls while the other clients connect and send: after it, their
+    // requests are all ready at once, more than two of them.
+    for (array_max, bounded) in [(2, true), (Config::ARRAY_MAX, false)] {
+        let mut cfg = config(Pattern::Reactor, Backend::Epoll, 1);
+        (cfg.array_max, cfg.measure, cfg.probe_waits) = (array_max, true, true);
+        let echo = Arc::new(Echo { stall: Some(Duration::from_millis(300)), ..Echo::default() });
+        let server = start(cfg, Arc::clone(&echo)).unwrap();
+        load(server.local_addr(), 16, 3);
+        let c = server.shutdown()[0];
+        if bounded {
+            assert!((1..=2).contains(&c.most_events), "array_max 2: {c:?}");
+        } else {
+            assert!(c.most_events > 2, "the setup must batch more than two events: {c:?}");
+        }
+        assert_eq!(c.ready_waits + c.blocked_waits, c.waits, "{c:?}");
+        assert!(c.ready_waits > 0 && c.ready_events >= c.ready_waits && c.ready_events <= c.events, "{c:?}");
+        assert!(c.ready_events <= array_max as u64 * c.ready_waits, "{c:?}");
+        assert!(c.ready_ns > 0 && (c.blocked_waits == 0 || c.blocked_ns > 0), "{c:?}");
+    }
+}

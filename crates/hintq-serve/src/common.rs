@@ -19,7 +19,7 @@
 
 use crate::processes::{Supervisor, WorkerOf, MAX_PROCESSES};
 use hintq::Backend;
-use hintq_patterns::{Config, Fds, Pattern, Server};
+use hintq_patterns::{Config, Counters, Fds, Pattern, Server};
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -454,6 +454,11 @@ impl Lifecycle {
     /// waits until none is open or `grace` has passed, shuts the server down, and returns
     /// the connections that were still open and got closed by force.
     pub fn drain(&self, server: Server, grace: Duration) -> usize {
+        self.drain_counted(server, grace).0
+    }
+
+    /// [`Lifecycle::drain`], with the runtime's final counters per thread.
+    pub fn drain_counted(&self, server: Server, grace: Duration) -> (usize, Vec<Counters>) {
         self.draining.store(true, SeqCst);
         server.drain();
         let end = Instant::now() + grace;
@@ -461,8 +466,7 @@ impl Lifecycle {
             std::thread::sleep(Duration::from_millis(10));
         }
         let left = self.open();
-        server.shutdown();
-        left
+        (left, server.shutdown())
     }
 }
 
@@ -546,8 +550,53 @@ pub fn say(line: &str) {
 pub trait Running {
     /// The listening address.
     fn local_addr(&self) -> SocketAddr;
-    /// Graceful shutdown for up to `grace`; returns the connections closed by force.
-    fn drain(self, grace: Duration) -> usize;
+    /// Graceful shutdown for up to `grace`; returns the connections closed by force and the
+    /// runtime's final counters per thread.
+    fn drain(self, grace: Duration) -> (usize, Vec<Counters>);
+}
+
+/// The runtime's counters per thread as JSON (`--stats`): `threads`, one object per thread
+/// with every field of [`Counters`] (times in ns), and `array_max`.
+pub fn stats_json(array_max: usize, counters: &[Counters]) -> String {
+    let mut s = format!("{{\"array_max\": {array_max}, \"threads\": [");
+    for (i, c) in counters.iter().enumerate() {
+        let fields = [
+            ("handled", c.handled),
+            ("again", c.again),
+            ("accepted", c.accepted),
+            ("closed", c.closed),
+            ("waits", c.waits),
+            ("wait_ns", c.wait_ns),
+            ("events", c.events),
+            ("most_events", c.most_events),
+            ("ready_waits", c.ready_waits),
+            ("ready_ns", c.ready_ns),
+            ("ready_events", c.ready_events),
+            ("blocked_waits", c.blocked_waits),
+            ("blocked_ns", c.blocked_ns),
+            ("declares", c.declares),
+            ("declare_ns", c.declare_ns),
+            ("declares_new", c.declares_new),
+            ("declare_new_ns", c.declare_new_ns),
+            ("revokes", c.revokes),
+            ("revoke_ns", c.revoke_ns),
+            ("inserts", c.inserts),
+            ("insert_ns", c.insert_ns),
+            ("rearms", c.rearms),
+            ("rearm_ns", c.rearm_ns),
+            ("busy_ns", c.busy_ns),
+            ("wait_errors", c.wait_errors),
+            ("interest_errors", c.interest_errors),
+        ];
+        s.push_str(if i == 0 { "\n  {" } else { ",\n  {" });
+        let _ = write!(s, "\"thread\": {i}");
+        for (k, v) in fields {
+            let _ = write!(s, ", \"{k}\": {v}");
+        }
+        s.push('}');
+    }
+    s.push_str("\n]}\n");
+    s
 }
 
 /// How `hintq serve` and `hintq proxy` run (`name` is `serve` or `proxy`): as one process,
@@ -594,9 +643,18 @@ pub fn run<R: Running>(
     };
     let sig = signals.wait();
     say(&format!("{who}: signal {sig}: finishing responses in flight"));
-    let forced = server.drain(grace);
+    let (forced, counters) = server.drain(grace);
     if forced > 0 {
         say(&format!("{who}: closed {forced} connections still busy after the grace period"));
+    }
+    if let Some(file) = &args.stats {
+        // A worker process writes its own file beside the others'.
+        let path = match &args.worker {
+            Some(_) => format!("{file}.{}", std::process::id()),
+            None => file.clone(),
+        };
+        std::fs::write(&path, stats_json(args.array_max, &counters))
+            .map_err(|e| io::Error::new(e.kind(), format!("--stats {path}: {e}")))?;
     }
     Ok(true)
 }
@@ -624,6 +682,13 @@ fn parse_threads(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(n) if (1..=1024).contains(&n) => Ok(n),
         _ => Err(format!("bad thread count {s:?}: expected 1 to 1024")),
+    }
+}
+
+fn parse_array_max(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=65_536).contains(&n) => Ok(n),
+        _ => Err(format!("bad array_max {s:?}: expected 1 to 65536")),
     }
 }
 
@@ -676,6 +741,20 @@ pub struct ServerArgs {
     /// default rtsig is their hybrid, which polls while the load is heavy.
     #[arg(long)]
     pub no_hybrid: bool,
+    /// The most events one get_next_event call returns (Banga's array_max): the length of
+    /// each waiting thread's event array. Leader-followers takes one per call whatever this
+    /// says.
+    #[arg(long, value_name = "N", default_value_t = Config::ARRAY_MAX, value_parser = parse_array_max)]
+    pub array_max: usize,
+    /// Measure the event API inside the server and write the runtime's counters per thread
+    /// as JSON to FILE when it exits (after the drain; with --processes, one FILE.<pid> per
+    /// worker): get_next_event calls, events and ns, split into waits whose first,
+    /// zero-timeout call found events (ready_*: no blocking, Banga's Fig. 6) and the others
+    /// (blocked_*: sleep included); declares (declares_new: descriptors added to the interest
+    /// set) and revokes with their ns (Fig. 7). Costs two clock reads per operation and one
+    /// more get_next_event call per wait that blocks [default: off].
+    #[arg(long, value_name = "FILE")]
+    pub stats: Option<String>,
 }
 
 impl ServerArgs {
@@ -691,6 +770,9 @@ impl ServerArgs {
         let mut cfg = Config::new(self.pattern, self.threads, backend, self.listen_addr());
         cfg.reuseport = self.worker.is_some();
         cfg.rtsig_hybrid.enabled = !self.no_hybrid;
+        cfg.array_max = self.array_max;
+        cfg.measure = self.stats.is_some();
+        cfg.probe_waits = self.stats.is_some();
         Ok(cfg)
     }
 
@@ -737,6 +819,28 @@ mod tests {
         };
         assert!(cfg(&[]).rtsig_hybrid.enabled);
         assert!(!cfg(&["--no-hybrid"]).rtsig_hybrid.enabled);
+    }
+
+    #[test]
+    fn array_max_and_stats_reach_the_runtime() {
+        use clap::Parser as _;
+        let cfg = |extra: &[&str]| {
+            let args = ["x", "--listen", "127.0.0.1:0", "--backend", "epoll"].iter().chain(extra);
+            Cli::try_parse_from(args).unwrap().server.pattern_config().unwrap()
+        };
+        let plain = cfg(&[]);
+        assert_eq!(plain.array_max, Config::ARRAY_MAX);
+        assert!(!plain.measure && !plain.probe_waits);
+        let asked = cfg(&["--array-max", "4", "--stats", "s.json"]);
+        assert_eq!(asked.array_max, 4);
+        assert!(asked.measure && asked.probe_waits);
+        let bad = ["x", "--listen", "127.0.0.1:0", "--array-max", "0"];
+        assert!(Cli::try_parse_from(bad).is_err());
+        let c = Counters { waits: 3, ready_ns: 7, ..Counters::default() };
+        let json = stats_json(4, &[c, Counters::default()]);
+        assert!(json.starts_with("{\"array_max\": 4, \"threads\": [\n  {\"thread\": 0, "), "{json}");
+        assert!(json.contains("\"waits\": 3,") && json.contains("\"ready_ns\": 7,"), "{json}");
+        assert!(json.contains("{\"thread\": 1, "), "{json}");
     }
 
     #[test]

@@ -122,6 +122,12 @@ pub struct Config {
     pub max_idle_upstream: usize,
     /// One line per response, when set.
     pub access_log: Option<Arc<AccessLog>>,
+    /// The most events one `get_next_event` call returns
+    /// ([`hintq_patterns::Config::array_max`]).
+    pub array_max: usize,
+    /// Measure the event API inside the proxy ([`hintq_patterns::Config::measure`] and
+    /// [`hintq_patterns::Config::probe_waits`]): see [`Proxy::counters`].
+    pub measure: bool,
 }
 
 impl Config {
@@ -141,6 +147,8 @@ impl Config {
             send_timeout: Duration::from_secs(30),
             max_idle_upstream: 64,
             access_log: None,
+            array_max: hintq_patterns::Config::ARRAY_MAX,
+            measure: false,
         }
     }
 }
@@ -251,6 +259,11 @@ impl Proxy {
         self.relay.life.open()
     }
 
+    /// The runtime's counters per thread so far (times only with [`Config::measure`]).
+    pub fn counters(&self) -> Vec<hintq_patterns::Counters> {
+        self.server.stats()
+    }
+
     /// Stops every thread, closes every connection and listener, returns the final counters.
     pub fn shutdown(self) -> ProxyStats {
         self.server.shutdown();
@@ -262,6 +275,11 @@ impl Proxy {
     /// close, then stop. Returns the connections still open then, closed by force.
     pub fn drain(self, grace: Duration) -> usize {
         self.relay.life.drain(self.server, grace)
+    }
+
+    /// [`Proxy::drain`], with the runtime's final counters per thread.
+    pub fn drain_counted(self, grace: Duration) -> (usize, Vec<hintq_patterns::Counters>) {
+        self.relay.life.drain_counted(self.server, grace)
     }
 }
 
@@ -292,6 +310,8 @@ pub fn start(cfg: Config) -> io::Result<Proxy> {
     let shortest = cfg.upstream_timeout.min(cfg.idle_timeout).min(cfg.header_timeout).min(cfg.send_timeout);
     let mut pc = hintq_patterns::Config::new(cfg.pattern, cfg.threads, cfg.backend, cfg.listen);
     pc.reuseport = cfg.reuseport;
+    pc.array_max = cfg.array_max;
+    (pc.measure, pc.probe_waits) = (cfg.measure, cfg.measure);
     pc.tick = (shortest / 4).clamp(Duration::from_millis(5), Duration::from_millis(100));
     let relay = Arc::new(Relay {
         cfg: Settings {
@@ -354,6 +374,8 @@ impl ProxyArgs {
         cfg.send_timeout = s.send_timeout;
         cfg.max_idle_upstream = self.max_idle_upstream;
         cfg.access_log = s.open_access_log()?.map(Arc::new);
+        cfg.array_max = pc.array_max;
+        cfg.measure = pc.measure;
         Ok(cfg)
     }
 }
@@ -363,8 +385,8 @@ impl crate::common::Running for Proxy {
         Proxy::local_addr(self)
     }
 
-    fn drain(self, grace: Duration) -> usize {
-        Proxy::drain(self, grace)
+    fn drain(self, grace: Duration) -> (usize, Vec<hintq_patterns::Counters>) {
+        Proxy::drain_counted(self, grace)
     }
 }
 

@@ -798,6 +798,11 @@ impl Serving {
         self.files.life.drain(self.server, grace)
     }
 
+    /// [`Serving::drain`], with the runtime's final counters per thread.
+    pub fn drain_counted(self, grace: Duration) -> (usize, Vec<hintq_patterns::Counters>) {
+        self.files.life.drain_counted(self.server, grace)
+    }
+
     /// Immediate shutdown: every connection is closed now.
     pub fn shutdown(self) {
         self.server.shutdown();
@@ -809,8 +814,8 @@ impl common::Running for Serving {
         Serving::local_addr(self)
     }
 
-    fn drain(self, grace: Duration) -> usize {
-        Serving::drain(self, grace)
+    fn drain(self, grace: Duration) -> (usize, Vec<hintq_patterns::Counters>) {
+        Serving::drain_counted(self, grace)
     }
 }
 

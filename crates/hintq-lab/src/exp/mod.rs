@@ -389,6 +389,8 @@ mod tests {
             ("Banga Fig. 6", "E3"),
             ("Banga Fig. 7", "E4"),
             ("Banga Fig. 8 (server)", "E1"),
+            ("Banga Fig. 6 (proxy)", "E11"),
+            ("Banga Fig. 7 (proxy)", "E11"),
             ("Banga Fig. 8 (proxy)", "E11"),
             ("Banga Fig. 9 (server)", "E2"),
             ("Banga Fig. 9 (proxy)", "E11"),
