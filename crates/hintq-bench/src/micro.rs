@@ -218,6 +218,9 @@ pub fn fig6a(plan: &Plan, out: &mut Output) -> io::Result<()> {
             let watched = || active.iter().map(|p| p.0.as_raw_fd());
             for t in rotated(&targets, rep) {
                 let write_all = || active.iter().try_for_each(|p| sys::write1(p.1.as_raw_fd()));
+                let named = |e: io::Error| {
+                    io::Error::new(e.kind(), format!("fig6a, {} at array_max {k}: {e}", t.name()))
+                };
                 let r = match t {
                     Target::Raw => {
                         let mut ep = raw_with(k, watched())?;
@@ -243,7 +246,8 @@ pub fn fig6a(plan: &Plan, out: &mut Output) -> io::Result<()> {
                                 s.events += got as u64;
                             }
                             Ok(s)
-                        })?
+                        })
+                        .map_err(named)?
                     }
                     Target::Queue(b) => {
                         let mut q = queue_with(b, watched())?;
@@ -267,7 +271,8 @@ pub fn fig6a(plan: &Plan, out: &mut Output) -> io::Result<()> {
                                 s.events += got as u64;
                             }
                             Ok(s)
-                        })?
+                        })
+                        .map_err(named)?
                     }
                     Target::Baseline | Target::RawUring => unreachable!("fig6a has no {}", t.name()),
                 };

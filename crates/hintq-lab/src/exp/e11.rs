@@ -250,7 +250,8 @@ impl Experiment for E11 {
         let f7_am = if array_maxes.contains(&F7_ARRAY_MAX) { F7_ARRAY_MAX } else { array_maxes[0] };
         let stats_secs = lab.pick(2.0, 0.5, 0.5);
         let mut points = Vec::new();
-        for s in servers(lab, f6_backends) {
+        // Inside the proxy: hintq's own counters (`--stats`), which nginx has no equivalent of.
+        for s in servers(lab, f6_backends).into_iter().filter(|s| s.starts_with("hintq-")) {
             let set = Setup { lab, series: &s, secs: stats_secs };
             let mut pairs: Vec<(usize, usize)> = array_maxes.iter().map(|&a| (a, f6_cold)).collect();
             for c in &f7_colds {
