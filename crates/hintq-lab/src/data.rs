@@ -55,6 +55,22 @@ pub struct Row {
     pub note: String,
 }
 
+impl Row {
+    /// A measured value of repetition 0, with no note.
+    pub fn ok(experiment: &str, series: &str, x: f64, metric: &str, value: f64) -> Row {
+        Row {
+            experiment: experiment.into(),
+            series: series.into(),
+            x,
+            rep: 0,
+            metric: metric.into(),
+            value: Some(value),
+            status: Status::Ok,
+            note: String::new(),
+        }
+    }
+}
+
 /// The columns of `E<n>.csv`.
 pub const COLUMNS: &str = "experiment,series,x,rep,metric,value,status,note";
 

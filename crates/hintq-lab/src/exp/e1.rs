@@ -507,16 +507,7 @@ mod tests {
 
     #[test]
     fn the_reading_and_figure_go_on_to_100000_cold_and_name_a_collapse() {
-        let row = |series: &str, x: f64, metric: &str, v: f64| Row {
-            experiment: "E1".into(),
-            series: series.into(),
-            x,
-            rep: 0,
-            metric: metric.into(),
-            value: Some(v),
-            status: Status::Ok,
-            note: String::new(),
-        };
+        let row = |series: &str, x: f64, metric: &str, v: f64| Row::ok("E1", series, x, metric, v);
         let mut rows = Vec::new();
         for (s, scan) in [("hintq-epoll", 1.0), ("hintq-poll", 0.5)] {
             for (x, f) in [(0.0, 1.0), (2000.0, scan), (15000.0, scan), (100_000.0, 0.9)] {

@@ -22,7 +22,7 @@ use super::e3::growth;
 use super::e5::{perf_ok, profile_share, profiled, Mechanism};
 use super::serve::{self, LOAD_CPU, REQUESTS, THROUGHPUT};
 use super::{panel, Analysis, Experiment, FigureRow, Lab, PaperNumber, UNMEASURED};
-use crate::data::{num, Row, Status};
+use crate::data::{num, Row};
 use crate::plot::Panel;
 use crate::runner::{Point, Ran};
 use std::time::Duration;
@@ -173,16 +173,7 @@ impl Setup<'_> {
 
 /// A row of `metric` (x, rep and note are set by [`Setup::point`]).
 fn row(series: &str, metric: &str, v: f64) -> Row {
-    Row {
-        experiment: "E11".into(),
-        series: series.into(),
-        x: f64::NAN,
-        rep: 0,
-        metric: metric.into(),
-        value: Some(v),
-        status: Status::Ok,
-        note: String::new(),
-    }
+    Row::ok("E11", series, f64::NAN, metric, v)
 }
 
 /// The load report's numbers at `wanted` and its errors, renamed `errors`.
@@ -739,19 +730,10 @@ mod tests {
     use super::{
         stats_rows, Experiment, E11, F6_COLD, F6_EVENTS, F6_US, F7_DECLARE, F7_REVOKE, PAPER, T2_400, T2_SAT,
     };
-    use crate::data::{Row, Status};
+    use crate::data::Row;
 
     fn row(series: &str, metric: &str, x: f64, v: f64) -> Row {
-        Row {
-            experiment: "E11".into(),
-            series: series.into(),
-            x,
-            rep: 0,
-            metric: metric.into(),
-            value: Some(v),
-            status: Status::Ok,
-            note: String::new(),
-        }
+        Row::ok("E11", series, x, metric, v)
     }
 
     #[test]

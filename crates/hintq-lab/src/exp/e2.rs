@@ -223,19 +223,10 @@ impl Experiment for E2 {
 #[cfg(test)]
 mod tests {
     use super::{Experiment, E2, PAPER, SCALED};
-    use crate::data::{Row, Status};
+    use crate::data::Row;
 
     fn row(series: &str, metric: &str, x: f64, v: f64) -> Row {
-        Row {
-            experiment: "E2".into(),
-            series: series.into(),
-            x,
-            rep: 0,
-            metric: metric.into(),
-            value: Some(v),
-            status: Status::Ok,
-            note: String::new(),
-        }
+        Row::ok("E2", series, x, metric, v)
     }
 
     /// p99 in ms per offered rate (2k, 8k, 32k) for each server and level.

@@ -155,19 +155,10 @@ fn verdict(per_event: &[data::Line], cycle: &[data::Line]) -> (String, String, V
 #[cfg(test)]
 mod tests {
     use super::{Experiment, E3};
-    use crate::data::{Row, Status};
+    use crate::data::Row;
 
     fn row(metric: &str, x: f64, v: f64) -> Row {
-        Row {
-            experiment: "E3".into(),
-            series: "epoll".into(),
-            x,
-            rep: 0,
-            metric: metric.into(),
-            value: Some(v),
-            status: Status::Ok,
-            note: String::new(),
-        }
+        Row::ok("E3", "epoll", x, metric, v)
     }
 
     #[test]

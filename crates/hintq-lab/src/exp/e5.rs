@@ -388,7 +388,7 @@ impl Experiment for E5 {
 #[cfg(test)]
 mod tests {
     use super::{event_share, Experiment, Mechanism, E5};
-    use crate::data::{Row, Status};
+    use crate::data::Row;
 
     /// A `perf report` of a select server made with `REPORT_ARGS`, as perf 6.1 prints it
     /// (trailing columns after the function, then its folded call chains with counts):
@@ -476,16 +476,7 @@ mod tests {
     }
 
     fn row(series: &str, v: f64) -> Row {
-        Row {
-            experiment: "E5".into(),
-            series: series.into(),
-            x: 5000.0,
-            rep: 0,
-            metric: "event_cpu_pct".into(),
-            value: Some(v),
-            status: Status::Ok,
-            note: String::new(),
-        }
+        Row::ok("E5", series, 5000.0, "event_cpu_pct", v)
     }
 
     #[test]

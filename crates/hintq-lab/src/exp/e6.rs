@@ -565,16 +565,7 @@ mod tests {
     use super::*;
 
     fn row(series: &str, x: f64, metric: &str, v: f64) -> Row {
-        Row {
-            experiment: "E6".into(),
-            series: series.into(),
-            x,
-            rep: 0,
-            metric: metric.into(),
-            value: Some(v),
-            status: Status::Ok,
-            note: String::new(),
-        }
+        Row::ok("E6", series, x, metric, v)
     }
 
     #[test]
