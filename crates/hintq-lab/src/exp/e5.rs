@@ -280,7 +280,7 @@ impl Experiment for E5 {
         lab.need(&["serve"]).and(lab.need(&["load"])).and(perf_ok())
     }
     fn plan(&self, lab: &Lab) -> Vec<Point> {
-        let colds: Vec<usize> = lab.pick(vec![750, 5000], vec![5000], vec![100]);
+        let colds: Vec<usize> = lab.pick(vec![750, 5000], vec![750], vec![100]);
         // Banga's three lines (classical select, improved select, the event API on a kernel
         // event queue), and poll.
         let backends = lab.pick(
