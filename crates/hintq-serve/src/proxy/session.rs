@@ -534,18 +534,14 @@ impl Session {
             if !self.client_settled(ctx.fds)? {
                 return Ok(false);
             }
-            let mut buf = ctx.fds.send_buffer();
-            buf.extend_from_slice(self.to_client.data());
-            let n = buf.len();
-            match ctx.fds.send(self.client, buf) {
-                Ok(()) => {
-                    self.to_client.consume(n);
+            // Not taken when the client's descriptor is not watched now (it had nothing to
+            // read or to write while the upstream answered): sent here, as on other backends.
+            match ring_send(ctx.fds, self.client, &mut self.to_client) {
+                Ok(true) => {
                     self.in_ring = true;
                     return Ok(true);
                 }
-                // The client's descriptor is not watched now (it had nothing to read or to
-                // write while the upstream answered): sent here, as on other backends.
-                Err((e, _)) if e.kind() == io::ErrorKind::NotFound => {}
+                Ok(false) => {}
                 Err(_) => return Err(End),
             }
         }
@@ -688,18 +684,14 @@ impl Session {
         }
         if ctx.fds.can_send() {
             // io_uring: the ring sends it with the thread's next wait (see the module doc).
-            let mut buf = ctx.fds.send_buffer();
-            buf.extend_from_slice(self.to_up.data());
-            let n = buf.len();
-            match ctx.fds.send(up.fd, buf) {
-                Ok(()) => {
-                    self.to_up.consume(n);
+            // Not taken when not watched at this moment (taken from the idle pool, say).
+            match ring_send(ctx.fds, up.fd, &mut self.to_up) {
+                Ok(true) => {
                     up.in_ring = true;
                     return Ok(true);
                 }
-                // Not watched at this moment (taken from the idle pool, say): sent here.
-                Err((e, _)) if e.kind() == io::ErrorKind::NotFound => {}
-                Err((e, _)) => return self.upstream_failed(e, ctx),
+                Ok(false) => {}
+                Err(e) => return self.upstream_failed(e, ctx),
             }
         }
         match self.to_up.write_to(up.fd) {
@@ -1018,6 +1010,23 @@ impl Session {
     /// The descriptor of the upstream connection in use, if any.
     pub(crate) fn upstream_fd(&self) -> Option<RawFd> {
         self.up.as_ref().map(|u| u.fd)
+    }
+}
+
+/// Gives the bytes of `buf` to the queue's ring to send on `fd` ([`Fds::send`]): `Ok(true)`
+/// when taken (and consumed from `buf`), `Ok(false)` when `fd` is not watched at this moment
+/// (the caller writes them itself).
+fn ring_send(fds: &mut Fds<'_>, fd: RawFd, buf: &mut Buf) -> io::Result<bool> {
+    let mut out = fds.send_buffer();
+    out.extend_from_slice(buf.data());
+    let n = out.len();
+    match fds.send(fd, out) {
+        Ok(()) => {
+            buf.consume(n);
+            Ok(true)
+        }
+        Err((e, _)) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err((e, _)) => Err(e),
     }
 }
 
