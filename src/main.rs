@@ -22,7 +22,7 @@ struct Cli {
 enum Command {
     /// List the event backends and whether this kernel supports each.
     Backends,
-    /// Run the papers' experiments (E1-E10) on this machine and write the report with plots.
+    /// Run the papers' experiments (E1-E12) on this machine and write the report with plots.
     Lab(hintq_lab::LabArgs),
     /// Run benchmarks.
     Bench {

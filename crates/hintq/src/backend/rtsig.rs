@@ -166,7 +166,15 @@ impl Rtsig {
             // (those carry a positive POLL_* code): our waker.
             out.push(Ready { token: TOKEN_WAKER, state: State::READ });
         } else if let Some(token) = self.fds.token_of(si.fd) {
-            out.push(Ready { token, state: sys::state_from_poll(si.band as libc::c_short) });
+            let state = sys::state_from_poll(si.band as libc::c_short);
+            // RT signals do not coalesce: a listener raises one per connection that arrives.
+            // A run of them becomes one hint (the paper's queue coalesces), so an accept
+            // burst drained into the stash by each declare (quirk d) costs one entry, not
+            // one per pending connection (10,000 idle connections grew the stash to 256 KB).
+            match out.last_mut() {
+                Some(last) if last.token == token => last.state |= state,
+                _ => out.push(Ready { token, state }),
+            }
         }
         // Otherwise a signal of a registration revoked since: dropped (quirk d).
         Ok(())
@@ -390,5 +398,33 @@ impl Drop for Rtsig {
         let _ = self.toggle_all(false);
         let _ = self.flush();
         *RESERVED.lock().unwrap_or_else(|e| e.into_inner()) &= !(1 << self.signo);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream};
+
+    /// A listener raises one RT signal per connection that arrives. Declaring each accepted
+    /// connection drains the signal queue into the stash (quirk d); a burst of arrivals must
+    /// leave one hint there, not one per connection, or the stash grows with the burst (it
+    /// held 10,000 entries for 10,000 idle connections, 27 bytes a connection).
+    #[test]
+    fn an_accept_burst_leaves_one_hint_in_the_stash() {
+        let mut rt = Rtsig::new(Hybrid { enabled: false, ..Hybrid::default() }).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let token = 7 << 32 | listener.as_raw_fd() as u64;
+        rt.set(listener.as_raw_fd(), token, Interest::READ, true).unwrap();
+        let clients: Vec<_> =
+            (0..64).map(|_| TcpStream::connect(listener.local_addr().unwrap()).unwrap()).collect();
+        let (accepted, _) = listener.accept().unwrap();
+        let other = 9 << 32 | accepted.as_raw_fd() as u64;
+        rt.set(accepted.as_raw_fd(), other, Interest::READ, true).unwrap();
+        assert_eq!(rt.stash.len(), 1, "{} hints for one listener", rt.stash.len());
+        assert_eq!(rt.stash[0].token, token);
+        assert!(rt.stash[0].state.contains(State::READ));
+        drop(clients);
     }
 }
