@@ -55,6 +55,11 @@ pub struct LabArgs {
     /// apt-get is there; a peer still missing is named, with why, in the run's first lines.
     #[arg(long)]
     pub no_install: bool,
+    /// Measure nothing: read back the `E<n>.csv` files of the run in DIR and write its plots
+    /// and REPORT.md again with this binary's analyses (after an analysis changed, or to
+    /// check a report). The peers and the points not measured are taken from its REPORT.md.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "only", "no_install"])]
+    pub reanalyse: Option<PathBuf>,
     /// One tiny point per experiment (for the end-to-end test; never installs).
     #[arg(long, hide = true)]
     pub smoke: bool,

@@ -76,6 +76,21 @@ fn figure_rows(outcomes: &[(&dyn Experiment, Outcome)]) -> Vec<(String, &'static
     out
 }
 
+/// The peers' lines and the points not measured, as a report written by [`report`] lists
+/// them (for `--reanalyse`).
+pub fn notes_of(report: &str) -> (Vec<String>, Vec<String>) {
+    let item = |l: &str| l.strip_prefix("- ").map(String::from);
+    let peers = report.lines().skip(1).take_while(|l| !l.starts_with('|')).filter_map(item).collect();
+    let missing = report
+        .lines()
+        .skip_while(|l| !l.starts_with("## Not measured in this run"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("## "))
+        .filter_map(item)
+        .collect();
+    (peers, missing)
+}
+
 /// REPORT.md.
 pub fn report(outcomes: &[(&dyn Experiment, Outcome)], lab: &Lab) -> String {
     let mut s = String::from("# hintq lab report\n\n");
@@ -88,6 +103,8 @@ pub fn report(outcomes: &[(&dyn Experiment, Outcome)], lab: &Lab) -> String {
     for line in &lab.peer_setup {
         let _ = writeln!(s, "- {line}");
     }
+    // A blank line first: Markdown starts no table right after a list item.
+    s.push('\n');
     s.push_str(FIGURES_HEADER);
     s.push_str("\n|---|---|---|---|---|---|---|\n");
     for (figure, id, row) in figure_rows(outcomes) {
@@ -226,4 +243,21 @@ pub fn setup(lab: &Lab, commands: &[String], nofile: (u64, u64), args: &LabArgs,
     }
     s.push_str("```\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::notes_of;
+
+    /// `--reanalyse` keeps what the run said of its peers and of the points it could not
+    /// measure, which only the run itself knew.
+    #[test]
+    fn notes_come_back_from_a_written_report() {
+        let text = "# hintq lab report\n\nA full run on this machine.\n\n- peers present: nginx\n- libuv: \
+                    not installed\n\n| paper figure | exp |\n|---|---|\n| Banga Fig. 6 | E3 |\n\n## Not \
+                    measured in this run\n\n- E9: mio missing\n\n## E1: throughput\n\n- a bullet of E1\n";
+        let (peers, missing) = notes_of(text);
+        assert_eq!(peers, ["peers present: nginx", "libuv: not installed"]);
+        assert_eq!(missing, ["E9: mio missing"]);
+    }
 }

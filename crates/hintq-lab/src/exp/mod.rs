@@ -249,6 +249,9 @@ pub enum Outcome {
 /// # Errors
 /// The output directory cannot be written, or `--only` names an unknown experiment.
 pub fn run_lab(args: &LabArgs) -> Result<(), String> {
+    if let Some(dir) = &args.reanalyse {
+        return reanalyse(dir);
+    }
     let started = Instant::now();
     let exps = all();
     let only: Option<Vec<String>> =
@@ -321,6 +324,48 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
         out.join("REPORT.md").display(),
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// `--reanalyse DIR`: the analyses, plots and REPORT.md of a finished run, from its CSV files.
+fn reanalyse(dir: &std::path::Path) -> Result<(), String> {
+    let old = std::fs::read_to_string(dir.join("REPORT.md"))
+        .map_err(|e| format!("{}: {e}", dir.join("REPORT.md").display()))?;
+    let (peer_setup, missing) = report::notes_of(&old);
+    let mode = |m: &str| old.lines().take(3).any(|l| l.starts_with(&format!("A {m} run")));
+    let lab = Lab {
+        quick: mode("quick") || mode("smoke"),
+        smoke: mode("smoke"),
+        peer_setup,
+        configs: RefCell::new(Vec::new()),
+        exe: std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
+        out: dir.to_path_buf(),
+        cores: Cores::pick(),
+        peers: RefCell::new(Vec::new()),
+        missing: RefCell::new(missing),
+        subcommands: RefCell::new(HashMap::new()),
+    };
+    let exps = all();
+    let mut outcomes = Vec::new();
+    for e in &exps {
+        let csv = dir.join(format!("{}.csv", e.id()));
+        let outcome = match std::fs::read_to_string(&csv) {
+            Err(_) => Outcome::NotRun(format!("no {} in {}", csv.display(), dir.display())),
+            Ok(text) => {
+                let rows = data::read_csv(&text)?;
+                let analysis = e.analyse(&rows);
+                let title = format!("{}: {} (after {})", e.id(), e.title(), e.paper());
+                let (svg, png) = (dir.join(format!("{}.svg", e.id())), dir.join(format!("{}.png", e.id())));
+                if let Err(err) = plot::render(&title, &analysis.panels, &svg, &png) {
+                    eprintln!("hintq lab: {}: plot failed: {err}", e.id());
+                }
+                Outcome::Ran { rows, analysis }
+            }
+        };
+        outcomes.push((e.as_ref(), outcome));
+    }
+    std::fs::write(dir.join("REPORT.md"), report::report(&outcomes, &lab)).map_err(|e| e.to_string())?;
+    eprintln!("hintq lab: {} written again from its CSV files", dir.join("REPORT.md").display());
     Ok(())
 }
 
