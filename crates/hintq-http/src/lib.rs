@@ -95,5 +95,5 @@ pub use limits::Limits;
 pub use proxy::{add_via, is_hop_by_hop, strip_hop_by_hop, HOP_BY_HOP};
 pub use write::{
     error_body, reason, write_chunk, write_chunk_end, write_chunk_header, write_error_response,
-    write_last_chunk, DateCache, HeadWriter,
+    write_last_chunk, DateCache, Fields, HeadWriter,
 };

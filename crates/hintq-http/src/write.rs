@@ -82,10 +82,12 @@ impl<'b> HeadWriter<'b> {
         self.buf.extend_from_slice(b": ");
         let start = self.buf.len();
         self.buf.extend_from_slice(value);
-        for b in &mut self.buf[start..] {
-            if matches!(*b, b'\r' | b'\n' | 0) {
-                *b = b' ';
-            }
+        // One vectorised search finds the rare bad byte; a byte-by-byte rewrite of every value
+        // cost about 1% of a static response's CPU.
+        let mut at = start;
+        while let Some(i) = memchr::memchr3(b'\r', b'\n', 0, &self.buf[at..]) {
+            self.buf[at + i] = b' ';
+            at += i + 1;
         }
         self.buf.extend_from_slice(b"\r\n");
         self
@@ -148,9 +150,36 @@ impl<'b> HeadWriter<'b> {
         self.header("Connection", b"close")
     }
 
+    /// Adds header lines written once before (see [`Fields`]): a server that answers the
+    /// same fields many times (a cached file's type, length and validators) writes them once.
+    pub fn fields(&mut self, fields: &Fields) -> &mut Self {
+        self.buf.extend_from_slice(&fields.0);
+        self
+    }
+
     /// Ends the head with the empty line.
     pub fn finish(self) {
         self.buf.extend_from_slice(b"\r\n");
+    }
+}
+
+/// Header lines written by a [`HeadWriter`], kept to be added to many heads with
+/// [`HeadWriter::fields`]. Only a `HeadWriter` makes them, so they carry its guarantee: no CR,
+/// LF or NUL inside a value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fields(Box<[u8]>);
+
+impl Fields {
+    /// The lines `write` adds.
+    pub fn build(write: impl FnOnce(&mut HeadWriter<'_>)) -> Fields {
+        let mut buf = Vec::new();
+        write(&mut HeadWriter { buf: &mut buf });
+        Fields(buf.into())
+    }
+
+    /// The lines as bytes, each ending in CRLF.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
     }
 }
 

@@ -542,6 +542,24 @@ fn p7_cr_lf_nul_never_written() {
     assert_eq!(response(b"HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n", false).unwrap_err().status(), 502);
 }
 
+/// Lines written once and added to many heads keep the writer's guarantee, in place.
+#[test]
+fn p7_prebuilt_fields_are_sanitised_and_added_where_asked() {
+    let fields = Fields::build(|w| {
+        w.header("ETag", b"\"a\r\nX: y\"").header("Last-Modified", b"then");
+    });
+    assert_eq!(fields.as_bytes(), b"ETag: \"a  X: y\"\r\nLast-Modified: then\r\n");
+    let mut buf = Vec::new();
+    let mut w = HeadWriter::response(&mut buf, Version::Http11, 304);
+    w.date(b"now").fields(&fields).connection_close();
+    w.finish();
+    assert_eq!(
+        buf,
+        b"HTTP/1.1 304 Not Modified\r\nDate: now\r\nETag: \"a  X: y\"\r\nLast-Modified: then\r\n\
+          Connection: close\r\n\r\n"
+    );
+}
+
 #[test]
 fn p8_expect_continue_is_reported_and_kept() {
     let buf = with_headers("Expect: 100-continue\r\nContent-Length: 10\r\n");

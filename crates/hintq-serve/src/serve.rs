@@ -531,14 +531,21 @@ impl Files {
         };
         let mut w = HeadWriter::response(out.buf(), Version::Http11, status);
         w.date(&date());
-        if status != 304 {
-            w.header("Content-Type", f.ctype).content_length(send);
-            if let Some(r) = range {
-                w.content_range(Some(r), len);
+        match (status, range) {
+            (200, _) => {
+                w.fields(&f.full);
             }
-            w.header("Accept-Ranges", b"bytes");
+            (304, _) => {
+                w.fields(&f.validators);
+            }
+            (_, r) => {
+                w.header("Content-Type", f.ctype).content_length(send);
+                if let Some(r) = r {
+                    w.content_range(Some(r), len);
+                }
+                w.header("Accept-Ranges", b"bytes").fields(&f.validators);
+            }
         }
-        w.header("ETag", &f.etag).header("Last-Modified", &f.last_modified);
         connection_header(&mut w, head.version, keep);
         w.finish();
         if status == 304 || head.is_head() {

@@ -20,6 +20,7 @@
 //! An entry is shared (`Arc`): a response being sent keeps its descriptor and body alive even
 //! after the entry is replaced or dropped.
 
+use hintq_http::{Fields, HeadWriter};
 use std::collections::HashMap;
 use std::fs::File;
 use std::hash::BuildHasher;
@@ -59,10 +60,13 @@ pub(crate) struct Entry {
     pub mtime: i64,
     /// The entity-tag, quoted.
     pub etag: Box<[u8]>,
-    /// `Last-Modified` as an IMF-fixdate.
-    pub last_modified: [u8; 29],
     /// Content-Type.
     pub ctype: &'static [u8],
+    /// The header lines of a whole-file 200 after `Date`: Content-Type, Content-Length,
+    /// Accept-Ranges, ETag, Last-Modified, written once here rather than at each request.
+    pub full: Fields,
+    /// The validators' lines (ETag, Last-Modified), which end a 206 and a 304.
+    pub validators: Fields,
     /// When it was opened (or last revalidated) through the fence.
     checked: Instant,
 }
@@ -95,7 +99,24 @@ impl Entry {
             }
             _ => Content::File(Arc::new(file.into())),
         };
-        Entry { content, len, mtime: st.st_mtime.max(0), etag, last_modified, ctype, checked: Instant::now() }
+        let validators = |w: &mut HeadWriter<'_>| {
+            w.header("ETag", &etag).header("Last-Modified", &last_modified);
+        };
+        let full = Fields::build(|w| {
+            w.header("Content-Type", ctype).content_length(len).header("Accept-Ranges", b"bytes");
+            validators(w);
+        });
+        let validators = Fields::build(validators);
+        Entry {
+            content,
+            len,
+            mtime: st.st_mtime.max(0),
+            etag,
+            ctype,
+            full,
+            validators,
+            checked: Instant::now(),
+        }
     }
 
     /// Bytes of the budget it holds.
