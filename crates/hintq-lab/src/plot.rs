@@ -1,10 +1,20 @@
 //! Plots in the style of the papers' figures: one line with markers per backend or peer,
-//! axes labelled with units, min–max error bars over the repetitions; SVG and PNG. A linear x
-//! axis whose values are all whole numbers (threads, members) has whole-number ticks only.
+//! axes labelled with units, min–max error bars over the repetitions; SVG and PNG.
+//!
+//! The ticks are chosen here, not by plotters: a log axis has a label at each decade (and at
+//! 2 and 5 times it when the range spans less than two decades), labels are thinned so none
+//! overlaps another and none is printed twice, and a linear x axis whose values are all whole
+//! numbers (threads, members) has whole-number ticks only. A value of 0 on a log axis is drawn
+//! one decade below the least positive value, at a tick labelled 0, and the axis title says so.
+//! Each series has its own colour, marker and (after the first ten) dashed line, the same in
+//! every panel of a figure; the legend sits under the chart, where it hides no data.
 
 use crate::data::Line;
-use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::coord::ranged1d::{KeyPointHint, NoDefaultFormatting, Ranged, ValueFormatter};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Once;
 
@@ -17,7 +27,7 @@ pub struct Panel {
     pub x_label: String,
     /// The y axis, with its unit.
     pub y_label: String,
-    /// Logarithmic x axis (every x must be above 0).
+    /// Logarithmic x axis (a value of 0 is drawn a decade below the least positive one).
     pub log_x: bool,
     /// Logarithmic y axis.
     pub log_y: bool,
@@ -27,6 +37,8 @@ pub struct Panel {
 
 const SIZE: (u32, u32) = (900, 600);
 const FONT: &str = "sans-serif";
+/// The height of a row of the legend, in pixels.
+const LEGEND_ROW: u32 = 18;
 
 fn fonts() {
     static ONCE: Once = Once::new();
@@ -56,7 +68,9 @@ pub fn render(title: &str, panels: &[Panel], svg: &Path, png: &Path) -> Result<(
     fonts();
     let (cols, rows) = grid(panels.len());
     let width = (SIZE.0 * cols as u32 * 2 / 3 + SIZE.0 / 3).max(1200);
-    let size = (width, SIZE.1 * rows as u32 * 5 / 6 + SIZE.1 / 6);
+    // Every row of panels is as high as the one with the tallest legend.
+    let legend = panels.iter().map(|p| legend_height(p, width / cols as u32)).max().unwrap_or(0);
+    let size = (width, (SIZE.1 * 5 / 6 + legend) * rows as u32 + SIZE.1 / 6);
     draw(SVGBackend::new(svg, size).into_drawing_area(), title, panels)?;
     draw(BitMapBackend::new(png, size).into_drawing_area(), title, panels)
 }
@@ -77,34 +91,13 @@ where
     let root = root.titled(title, (FONT, size).into_font()).map_err(e)?;
     let (cols, rows) = grid(panels.len());
     let areas = root.split_evenly((rows, cols));
-    for (area, panel) in areas.iter().zip(panels) {
-        let (x0, x1) = bounds(panel.lines.iter().flat_map(|l| l.points.iter().map(|p| p.x)), panel.log_x);
-        let (y0, y1) = bounds(
-            panel.lines.iter().flat_map(|l| l.points.iter().flat_map(|p| [p.spread.min, p.spread.max])),
-            panel.log_y,
-        );
-        let ticks = x_ticks(panel, (x0, x1));
-        match (panel.log_x, panel.log_y) {
-            (false, false) => chart(area, panel, x0..x1, y0..y1, ticks),
-            (true, false) => chart(area, panel, (x0..x1).log_scale(), y0..y1, ticks),
-            (false, true) => chart(area, panel, x0..x1, (y0..y1).log_scale(), ticks),
-            (true, true) => chart(area, panel, (x0..x1).log_scale(), (y0..y1).log_scale(), ticks),
-        }?;
+    for ((area, panel), styles) in areas.iter().zip(panels).zip(styles(panels)) {
+        let (w, h) = area.dim_in_pixel();
+        let (plot, below) = area.split_vertically(h - legend_height(panel, w));
+        chart(&plot, panel, &styles)?;
+        legend(&below, panel, &styles)?;
     }
     root.present().map_err(e)
-}
-
-/// The x axis's ticks: at most 12, and on a linear axis whose values are all whole numbers,
-/// at most one per whole number (plotters then steps by 1, 2, 5, 10...), so no tick falls
-/// between two thread counts. Returns the tick count and whether ticks must be whole.
-fn x_ticks(panel: &Panel, (x0, x1): (f64, f64)) -> (usize, bool) {
-    let mut xs = panel.lines.iter().flat_map(|l| l.points.iter().map(|p| p.x)).peekable();
-    let whole = !panel.log_x && xs.peek().is_some() && xs.all(|x| x.fract() == 0.0);
-    if whole {
-        (12.min((x1.floor() - x0.ceil()).max(0.0) as usize + 1), true)
-    } else {
-        (12, false)
-    }
 }
 
 /// Columns and rows for `n` panels: at most three side by side.
@@ -113,18 +106,183 @@ fn grid(n: usize) -> (usize, usize) {
     (cols, n.max(1).div_ceil(cols))
 }
 
-/// The axis range of `values`, with a margin; from 0 on a linear axis.
-fn bounds(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
-    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    if !lo.is_finite() {
-        return (if log { 1.0 } else { 0.0 }, 10.0);
+/// The width of a 13-pixel label, estimated (DejaVu Sans: about 0.54 em a character).
+fn text_px(text: &str) -> f64 {
+    text.chars().count() as f64 * 7.0
+}
+
+/// Which way an axis runs, for how much room a tick label takes along it.
+#[derive(Clone, Copy, Debug)]
+enum Dir {
+    X,
+    Y,
+}
+
+/// The room a tick label needs along its axis, gap included, in pixels.
+fn extent(dir: Dir, label: &str) -> f64 {
+    match dir {
+        Dir::X => text_px(label) + 12.0,
+        Dir::Y => 20.0,
     }
-    if log {
-        let lo = if lo > 0.0 { lo } else { 1e-3 };
-        (lo / 1.5, (hi * 1.5).max(lo * 2.0))
-    } else {
-        (lo.min(0.0), if hi > 0.0 { hi * 1.1 } else { 1.0 })
+}
+
+/// One axis of a panel, as plotters' coordinate: values are drawn linearly, a log axis's as
+/// their log10, and the ticks and their labels are chosen by [`Axis::new`].
+#[derive(Clone, Debug)]
+struct Axis {
+    log: bool,
+    /// Where a value of 0 or less is drawn (on a log axis).
+    zero: f64,
+    /// The drawn range.
+    range: (f64, f64),
+    /// The labelled ticks: drawn position, label.
+    ticks: Vec<(f64, String)>,
+    /// The unlabelled grid lines (drawn positions).
+    light: Vec<f64>,
+    /// What the axis title must add (where 0 is drawn on a log axis).
+    note: Option<String>,
+}
+
+impl Axis {
+    /// The axis for `values`, `px` pixels long; `whole`: ticks at whole numbers only.
+    fn new(values: &[f64], log: bool, whole: bool, px: f64, dir: Dir) -> Axis {
+        if !log {
+            let (lo, hi) = values.iter().fold((0.0, 0.0), |(lo, hi): (f64, f64), &v| (lo.min(v), hi.max(v)));
+            let (lo, hi) = (lo * 1.1, if hi > 0.0 { hi * 1.1 } else { 1.0 });
+            let ticks = linear_ticks(lo, hi, whole, px, dir);
+            // Five grid lines to a tick.
+            let light = match &ticks[..] {
+                [a, b, ..] => {
+                    let step = (b.0 - a.0) / 5.0;
+                    ((lo / step).ceil() as i64..=(hi / step).floor() as i64)
+                        .map(|k| k as f64 * step)
+                        .collect()
+                }
+                _ => Vec::new(),
+            };
+            return Axis { log, zero: lo, range: (lo, hi), ticks, light, note: None };
+        }
+        let positive = values.iter().copied().filter(|&v| v > 0.0);
+        let least = positive.clone().fold(f64::INFINITY, f64::min);
+        let (least, most) =
+            if least.is_finite() { (least, positive.fold(0.0, f64::max)) } else { (1.0, 10.0) };
+        // 0 cannot be on a log axis: it is drawn a decade below the least positive value, and
+        // no other tick is labelled between the two.
+        let zero = values.iter().any(|&v| v <= 0.0).then_some(least / 10.0);
+        let (lo, hi) = (zero.unwrap_or(least) / 1.5, most * 1.5);
+        let candidates = zero.map(|z| (z, "0".to_string())).into_iter().chain(
+            log_ticks(lo, hi)
+                .into_iter()
+                .filter(|v| (!whole || v.fract() == 0.0) && (zero.is_none() || *v >= least))
+                .map(|v| (v, short(v))),
+        );
+        let ticks = thin(candidates.map(|(v, text)| (v.log10(), text)), px / (hi / lo).log10(), dir);
+        let (first, last) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+        let light = (first..=last)
+            .flat_map(|d| (1..=9).map(move |m| f64::from(m) * 10f64.powi(d)))
+            .filter(|v| (lo..=hi).contains(v))
+            .map(f64::log10)
+            .collect();
+        Axis {
+            log,
+            zero: zero.unwrap_or(lo).log10(),
+            range: (lo.log10(), hi.log10()),
+            ticks,
+            light,
+            note: zero
+                .map(|z| format!("log scale; 0 is drawn at {}, a decade below {}", short(z), short(least))),
+        }
     }
+
+    /// Where `v` is drawn.
+    fn at(&self, v: f64) -> f64 {
+        match (self.log, v > 0.0) {
+            (false, _) => v,
+            (true, true) => v.log10(),
+            (true, false) => self.zero,
+        }
+    }
+}
+
+impl Ranged for Axis {
+    type FormatOption = NoDefaultFormatting;
+    type ValueType = f64;
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        RangedCoordf64::from(self.range()).map(v, limit)
+    }
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            self.light.clone()
+        } else {
+            self.ticks.iter().map(|t| t.0).collect()
+        }
+    }
+    fn range(&self) -> Range<f64> {
+        self.range.0..self.range.1
+    }
+}
+
+impl ValueFormatter<f64> for Axis {
+    fn format_ext(&self, v: &f64) -> String {
+        self.ticks.iter().find(|t| t.0 == *v).map_or(String::new(), |t| t.1.clone())
+    }
+}
+
+/// The ticks of a log axis from `lo` to `hi` (both above 0), most wanted first: each decade;
+/// also 5 and 2 times it when fewer than three decades are in the range, and every whole
+/// multiple when fewer than two are.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let (first, last) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let ticks = |multiples: &[f64]| -> Vec<f64> {
+        let all = multiples.iter().flat_map(|m| (first..=last).map(move |d| m * 10f64.powi(d)));
+        all.filter(|v| (lo..=hi).contains(v)).collect()
+    };
+    match ticks(&[1.0]).len() {
+        0 | 1 => ticks(&[1.0, 5.0, 2.0, 3.0, 4.0, 6.0, 7.0, 8.0, 9.0]),
+        2 => ticks(&[1.0, 5.0, 2.0]),
+        _ => ticks(&[1.0]),
+    }
+}
+
+/// The ticks of a linear axis: the finest step of 1, 2 or 5 times a power of ten (at least 1
+/// when `whole`) that gives at most 11 ticks whose labels all differ and fit in `px` pixels.
+fn linear_ticks(lo: f64, hi: f64, whole: bool, px: f64, dir: Dir) -> Vec<(f64, String)> {
+    let mut power = (hi - lo).log10().floor() as i32 - 2;
+    loop {
+        for m in [1.0, 2.0, 5.0] {
+            let step = m * 10f64.powi(power);
+            if whole && step < 1.0 {
+                continue;
+            }
+            let ticks: Vec<(f64, String)> = ((lo / step).ceil() as i64..=(hi / step).floor() as i64)
+                .map(|k| (k as f64 * step, short(k as f64 * step)))
+                .collect();
+            let room = ticks.iter().map(|t| extent(dir, &t.1)).fold(0.0, f64::max);
+            let distinct = ticks.windows(2).all(|w| w[0].1 != w[1].1);
+            if ticks.len() <= 1 || (ticks.len() <= 11 && distinct && step / (hi - lo) * px >= room) {
+                return ticks;
+            }
+        }
+        power += 1;
+    }
+}
+
+/// The ticks to label among `candidates` (drawn position, label), most wanted first: each is
+/// kept unless its label is already there or it would overlap a kept one. In axis order.
+fn thin(
+    candidates: impl IntoIterator<Item = (f64, String)>,
+    px_per_unit: f64,
+    dir: Dir,
+) -> Vec<(f64, String)> {
+    let mut kept: Vec<(f64, String)> = Vec::new();
+    for (at, text) in candidates {
+        let room = |other: &str| (extent(dir, &text) + extent(dir, other)) / 2.0;
+        if kept.iter().all(|(k, t)| *t != text && (at - k).abs() * px_per_unit >= room(t)) {
+            kept.push((at, text));
+        }
+    }
+    kept.sort_by(|a, b| a.0.total_cmp(&b.0));
+    kept
 }
 
 const COLORS: [RGBColor; 10] = [
@@ -140,94 +298,235 @@ const COLORS: [RGBColor; 10] = [
     RGBColor(23, 190, 207),
 ];
 
-fn chart<DB, X, Y>(
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Marker {
+    Circle,
+    Triangle,
+    Square,
+    Diamond,
+}
+
+/// How a series is drawn.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Style {
+    color: RGBColor,
+    marker: Marker,
+    /// A dashed line and hollow markers.
+    dashed: bool,
+}
+
+/// How many series [`style`] tells apart.
+const STYLES: usize = 2 * COLORS.len();
+
+/// The style of the `i`th series: ten colours, solid then dashed, and four marker shapes, so
+/// that two series of the same colour differ in line and marker.
+fn style(i: usize) -> Style {
+    const MARKERS: [Marker; 4] = [Marker::Circle, Marker::Triangle, Marker::Square, Marker::Diamond];
+    let i = i % STYLES;
+    Style { color: COLORS[i % COLORS.len()], marker: MARKERS[i % MARKERS.len()], dashed: i >= COLORS.len() }
+}
+
+impl Style {
+    fn line(self) -> ShapeStyle {
+        ShapeStyle::from(&self.color).stroke_width(2)
+    }
+}
+
+/// The style of each line of each panel: by the series' place among all the figure's series,
+/// so that a series looks the same in every panel, unless the figure has more series than
+/// there are styles (then by its place in its panel).
+fn styles(panels: &[Panel]) -> Vec<Vec<Style>> {
+    let mut names: Vec<&str> = Vec::new();
+    for l in panels.iter().flat_map(|p| &p.lines) {
+        if !names.contains(&l.name.as_str()) {
+            names.push(&l.name);
+        }
+    }
+    let place = |name: &str| if names.len() <= STYLES { names.iter().position(|n| *n == name) } else { None };
+    panels
+        .iter()
+        .map(|p| p.lines.iter().enumerate().map(|(i, l)| style(place(&l.name).unwrap_or(i))).collect())
+        .collect()
+}
+
+/// Draws the marker of `s` at pixel `at` of `area`.
+fn marker<DB>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
-    panel: &Panel,
-    x: X,
-    y: Y,
-    (x_ticks, whole_x): (usize, bool),
+    (x, y): (i32, i32),
+    s: Style,
 ) -> Result<(), String>
 where
     DB: DrawingBackend,
     DB::ErrorType: 'static,
-    X: AsRangedCoord<Value = f64>,
-    Y: AsRangedCoord<Value = f64>,
-    X::CoordDescType: ValueFormatter<f64>,
-    Y::CoordDescType: ValueFormatter<f64>,
 {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let fill = if s.dashed { s.line() } else { s.line().filled() };
+    let corners: &[(i32, i32)] = match s.marker {
+        Marker::Circle => return area.draw(&Circle::new((x, y), 4, fill)).map_err(e),
+        Marker::Triangle => &[(0, -5), (5, 4), (-5, 4)],
+        Marker::Square => &[(-4, -4), (4, -4), (4, 4), (-4, 4)],
+        Marker::Diamond => &[(0, -6), (5, 0), (0, 6), (-5, 0)],
+    };
+    let at: Vec<(i32, i32)> = corners.iter().map(|(dx, dy)| (x + dx, y + dy)).collect();
+    if s.dashed {
+        let closed = at.iter().chain(at.first()).copied().collect::<Vec<_>>();
+        area.draw(&PathElement::new(closed, s.line())).map_err(e)
+    } else {
+        area.draw(&Polygon::new(at, fill)).map_err(e)
+    }
+}
+
+/// How far each line is moved sideways (in drawn x): lines of a single point at the same x
+/// are spread 2.5% of the axis apart, so that none hides another.
+fn dodges(lines: &[Line], x: &Axis) -> Vec<f64> {
+    let keys: Vec<Option<u64>> =
+        lines.iter().map(|l| (l.points.len() == 1).then(|| l.points[0].x.to_bits())).collect();
+    let step = 0.025 * (x.range.1 - x.range.0);
+    keys.iter()
+        .enumerate()
+        .map(|(i, key)| {
+            let (before, all) =
+                (keys[..i].iter().filter(|k| *k == key).count(), keys.iter().filter(|k| *k == key).count());
+            if key.is_none() {
+                0.0
+            } else {
+                (before as f64 - (all - 1) as f64 / 2.0) * step
+            }
+        })
+        .collect()
+}
+
+/// An axis title with `notes` in brackets.
+fn titled(title: &str, notes: &[String]) -> String {
+    if notes.is_empty() {
+        title.to_string()
+    } else {
+        format!("{title} ({})", notes.join("; "))
+    }
+}
+
+fn chart<DB>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    panel: &Panel,
+    styles: &[Style],
+) -> Result<(), String>
+where
+    DB: DrawingBackend,
+    DB::ErrorType: 'static,
+{
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let xs: Vec<f64> = panel.lines.iter().flat_map(|l| l.points.iter().map(|p| p.x)).collect();
+    let ys: Vec<f64> = panel
+        .lines
+        .iter()
+        .flat_map(|l| l.points.iter().flat_map(|p| [p.spread.min, p.spread.median, p.spread.max]))
+        .collect();
+    // Thread and member counts: no tick between two whole numbers.
+    let whole = !xs.is_empty() && xs.iter().all(|x| x.fract() == 0.0);
+    let (w, h) = area.dim_in_pixel();
+    let x = Axis::new(&xs, panel.log_x, whole, f64::from(w) - 95.0, Dir::X);
+    let y = Axis::new(&ys, panel.log_y, false, f64::from(h) - 100.0, Dir::Y);
+    let dx = dodges(&panel.lines, &x);
+    let mut x_notes: Vec<String> = x.note.iter().cloned().collect();
+    if dx.iter().any(|&d| d != 0.0) {
+        x_notes.push("points at the same x drawn side by side".into());
+    }
     let mut c = ChartBuilder::on(area)
         .caption(&panel.title, (FONT, 17))
         .margin(12)
         .x_label_area_size(45)
         .y_label_area_size(70)
-        .build_cartesian_2d(x, y)
+        .build_cartesian_2d(x.clone(), y.clone())
         .map_err(e)?;
     c.configure_mesh()
-        .x_desc(&panel.x_label)
-        .y_desc(&panel.y_label)
+        .x_desc(titled(&panel.x_label, &x_notes))
+        .y_desc(titled(&panel.y_label, &y.note.iter().cloned().collect::<Vec<_>>()))
         .label_style((FONT, 13))
         .axis_desc_style((FONT, 15))
         .light_line_style(RGBColor(240, 240, 240))
-        .x_labels(x_ticks)
-        .y_labels(12)
-        .x_label_formatter(&|v| if whole_x && v.fract() != 0.0 { String::new() } else { short(*v) })
-        .y_label_formatter(&|v| short(*v))
         .draw()
         .map_err(e)?;
-    for (i, line) in panel.lines.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let style = ShapeStyle::from(&color).stroke_width(2);
-        let pts: Vec<(f64, f64)> = line.points.iter().map(|p| (p.x, p.spread.median)).collect();
-        c.draw_series(LineSeries::new(pts.clone(), style))
-            .map_err(e)?
-            .label(label(&line.name))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
-        // Colours first, then the marker tells lines of the same colour apart.
-        let marker = i / COLORS.len();
-        c.draw_series(pts.iter().map(|&p| -> DynElement<DB, (f64, f64)> {
-            match marker % 3 {
-                0 => Circle::new(p, 4, style.filled()).into_dyn(),
-                1 => TriangleMarker::new(p, 5, style.filled()).into_dyn(),
-                _ => Cross::new(p, 4, style).into_dyn(),
-            }
-        }))
-        .map_err(e)?;
-        let bars = line.points.iter().filter(|p| p.spread.n > 1);
-        c.draw_series(
-            bars.map(|p| ErrorBar::new_vertical(p.x, p.spread.min, p.spread.median, p.spread.max, style, 8)),
-        )
-        .map_err(e)?;
+    for ((line, &s), dx) in panel.lines.iter().zip(styles).zip(dx) {
+        let bars = line.points.iter().filter(|p| p.spread.n > 1).map(|p| {
+            let (min, median, max) = (y.at(p.spread.min), y.at(p.spread.median), y.at(p.spread.max));
+            ErrorBar::new_vertical(x.at(p.x) + dx, min, median, max, s.line(), 8)
+        });
+        c.draw_series(bars).map_err(e)?;
+        let pts: Vec<(f64, f64)> =
+            line.points.iter().map(|p| (x.at(p.x) + dx, y.at(p.spread.median))).collect();
+        if s.dashed {
+            c.draw_series(DashedLineSeries::new(pts.clone(), 10, 6, s.line())).map_err(e)?;
+        } else {
+            c.draw_series(LineSeries::new(pts.clone(), s.line())).map_err(e)?;
+        }
+        // Markers in pixels of the panel, so that their shapes do not depend on the axes.
+        let base = area.get_base_pixel();
+        for p in pts {
+            let (px, py) = c.backend_coord(&p);
+            marker(area, (px - base.0, py - base.1), s)?;
+        }
     }
-    c.configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font((FONT, 13))
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
-        .map_err(e)?;
     Ok(())
 }
 
-/// An axis label: 1500 → 1.5k, 2e6 → 2M.
-fn short(v: f64) -> String {
-    let a = v.abs();
-    let trim = |s: String| {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s
-        }
-    };
-    if a >= 1e6 {
-        format!("{}M", trim(format!("{:.1}", v / 1e6)))
-    } else if a >= 1e4 {
-        format!("{}k", trim(format!("{:.1}", v / 1e3)))
-    } else if a >= 10.0 || a == 0.0 {
-        format!("{v:.0}")
-    } else {
-        trim(format!("{v:.2}"))
+/// Where the legend of `panel` puts its entries in `width` pixels: columns, column width, rows.
+fn legend_layout(panel: &Panel, width: u32) -> (usize, u32, usize) {
+    let n = panel.lines.len();
+    let column = panel.lines.iter().map(|l| text_px(&label(&l.name))).fold(0.0, f64::max) as u32 + 50;
+    let cols = ((width.saturating_sub(20) / column) as usize).clamp(1, n.max(1));
+    (cols, column, n.div_ceil(cols))
+}
+
+/// The height of the legend under `panel`, `width` pixels wide.
+fn legend_height(panel: &Panel, width: u32) -> u32 {
+    match legend_layout(panel, width).2 as u32 {
+        0 => 0,
+        rows => rows * LEGEND_ROW + 12,
     }
+}
+
+/// The legend under a chart: a sample of each line with its marker and the series' name.
+fn legend<DB>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    panel: &Panel,
+    styles: &[Style],
+) -> Result<(), String>
+where
+    DB: DrawingBackend,
+    DB::ErrorType: 'static,
+{
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let width = area.dim_in_pixel().0;
+    let (cols, column, _) = legend_layout(panel, width);
+    let left = (width.saturating_sub(cols as u32 * column) / 2) as i32;
+    let text = TextStyle::from((FONT, 13).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+    for (i, (line, &s)) in panel.lines.iter().zip(styles).enumerate() {
+        let x = left + (i % cols) as i32 * column as i32;
+        let y = (i / cols) as i32 * LEGEND_ROW as i32 + LEGEND_ROW as i32 / 2 + 4;
+        let sample = vec![(x, y), (x + 30, y)];
+        if s.dashed {
+            area.draw(&plotters::element::DashedPathElement::new(sample, 7, 4, s.line())).map_err(e)?;
+        } else {
+            area.draw(&PathElement::new(sample, s.line())).map_err(e)?;
+        }
+        marker(area, (x + 15, y), s)?;
+        area.draw_text(&label(&line.name), &text, (x + 38, y)).map_err(e)?;
+    }
+    Ok(())
+}
+
+/// A tick label: 1500 → 1500, 15000 → 15k, 2e6 → 2M, 0.05 → 0.05, with as many decimals as
+/// the value needs (up to 6), so that two ticks never share a label.
+fn short(v: f64) -> String {
+    let (div, unit) = match v.abs() {
+        a if a >= 1e6 => (1e6, "M"),
+        a if a >= 1e4 => (1e3, "k"),
+        _ => (1.0, ""),
+    };
+    let x = v / div;
+    let exact = |s: &String| s.parse::<f64>().is_ok_and(|p| (p - x).abs() <= 1e-9 * x.abs());
+    let text = (0..=6).map(|d| format!("{x:.d$}")).find(exact).unwrap_or_else(|| format!("{x:.3}"));
+    format!("{text}{unit}")
 }
 
 #[cfg(test)]
@@ -341,5 +640,112 @@ mod tests {
             [short(1500.0), short(15000.0), short(2e6), short(0.5), short(0.0)],
             ["1500", "15k", "2M", "0.5", "0"]
         );
+        assert_eq!(
+            [short(12250.0), short(0.05), short(0.1 * 3.0), short(2.5e6)],
+            ["12.25k", "0.05", "0.3", "2.5M"]
+        );
+    }
+
+    fn labels(axis: &Axis) -> Vec<&str> {
+        axis.ticks.iter().map(|t| t.1.as_str()).collect()
+    }
+
+    /// No two labels of `axis`, `px` pixels long, are the same or overlap.
+    fn assert_readable(axis: &Axis, px: f64, dir: Dir) {
+        let per_unit = px / (axis.range.1 - axis.range.0);
+        for (i, a) in axis.ticks.iter().enumerate() {
+            assert!((axis.range.0..=axis.range.1).contains(&a.0), "{a:?} outside {:?}", axis.range);
+            for b in &axis.ticks[i + 1..] {
+                assert_ne!(a.1, b.1, "a label twice: {:?}", labels(axis));
+                let room = (extent(dir, &a.1) + extent(dir, &b.1)) / 2.0;
+                assert!((b.0 - a.0) * per_unit >= room, "{} and {} overlap: {:?}", a.1, b.1, labels(axis));
+            }
+        }
+    }
+
+    #[test]
+    fn log_axes_label_each_decade_and_2_and_5_within_two_decades() {
+        // Four decades: each decade, nothing between.
+        let wide = Axis::new(&[3.0, 50_000.0], true, false, 400.0, Dir::Y);
+        assert_eq!(labels(&wide), ["10", "100", "1000", "10k"]);
+        // Under two decades (E2's offered rates): 2 and 5 between them.
+        let rates = Axis::new(&[1000.0, 32_000.0], true, false, 600.0, Dir::X);
+        assert_eq!(labels(&rates), ["1000", "2000", "5000", "10k", "20k"]);
+        // E10's threads: whole numbers, and 10 once.
+        let threads = Axis::new(&[1.0, 2.0, 4.0, 8.0], true, true, 600.0, Dir::X);
+        assert_eq!(labels(&threads), ["1", "2", "5", "10"]);
+        // Within a decade (E4's declares): the data's decade and its neighbours' multiples.
+        let declares = Axis::new(&[300.0, 2200.0], true, false, 450.0, Dir::Y);
+        assert!(labels(&declares).starts_with(&["200", "300"]), "{:?}", labels(&declares));
+        assert!(labels(&declares).contains(&"1000"), "{:?}", labels(&declares));
+    }
+
+    #[test]
+    fn tick_labels_never_overlap_or_repeat() {
+        for (lo, hi) in
+            [(0.01, 0.05), (3.0, 9.0), (700.0, 1100.0), (8000.0, 10_500.0), (0.5, 3e7), (1.0, 1e12)]
+        {
+            for px in [120.0, 300.0, 700.0] {
+                for dir in [Dir::X, Dir::Y] {
+                    for log in [false, true] {
+                        assert_readable(&Axis::new(&[lo, hi], log, false, px, dir), px, dir);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn zero_on_a_log_axis_is_drawn_a_decade_below_the_least_value_and_labelled_0() {
+        let cold = Axis::new(&[0.0, 1000.0, 2000.0, 100_000.0], true, true, 600.0, Dir::X);
+        assert_eq!(cold.ticks[0], (2.0, "0".to_string()));
+        assert!(!labels(&cold).contains(&"100"), "{:?}", labels(&cold));
+        assert!(labels(&cold).ends_with(&["1000", "10k", "100k"]), "{:?}", labels(&cold));
+        assert_eq!(cold.at(0.0), 2.0);
+        assert!(cold.note.as_deref().unwrap().contains("0 is drawn at 100"));
+        assert!(Axis::new(&[1000.0, 100_000.0], true, true, 600.0, Dir::X).note.is_none());
+    }
+
+    #[test]
+    fn sixteen_series_have_sixteen_different_styles() {
+        let all: Vec<Style> = (0..STYLES).map(style).collect();
+        for (i, a) in all.iter().enumerate() {
+            for b in &all[i + 1..] {
+                assert_ne!(a, b);
+                // The same colour: a different line and a different marker.
+                if a.color == b.color {
+                    assert!(a.dashed != b.dashed && a.marker != b.marker, "{a:?} and {b:?}");
+                }
+            }
+        }
+        const { assert!(STYLES >= 16) };
+    }
+
+    #[test]
+    fn a_series_looks_the_same_in_every_panel_of_a_figure() {
+        let p = |names: &[&str]| Panel {
+            title: String::new(),
+            x_label: String::new(),
+            y_label: String::new(),
+            log_x: false,
+            log_y: false,
+            lines: names.iter().map(|n| line(n, &[(1.0, 1.0, 1.0, 1.0)])).collect(),
+        };
+        let s = styles(&[p(&["epoll", "poll", "nginx"]), p(&["epoll", "nginx"])]);
+        assert_eq!(s[1], [s[0][0], s[0][2]]);
+    }
+
+    #[test]
+    fn single_points_at_one_x_are_drawn_side_by_side() {
+        let lines = [
+            line("a", &[(750.0, 20.0, 20.0, 20.0)]),
+            line("b", &[(750.0, 20.0, 20.0, 20.0)]),
+            line("c", &[(0.0, 5.0, 5.0, 5.0), (750.0, 20.0, 20.0, 20.0)]),
+        ];
+        let x = Axis::new(&[0.0, 750.0], false, true, 600.0, Dir::X);
+        let d = dodges(&lines, &x);
+        assert!(d[0] < 0.0 && d[1] > 0.0 && d[2] == 0.0, "{d:?}");
+        // Far enough apart for two markers (10 pixels).
+        assert!((d[1] - d[0]) * 600.0 / (x.range.1 - x.range.0) >= 10.0, "{d:?}");
     }
 }

@@ -355,7 +355,7 @@ impl Experiment for E11 {
             "(a) Fig. 8: proxy throughput, 32 hot connections, 1 KB file",
             "cold connections to the proxy",
             "requests per second",
-            (false, false),
+            (true, false),
         );
         let cpu = panel(
             rows,
@@ -363,7 +363,7 @@ impl Experiment for E11 {
             "(b) proxy CPU per request",
             "cold connections to the proxy",
             "µs CPU per request",
-            (false, false),
+            (true, true),
         );
         let x = "offered rate (requests per second)";
         let fig9 = panel(
