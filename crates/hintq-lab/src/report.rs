@@ -178,6 +178,18 @@ fn section(s: &mut String, id: &str, rows: &[data::Row], a: &crate::exp::Analysi
     }
 }
 
+/// The peers found, one line each: every experiment that finds a peer records it, so the same
+/// (name, version) is said once.
+fn peer_lines(peers: &[(String, String)]) -> String {
+    let mut said: Vec<&(String, String)> = Vec::new();
+    for peer in peers {
+        if !said.contains(&peer) {
+            said.push(peer);
+        }
+    }
+    said.iter().map(|(name, version)| format!("- {name}: {version}\n")).collect()
+}
+
 /// SETUP.md.
 pub fn setup(lab: &Lab, commands: &[String], nofile: (u64, u64), args: &LabArgs, took: Duration) -> String {
     let mut s = String::from("# Setup of this lab run\n\n| what | value |\n|---|---|\n");
@@ -224,9 +236,7 @@ pub fn setup(lab: &Lab, commands: &[String], nofile: (u64, u64), args: &LabArgs,
     if peers.is_empty() {
         s.push_str("None found.\n");
     }
-    for (name, version) in peers.iter() {
-        let _ = writeln!(s, "- {name}: {version}");
-    }
+    s.push_str(&peer_lines(&peers));
     for line in &lab.peer_setup {
         let _ = writeln!(s, "- before the run: {line}");
     }
@@ -247,7 +257,15 @@ pub fn setup(lab: &Lab, commands: &[String], nofile: (u64, u64), args: &LabArgs,
 
 #[cfg(test)]
 mod tests {
-    use super::notes_of;
+    use super::{notes_of, peer_lines};
+
+    #[test]
+    fn setup_names_each_peer_once() {
+        let nginx = ("nginx".to_string(), "nginx version: nginx/1.22.1".to_string());
+        let libev = ("libev".to_string(), "4.33".to_string());
+        let peers = [nginx.clone(), nginx.clone(), libev, nginx];
+        assert_eq!(peer_lines(&peers), "- nginx: nginx version: nginx/1.22.1\n- libev: 4.33\n");
+    }
 
     /// `--reanalyse` keeps what the run said of its peers and of the points it could not
     /// measure, which only the run itself knew.

@@ -188,6 +188,15 @@ impl Experiment for E1 {
                             )?;
                             let requests =
                                 serve::at(&json, REQUESTS).ok_or("load.json has no /hot/successes")?;
+                            // The load generator's own hot phase: its busiest hot thread.
+                            if let Some(busy) = serve::at(&json, LOAD_HOT_BUSY) {
+                                rows.push(Row {
+                                    metric: "load_hot_busy_pct".into(),
+                                    value: Some(busy),
+                                    status: Status::Ok,
+                                    ..rows[0].clone()
+                                });
+                            }
                             if let (Some(cpu), true) = (ran.server_cpu, requests > 0.0) {
                                 rows.push(Row {
                                     metric: "server_cpu_us_per_request".into(),
@@ -279,23 +288,7 @@ impl Experiment for E1 {
                 ));
             }
         }
-        // PERF.md: show the load generator was not the bottleneck.
-        let load = crate::data::lines(rows, "load_cpu_us_per_request");
-        for l in &t.lines {
-            let Some(lc) = load.iter().find(|c| c.name == l.name) else { continue };
-            let busiest = l
-                .points
-                .iter()
-                .filter_map(|p| Some((p.x, p.spread.median * lc.median(p.x)? / 1e6)))
-                .max_by(|a, b| a.1.total_cmp(&b.1));
-            if let Some((x, cores)) = busiest.filter(|b| b.1 > 0.9) {
-                reading.push(format!(
-                    "{}: the load generator used {} of its core at {x} cold: it, not the server, may limit this throughput.",
-                    l.name,
-                    num(cores)
-                ));
-            }
-        }
+        reading.extend(load_limits(rows, &t.lines));
         reading.extend(beyond_one_process(rows, &t.lines, &c.lines, &user.lines, &kernel.lines));
         // Banga's comparison over the counts one process serves (classical select goes no
         // further); the larger counts are said after it.
@@ -344,7 +337,11 @@ impl Experiment for E1 {
             metrics: vec![
                 ("throughput_rps", "requests per second"),
                 ("errors", "errors"),
-                ("server_cpu_us_per_request", "server µs CPU per request"),
+                (
+                    "server_cpu_us_per_request",
+                    "server µs CPU per request (its CPU over the run ÷ hot-phase requests)",
+                ),
+                ("load_hot_busy_pct", "load generator busiest hot thread, % of the hot phase"),
                 ("load_cpu_us_per_request", "load generator µs CPU per request"),
                 ("held_connections", "connections the server held, least in the hot phase"),
                 ("user_bytes_per_connection", "user-space bytes per connection held"),
@@ -390,6 +387,57 @@ fn large_ours(throughput: &[Line], user: &[Line], kernel: &[Line]) -> String {
     out
 }
 
+/// The load generator's hot thread busier than this (%) may limit the throughput.
+const LOAD_BUSY_PCT: f64 = 90.0;
+/// Where load.json has the busiest hot thread's share of the hot phase (%).
+const LOAD_HOT_BUSY: &str = "/self_check/hot_busy_max_pct";
+
+/// PERF.md: whether the load generator, not the server, may have limited a throughput. From
+/// its busiest hot thread in the hot phase (`load_hot_busy_pct`) where the rows have it; else
+/// from its CPU per request (all its CPU over the run ÷ the hot phase's requests) times the
+/// throughput, read at 0 cold only: with cold connections that CPU includes opening them.
+fn load_limits(rows: &[Row], throughput: &[Line]) -> Vec<String> {
+    let mut out = Vec::new();
+    let (busy, load) =
+        (crate::data::lines(rows, "load_hot_busy_pct"), crate::data::lines(rows, "load_cpu_us_per_request"));
+    let mut whole_run = false;
+    for l in throughput {
+        if let Some(b) = busy.iter().find(|b| b.name == l.name) {
+            let top = b.points.iter().max_by(|a, b| a.spread.median.total_cmp(&b.spread.median));
+            if let Some(p) = top.filter(|p| p.spread.median > LOAD_BUSY_PCT) {
+                out.push(format!(
+                    "{}: the load generator's busiest hot thread was {}% busy in the hot phase at {} cold: \
+                     it, not the server, may limit this throughput.",
+                    l.name,
+                    num(p.spread.median),
+                    p.x
+                ));
+            }
+            continue;
+        }
+        let Some(lc) = load.iter().find(|c| c.name == l.name) else { continue };
+        whole_run |= l.points.iter().any(|p| p.x > 0.0);
+        let cores = l.median(0.0).zip(lc.median(0.0)).map(|(t, c)| t * c / 1e6);
+        if let Some(cores) = cores.filter(|&c| c > LOAD_BUSY_PCT / 100.0) {
+            out.push(format!(
+                "{}: at 0 cold the load generator used {} cores' worth of CPU (its CPU per request times \
+                 the throughput): it, not the server, may limit this throughput.",
+                l.name,
+                num(cores)
+            ));
+        }
+    }
+    if whole_run {
+        out.push(
+            "The load generator is judged at 0 cold only: with cold connections, its CPU in these rows \
+             is all of its CPU over the run (opening the cold connections included) divided by the hot \
+             phase's requests, not its hot phase's load."
+                .into(),
+        );
+    }
+    out
+}
+
 /// Sentences on the counts beyond one process: each series' throughput and CPU per request
 /// at the largest count against 0 cold, whether the server held the connections, its memory
 /// per connection, and the points that failed (a server that collapsed).
@@ -402,6 +450,7 @@ fn beyond_one_process(
 ) -> Vec<String> {
     let mut out = Vec::new();
     let held = crate::data::lines(rows, "held_connections");
+    let errors = crate::data::lines(rows, "errors");
     for l in throughput {
         let Some(top) =
             l.points.iter().map(|p| p.x).filter(|&x| x > ONE_PROCESS_MAX as f64).max_by(f64::total_cmp)
@@ -420,9 +469,11 @@ fn beyond_one_process(
         if let Some(c) = find(cpu) {
             if let (Some(c0), Some(c1)) = (c.median(first.x), c.median(top)) {
                 s += &format!(
-                    ", server CPU per request {} µs against {} µs ({}x)",
+                    ", server CPU per request (all its CPU over the run, accepting the cold connections \
+                     included, ÷ the hot phase's requests) {} µs against {} µs at {} cold ({}x)",
                     num(c1),
                     num(c0),
+                    first.x,
                     num(c1 / c0)
                 );
             }
@@ -431,7 +482,14 @@ fn beyond_one_process(
             let want = top + HOT as f64;
             s += &format!("; it held {} of the {} connections", num(h), num(want));
             if h < 0.99 * want {
-                s += " (fewer: see its errors)";
+                let errors = find(&errors).and_then(|e| e.median(top)).unwrap_or(0.0);
+                s += &if errors > 0.0 {
+                    format!(" (fewer: the load counted {} errors)", num(errors))
+                } else {
+                    " (fewer, with no errors counted: the count is the server's open descriptors at a sample \
+                     in the hot phase)"
+                        .to_string()
+                };
             }
         }
         if let (Some(u), Some(k)) =
@@ -537,5 +595,38 @@ mod tests {
         assert!(a.ours.contains("at 15000 cold"), "{}", a.ours);
         assert!(a.ours.contains("at 100000 cold (servers of 7 processes)"), "{}", a.ours);
         assert!(a.ours.contains("epoll 300 B user space and 4000 B kernel"), "{}", a.ours);
+    }
+
+    #[test]
+    fn the_load_generator_is_judged_on_its_hot_phase_and_fewer_held_names_errors_only_if_any() {
+        let row = |series: &str, x: f64, metric: &str, v: f64| Row::ok("E1", series, x, metric, v);
+        let mut rows = Vec::new();
+        for s in ["hintq-epoll", "hintq-poll"] {
+            for (x, held) in [(0.0, 32.0), (100_000.0, 90_000.0)] {
+                rows.push(row(s, x, "throughput_rps", 50_000.0));
+                // 50 µs of load CPU per request at 100000 cold: 2.5 cores if it were all hot.
+                rows.push(row(s, x, "load_cpu_us_per_request", if x > 0.0 { 50.0 } else { 10.0 }));
+                rows.push(row(s, x, "held_connections", held));
+                rows.push(row(s, x, "server_cpu_us_per_request", 10.0));
+            }
+        }
+        rows.push(row("hintq-poll", 100_000.0, "errors", 12.0));
+        rows.push(row("hintq-poll", 0.0, "errors", 0.0));
+        // epoll's run recorded its hot phase: 13% busy, not a limit.
+        rows.push(row("hintq-epoll", 100_000.0, "load_hot_busy_pct", 13.0));
+        let text = E1.analyse(&rows).reading.join("\n");
+        assert!(!text.contains("may limit"), "{text}");
+        assert!(text.contains("The load generator is judged at 0 cold only"), "{text}");
+        assert!(text.contains("server CPU per request (all its CPU over the run, accepting the cold connections included, ÷ the hot phase's requests) 10.0 µs against 10.0 µs at 0 cold"), "{text}");
+        assert!(
+            text.contains("hintq-poll at 100000 cold, 7 processes: 100% of its throughput at 0 cold"),
+            "{text}"
+        );
+        assert!(text.contains("(fewer: the load counted 12.0 errors)"), "{text}");
+        assert!(text.contains("(fewer, with no errors counted:"), "{text}");
+        // A busy hot thread is named.
+        rows.push(row("hintq-epoll", 0.0, "load_hot_busy_pct", 97.0));
+        let text = E1.analyse(&rows).reading.join("\n");
+        assert!(text.contains("hintq-epoll: the load generator's busiest hot thread was 97.0% busy in the hot phase at 0 cold"), "{text}");
     }
 }

@@ -91,15 +91,22 @@ impl Experiment for E7 {
             (true, true),
         );
         let mut reading = Vec::new();
-        for l in a.lines.iter().chain(&b.lines).chain(&c.lines) {
-            if let Some((x0, m0, x1, m1, g)) = growth(l) {
-                reading.push(format!(
-                    "{}: {} ns at {x0} descriptors, {} ns at {x1} ({}x).",
-                    l.name,
-                    num(m0),
-                    num(m1),
-                    num(g)
-                ));
+        let what = [
+            (&a, "poll(2) with all idle, per descriptor per call"),
+            (&b, "1% active, one written per cycle in rotation, per cycle"),
+            (&c, "1% active, all written every cycle (steady), per cycle"),
+        ];
+        for (p, what) in what {
+            for l in &p.lines {
+                if let Some((x0, m0, x1, m1, g)) = growth(l) {
+                    reading.push(format!(
+                        "{} ({what}): {} ns at {x0} descriptors, {} ns at {x1} ({}x).",
+                        l.name,
+                        num(m0),
+                        num(m1),
+                        num(g)
+                    ));
+                }
             }
         }
         let last = |lines: &[crate::data::Line], name: &str| {
@@ -211,6 +218,26 @@ wake,gooch,,,0,1000,10,1,1,25000,25000.0,1,1,0,0,0,0\n";
                 ("gooch", "steady_ns_per_cycle", 1000.0, 300.0),
                 ("gooch", "wake_us", 1000.0, 25.0),
             ]
+        );
+    }
+
+    #[test]
+    fn each_bullet_names_the_metric_its_line_is_from() {
+        use super::Experiment;
+        let row = |m: &str, x: f64, v: f64| crate::data::Row::ok("E7", "gooch", x, m, v);
+        let rows = [
+            row("split_ns_per_cycle", 100.0, 3000.0),
+            row("split_ns_per_cycle", 10000.0, 12_000_000.0),
+            row("steady_ns_per_cycle", 100.0, 3500.0),
+            row("steady_ns_per_cycle", 10000.0, 220_000.0),
+        ];
+        let r = super::E7.analyse(&rows).reading;
+        assert!(r.contains(&"gooch (1% active, one written per cycle in rotation, per cycle): 3000 ns at 100 descriptors, 12000000 ns at 10000 (4000x).".to_string()), "{r:?}");
+        assert!(
+            r.iter()
+                .any(|l| l
+                    .starts_with("gooch (1% active, all written every cycle (steady), per cycle): 3500 ns")),
+            "{r:?}"
         );
     }
 }

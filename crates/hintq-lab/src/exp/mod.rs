@@ -407,6 +407,25 @@ pub fn panel(rows: &[Row], metric: &str, title: &str, x: &str, y: &str, log: (bo
     }
 }
 
+/// At which offered rates of `line` (x: rate, y: p99 ms) the median stayed under `bound`:
+/// "at every rate of the sweep (1000 to 32000 req/s)", "at no rate of the sweep", or the rates
+/// under it and those above it, so that a rate over the bound below rates under it is seen.
+pub fn rates_under(line: &data::Line, bound: f64) -> String {
+    let (under, over): (Vec<&data::Pt>, Vec<&data::Pt>) =
+        line.points.iter().partition(|p| p.spread.median < bound);
+    let list = |ps: &[&data::Pt]| ps.iter().map(|p| data::num(p.x)).collect::<Vec<_>>().join(", ");
+    match (under.is_empty(), over.is_empty()) {
+        (_, true) => match line.ends() {
+            Some((a, b)) => {
+                format!("at every rate of the sweep ({} to {} req/s)", data::num(a.x), data::num(b.x))
+            }
+            None => "at no rate measured".into(),
+        },
+        (true, false) => "at no rate of the sweep".into(),
+        (false, false) => format!("at {} req/s offered, not at {}", list(&under), list(&over)),
+    }
+}
+
 /// "not measured" when a verdict's inputs are missing.
 pub const UNMEASURED: &str = "cannot say: a line it needs was not measured (see its section)";
 

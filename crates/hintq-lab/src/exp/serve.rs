@@ -77,7 +77,18 @@ pub fn nginx_workers_conf(conf: &str, processes: usize) -> String {
         .replace("worker_processes 1;", &format!("{user}worker_processes {processes};"))
         .replace(" backlog=4096;", " backlog=4096 reuseport;");
     assert!(conf.contains(&format!("worker_processes {processes};")) && conf.contains("reuseport;"));
-    conf
+    // The one-worker configuration's opening comment (one worker, master off) is not true of
+    // this one: say what this one is.
+    let directives: Vec<&str> = conf.lines().skip_while(|l| l.starts_with('#')).collect();
+    format!(
+        "# nginx as its users tune it for static files (PERF.md, \"Peers as their users run them\"), \
+         spread\n# over {processes} workers under a master, each with its own `reuseport` listener and at \
+         most\n# {PER_PROCESS} cold connections; otherwise the one-worker configuration: no access log, \
+         unlimited\n# keep-alive requests, an open file cache, sendfile by the size of the files served. \
+         The lab\n# runs it with its master (no `-g \"master_process off;\"`) and measures the master and \
+         its workers.\n{}\n",
+        directives.join("\n")
+    )
 }
 
 /// The note of nginx's rows: its tuning (paths and port left as placeholders), for
@@ -278,5 +289,22 @@ mod tests {
         );
         let missing = super::rows("E1", "nginx", 0.0, &v, &[("x", "/nothing", 1.0)]);
         assert!(missing.unwrap_err().contains("/nothing"));
+    }
+
+    #[test]
+    fn a_configuration_of_several_workers_says_so_and_keeps_the_directives() {
+        let one = crate::peers::nginx_conf(
+            super::nginx_role(std::path::Path::new("ROOT")),
+            std::path::Path::new("DIR"),
+            8080,
+            1000,
+        );
+        let four = super::nginx_workers_conf(&one, 4);
+        assert!(!four.contains("-g \"master_process off;\"` so"), "{four}");
+        assert!(four.starts_with("# nginx as its users tune it for static files"), "{four}");
+        assert!(four.contains("over 4 workers under a master"), "{four}");
+        assert!(four.contains("no `-g \"master_process off;\"`"), "{four}");
+        assert!(four.contains("worker_processes 4;") && four.contains("reuseport;"), "{four}");
+        assert_eq!(crate::peers::tuning(&four).matches("worker_processes").count(), 1);
     }
 }
