@@ -131,12 +131,6 @@ pub fn set_sigpending(soft: u64) -> io::Result<()> {
     cvt(unsafe { libc::setrlimit(libc::RLIMIT_SIGPENDING, &lim) }).map(drop)
 }
 
-/// Voluntary context switches of this thread so far: each is a sleep, so their growth over a
-/// run counts the thread's wake-ups.
-pub fn voluntary_switches() -> u64 {
-    hintq_sys::thread_switches().0
-}
-
 pub use hintq_sys::{gettid, is_sleeping};
 
 /// A new epoll instance.

@@ -10,10 +10,12 @@
 //!
 //! One round: every thread is inside its wait and asleep (state `S` in
 //! `/proc/self/task/<tid>/stat`), the driver writes one byte on a socket pair, and waits
-//! until a thread has read it. Counted per thread over the run: voluntary context switches
-//! (`getrusage(RUSAGE_THREAD)`: a sleep that ended, whether or not the wait returned to user
-//! space) and returns from the wait (`Stats::waits` for a group member: calls of the
-//! backend's wait). Each thread's last sleep, ended by the stop signal, is taken off. A wake-up
+//! until a thread has read it. Counted over the rounds: the threads' voluntary context
+//! switches (`voluntary_ctxt_switches` in `/proc/self/task/<tid>/status`, read by the driver
+//! while every thread sleeps, before the first round and after the last: a sleep that ended,
+//! whether or not the wait returned to user space), and returns from the wait (`Stats::waits`
+//! for a group member: calls of the backend's wait; each thread's last return, ended by the
+//! stop, taken off). A wake-up
 //! that found nothing to read is counted as `empty`. Nothing here is timed but the run's wall
 //! time, recorded for reference.
 
@@ -238,7 +240,7 @@ fn point(plan: &Plan, target: Target, members: usize, rep: u32) -> io::Result<Ro
             let (sh, tx, group, shared_set, stop_fd) =
                 (sh.clone(), tx.clone(), group.clone(), shared_set.clone(), stop_fd.clone());
             let cpu = plan.member_cpu;
-            thread::spawn(move || -> io::Result<(u64, u64)> {
+            thread::spawn(move || -> io::Result<u64> {
                 sys::pin(cpu)?;
                 match (group, shared_set) {
                     (Some(g), _) => group_member(&sh, fd, &g, &tx),
@@ -257,36 +259,42 @@ fn point(plan: &Plan, target: Target, members: usize, rep: u32) -> io::Result<Ro
     drop(tx);
     let joined: Vec<(libc::pid_t, Stop)> = rx.iter().take(members).collect();
     let started = Instant::now();
-    let outcome = drive(plan, &sh, &joined, peer.as_raw_fd());
+    let tids: Vec<libc::pid_t> = joined.iter().map(|(t, _)| *t).collect();
+    let outcome = drive(plan, &sh, &tids, peer.as_raw_fd());
     sh.stop.store(true, Ordering::Release);
     for (_, stop) in &joined {
         stop.signal()?;
     }
-    let mut totals = (0, 0);
+    let mut returns = 0;
     for t in threads {
-        let (w, r) = t.join().map_err(|_| io::Error::other("a member thread panicked"))??;
-        totals = (totals.0 + w, totals.1 + r);
+        returns += t.join().map_err(|_| io::Error::other("a member thread panicked"))??;
     }
-    outcome?;
-    let n = members as u64;
+    let wakeups = outcome?;
     Ok(Row {
         target: target.name(),
         members,
         rep,
         readinesses: plan.rounds as u64,
-        wakeups: totals.0.saturating_sub(n),
-        returns: totals.1.saturating_sub(n),
+        wakeups,
+        returns: returns.saturating_sub(members as u64),
         empty: sh.empty.load(Ordering::Relaxed),
         wall_ns: started.elapsed().as_nanos() as u64,
     })
 }
 
 /// The rounds: wait until every member sleeps in its wait, write a byte, wait until it is
-/// read; at the end, wait until every member sleeps again, so that the stop wakes each once.
-fn drive(plan: &Plan, sh: &Shared, members: &[(libc::pid_t, Stop)], peer: RawFd) -> io::Result<()> {
-    let tids: Vec<libc::pid_t> = members.iter().map(|(t, _)| *t).collect();
+/// read; at the end, wait until every member sleeps again. Returns the members' wake-ups over
+/// the rounds: their voluntary context switches (sleeps begun) between the first moment all
+/// slept and the last, read from `/proc`. The stop that ends each member is thus left out,
+/// and so are the wake-ups it causes in other members (every rtsig member's `signalfd` wakes
+/// for a signal to any thread of the process: stopping 8 members one by one woke 28 sleeps
+/// that were not the readiness's, 0.14 per readiness over 200 rounds).
+fn drive(plan: &Plan, sh: &Shared, tids: &[libc::pid_t], peer: RawFd) -> io::Result<u64> {
+    let switches = || tids.iter().try_fold(0, |sum, &t| Ok::<_, io::Error>(sum + hintq_sys::switches_of(t)?));
+    all_asleep(sh, tids)?;
+    let before = switches()?;
     for round in 0..plan.rounds {
-        all_asleep(sh, &tids)?;
+        all_asleep(sh, tids)?;
         sys::write1(peer)?;
         let deadline = Instant::now() + PATIENCE;
         while sh.consumed.load(Ordering::Acquire) <= round {
@@ -299,7 +307,8 @@ fn drive(plan: &Plan, sh: &Shared, members: &[(libc::pid_t, Stop)], peer: RawFd)
             thread::yield_now();
         }
     }
-    all_asleep(sh, &tids)
+    all_asleep(sh, tids)?;
+    Ok(switches()? - before)
 }
 
 fn all_asleep(sh: &Shared, tids: &[libc::pid_t]) -> io::Result<()> {
@@ -313,16 +322,15 @@ fn all_asleep(sh: &Shared, tids: &[libc::pid_t]) -> io::Result<()> {
     Ok(())
 }
 
-/// A member's loop: wait, read what was reported, until stopped; returns its wake-ups.
-/// `wait` blocks and says whether the shared descriptor was reported.
-fn member(sh: &Shared, fd: RawFd, mut wait: impl FnMut() -> io::Result<bool>) -> io::Result<u64> {
-    let start = sys::voluntary_switches();
+/// A member's loop: wait, read what was reported, until stopped. `wait` blocks and says
+/// whether the shared descriptor was reported.
+fn member(sh: &Shared, fd: RawFd, mut wait: impl FnMut() -> io::Result<bool>) -> io::Result<()> {
     loop {
         sh.inside.fetch_add(1, Ordering::AcqRel);
         let reported = wait();
         sh.inside.fetch_sub(1, Ordering::AcqRel);
         if sh.stop.load(Ordering::Acquire) {
-            return Ok(sys::voluntary_switches() - start);
+            return Ok(());
         }
         if reported? {
             match sys::drain_all(fd) {
@@ -338,16 +346,16 @@ fn group_member(
     fd: RawFd,
     group: &Group,
     tx: &mpsc::Sender<(libc::pid_t, Stop)>,
-) -> io::Result<(u64, u64)> {
+) -> io::Result<u64> {
     let mut q = group.queue()?;
     tx.send((sys::gettid(), Stop::Waker(q.waker()?))).map_err(io::Error::other)?;
     let waits = q.stats().waits;
     let mut evs = [Event::default(); 8];
-    let woken = member(sh, fd, || {
+    member(sh, fd, || {
         let n = q.get_next_event(&mut evs, None)?;
         Ok(evs[..n].iter().any(|e| e.fd() == fd))
     })?;
-    Ok((woken, q.stats().waits - waits))
+    Ok(q.stats().waits - waits)
 }
 
 fn epoll_member(
@@ -356,16 +364,16 @@ fn epoll_member(
     ep: &OwnedFd,
     stop: Stop,
     tx: &mpsc::Sender<(libc::pid_t, Stop)>,
-) -> io::Result<(u64, u64)> {
+) -> io::Result<u64> {
     tx.send((sys::gettid(), stop)).map_err(io::Error::other)?;
     let mut buf = [libc::epoll_event { events: 0, u64: 0 }; 8];
     let mut returns = 0;
-    let woken = member(sh, fd, || {
+    member(sh, fd, || {
         let data = sys::epoll_wait_data(ep.as_raw_fd(), &mut buf)?;
         returns += 1;
         Ok(data.contains(&DATA_FD))
     })?;
-    Ok((woken, returns))
+    Ok(returns)
 }
 
 /// Median (min–max) of wake-ups and returns per readiness for each target and member count,

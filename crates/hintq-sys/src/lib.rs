@@ -361,6 +361,19 @@ pub fn thread_switches() -> (u64, u64) {
     (ru.ru_nvcsw as u64, ru.ru_nivcsw as u64)
 }
 
+/// Voluntary context switches of thread `tid` of this process so far (`voluntary_ctxt_switches`
+/// of `/proc/self/task/<tid>/status`): each is a sleep that began.
+///
+/// # Errors
+/// The thread is gone, or the line is missing.
+pub fn switches_of(tid: libc::pid_t) -> io::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:")?.trim().parse().ok())
+        .ok_or_else(|| io::Error::other(format!("no voluntary_ctxt_switches for thread {tid}")))
+}
+
 /// The calling thread's id (`gettid(2)`).
 pub fn gettid() -> libc::pid_t {
     // SAFETY: gettid takes no arguments and cannot fail.
