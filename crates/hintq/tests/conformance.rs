@@ -17,7 +17,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{drain, is_sleeping, pair, thread_id, voluntary_switches, MS};
+use common::{drain, is_sleeping, pair, thread_id, MS};
 
 /// The backend if this kernel supports it; otherwise the case is skipped, saying why (a
 /// failure under `HINTQ_REQUIRE_TOOLS`).
@@ -689,7 +689,8 @@ fn shared_listener_accepts_once(b: Backend) {
 
 /// `Delivery::One` wakes one member, not all: with four members blocked in
 /// `get_next_event`, each readiness wakes about one of them (a thundering herd wakes four).
-/// Counted, not timed: the members' voluntary context switches (each a sleep that ended,
+/// Counted, not timed: the members' voluntary context switches over the rounds, read from
+/// `/proc` while all of them sleep (each a sleep that ended,
 /// whether or not the kernel's wait returned to user space: nested epoll wakes a waiter
 /// that finds nothing and sleeps again inside `epoll_wait`) and their backend waits
 /// ([`hintq::Stats::waits`], returns from the wait).
@@ -719,13 +720,12 @@ fn wake_one_wakes_one(b: Backend) {
                 let mut q = group.queue().unwrap();
                 tx.send((thread_id(), q.waker().unwrap())).unwrap();
                 let mut evs = [Event::default(); 8];
-                let switches = voluntary_switches();
                 loop {
                     inside.fetch_add(1, Ordering::AcqRel);
                     let n = q.get_next_event(&mut evs, None).unwrap();
                     inside.fetch_sub(1, Ordering::AcqRel);
                     if stop.load(Ordering::Acquire) {
-                        return (voluntary_switches() - switches, q.stats().waits);
+                        return q.stats().waits;
                     }
                     for ev in evs[..n].iter().filter(|e| e.fd() == rdfd) {
                         match drain(ev.fd()) {
@@ -746,6 +746,12 @@ fn wake_one_wakes_one(b: Backend) {
             thread::yield_now();
         }
     };
+    // Sleeps begun by the members over the rounds, read while all of them sleep: the stop's
+    // wake-ups are left out (on rtsig a waker's signal also wakes the other members'
+    // signalfds, whose wait queue is the process's).
+    let switches = || tids.iter().map(|&t| hintq_sys::switches_of(t).unwrap()).sum::<u64>();
+    all_inside(0);
+    let before = switches();
     for round in 0..ROUNDS {
         all_inside(round);
         wr.write_all(b"1").unwrap();
@@ -756,15 +762,15 @@ fn wake_one_wakes_one(b: Backend) {
         }
     }
     all_inside(ROUNDS);
+    let slept = switches() - before;
     stop.store(true, Ordering::Release);
     wakers.iter().for_each(|w| w.wake().unwrap());
-    let (switches, waits) =
-        members.into_iter().map(|m| m.join().unwrap()).fold((0, 0), |(s, w), (s1, w1)| (s + s1, w + w1));
+    let waits: u64 = members.into_iter().map(|m| m.join().unwrap()).sum();
     assert_eq!(consumed.load(Ordering::Relaxed), ROUNDS);
     assert_eq!(duplicates.load(Ordering::Relaxed), 0, "a readiness reached two members");
-    // Every member's last sleep was ended by its waker; the others by readiness.
-    let per = |n: u64| n.saturating_sub(MEMBERS as u64) as f64 / ROUNDS as f64;
-    let (woken, returned) = (per(switches), per(waits));
+    // Every member's last return was ended by its waker; the others by readiness.
+    let woken = slept as f64 / ROUNDS as f64;
+    let returned = waits.saturating_sub(MEMBERS as u64) as f64 / ROUNDS as f64;
     assert!(
         woken <= 1.3 && returned <= 1.3,
         "per readiness with {MEMBERS} members blocked: {woken:.2} wake-ups, {returned:.2} returns from the wait"

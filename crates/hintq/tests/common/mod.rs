@@ -43,11 +43,5 @@ pub fn in_child(name: &str, env: &[(&str, &str)], body: impl FnOnce()) -> Option
     Some(stderr)
 }
 
-/// Voluntary context switches of the calling thread so far: each is a sleep, so the growth
-/// over a run counts the thread's wake-ups.
-pub fn voluntary_switches() -> u64 {
-    hintq_sys::thread_switches().0
-}
-
 #[allow(unused_imports)] // each test binary uses its own subset
 pub use hintq_sys::{gettid as thread_id, is_sleeping};
