@@ -349,18 +349,10 @@ fn reanalyse(dir: &std::path::Path) -> Result<(), String> {
     let mut outcomes = Vec::new();
     for e in &exps {
         let csv = dir.join(format!("{}.csv", e.id()));
-        let outcome = match std::fs::read_to_string(&csv) {
-            Err(_) => Outcome::NotRun(format!("no {} in {}", csv.display(), dir.display())),
-            Ok(text) => {
-                let rows = data::read_csv(&text)?;
-                let analysis = e.analyse(&rows);
-                let title = format!("{}: {} (after {})", e.id(), e.title(), e.paper());
-                let (svg, png) = (dir.join(format!("{}.svg", e.id())), dir.join(format!("{}.png", e.id())));
-                if let Err(err) = plot::render(&title, &analysis.panels, &svg, &png) {
-                    eprintln!("hintq lab: {}: plot failed: {err}", e.id());
-                }
-                Outcome::Ran { rows, analysis }
-            }
+        let outcome = if csv.exists() {
+            from_csv(e.as_ref(), dir, |m| eprintln!("hintq lab: {m}"))?
+        } else {
+            Outcome::NotRun(format!("no {} in {}", csv.display(), dir.display()))
         };
         outcomes.push((e.as_ref(), outcome));
     }
@@ -384,13 +376,20 @@ fn run_experiment(
     let csv = lab.out.join(format!("{}.csv", e.id()));
     std::fs::write(&csv, data::write_csv(&rows)).map_err(|err| format!("{}: {err}", csv.display()))?;
     // Everything below is made from the file, read back.
-    let text = std::fs::read_to_string(&csv).map_err(|err| err.to_string())?;
+    from_csv(e, &lab.out, |m| progress.println(m))
+}
+
+/// `e`'s rows read back from `dir/E<n>.csv`, its analysis, and its plot drawn beside them; a
+/// plot that fails is told through `say` (the report is written all the same).
+fn from_csv(e: &dyn Experiment, dir: &std::path::Path, say: impl Fn(&str)) -> Result<Outcome, String> {
+    let csv = dir.join(format!("{}.csv", e.id()));
+    let text = std::fs::read_to_string(&csv).map_err(|err| format!("{}: {err}", csv.display()))?;
     let rows = data::read_csv(&text)?;
     let analysis = e.analyse(&rows);
     let title = format!("{}: {} (after {})", e.id(), e.title(), e.paper());
-    let (svg, png) = (lab.out.join(format!("{}.svg", e.id())), lab.out.join(format!("{}.png", e.id())));
+    let (svg, png) = (dir.join(format!("{}.svg", e.id())), dir.join(format!("{}.png", e.id())));
     if let Err(err) = plot::render(&title, &analysis.panels, &svg, &png) {
-        progress.println(&format!("{}: plot failed: {err}", e.id()));
+        say(&format!("{}: plot failed: {err}", e.id()));
     }
     Ok(Outcome::Ran { rows, analysis })
 }
