@@ -316,8 +316,12 @@ pub enum Read {
     Eof,
 }
 
-/// Reads once into the spare capacity of `buf` (at least `min_room` bytes of it, reserved
-/// first) and extends it.
+/// Reads once from socket `fd` into the spare capacity of `buf` (at least `min_room` bytes of
+/// it, reserved first) and extends it.
+///
+/// `recv` rather than `read`: on a socket it goes straight to the protocol, skipping the file
+/// layer (`vfs_read`) that `read` passes through; `perf` put that layer at 2–3% of the
+/// server's CPU per request on loopback.
 ///
 /// # Errors
 /// Socket errors other than `EAGAIN` (`ECONNRESET` and the like).
@@ -326,7 +330,7 @@ pub fn read_into(fd: RawFd, buf: &mut Vec<u8>, min_room: usize) -> io::Result<Re
     let room = buf.spare_capacity_mut();
     let want = room.len();
     // SAFETY: `room` is writable spare capacity of `want` bytes.
-    match retry(|| unsafe { libc::read(fd, room.as_mut_ptr().cast(), want) }) {
+    match retry(|| unsafe { libc::recv(fd, room.as_mut_ptr().cast(), want, 0) }) {
         Ok(0) => Ok(Read::Eof),
         Ok(n) => {
             // SAFETY: the kernel initialised the first `n` bytes of the spare capacity.
