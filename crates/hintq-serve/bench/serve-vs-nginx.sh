@@ -16,21 +16,25 @@
 # $LOAD_CPU. CPU is user + system of the server process from /proc/PID/stat (hintq: all its
 # threads; nginx: the worker) across the wrk run, divided by the requests wrk completed.
 # Memory per idle connection: VmRSS of that process after the idle connections are open,
-# minus before, divided by their number (a Python helper holds them: they connect and
-# never send a byte). Reported, not asserted: goals are CPU per request ours/tuned nginx
+# minus before, divided by their number (a Python helper holds them; with IDLE_ASK=1, the
+# default, each first makes one request and reads the reply, so that buffers a request left
+# with its connection are counted; IDLE_ASK=0: they connect and never send a byte). Reported, not asserted: goals are CPU per request ours/tuned nginx
 # <= 0.75 on uring and <= 0.85 on epoll, and our throughput at $IDLE idle >= 0.95 x ours at 0.
 #
 # nginx runs from a config of ours in a temporary directory (the system's config and
 # service are never touched); only processes started here are stopped. Raw rows go to $OUT.
 #
 # Usage: crates/hintq-serve/bench/serve-vs-nginx.sh
-#   [env: C=50 RUNS=3 DUR=8 IDLE=10000 PORT=18290 SRV_CPU=0 LOAD_CPU=1 BACKEND=epoll HINTQ=path/to/hintq OUT=rows.csv]
+#   [env: C=50 RUNS=3 DUR=8 IDLE=10000 IDLE_ASK=1 PORT=18290 SRV_CPU=0 LOAD_CPU=1 BACKEND=epoll HINTQ=path/to/hintq OUT=rows.csv]
 set -euo pipefail
 
 C=${C:-50}
 RUNS=${RUNS:-3}
 DUR=${DUR:-8}
 IDLE=${IDLE:-10000}
+# 1: each idle connection made one request first (keep-alive, idle between requests); 0: none.
+IDLE_ASK=${IDLE_ASK:-1}
+if [ "$IDLE_ASK" = 1 ]; then IDLE_WHAT="each made one request first"; else IDLE_WHAT="none made a request"; fi
 PORT=${PORT:-18290}
 SRV_CPU=${SRV_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
@@ -54,15 +58,25 @@ nginx_conf 19000 18000 <<EOF
 EOF
 
 cat >"$TMP/idle.py" <<'EOF'
-# Holds N idle connections to HOST:PORT (connect, send nothing) until killed.
+# Holds N idle connections to HOST:PORT until killed. With ASK=1 each first makes one
+# request and reads the reply (a keep-alive connection idle between requests, which may hold
+# the buffers its request used); with ASK=0 it sends nothing.
 import resource, socket, sys, time
-host, port, n, ready = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+host, port, n, ready, ask = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5] == "1"
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 held = []
 for i in range(n):
     s = socket.socket()
     s.connect((host, port))
+    if ask:
+        s.sendall(b"GET /1k.html HTTP/1.1\r\nHost: bench\r\n\r\n")
+        got = b""
+        while b"\r\n\r\n" not in got or len(got) < 1024 + got.index(b"\r\n\r\n") + 4:
+            chunk = s.recv(4096)
+            if not chunk:
+                sys.exit(f"connection {i} closed before its reply")
+            got += chunk
     held.append(s)
 open(ready, "w").write(str(len(held)))
 while True:
@@ -112,14 +126,14 @@ for srv in hintq nginx; do
     if [ "$srv" = hintq ]; then addr=$OURS pid=$OURS_PID; else addr=$NGINX pid=$NGINX_PID; fi
     before=$(rss_kb "$pid")
     rm -f "$TMP/ready.$srv"
-    taskset -c "$LOAD_CPU" python3 "$TMP/idle.py" "${addr%:*}" "${addr#*:}" "$IDLE" "$TMP/ready.$srv" &
+    taskset -c "$LOAD_CPU" python3 "$TMP/idle.py" "${addr%:*}" "${addr#*:}" "$IDLE" "$TMP/ready.$srv" "$IDLE_ASK" &
     holder=$!
     PIDS+=("$holder")
     for _ in $(seq 300); do [ -s "$TMP/ready.$srv" ] && break; sleep 0.2; done
     sleep 1
     after=$(rss_kb "$pid")
     RSS_DELTA[$srv]=$(awk -v a="$after" -v b="$before" -v n="$IDLE" 'BEGIN { printf "%.0f", (a - b) * 1024 / n }')
-    echo "# $srv: RSS $before kB -> $after kB with $(cat "$TMP/ready.$srv" 2>/dev/null || echo '?') idle: ${RSS_DELTA[$srv]} bytes per idle connection" | tee -a "$OUT"
+    echo "# $srv: RSS $before kB -> $after kB with $(cat "$TMP/ready.$srv" 2>/dev/null || echo '?') idle: ${RSS_DELTA[$srv]} bytes per idle connection ($IDLE_WHAT)" | tee -a "$OUT"
     for rep in $(seq "$RUNS"); do
         run "$srv" "$addr" "$pid" "$IDLE" "$rep"
     done

@@ -76,7 +76,38 @@ pub struct Flushed {
     pub ring: bool,
 }
 
+thread_local! {
+    /// Cleared response buffers of connections gone idle ([`Out::release`]), for the next
+    /// connection's response on this thread.
+    static SPARES: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// How many buffers [`SPARES`] keeps: enough for the connections one wait returns at once.
+const SPARES_KEPT: usize = 64;
+/// The largest buffer the pool keeps (a head and a small body fit many times over).
+const SPARE_MAX: usize = 16 * 1024;
+
 impl Out {
+    /// For a connection going idle with nothing queued: gives its spare buffer to the
+    /// thread's pool and its queue's memory back, so that an idle connection holds no
+    /// buffer (a busy one takes a buffer from the pool, allocating none per request).
+    pub fn release(&mut self) {
+        if !self.items.is_empty() {
+            return;
+        }
+        if self.items.capacity() > 0 {
+            self.items = VecDeque::new();
+        }
+        if self.spare.capacity() > 0 {
+            let b = std::mem::take(&mut self.spare);
+            SPARES.with_borrow_mut(|pool| {
+                if pool.len() < SPARES_KEPT && b.capacity() <= SPARE_MAX {
+                    pool.push(b);
+                }
+            });
+        }
+    }
+
     /// Nothing left to send, nor possibly in flight in the ring.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty() && !self.in_ring
@@ -166,6 +197,9 @@ impl Out {
     /// The byte run at the tail, to append a head or a small body to.
     pub fn buf(&mut self) -> &mut Vec<u8> {
         if !matches!(self.items.back(), Some(Item::Bytes(..))) {
+            if self.spare.capacity() == 0 {
+                self.spare = SPARES.with_borrow_mut(Vec::pop).unwrap_or_default();
+            }
             self.items.push_back(Item::Bytes(std::mem::take(&mut self.spare), 0));
         }
         let Some(Item::Bytes(b, _)) = self.items.back_mut() else { unreachable!("pushed above") };

@@ -221,6 +221,32 @@ impl Conn {
         }
     }
 
+    /// Reads from `fd` into `input`. A connection without an input buffer (new, or idle since
+    /// its last request was parsed) reads into this thread's scratch buffer and keeps only the
+    /// bytes that came, typically one request head; so an idle keep-alive connection holds no
+    /// buffer, and a read that finds nothing or the end of the stream allocates nothing.
+    fn read(&mut self, fd: RawFd) -> io::Result<Read> {
+        if self.input.capacity() > 0 {
+            return read_into(fd, &mut self.input, READ_CHUNK);
+        }
+        SCRATCH.with_borrow_mut(|scratch| {
+            scratch.clear();
+            let r = read_into(fd, scratch, READ_CHUNK)?;
+            self.input.extend_from_slice(scratch);
+            Ok(r)
+        })
+    }
+
+    /// Waiting for the next request: gives the input buffer back once everything in it was
+    /// parsed (see [`Conn::read`]), and the output's buffers once everything was sent.
+    fn release(&mut self) {
+        if self.pos == self.input.len() {
+            self.input = Vec::new();
+            self.pos = 0;
+        }
+        self.out.release();
+    }
+
     /// Unparsed input holds more than empty lines (a head has begun).
     fn head_begun(&self) -> bool {
         self.input[self.pos..].iter().any(|&b| b != b'\r' && b != b'\n')
@@ -231,6 +257,8 @@ thread_local! {
     static DATE: RefCell<DateCache> = RefCell::new(DateCache::new());
     /// The decoded path of the request being answered (reused: no allocation per request).
     static REL: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// What a connection without an input buffer reads into (see [`Conn::read`]).
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
     /// The clocks, read once per readiness handled (see [`tick`]).
     static NOW: Cell<Option<(Instant, SystemTime)>> = const { Cell::new(None) };
 }
@@ -704,18 +732,22 @@ impl Handler for Files {
                 return self.linger(c, fd);
             }
             if std::mem::take(&mut c.drained) {
+                c.release();
                 return Next::Read;
             }
             if c.pos > 0 {
                 c.input.drain(..c.pos);
                 c.pos = 0;
             }
-            match read_into(fd, &mut c.input, READ_CHUNK) {
+            match c.read(fd) {
                 Ok(Read::Data { short, .. }) => {
                     c.last = now;
                     c.drained = short;
                 }
-                Ok(Read::Again) => return Next::Read,
+                Ok(Read::Again) => {
+                    c.release();
+                    return Next::Read;
+                }
                 Ok(Read::Eof) | Err(_) => return Next::Close,
             }
         }

@@ -245,3 +245,57 @@ fn cpu_time() -> Duration {
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
+
+/// The process's resident memory, in kB.
+fn rss_kb() -> i64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A keep-alive connection idle after its request holds no buffer. Each read asks for 16
+/// KiB and each reply is built in a buffer; before they were given back between requests,
+/// every connection that had made one request kept about 4.8 KB resident (measured at
+/// 10,000), and the bytes stayed with the allocator after the connections closed.
+#[test]
+fn idle_keep_alive_connections_hold_no_buffers() {
+    const CONNS: i64 = 2000;
+    let _one = serial();
+    hintq_sys::raise_nofile().unwrap();
+    for b in [Backend::Epoll, Backend::Uring] {
+        let Some(srv) = Srv::start(b, Pattern::Reactor, "idle memory") else { continue };
+        let ask = |n: i64| -> Vec<TcpStream> {
+            (0..n)
+                .map(|_| {
+                    let mut s = TcpStream::connect(srv.addr).unwrap();
+                    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                    s.write_all(b"GET /1k.bin HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+                    let (mut got, mut buf) = (0, [0u8; 4096]);
+                    // The head (under 300 bytes) and the 1 KiB body.
+                    while got < 1024 + 100 || !buf[..got].ends_with(&[b'x'; 16]) {
+                        let n = match s.read(&mut buf[got..]) {
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                            r => r.unwrap(),
+                        };
+                        assert!(n > 0, "{}: closed before the reply", srv.combo());
+                        got += n;
+                    }
+                    s
+                })
+                .collect()
+        };
+        // Warm up what a thread allocates once (its scratch buffer, pools, tables).
+        drop(ask(200));
+        srv.wait_idle(Duration::from_secs(3));
+        let before = rss_kb();
+        let held = ask(CONNS);
+        let per_conn = (rss_kb() - before) * 1024 / CONNS;
+        assert_eq!(srv.open_connections(), CONNS as usize, "{}", srv.combo());
+        assert!(
+            per_conn < 1024,
+            "{}: {per_conn} bytes resident per idle keep-alive connection (client side included)",
+            srv.combo()
+        );
+        drop(held);
+    }
+}
