@@ -152,48 +152,23 @@ impl Experiment for E9 {
             }
         };
         let pairs: Vec<usize> = lab.pick(vec![100, 1000, 5000, 9000], vec![100, 1000, 5000], vec![100]);
-        let writes = lab.pick(1000, 1000, 100);
-        let runs = lab.pick(15, 3, 2);
-        let mut points = Vec::new();
-        for s in series(lab) {
-            for &n in &pairs {
-                if 2 * n as u64 + 64 > soft {
-                    lab.missing
-                        .borrow_mut()
-                        .push(format!("E9: {} pairs need more descriptors than RLIMIT_NOFILE {soft}", n));
-                    continue;
-                }
-                if n > s.max_pairs {
-                    lab.missing.borrow_mut().push(format!(
-                        "E9: {} not run at {n} pairs: its select(2) cannot watch descriptors at or above FD_SETSIZE ({})",
-                        s.name,
-                        libc::FD_SETSIZE
-                    ));
-                    continue;
-                }
-                let mut args: Vec<String> = s.args.clone();
-                args.extend(
-                    ["-n", &n.to_string(), "-a", "1", "-w", &writes.to_string(), "-r", &runs.to_string()]
-                        .map(String::from),
-                );
-                let per_run_us =
-                    (writes + 1) as f64 * (1.0 + if s.scans { n as f64 * 0.3 } else { 0.0 }) + n as f64;
-                let estimate = Duration::from_secs_f64(runs as f64 * per_run_us / 1e6 + 0.5);
-                let (name, x) = (s.name.clone(), n as f64);
-                points.push(Point {
-                    experiment: "E9",
-                    series: s.name.clone(),
-                    x,
-                    name: format!("{}-n{n}", s.name),
-                    server: None,
-                    cmd: Cmd { program: s.program.clone(), args, cpu: lab.cores.bench },
-                    timeout: estimate * 10 + Duration::from_secs(30),
-                    estimate,
-                    parse: Box::new(move |ran| parse(&ran.stdout, &name, x)),
-                });
-            }
-        }
-        points
+        // Launches, not runs, are what orders these loops: the median of 15 runs in one
+        // process moves by up to 40% from one launch to the next (memory layout, descriptor
+        // numbers, where the kernel's objects fall in the caches), while the runs within a
+        // launch agree to a few percent (the full run of 2026-11-24 shows no first-run
+        // effect) and the loops differ by 5-15%. So a point is 5 launches of 3 runs: as many
+        // runs as its one launch of 15 before, not more, because every launch also pays its
+        // process's start and the runner's two quiet windows (0.6 s in the full run): the
+        // 285 launches of the full run's 15 series spend about 3 minutes in those windows
+        // alone, of a plan estimate of 257 s (373 s before, for one launch of 15 runs, with
+        // poll and select's scan overestimated), where 9 runs a launch would add 3 minutes
+        // more. Poll and select from 5000 pairs on run fewer a launch ([`LAUNCH_RUNS_US`]).
+        let method = Method {
+            writes: lab.pick(1000, 1000, 100),
+            runs: lab.pick(3, 2, 2),
+            launches: lab.pick(5, 2, 1),
+        };
+        points(lab, &series(lab), &pairs, method, soft)
     }
     fn analyse(&self, rows: &[Row]) -> Analysis {
         let p = panel(
@@ -266,42 +241,255 @@ impl Experiment for E9 {
     }
 }
 
-/// One row per line of µs the benchmark printed.
-fn parse(stdout: &str, series: &str, x: f64) -> Result<Vec<Row>, String> {
-    let rows: Vec<Row> = stdout
-        .lines()
-        .filter(|l| !l.trim().is_empty())
+/// How E9 times a point.
+#[derive(Clone, Copy, Debug)]
+struct Method {
+    /// Writes passed on per run.
+    writes: usize,
+    /// Runs per launch, the lines one process prints: this many, or fewer where they would
+    /// take longer than [`LAUNCH_RUNS_US`].
+    runs: usize,
+    /// Launches per point: separate processes, each of `runs` runs.
+    launches: usize,
+}
+
+/// The points of `series` at each pair count: for each pair count, launch 0 of every series,
+/// then launch 1 of every series, and so on, so that launch k of every series runs before
+/// launch k+1 of any (a drift of the shared machine falls on every series alike); the
+/// series' order is turned by 1/L of the series at each of the L launches, so that each
+/// series runs early in some launches and late in others. Each launch has its own point name (`hintq-epoll-n1000-l2`: its directory) and its
+/// own command line (`-l 2`: the runner remembers output per command line).
+fn points(lab: &Lab, series: &[Series], pairs: &[usize], m: Method, soft: u64) -> Vec<Point> {
+    let mut out = Vec::new();
+    for &n in pairs {
+        if 2 * n as u64 + 64 > soft {
+            lab.missing
+                .borrow_mut()
+                .push(format!("E9: {n} pairs need more descriptors than RLIMIT_NOFILE {soft}"));
+            continue;
+        }
+        let here: Vec<&Series> = series
+            .iter()
+            .filter(|s| {
+                let fits = n <= s.max_pairs;
+                if !fits {
+                    lab.missing.borrow_mut().push(format!(
+                        "E9: {} not run at {n} pairs: its select(2) cannot watch descriptors at or above FD_SETSIZE ({})",
+                        s.name,
+                        libc::FD_SETSIZE
+                    ));
+                }
+                fits
+            })
+            .collect();
+        for launch in 0..m.launches {
+            let turn = launch * here.len() / m.launches;
+            for i in 0..here.len() {
+                out.push(point(lab, here[(i + turn) % here.len()], n, launch, m));
+            }
+        }
+    }
+    out
+}
+
+/// Launch `launch` of `s` at `n` pairs.
+fn point(lab: &Lab, s: &Series, n: usize, launch: usize, m: Method) -> Point {
+    let mut args: Vec<String> = s.args.clone();
+    args.extend(
+        [
+            "-n",
+            &n.to_string(),
+            "-a",
+            "1",
+            "-w",
+            &m.writes.to_string(),
+            "-r",
+            &runs(s.scans, n, m).to_string(),
+            "-l",
+            &launch.to_string(),
+        ]
+        .map(String::from),
+    );
+    let runs = runs(s.scans, n, m);
+    let estimate = estimate(s.scans, n, m.writes, runs, lab.window());
+    let (name, x) = (s.name.clone(), n as f64);
+    Point {
+        experiment: "E9",
+        series: s.name.clone(),
+        x,
+        name: format!("{}-n{n}-l{launch}", s.name),
+        server: None,
+        cmd: Cmd { program: s.program.clone(), args, cpu: lab.cores.bench },
+        timeout: estimate * 10 + Duration::from_secs(30),
+        estimate,
+        parse: Box::new(move |ran| parse(&ran.stdout, &name, x, launch, runs)),
+    }
+}
+
+/// The timed passes of one launch's runs take about this long at most: a launch runs
+/// [`Method::runs`] runs, or as many as fit in this (at least one). The point of a launch is
+/// to sample the process's layout anew, which one run does as well as three; and poll and
+/// select from 5000 pairs on (0.4 to 1.4 s a run, a hundred times the epoll loops) would
+/// otherwise make up half of E9's time.
+const LAUNCH_RUNS_US: f64 = 1e6;
+
+/// The runs of one launch of a series at `n` pairs.
+fn runs(scans: bool, n: usize, m: Method) -> usize {
+    ((LAUNCH_RUNS_US / run_us(scans, n, m.writes)) as usize).clamp(1, m.runs)
+}
+
+/// How long one run takes, µs: the timed passes, with a scan of every pair per pass for
+/// poll and select, and the untimed re-registration of the N watchers before it. Measured
+/// with `hintq lab peer-bench` on the 2-core machine of 2026-11: 1 µs a pass, plus 0.06 to
+/// 0.15 µs per pair for poll and select (1000 to 9000 pairs); 2.5 µs per pair to re-register.
+fn run_us(scans: bool, n: usize, writes: usize) -> f64 {
+    let n = n as f64;
+    (writes + 1) as f64 * (1.0 + if scans { 0.12 * n } else { 0.0 }) + 2.5 * n
+}
+
+/// How long one launch takes: its runs, the creation of the N pairs (12 µs each), the
+/// process's start (50 ms), and the runner's quiet windows before and after it.
+fn estimate(scans: bool, n: usize, writes: usize, runs: usize, window: Duration) -> Duration {
+    let us = runs as f64 * run_us(scans, n, writes) + 12.0 * n as f64;
+    Duration::from_secs_f64(us / 1e6 + 0.05) + window * 2
+}
+
+/// One row per line of µs the benchmark printed, its repetition `launch * runs + run` (unique
+/// within the point's series and pair count) and its launch in the note (`launch 2`).
+fn parse(stdout: &str, series: &str, x: f64, launch: usize, runs: usize) -> Result<Vec<Row>, String> {
+    let lines: Vec<&str> = stdout.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    if lines.len() != runs {
+        return Err(format!("the benchmark printed {} runs, {runs} asked", lines.len()));
+    }
+    lines
+        .iter()
         .enumerate()
-        .map(|(rep, l)| {
-            let v: f64 = l.trim().parse().map_err(|_| format!("not a number of µs: {l:?}"))?;
+        .map(|(run, l)| {
+            let v: f64 = l.parse().map_err(|_| format!("not a number of µs: {l:?}"))?;
             Ok(Row {
                 experiment: "E9".into(),
                 series: series.into(),
                 x,
-                rep: rep as u32,
+                rep: (launch * runs + run) as u32,
                 metric: METRIC.into(),
                 value: Some(v),
                 status: Status::Ok,
-                note: String::new(),
+                note: format!("launch {launch}"),
             })
         })
-        .collect::<Result<_, String>>()?;
-    if rows.is_empty() {
-        return Err("the benchmark printed no run".into());
-    }
-    Ok(rows)
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::machine::Cores;
+    use crate::runner::Ran;
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+
     #[test]
-    fn parses_one_row_per_run_and_refuses_garbage() {
-        let rows = super::parse("932.5\n1195.0\n", "libevent-epoll", 100.0).unwrap();
+    fn parses_one_row_per_run_numbered_by_launch_and_refuses_garbage() {
+        let rows = parse("932.5\n1195.0\n", "libevent-epoll", 100.0, 3, 2).unwrap();
         assert_eq!(
-            rows.iter().map(|r| (r.rep, r.value.unwrap())).collect::<Vec<_>>(),
-            [(0, 932.5), (1, 1195.0)]
+            rows.iter().map(|r| (r.rep, r.value.unwrap(), r.note.as_str())).collect::<Vec<_>>(),
+            [(6, 932.5, "launch 3"), (7, 1195.0, "launch 3")]
         );
-        assert!(super::parse("", "x", 1.0).is_err());
-        assert!(super::parse("12\nXcount\n", "x", 1.0).is_err());
+        assert!(parse("", "x", 1.0, 0, 2).is_err());
+        assert!(parse("12\nXcount\n", "x", 1.0, 0, 2).is_err());
+        assert!(
+            parse("12\n13\n14\n", "x", 1.0, 0, 2).is_err(),
+            "more runs than asked would overlap a launch"
+        );
+    }
+
+    fn lab(out: &std::path::Path) -> Lab {
+        Lab {
+            quick: false,
+            smoke: false,
+            peer_setup: Vec::new(),
+            configs: RefCell::new(Vec::new()),
+            exe: "/usr/bin/hintq".into(),
+            out: out.to_path_buf(),
+            cores: Cores::pick(),
+            peers: RefCell::new(Vec::new()),
+            missing: RefCell::new(Vec::new()),
+            subcommands: RefCell::new(HashMap::new()),
+        }
+    }
+
+    fn one(name: &str, program: &str, max_pairs: usize) -> Series {
+        Series {
+            name: name.into(),
+            program: program.into(),
+            args: vec!["--lib".into(), name.into()],
+            scans: false,
+            max_pairs,
+        }
+    }
+
+    #[test]
+    fn the_plan_interleaves_distinct_launches_across_series() {
+        let dir = tempfile::tempdir().unwrap();
+        let lab = lab(dir.path());
+        let series = [
+            one("hintq-epoll", "/h", usize::MAX),
+            one("mio", "/h", usize::MAX),
+            one("libevent-select", "/c", 500),
+        ];
+        let scanning = Series { scans: true, ..one("hintq-poll", "/h", usize::MAX) };
+        let m = Method { writes: 1000, runs: 3, launches: 4 };
+        let points = points(&lab, &series, &[100, 1000], m, 1 << 20);
+        // 3 series at 100 pairs, 2 at 1000 (libevent's select stops below), 4 launches each.
+        assert_eq!(points.len(), (3 + 2) * 4);
+        let mut names: Vec<&str> = points.iter().map(|p| p.name.as_str()).collect();
+        let mut cmds: Vec<String> = points.iter().map(|p| p.cmd.shell()).collect();
+        names.sort();
+        names.dedup();
+        cmds.sort();
+        cmds.dedup();
+        assert_eq!((names.len(), cmds.len()), (points.len(), points.len()), "a name or command line repeats");
+        assert!(points
+            .iter()
+            .any(|p| p.name == "mio-n1000-l3" && p.cmd.args.ends_with(&["-l".into(), "3".into()])));
+        assert_eq!(
+            lab.missing.borrow().len(),
+            1,
+            "said once, not once per launch: {:?}",
+            lab.missing.borrow()
+        );
+        // In run order: the pair counts one after the other; within one, launch k of every
+        // series before launch k+1 of any.
+        let launch = |p: &Point| p.name.rsplit_once("-l").unwrap().1.parse::<usize>().unwrap();
+        let order: Vec<(f64, usize)> = points.iter().map(|p| (p.x, launch(p))).collect();
+        assert!(order.windows(2).all(|w| w[0] <= w[1]), "not interleaved: {order:?}");
+        for (x, n) in [(100.0, 3), (1000.0, 2)] {
+            for k in 0..4 {
+                let mut here: Vec<&str> =
+                    points.iter().filter(|p| p.x == x && launch(p) == k).map(|p| p.series.as_str()).collect();
+                assert_eq!(here.len(), n);
+                here.sort();
+                here.dedup();
+                assert_eq!(here.len(), n, "a series twice in launch {k} at {x}");
+            }
+        }
+        // The order of the series turns by a quarter of them at each of the 4 launches.
+        let firsts: Vec<&str> =
+            points.iter().filter(|p| p.x == 100.0).step_by(3).map(|p| p.series.as_str()).collect();
+        assert_eq!(firsts, ["hintq-epoll", "hintq-epoll", "mio", "libevent-select"]);
+        // Each launch's rows are numbered apart from the others'.
+        let p = points.iter().find(|p| p.name == "mio-n100-l2").unwrap();
+        let ran = Ran { dir: dir.path().into(), stdout: "1\n2\n3\n".into(), server_cpu: None, samples: None };
+        assert_eq!((p.parse)(&ran).unwrap().iter().map(|r| r.rep).collect::<Vec<_>>(), [6, 7, 8]);
+        // Each launch pays its quiet windows.
+        assert!(points.iter().all(|p| p.estimate >= lab.window() * 2));
+        // A run of poll at 9000 pairs takes about a second: one a launch, numbered by launch.
+        let points = super::points(&lab, &[scanning], &[1000, 9000], m, 1 << 20);
+        let r = |p: &Point| p.cmd.args.windows(2).find(|w| w[0] == "-r").unwrap()[1].clone();
+        assert_eq!(points.len(), 8);
+        assert!(points.iter().all(|p| r(p) == if p.x == 1000.0 { "3" } else { "1" }));
+        let p = points.iter().find(|p| p.name == "hintq-poll-n9000-l2").unwrap();
+        let ran = Ran { dir: dir.path().into(), stdout: "1000000\n".into(), server_cpu: None, samples: None };
+        assert_eq!((p.parse)(&ran).unwrap().iter().map(|r| r.rep).collect::<Vec<_>>(), [2]);
     }
 }
