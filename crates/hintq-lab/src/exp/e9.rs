@@ -9,10 +9,11 @@
 
 use super::e3::growth;
 use super::{panel, Analysis, Experiment, FigureRow, Lab, UNMEASURED};
-use crate::data::{num, Row, Status};
+use crate::data::{num, Line, Row, Spread, Status};
 use crate::peers::{self, C_PEERS};
 use crate::runner::{Cmd, Point};
 use hintq::Backend;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// E9.
@@ -180,6 +181,8 @@ impl Experiment for E9 {
             (true, true),
         );
         let mut reading = Vec::new();
+        reading.extend(launches(rows));
+        reading.extend(ranking(rows, &p.lines));
         for l in &p.lines {
             if let Some((x0, m0, x1, m1, g)) = growth(l) {
                 reading.push(format!(
@@ -239,6 +242,187 @@ impl Experiment for E9 {
         }];
         Analysis { panels: vec![p], ours, holds, reading, metrics: vec![(METRIC, "µs per run")], figures }
     }
+}
+
+/// The rows the summaries count (as [`crate::data::lines`] does): E9's metric, a value, ok or
+/// disturbed.
+fn counted(rows: &[Row]) -> impl Iterator<Item = &Row> {
+    rows.iter().filter(|r| {
+        r.metric == METRIC && r.value.is_some() && matches!(r.status, Status::Ok | Status::Disturbed)
+    })
+}
+
+/// The launch a row came from, from its note (`launch 2; quiet: ...`); `None` for the rows
+/// of a run made before E9 had launches (one process per point).
+fn launch_of(r: &Row) -> Option<u32> {
+    let rest = r.note.strip_prefix("launch ")?;
+    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+}
+
+/// Runs by launch (`None`: rows without a launch) of one point.
+type Launches = BTreeMap<Option<u32>, usize>;
+
+/// Runs per launch of each point: the series in order of first appearance, each one's pair
+/// counts ascending.
+fn shapes(rows: &[Row]) -> Vec<(String, f64, Launches)> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut by: BTreeMap<(usize, u64), (f64, Launches)> = BTreeMap::new();
+    for r in counted(rows) {
+        let i = order.iter().position(|s| *s == r.series).unwrap_or_else(|| {
+            order.push(&r.series);
+            order.len() - 1
+        });
+        // Pair counts are positive: their bits sort as the numbers do.
+        let e = by.entry((i, r.x.to_bits())).or_insert_with(|| (r.x, BTreeMap::new()));
+        *e.1.entry(launch_of(r)).or_default() += 1;
+    }
+    by.into_iter().map(|((i, _), (x, l))| (order[i].to_string(), x, l)).collect()
+}
+
+/// "L launches × R runs", or the launches and runs in all when the launches differ.
+fn shape(launches: &Launches) -> String {
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "es" });
+    let runs: Vec<usize> = launches.values().copied().collect();
+    let l = plural(launches.len(), "launch");
+    if runs.iter().all(|&r| r == runs[0]) {
+        format!("{l} × {} run{}", runs[0], if runs[0] == 1 { "" } else { "s" })
+    } else {
+        format!("{l}, {} runs in all", runs.iter().sum::<usize>())
+    }
+}
+
+/// How many launches × runs each point took, for the reading: the usual shape, and the
+/// points that differ (a launch failed, or ran fewer runs).
+fn launches(rows: &[Row]) -> Option<String> {
+    let shapes = shapes(rows);
+    let labels: Vec<(&str, f64, String)> =
+        shapes.iter().map(|(s, x, l)| (s.as_str(), *x, shape(l))).collect();
+    let mut tally: Vec<(&str, usize)> = Vec::new();
+    for (_, _, label) in &labels {
+        match tally.iter_mut().find(|(t, _)| *t == label) {
+            Some(t) => t.1 += 1,
+            None => tally.push((label, 1)),
+        }
+    }
+    let usual = tally.iter().max_by_key(|t| t.1)?.0;
+    let (l, total) =
+        shapes.iter().find(|v| shape(&v.2) == usual).map(|v| (v.2.len(), v.2.values().sum::<usize>()))?;
+    let mut s = if l > 1 {
+        format!(
+            "Each point: {usual}, the launches separate processes started in turn across the series \
+             (launch k of every series before launch k+1 of any, the series' order turned at each \
+             launch), so that where a process's memory and descriptors fall, and the machine's drift, \
+             weigh on every series alike; medians are over all {total} runs."
+        )
+    } else {
+        format!("Each point: {usual} (one process); medians are over its {total} runs.")
+    };
+    // The other points: by shape, then the series of the same pair counts together.
+    let mut per: Vec<(&str, &str, Vec<String>)> = Vec::new();
+    for (series, x, label) in labels.iter().filter(|l| l.2 != usual) {
+        match per.iter_mut().find(|p| p.0 == label && p.1 == *series) {
+            Some(p) => p.2.push(num(*x)),
+            None => per.push((label, series, vec![num(*x)])),
+        }
+    }
+    let mut groups: Vec<(&str, Vec<String>, Vec<String>)> = Vec::new();
+    for (label, series, xs) in per {
+        match groups.iter_mut().find(|g| g.0 == label && g.1 == xs) {
+            Some(g) => g.2.push(series.to_string()),
+            None => groups.push((label, xs, vec![series.to_string()])),
+        }
+    }
+    if !groups.is_empty() {
+        let odd: Vec<String> = groups
+            .iter()
+            .map(|(label, xs, series)| format!("{label} for {} at {} pairs", and_list(series), and_list(xs)))
+            .collect();
+        s.push_str(&format!(" Except: {}.", odd.join("; ")));
+    }
+    Some(s)
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+fn is_hintq(series: &str) -> bool {
+    series.starts_with("hintq-")
+}
+
+/// The fastest series (lowest median over every launch's runs) at each pair count, by how
+/// much over the second and in how many launches it was ahead of it, the best of the other
+/// side (hintq or its peers) when the second is on the same side, and at which pair counts
+/// hintq is first.
+fn ranking(rows: &[Row], lines: &[Line]) -> Option<String> {
+    let mut xs: Vec<f64> = lines.iter().flat_map(|l| l.points.iter().map(|p| p.x)).collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    // The median of each launch, by series, pair count and launch.
+    let mut by_launch: BTreeMap<(&str, u64, u32), Vec<f64>> = BTreeMap::new();
+    for r in counted(rows) {
+        if let (Some(k), Some(v)) = (launch_of(r), r.value) {
+            by_launch.entry((r.series.as_str(), r.x.to_bits(), k)).or_default().push(v);
+        }
+    }
+    let launch_medians = |series: &str, x: f64| -> BTreeMap<u32, f64> {
+        by_launch
+            .range((series, x.to_bits(), 0)..=(series, x.to_bits(), u32::MAX))
+            .filter_map(|(&(_, _, k), v)| Some((k, Spread::of(v)?.median)))
+            .collect()
+    };
+    let behind = |a: f64, b: f64| format!("{:.1}%", (b / a - 1.0) * 100.0);
+    let (mut parts, mut first, mut not) = (Vec::new(), Vec::new(), Vec::new());
+    for x in xs {
+        let mut at: Vec<(&str, f64)> =
+            lines.iter().filter_map(|l| Some((l.name.as_str(), l.median(x)?))).collect();
+        at.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let Some(&(top, m)) = at.first() else { continue };
+        let mut part = format!("{} pairs: {top} {} µs", num(x), num(m));
+        match at.get(1) {
+            None => part.push_str(", the only series measured"),
+            Some(&(second, m2)) => {
+                part.push_str(&format!(", {} ahead of {second} ({} µs)", behind(m, m2), num(m2)));
+                let (a, b) = (launch_medians(top, x), launch_medians(second, x));
+                let both: Vec<u32> = a.keys().filter(|k| b.contains_key(k)).copied().collect();
+                if both.len() > 1 {
+                    let won = both.iter().filter(|k| a[k] < b[k]).count();
+                    part.push_str(&format!(", ahead in {won} of {} launches", both.len()));
+                }
+                if is_hintq(second) == is_hintq(top) {
+                    let other = at.iter().find(|(n, _)| is_hintq(n) != is_hintq(top));
+                    if let Some(&(o, mo)) = other {
+                        let side = if is_hintq(top) { "peer" } else { "hintq" };
+                        part.push_str(&format!("; best {side} {o}, {} behind", behind(m, mo)));
+                    }
+                }
+            }
+        }
+        parts.push(part);
+        if is_hintq(top) {
+            first.push(num(x));
+        } else {
+            not.push(format!("{} ({top} first)", num(x)));
+        }
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let verdict = if !lines.iter().any(|l| is_hintq(&l.name)) {
+        "hintq was not measured.".to_string()
+    } else if not.is_empty() {
+        "hintq is first at every pair count.".to_string()
+    } else if first.is_empty() {
+        "hintq is first at no pair count.".to_string()
+    } else {
+        format!("hintq is first at {} pairs, not at {}.", and_list(&first), and_list(&not))
+    };
+    Some(format!("Fastest at each pair count (lowest median): {}. {verdict}", parts.join("; ")))
 }
 
 /// How E9 times a point.
@@ -383,6 +567,7 @@ fn parse(stdout: &str, series: &str, x: f64, launch: usize, runs: usize) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::read_csv;
     use crate::machine::Cores;
     use crate::runner::Ran;
     use std::cell::RefCell;
@@ -491,5 +676,65 @@ mod tests {
         let p = points.iter().find(|p| p.name == "hintq-poll-n9000-l2").unwrap();
         let ran = Ran { dir: dir.path().into(), stdout: "1000000\n".into(), server_cpu: None, samples: None };
         assert_eq!((p.parse)(&ran).unwrap().iter().map(|r| r.rep).collect::<Vec<_>>(), [2]);
+    }
+
+    /// Rows of `series` at `x`: launch k's runs are `values[k]`.
+    fn rows(csv: &mut String, series: &str, x: u32, values: &[&[f64]]) {
+        for (k, runs) in values.iter().enumerate() {
+            for (i, v) in runs.iter().enumerate() {
+                let rep = k * runs.len() + i;
+                csv.push_str(&format!(
+                    "E9,{series},{x},{rep},us_per_run,{v},ok,launch {k}; quiet: busy 1%\n"
+                ));
+            }
+        }
+    }
+
+    #[test]
+    fn the_reading_ranks_the_series_at_each_pair_count_and_counts_launches() {
+        let mut csv = String::new();
+        // 100 pairs: hintq-epoll first (median 100), mio 105 (but faster in launch 2), libev-epoll 120.
+        rows(&mut csv, "hintq-epoll", 100, &[&[99.0, 100.0], &[100.0, 101.0], &[98.0, 104.0]]);
+        rows(&mut csv, "mio", 100, &[&[105.0, 107.0], &[105.0, 106.0], &[95.0, 100.0]]);
+        rows(&mut csv, "libev-epoll", 100, &[&[120.0, 120.0], &[120.0, 120.0], &[120.0, 120.0]]);
+        // 1000 pairs: mio first (200), libev-epoll second (210), hintq-epoll 220.
+        rows(&mut csv, "hintq-epoll", 1000, &[&[220.0, 220.0], &[220.0, 220.0], &[220.0, 220.0]]);
+        rows(&mut csv, "mio", 1000, &[&[200.0, 200.0], &[200.0, 200.0], &[200.0, 200.0]]);
+        rows(&mut csv, "libev-epoll", 1000, &[&[210.0, 210.0], &[210.0, 210.0], &[210.0, 210.0]]);
+        // 5000 pairs: two hintq backends before the peers; libev-epoll lost a launch.
+        rows(&mut csv, "hintq-epoll", 5000, &[&[300.0, 300.0], &[300.0, 300.0], &[300.0, 300.0]]);
+        rows(&mut csv, "hintq-uring", 5000, &[&[310.0, 310.0], &[310.0, 310.0], &[310.0, 310.0]]);
+        rows(&mut csv, "mio", 5000, &[&[330.0, 330.0], &[330.0, 330.0], &[330.0, 330.0]]);
+        rows(&mut csv, "libev-epoll", 5000, &[&[400.0, 400.0], &[400.0, 400.0]]);
+        let a = E9.analyse(&read_csv(&csv).unwrap());
+        let launches = &a.reading[0];
+        assert!(
+            launches.starts_with("Each point: 3 launches × 2 runs, the launches separate processes"),
+            "{launches}"
+        );
+        assert!(launches.contains("medians are over all 6 runs"), "{launches}");
+        assert!(
+            launches.ends_with(" Except: 2 launches × 2 runs for libev-epoll at 5000 pairs."),
+            "{launches}"
+        );
+        let rank = &a.reading[1];
+        assert_eq!(
+            rank.as_str(),
+            "Fastest at each pair count (lowest median): \
+             100 pairs: hintq-epoll 100 µs, 5.0% ahead of mio (105 µs), ahead in 2 of 3 launches; \
+             1000 pairs: mio 200 µs, 5.0% ahead of libev-epoll (210 µs), ahead in 3 of 3 launches; best hintq hintq-epoll, 10.0% behind; \
+             5000 pairs: hintq-epoll 300 µs, 3.3% ahead of hintq-uring (310 µs), ahead in 3 of 3 launches; best peer mio, 10.0% behind. \
+             hintq is first at 100 and 5000 pairs, not at 1000 (mio first)."
+        );
+        // hintq first everywhere, and rows of one process per point (no launch in the note).
+        let old = "E9,hintq-epoll,100,0,us_per_run,1,ok,quiet: busy 1%\nE9,hintq-epoll,100,1,us_per_run,2,ok,quiet\n\
+                   E9,mio,100,0,us_per_run,3,ok,quiet\nE9,mio,100,1,us_per_run,4,ok,quiet\n";
+        let a = E9.analyse(&read_csv(old).unwrap());
+        assert_eq!(a.reading[0], "Each point: 1 launch × 2 runs (one process); medians are over its 2 runs.");
+        assert_eq!(
+            a.reading[1],
+            "Fastest at each pair count (lowest median): 100 pairs: hintq-epoll 1.50 µs, 133.3% ahead of mio (3.50 µs). \
+             hintq is first at every pair count."
+        );
     }
 }
