@@ -161,9 +161,11 @@ impl Experiment for E9 {
         // runs as its one launch of 15 before, not more, because every launch also pays its
         // process's start and the runner's two quiet windows (0.6 s in the full run): the
         // 285 launches of the full run's 15 series spend about 3 minutes in those windows
-        // alone, of a plan estimate of 257 s (373 s before, for one launch of 15 runs, with
-        // poll and select's scan overestimated), where 9 runs a launch would add 3 minutes
-        // more. Poll and select from 5000 pairs on run fewer a launch ([`LAUNCH_RUNS_US`]).
+        // alone, of a plan estimate of 257 s for E9 (373 s before, for one launch of 15 runs,
+        // with poll and select's scans overestimated). 9 runs a launch would triple the
+        // timed part and order the loops no better; and even 3 runs of poll and select at
+        // 5000 and 9000 pairs (0.4 to 1.4 s a run) would add about 1.5 minutes, so those run
+        // one a launch ([`LAUNCH_RUNS_US`]).
         let method = Method {
             writes: lab.pick(1000, 1000, 100),
             runs: lab.pick(3, 2, 2),
