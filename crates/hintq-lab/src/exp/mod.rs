@@ -88,6 +88,12 @@ impl Lab {
         self.out.join("raw").join(id)
     }
 
+    /// How long each quiet window lasts; the runner waits one before and one after every
+    /// point ([`Runner::window`]), a fixed cost per point that estimates count.
+    pub fn window(&self) -> Duration {
+        Duration::from_millis(self.pick(300, 200, 50))
+    }
+
     /// Picks `full`, `quick` or `smoke` by the run's mode.
     pub fn pick<T>(&self, full: T, quick: T, smoke: T) -> T {
         if self.smoke {
@@ -283,7 +289,7 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
     for line in &lab.peer_setup {
         eprintln!("hintq lab: {line}");
     }
-    let window = Duration::from_millis(lab.pick(300, 200, 50));
+    let window = lab.window();
 
     let mut plans = Vec::new();
     for e in exps.iter().filter(|e| only.as_ref().is_none_or(|o| o.iter().any(|id| id == e.id()))) {

@@ -28,6 +28,11 @@ pub struct BenchArgs {
     /// Runs (one line each).
     #[arg(short = 'r', default_value_t = 25)]
     pub runs: usize,
+    /// Not used by the method: the launch's number in the lab's plan (E9 starts each point
+    /// several times, as separate processes), so that every launch has a command line of its
+    /// own and is run, not answered from the runner's record of an identical command.
+    #[arg(short = 'l', long, default_value_t = 0)]
+    pub launch: u32,
 }
 
 /// An event loop as the method sees it: re-arm one watcher, make one non-blocking pass.
