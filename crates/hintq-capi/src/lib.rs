@@ -49,9 +49,14 @@ fn valid_fd(fd: c_int) -> io::Result<c_int> {
     Ok(fd)
 }
 
-/// C's `interestmask`: `EVENT_READ|EVENT_WRITE|EVENT_EXCEPT` bits only.
+/// C's `interestmask`: `EVENT_READ|EVENT_WRITE|EVENT_EXCEPT` bits only (`Interest::RECEIVE`
+/// is not offered to C: the header has no call to take what the ring received).
 fn interest(mask: c_int) -> io::Result<Interest> {
-    u32::try_from(mask).ok().and_then(Interest::from_bits).ok_or_else(einval)
+    u32::try_from(mask)
+        .ok()
+        .and_then(Interest::from_bits)
+        .filter(|i| !i.contains(Interest::RECEIVE))
+        .ok_or_else(einval)
 }
 
 /// A `struct timeval` as a core timeout: NULL blocks, negative fields are `EINVAL`.

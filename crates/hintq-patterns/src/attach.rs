@@ -211,6 +211,17 @@ impl Fds<'_> {
         self.q.as_deref_mut()?.send_error(fd)
     }
 
+    /// What the backend received for the connection's descriptor, appended to `buf`, where
+    /// it receives ([`Handler::receives`](crate::Handler::receives), [`hintq::Queue::take_received`]):
+    /// `Some(Ok(n))` bytes, `Some(Ok(0))` end of stream, `Some(Err(WouldBlock))` nothing
+    /// yet, `Some(Err(e))` the receive failed. `None`: read from the descriptor.
+    pub fn take_received(&mut self, fd: RawFd, buf: &mut Vec<u8>) -> Option<io::Result<usize>> {
+        if !self.owns(fd) {
+            return None;
+        }
+        self.q.as_deref_mut()?.take_received(fd, buf)
+    }
+
     /// An empty buffer for [`Fds::send`], reused from a completed send when possible.
     pub fn send_buffer(&mut self) -> Vec<u8> {
         self.q.as_deref_mut().map(Queue::send_buffer).unwrap_or_default()

@@ -286,6 +286,14 @@ pub trait Handler: Send + Sync + 'static {
         self.close(conn, fd, why)
     }
 
+    /// True if the handler takes a connection's data from the backend where it receives it
+    /// itself ([`Interest::RECEIVE`]; io_uring's multishot receive): it calls
+    /// [`Fds::take_received`] for the connection's descriptor before reading from it.
+    /// Default false: the handler reads.
+    fn receives(&self) -> bool {
+        false
+    }
+
     /// When the connection should be closed if nothing happens. Asked when the connection is
     /// accepted, after every call of the handler and when its timer fires: a deadline must
     /// change only in those calls (or by the drain, which calls every connection).

@@ -356,6 +356,9 @@ impl Ctl<'_> {
 
 struct Core<H: Handler> {
     handler: Arc<H>,
+    /// What a connection's own descriptor is declared with to read: `READ`, and `RECEIVE`
+    /// if the handler takes what the backend receives ([`Handler::receives`]).
+    read: Interest,
     measure: bool,
     /// [`Config::probe_waits`].
     probe: bool,
@@ -395,14 +398,14 @@ impl<H: Handler> Core<H> {
         let raw = fd.as_raw_fd();
         let Some(slot) = self.slots.get(raw as usize) else { return };
         let Some(state) = self.handler.accept(raw) else { return };
-        let gen = self.meter(st).declare(q, raw, Interest::READ, true).ok().and_then(|()| q.generation(raw));
+        let gen = self.meter(st).declare(q, raw, self.read, true).ok().and_then(|()| q.generation(raw));
         let Some(gen) = gen else {
             self.handler.close_in(&mut home.local, state, raw, Why::Refused);
             return;
         };
         self.owner[raw as usize].store(raw, Relaxed);
         slot.src.store(src, Relaxed);
-        let mut conn = Conn { fd, armed: None, state, interest: Interest::READ, src, gen, extra: Vec::new() };
+        let mut conn = Conn { fd, armed: None, state, interest: self.read, src, gen, extra: Vec::new() };
         self.arm(&mut conn, raw, clock);
         *slot.conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(conn);
         self.high.fetch_max(raw as usize + 1, Relaxed);
@@ -581,7 +584,8 @@ impl<H: Handler> Core<H> {
             }
         };
         add(&st.handled, 1);
-        let Some(i) = next.interest() else {
+        let Some(i) = next.interest().map(|i| if i.contains(Interest::READ) { i | self.read } else { i })
+        else {
             let conn = g.take().expect("matched above");
             drop(g);
             // Release the flag before `close` lets the number be reused: a new connection
@@ -897,8 +901,10 @@ pub fn start<H: Handler>(cfg: Config, handler: Arc<H>) -> io::Result<Server> {
     let slots = (0..cfg.max_fds)
         .map(|_| Slot { flight: InFlight::new(), src: AtomicUsize::new(usize::MAX), conn: Mutex::new(None) })
         .collect();
+    let read = Interest::READ | if handler.receives() { Interest::RECEIVE } else { Interest::empty() };
     let core = Arc::new(Core {
         handler,
+        read,
         measure: cfg.measure || cfg.adaptive.is_some(),
         probe: cfg.probe_waits,
         array_max: cfg.array_max.max(1),

@@ -80,7 +80,7 @@ use hintq_http::{
     error_body, parse_request, write_error_response, BodyDecoder, DateCache, Framing, HeadWriter, Limits,
     RequestHead, Selected, Side, Validators, Version,
 };
-use hintq_patterns::{Config, Cx, Handler, Next, Server, Why};
+use hintq_patterns::{Config, Cx, Fds, Handler, Next, Server, Why};
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::net::SocketAddr;
@@ -221,11 +221,22 @@ impl Conn {
         }
     }
 
-    /// Reads from `fd` into `input`. A connection without an input buffer (new, or idle since
-    /// its last request was parsed) reads into this thread's scratch buffer and keeps only the
+    /// Reads from `fd` into `input`. Where the queue receives for the connection (io_uring's
+    /// multishot receive, [`Handler::receives`]) the bytes are taken from it, without a
+    /// system call. Otherwise a connection without an input buffer (new, or idle since its
+    /// last request was parsed) reads into this thread's scratch buffer and keeps only the
     /// bytes that came, typically one request head; so an idle keep-alive connection holds no
     /// buffer, and a read that finds nothing or the end of the stream allocates nothing.
-    fn read(&mut self, fd: RawFd) -> io::Result<Read> {
+    fn read(&mut self, fds: &mut Fds<'_>, fd: RawFd) -> io::Result<Read> {
+        match fds.take_received(fd, &mut self.input) {
+            // Taken whole: the socket is drained as far as the ring knows, and new bytes come
+            // with a new event.
+            Some(Ok(0)) => return Ok(Read::Eof),
+            Some(Ok(n)) => return Ok(Read::Data { n, short: true }),
+            Some(Err(e)) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Read::Again),
+            Some(Err(e)) => return Err(e),
+            None => {}
+        }
         if self.input.capacity() > 0 {
             return read_into(fd, &mut self.input, READ_CHUNK);
         }
@@ -625,10 +636,11 @@ impl Files {
     }
 
     /// The closing stage after `shutdown(SHUT_WR)`: discard input until the client closes.
-    fn linger(&self, c: &mut Conn, fd: RawFd) -> Next {
+    fn linger(&self, fds: &mut Fds<'_>, c: &mut Conn, fd: RawFd) -> Next {
         loop {
             c.input.clear();
-            match read_into(fd, &mut c.input, READ_CHUNK) {
+            c.pos = 0;
+            match c.read(fds, fd) {
                 Ok(Read::Data { short: false, .. }) => continue,
                 Ok(Read::Data { short: true, .. } | Read::Again) => return Next::Read,
                 Ok(Read::Eof) | Err(_) => return Next::Close,
@@ -681,6 +693,10 @@ impl Handler for Files {
     type Conn = Conn;
     type Local = ();
 
+    fn receives(&self) -> bool {
+        true
+    }
+
     fn accept(&self, fd: RawFd) -> Option<Conn> {
         if self.life.draining() {
             return None;
@@ -693,10 +709,10 @@ impl Handler for Files {
 
     fn event(&self, cx: &mut Cx<'_, ()>, c: &mut Conn, fd: RawFd, _state: State) -> Next {
         let now = tick();
-        if c.linger_until.is_some() {
-            return self.linger(c, fd);
-        }
         let fds = cx.fds();
+        if c.linger_until.is_some() {
+            return self.linger(fds, c, fd);
+        }
         loop {
             let full = self.process(c);
             match c.out.flush_via(fds, fd) {
@@ -729,7 +745,7 @@ impl Handler for Files {
                 }
                 let _ = shutdown_write(fd);
                 c.linger_until = Some(now + LINGER);
-                return self.linger(c, fd);
+                return self.linger(fds, c, fd);
             }
             if std::mem::take(&mut c.drained) {
                 c.release();
@@ -739,7 +755,7 @@ impl Handler for Files {
                 c.input.drain(..c.pos);
                 c.pos = 0;
             }
-            match c.read(fd) {
+            match c.read(fds, fd) {
                 Ok(Read::Data { short, .. }) => {
                     c.last = now;
                     c.drained = short;

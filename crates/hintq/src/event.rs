@@ -13,6 +13,13 @@ bitflags::bitflags! {
         const WRITE = 0x2;
         /// Exceptional condition: out-of-band data (`POLLPRI`).
         const EXCEPT = 0x4;
+        /// With `READ`, on a connected stream socket: the backend may receive the data itself
+        /// (`uring`: a multishot receive into a ring of provided buffers, so that reading
+        /// costs no system call of its own). Take it with [`crate::Queue::take_received`]
+        /// after a readable event; where the backend does not receive, that returns `None`
+        /// and the application reads as usual. Ignored by every other backend, and in
+        /// hand-off mode.
+        const RECEIVE = 0x100;
     }
 }
 

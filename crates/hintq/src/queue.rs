@@ -238,6 +238,13 @@ impl Queue {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("negative descriptor {fd}")));
         }
         let i = fd as usize;
+        // RECEIVE is a way of reading; hand-off mode has several threads on one ring, whose
+        // inbox could be taken by any: there the application reads.
+        let interest = match interest.contains(Interest::RECEIVE) {
+            true if self.handoff => interest - Interest::RECEIVE,
+            true => interest | Interest::READ,
+            false => interest,
+        };
         if interest.is_empty() {
             if self.slots.get(i).is_some_and(|s| !s.interest.is_empty()) {
                 let gen = self.slots[i].gen;
@@ -269,7 +276,8 @@ impl Queue {
 
     /// The descriptor's current state; a descriptor that is not open is unregistered again.
     fn state_or_undo(&mut self, fd: RawFd, gen: u32) -> io::Result<State> {
-        sys::current_state(fd).or_else(|e| {
+        let held = if self.poller.holds(fd) { State::READ } else { State::empty() };
+        sys::current_state(fd).map(|s| s | held).or_else(|e| {
             self.revoke_slot(fd as usize);
             self.poller.delete(fd, token(fd, gen))?;
             Err(e)
@@ -288,6 +296,23 @@ impl Queue {
         // SAFETY: `fd` came from an `OwnedFd` the caller gave up; it is closed once, here.
         let closed = sys::cvt(unsafe { libc::close(fd) }).map(drop);
         revoked.and(closed)
+    }
+
+    /// What the backend received for `fd` ([`Interest::RECEIVE`]), appended to `buf` (moved
+    /// into it, without a copy, when `buf` is empty): `Some(Ok(n))` with `n > 0` bytes,
+    /// `Some(Ok(0))` at the end of the stream, `Some(Err(WouldBlock))` when nothing came
+    /// since the last call, `Some(Err(e))` when the receive failed (`ECONNRESET`).
+    /// `None` when the backend does not receive for `fd` (every backend but `uring`, a
+    /// kernel without multishot receive, `HINTQ_URING_RECV=0`, hand-off mode, or `WRITE` in
+    /// the interest for now): read from the descriptor yourself. Bytes the ring received
+    /// before the interest changed are still handed out here first.
+    ///
+    /// On `uring` the data is received in the ring by the kernel entry that waits for
+    /// events, and taking it makes no system call; a registration whose bytes are not taken
+    /// stops receiving at 64 KiB until they are, so a fast sender is held back by TCP.
+    pub fn take_received(&mut self, fd: RawFd, buf: &mut Vec<u8>) -> Option<io::Result<usize>> {
+        let gen = self.generation(fd)?;
+        self.poller.take_received(fd, token(fd, gen), buf)
     }
 
     /// True if this queue's backend makes sends itself ([`Queue::send`]): `uring` on a kernel
@@ -607,7 +632,8 @@ impl Queue {
                 remaining -= 1;
                 cursor = (p.fd as usize + 1) % limit;
                 let slot = &mut self.slots[p.fd as usize];
-                let state = sys::state_from_poll(p.revents).visible(slot.interest);
+                let held = if self.poller.holds(p.fd) { State::READ } else { State::empty() };
+                let state = (sys::state_from_poll(p.revents) | held).visible(slot.interest);
                 if state.is_empty() {
                     continue;
                 }

@@ -12,6 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
@@ -949,6 +950,183 @@ fn change_interest(b: Backend) {
     assert_eq!(q.registered(), 1);
 }
 
+/// Reads what `fd` has now: what the queue received for it, or (where it does not receive)
+/// one `recv(2)`.
+fn take(q: &mut Queue, fd: RawFd, buf: &mut Vec<u8>) -> io::Result<usize> {
+    if let Some(r) = q.take_received(fd, buf) {
+        return r;
+    }
+    let mut tmp = [0u8; 65536];
+    // SAFETY: `tmp` is writable for its length.
+    let n = unsafe { libc::recv(fd, tmp.as_mut_ptr().cast(), tmp.len(), libc::MSG_DONTWAIT) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    buf.extend_from_slice(&tmp[..n as usize]);
+    Ok(n as usize)
+}
+
+/// Waits for `fd`'s events and takes what it has until `want` bytes came or the stream ended.
+fn take_until(q: &mut Queue, fd: RawFd, buf: &mut Vec<u8>, want: usize) -> bool {
+    let deadline = Instant::now() + MS(5000);
+    while buf.len() < want && Instant::now() < deadline {
+        if wait_for(q, fd, MS(200)).is_none() {
+            continue;
+        }
+        loop {
+            match take(q, fd, buf) {
+                Ok(0) => return true,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("reading {fd}: {e}"),
+            }
+        }
+    }
+    false
+}
+
+/// Writes all of `bytes` to a non-blocking socket, waiting while its buffer is full.
+fn write_fully(mut s: &UnixStream, bytes: &[u8]) {
+    let mut at = 0;
+    let deadline = Instant::now() + MS(5000);
+    while at < bytes.len() {
+        match s.write(&bytes[at..]) {
+            Ok(n) => at += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                assert!(Instant::now() < deadline, "the reader stopped taking");
+                thread::sleep(MS(1));
+            }
+            Err(e) => panic!("write: {e}"),
+        }
+    }
+}
+
+/// `Interest::RECEIVE`: whether the backend receives (uring) or not (the others, which hand
+/// back `None`), the application gets every byte once and in order; an inbox that is not
+/// taken stops at 64 KiB (the sender is held back by the socket's buffer); bytes received
+/// before a change of interest are still handed out and reported; end of stream and a reset
+/// are told; a revoked registration's bytes never reach the next one on the number.
+fn receive_in_order(b: Backend) {
+    let mut q = queue(b);
+    let (a, peer) = pair();
+    let fd = a.as_raw_fd();
+    q.declare(fd, Interest::READ | Interest::RECEIVE).unwrap();
+    // Small writes, each taken before the next.
+    let mut got = Vec::new();
+    for chunk in [&b"GET / HTTP/1.1\r\n"[..], b"Host: x\r\n", b"\r\n"] {
+        let want = got.len() + chunk.len();
+        write_fully(&peer, chunk);
+        take_until(&mut q, fd, &mut got, want);
+    }
+    assert_eq!(got, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "{b}: small writes in order");
+
+    // 1 MiB written while nothing is taken: on uring the inbox stops at 64 KiB, plus what one
+    // kernel entry received past it (at most the ring's 512 KiB of buffers); the rest waits in
+    // the socket and the writer. Then everything, in order.
+    let big: Vec<u8> = (0..1 << 20).map(|i| (i * 7 % 251) as u8).collect();
+    let writer = {
+        let (peer, big) = (peer.try_clone().unwrap(), big.clone());
+        thread::spawn(move || write_fully(&peer, &big))
+    };
+    thread::sleep(MS(300));
+    let _ = collect(&mut q, 8, MS(50));
+    let mut first = Vec::new();
+    let n = take(&mut q, fd, &mut first).unwrap_or(0);
+    if b == Backend::Uring && q.take_received(fd, &mut Vec::new()).is_some() {
+        assert!(n <= (64 + 512 + 4) * 1024, "{b}: an inbox nobody takes stops, yet it held {n} bytes");
+    }
+    // What is there now, to EAGAIN: edge-triggered backends report no new edge for it.
+    loop {
+        match take(&mut q, fd, &mut first) {
+            Ok(0) => panic!("{b}: end of stream in the middle"),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => panic!("{b}: {e}"),
+        }
+    }
+    take_until(&mut q, fd, &mut first, big.len());
+    writer.join().unwrap();
+    assert!(first == big, "{b}: {} of {} bytes, in order: {}", first.len(), big.len(), first == big);
+
+    // Bytes received, then the interest changes: still reported and handed out first.
+    write_fully(&peer, b"before");
+    assert!(wait_for(&mut q, fd, MS(2000)).is_some_and(|s| s.contains(State::READ)));
+    q.declare(fd, Interest::READ | Interest::WRITE | Interest::RECEIVE).unwrap();
+    let mut got = Vec::new();
+    take_until(&mut q, fd, &mut got, 6);
+    assert_eq!(got, b"before", "{b}: what came before the change of interest");
+    q.declare(fd, Interest::READ | Interest::RECEIVE).unwrap();
+    write_fully(&peer, b"after");
+    let mut got = Vec::new();
+    take_until(&mut q, fd, &mut got, 5);
+    assert_eq!(got, b"after", "{b}: and after changing back");
+
+    // End of stream.
+    drop(peer);
+    let mut got = Vec::new();
+    assert!(take_until(&mut q, fd, &mut got, usize::MAX), "{b}: end of stream told");
+    assert!(got.is_empty(), "{b}: nothing after the end: {got:?}");
+
+    // Revoked with bytes not taken, and the number reused at once (dup2: atomic, see
+    // `stale_after_revoke_and_reuse`): none of them reaches the new registration.
+    let (c, cpeer) = pair();
+    let num = c.into_raw_fd();
+    q.declare(num, Interest::READ | Interest::RECEIVE).unwrap();
+    write_fully(&cpeer, b"old");
+    assert!(wait_for(&mut q, num, MS(2000)).is_some());
+    q.declare(num, Interest::empty()).unwrap();
+    let (fresh, fpeer) = pair();
+    // SAFETY (test): `num` is ours; dup2 replaces it.
+    assert_eq!(unsafe { libc::dup2(fresh.as_raw_fd(), num) }, num);
+    q.declare(num, Interest::READ | Interest::RECEIVE).unwrap();
+    write_fully(&fpeer, b"new");
+    let mut got = Vec::new();
+    take_until(&mut q, num, &mut got, 3);
+    assert_eq!(got, b"new", "{b}: the reused number's own bytes only");
+    // SAFETY (test): `num` is ours (the dup2 above made it a descriptor of its own).
+    q.close(unsafe { OwnedFd::from_raw_fd(num) }).unwrap();
+    drop((fresh, cpeer, a));
+}
+
+/// A reset connection's receive fails with `ECONNRESET`, told by the read (or the take).
+fn receive_reset(b: Backend) {
+    let mut q = queue(b);
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (server, _) = l.accept().unwrap();
+    server.set_nonblocking(true).unwrap();
+    let fd = server.as_raw_fd();
+    q.declare(fd, Interest::READ | Interest::RECEIVE).unwrap();
+    (&client).write_all(b"x").unwrap();
+    let mut got = Vec::new();
+    take_until(&mut q, fd, &mut got, 1);
+    assert_eq!(got, b"x");
+    // SO_LINGER 0: close sends a reset.
+    let lin = libc::linger { l_onoff: 1, l_linger: 0 };
+    // SAFETY: `lin` is a live linger of the size given.
+    unsafe {
+        libc::setsockopt(
+            client.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&lin as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    drop(client);
+    let deadline = Instant::now() + MS(3000);
+    let err = loop {
+        assert!(Instant::now() < deadline, "{b}: the reset was never told");
+        let _ = wait_for(&mut q, fd, MS(100));
+        match take(&mut q, fd, &mut got) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => break e,
+            Ok(n) => panic!("{b}: read {n} after a reset"),
+        }
+    };
+    assert_eq!(err.raw_os_error(), Some(libc::ECONNRESET), "{b}: {err}");
+}
+
 // ---------------------------------------------------------------------------------------
 // One module per backend, each running every case.
 
@@ -977,7 +1155,7 @@ macro_rules! suite {
                     emfile_at_accept, reset_before_accept, wake_one_exactly_once,
                     shared_listener_accepts_once, deliver_to_all, wake_one_wakes_one,
                     wake_one_nothing_lost_while_busy, wake_one_short_waits, wake_one_taker_drops, close_from_other_thread,
-                    change_interest, half_close_does_not_wake_a_writer,
+                    change_interest, half_close_does_not_wake_a_writer, receive_in_order, receive_reset,
                 );
             }
         )*

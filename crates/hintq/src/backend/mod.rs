@@ -71,6 +71,20 @@ pub(crate) trait Poller: Send {
         None
     }
 
+    /// What the backend received for `fd`'s registration `token` ([`crate::Interest::RECEIVE`]),
+    /// appended to `buf`: `Some(Ok(n))` bytes (n > 0), `Some(Ok(0))` end of stream,
+    /// `Some(Err(WouldBlock))` nothing yet, `Some(Err(e))` the receive failed. `None`: the
+    /// backend does not receive for it; the caller reads itself.
+    fn take_received(&mut self, _fd: RawFd, _token: u64, _buf: &mut Vec<u8>) -> Option<io::Result<usize>> {
+        None
+    }
+
+    /// True if the backend holds received bytes (or an end of stream, or an error) of `fd`
+    /// not taken yet: readable, whatever `poll(2)` says (for the overflow scan).
+    fn holds(&self, _fd: RawFd) -> bool {
+        false
+    }
+
     /// True if readiness that predates `set` is reported by the next wait. False only for
     /// `rtsig`: a signal is raised for an arrival, never for a state.
     fn reports_existing(&self) -> bool {

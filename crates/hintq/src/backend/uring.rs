@@ -80,6 +80,23 @@
 //!    not abort what the connection is sending. `HINTQ_URING_SENDS=0` turns sends off (the
 //!    application then sends itself), for measuring what they are worth.
 //!
+//! l. Receives ([`crate::Interest::RECEIVE`]): for a registration that asks, and whose interest
+//!    is reading alone, the ring receives the data too. Instead of a poll, the descriptor gets
+//!    a multishot `IORING_OP_RECV` (6.0) that takes its buffers from a ring of provided buffers
+//!    (`IORING_REGISTER_PBUF_RING`, 5.19; [`RECV_BUFS`] of [`RECV_BUF`] bytes, made at the
+//!    queue's first such registration). Each completion's bytes are copied out at once into
+//!    the registration's inbox and the buffer is given back, so no buffer waits on the
+//!    application; the completion is reported as `READ` and the application takes the bytes
+//!    with [`Poller::take_received`], without a system call. End of stream (`res == 0`) and
+//!    errors end the receive and are kept for `take_received` too. `-ENOBUFS` (every buffer
+//!    taken between two reaps) ends it quietly; it is re-armed like a poll (a): the bytes are
+//!    still in the socket. An inbox over [`INBOX_MAX`] stops the receive (an `ASYNC_CANCEL`,
+//!    [`THROTTLE`]) until the application takes it, so a peer that sends faster than the
+//!    application reads fills the socket buffer and TCP's window, not our memory. A receive
+//!    is cancelled with `ASYNC_CANCEL`, as a send, and holds the file as a poll does (b).
+//!    With `WRITE` in the interest the descriptor is polled as usual, and what the inbox
+//!    still holds is reported as `READ` at once. `HINTQ_URING_RECV=0` turns receives off.
+//!
 //! `user_data`: a poll carries the queue's token unchanged (see [`crate::token`]). Our own
 //! operations set [`BACKEND_BIT`] (bit 31), clear in every token: `POLL_REMOVE`s carry
 //! [`REMOVE`], that bit alone, and `ASYNC_CANCEL`s [`CANCEL`]. A send carries its
@@ -113,6 +130,19 @@ fn ring(cq: u32, coop: bool) -> io::Result<IoUring> {
 const REMOVE: u64 = BACKEND_BIT;
 /// The `user_data` of our own `ASYNC_CANCEL`s of a send.
 const CANCEL: u64 = BACKEND_BIT | 1;
+/// The `user_data` of the `ASYNC_CANCEL` that stops a receive whose inbox is full (quirk l);
+/// its own completion says nothing we need.
+const THROTTLE: u64 = BACKEND_BIT | 2;
+/// In [`Watch::events`], above every poll bit: the registration asked for receives (quirk l).
+const RECV: u16 = 0x8000;
+/// Provided buffers of the receive ring, and their size (quirk l): 512 KiB per queue that
+/// receives, given back as soon as each completion is reaped.
+const RECV_BUFS: u16 = 128;
+const RECV_BUF: usize = 4096;
+/// The buffer group of the receive ring.
+const BGID: u16 = 0;
+/// Bytes an inbox holds before its receive is stopped until they are taken (quirk l).
+const INBOX_MAX: usize = 64 * 1024;
 /// Marks a send's `user_data`: its registration's token with this bit (quirk k).
 const SEND: u64 = BACKEND_BIT;
 /// Completion-ring size unless the builder sets one; more is handled as overflow (quirk c).
@@ -145,7 +175,118 @@ fn check() -> Result<(), String> {
     let sends = ops.is_supported(opcode::Send::CODE) && ops.is_supported(opcode::AsyncCancel::CODE);
     let off = std::env::var_os("HINTQ_URING_SENDS").is_some_and(|v| v == "0");
     SENDS.get_or_init(|| sends && !off);
+    let off = std::env::var_os("HINTQ_URING_RECV").is_some_and(|v| v == "0");
+    RECVS.get_or_init(|| !off && ops.is_supported(opcode::AsyncCancel::CODE) && multishot_recv_works());
     Ok(())
+}
+
+/// Receives go through the ring (quirk l): the kernel runs a multishot receive from a ring
+/// of provided buffers, and `HINTQ_URING_RECV=0` did not turn them off. Set by the probe.
+static RECVS: OnceLock<bool> = OnceLock::new();
+
+/// Registers a one-buffer ring, arms a multishot receive on a socket pair, writes a byte and
+/// checks that it comes in that buffer with `F_MORE` (quirk l).
+fn multishot_recv_works() -> bool {
+    let Ok(mut ring) = IoUring::new(4) else { return false };
+    let Ok(bufs) = BufRing::new(&ring, 1, 64) else { return false };
+    let Ok((a, b)) = hintq_sys::socketpair() else { return false };
+    let sqe = opcode::RecvMulti::new(types::Fd(a.as_raw_fd()), BGID).build().user_data(1);
+    // SAFETY: the receive's memory is the registered buffer ring, which `bufs` keeps alive
+    // until the ring (dropped first, below) is gone.
+    if unsafe { ring.submission().push(&sqe) }.is_err() {
+        return false;
+    }
+    // SAFETY: one byte from a static buffer.
+    if unsafe { libc::send(b.as_raw_fd(), b"x".as_ptr().cast(), 1, libc::MSG_NOSIGNAL) } != 1 {
+        return false;
+    }
+    if ring.submit_and_wait(1).is_err() {
+        return false;
+    }
+    let works = ring.completion().next().is_some_and(|c| {
+        c.result() == 1 && cqueue::more(c.flags()) && cqueue::buffer_select(c.flags()) == Some(0)
+    });
+    drop(ring);
+    drop(bufs);
+    works
+}
+
+/// The ring of provided buffers that receives take their buffers from (quirk l): the ring
+/// of entries the kernel reads (page-aligned, as it asks) and the buffers themselves.
+struct BufRing {
+    entries: std::ptr::NonNull<types::BufRingEntry>,
+    layout: std::alloc::Layout,
+    bufs: Box<[u8]>,
+    size: usize,
+    count: u16,
+    /// Our copy of the tail; the kernel's is in the first entry.
+    tail: u16,
+}
+
+impl BufRing {
+    /// Registers `count` (a power of two) buffers of `size` bytes with `ring` as group [`BGID`].
+    fn new(ring: &IoUring, count: u16, size: usize) -> io::Result<BufRing> {
+        let layout = std::alloc::Layout::from_size_align(
+            usize::from(count) * std::mem::size_of::<types::BufRingEntry>(),
+            4096,
+        )
+        .map_err(io::Error::other)?;
+        // SAFETY: the layout has a non-zero size (count >= 1).
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<types::BufRingEntry>();
+        let entries =
+            std::ptr::NonNull::new(raw).ok_or_else(|| io::Error::from(io::ErrorKind::OutOfMemory))?;
+        let mut r = BufRing {
+            entries,
+            layout,
+            bufs: vec![0; usize::from(count) * size].into(),
+            size,
+            count,
+            tail: 0,
+        };
+        // SAFETY: the entries stay allocated until `r` drops, which its owner does only after
+        // the ring is gone (field order in `Uring`, explicit drop in the probe).
+        unsafe { ring.submitter().register_buf_ring_with_flags(raw as u64, count, BGID, 0) }?;
+        (0..count).for_each(|bid| r.give(bid));
+        Ok(r)
+    }
+
+    /// Buffer `bid`'s first `len` bytes, as a completion left them.
+    fn bytes(&self, bid: u16, len: usize) -> &[u8] {
+        let at = usize::from(bid) * self.size;
+        &self.bufs[at..at + len.min(self.size)]
+    }
+
+    /// Gives buffer `bid` back to the kernel.
+    fn give(&mut self, bid: u16) {
+        if bid >= self.count {
+            return;
+        }
+        let i = usize::from(self.tail & (self.count - 1));
+        let addr = self.bufs.as_ptr() as u64 + u64::from(bid) * self.size as u64;
+        // SAFETY: `i` < count, inside the allocation; the kernel reads an entry only once the
+        // tail (published below) covers it, so writing this one races with nothing.
+        let e = unsafe { &mut *self.entries.as_ptr().add(i) };
+        e.set_addr(addr);
+        e.set_len(self.size as u32);
+        e.set_bid(bid);
+        self.tail = self.tail.wrapping_add(1);
+        // SAFETY: the tail field of the first entry, which the kernel reads atomically.
+        let tail = unsafe { types::BufRingEntry::tail(self.entries.as_ptr()) }
+            as *const std::sync::atomic::AtomicU16;
+        // SAFETY: as above; a u16 field is aligned for an AtomicU16.
+        unsafe { &*tail }.store(self.tail, std::sync::atomic::Ordering::Release);
+    }
+}
+
+// SAFETY: the entries are plain memory owned by this value alone (the kernel reads them only
+// through the ring, owned by the same `Uring`); moving it to another thread moves that too.
+unsafe impl std::marker::Send for BufRing {}
+
+impl Drop for BufRing {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout; the ring that read it is gone.
+        unsafe { std::alloc::dealloc(self.entries.as_ptr().cast(), self.layout) };
+    }
 }
 
 /// Sends go through the ring (quirk k): the kernel has `IORING_OP_SEND` and
@@ -192,12 +333,19 @@ struct Watch {
     /// The poll's `user_data`.
     token: u64,
     fd: RawFd,
-    /// `poll(2)` events asked for.
+    /// `poll(2)` events asked for, and [`RECV`] if the registration asked for receives.
     events: u16,
     /// The registration wants its poll re-armed when it ends (false while cancelling).
     keep: bool,
     /// A poll for it is queued or armed and its last CQE has not been seen.
     live: bool,
+}
+
+impl Watch {
+    /// Armed as a multishot receive, not a poll (quirk l): receives asked for, reading alone.
+    fn receives(&self) -> bool {
+        self.events & RECV != 0 && self.events & libc::POLLOUT as u16 == 0
+    }
 }
 
 /// What is watched: at most one watch per descriptor, found by descriptor number or by
@@ -281,6 +429,33 @@ struct Table {
     pool: Vec<Vec<u8>>,
     /// The result of our last `ASYNC_CANCEL`, once its CQE came.
     cancelled: Option<i32>,
+    /// What receives brought and was not taken yet, by descriptor (quirk l).
+    inbox: HashMap<RawFd, Inbox, BuildHasherDefault<FdHash>>,
+    /// The provided buffers of receives, made at the first registration that receives.
+    bufs: Option<BufRing>,
+    /// Receives over [`INBOX_MAX`] to stop (quirk l).
+    throttle: Vec<u64>,
+}
+
+/// What the ring received for one registration and the application has not taken (quirk l).
+#[derive(Default)]
+struct Inbox {
+    /// The registration's token.
+    token: u64,
+    data: Vec<u8>,
+    /// The peer ended its stream.
+    eof: bool,
+    /// The receive failed with this `-errno`.
+    err: i32,
+    /// The receive was stopped because `data` is over [`INBOX_MAX`].
+    throttled: bool,
+}
+
+impl Inbox {
+    /// Something to report readable for.
+    fn holds(&self) -> bool {
+        !self.data.is_empty() || self.eof || self.err != 0
+    }
 }
 
 /// One send the ring makes for a registration (quirk k).
@@ -352,8 +527,15 @@ impl Table {
             }
             return;
         }
+        if user_data == THROTTLE {
+            return;
+        }
         // A poll we already forgot: a straggler of a cancelled registration.
         let Some(w) = self.watches.get_mut(user_data) else { return };
+        if w.receives() {
+            self.received(user_data, res, flags);
+            return;
+        }
         let ended = !cqueue::more(flags);
         let failed = res < 0 && res != -libc::ECANCELED;
         if ended {
@@ -366,6 +548,57 @@ impl Table {
             self.pending.push(Ready { token: user_data, state: poll_state(res) });
         } else if failed {
             self.pending.push(Ready { token: user_data, state: State::ERR });
+        }
+    }
+
+    /// One completion of `token`'s multishot receive (quirk l).
+    fn received(&mut self, token: u64, res: i32, flags: u32) {
+        let fd = untoken(token).0;
+        let more = cqueue::more(flags);
+        if let Some(bid) = cqueue::buffer_select(flags) {
+            let bufs = self.bufs.as_mut().expect("a receive completed: its buffer ring exists");
+            if res > 0 {
+                let inbox = self.inbox.entry(fd).or_default();
+                if inbox.token != token {
+                    *inbox = Inbox { token, ..Inbox::default() };
+                }
+                inbox.data.extend_from_slice(bufs.bytes(bid, res as usize));
+                if inbox.data.len() >= INBOX_MAX && !inbox.throttled {
+                    inbox.throttled = true;
+                    if more {
+                        self.throttle.push(token);
+                    }
+                }
+            }
+            bufs.give(bid);
+        }
+        let inbox_throttled = self.inbox.get(&fd).is_some_and(|i| i.token == token && i.throttled);
+        let mut state = State::READ;
+        if res == 0 || (res < 0 && res != -libc::ENOBUFS && res != -libc::ECANCELED) {
+            let inbox = self.inbox.entry(fd).or_default();
+            if inbox.token != token {
+                *inbox = Inbox { token, ..Inbox::default() };
+            }
+            if res == 0 {
+                inbox.eof = true;
+                state |= State::HUP;
+            } else {
+                inbox.err = res;
+                state |= State::ERR;
+            }
+        }
+        let w = self.watches.get_mut(token).expect("found by the caller");
+        if !more {
+            w.live = false;
+            // Re-armed after -ENOBUFS, or a kernel end (a); not after the stream's end, an
+            // error, or a stop for a full inbox.
+            let again = res > 0 || res == -libc::ENOBUFS || (res == -libc::ECANCELED && w.keep);
+            if w.keep && again && !inbox_throttled {
+                self.ended.push(token);
+            }
+        }
+        if res >= 0 || state.contains(State::ERR) {
+            self.pending.push(Ready { token, state });
         }
     }
 
@@ -468,14 +701,43 @@ impl Uring {
         unsafe { self.push_entry(sqe) }
     }
 
-    /// Queues the multishot poll of `token` unless it is live or no longer wanted.
+    /// Queues the multishot poll (or receive, quirk l) of `token` unless it is live or no
+    /// longer wanted, or its inbox is full or at the stream's end.
     fn arm(&mut self, token: u64) -> io::Result<()> {
         let Some(w) = self.table.watches.get(token).filter(|w| w.keep && !w.live) else { return Ok(()) };
-        self.push(&poll_add(w.fd, u32::from(w.events), token))?;
+        let sqe = if w.receives() {
+            let stopped = |i: &Inbox| i.token == token && (i.throttled || i.eof || i.err != 0);
+            if self.table.inbox.get(&w.fd).is_some_and(stopped) {
+                return Ok(());
+            }
+            opcode::RecvMulti::new(types::Fd(w.fd), BGID).build().user_data(token)
+        } else {
+            poll_add(w.fd, u32::from(w.events & !RECV), token)
+        };
+        // SAFETY: a poll points at no memory; a receive at the buffer ring, which lives as
+        // long as the ring (`Table::bufs`).
+        unsafe { self.push_entry(&sqe) }?;
         if let Some(w) = self.table.watches.get_mut(token) {
             w.live = true;
         }
         Ok(())
+    }
+
+    /// Stops the receives whose inbox filled up (quirk l); each is armed again by
+    /// `take_received` once the application took the bytes.
+    fn stop_throttled(&mut self) -> io::Result<()> {
+        while let Some(token) = self.table.throttle.pop() {
+            self.push(&opcode::AsyncCancel::new(token).build().user_data(THROTTLE))?;
+        }
+        Ok(())
+    }
+
+    /// Makes the receive buffer ring if there is none yet; false if the kernel refused it.
+    fn receive_buffers(&mut self) -> bool {
+        if self.table.bufs.is_none() && RECVS.get().copied().unwrap_or(false) {
+            self.table.bufs = BufRing::new(&self.ring, RECV_BUFS, RECV_BUF).ok();
+        }
+        self.table.bufs.is_some()
     }
 
     /// Re-arms the polls that ended (quirk a).
@@ -497,13 +759,19 @@ impl Uring {
         if !w.live {
             return Ok(());
         }
+        let receive = w.receives();
         let lost_before = std::mem::take(&mut self.lost);
         self.table.removed = Some(-libc::EALREADY);
         while (self.table.is_live(token) || self.table.removed.is_none()) && !self.lost {
             if self.table.removed == Some(-libc::EALREADY) && self.table.is_live(token) {
                 // Quirk i: the poll was running; the remove did not take. Ask again.
                 self.table.removed = None;
-                self.push(&opcode::PollRemove::new(token).build().user_data(REMOVE))?;
+                // A receive (quirk l) is cancelled like a send; a poll is removed.
+                self.push(&if receive {
+                    opcode::AsyncCancel::new(token).build().user_data(REMOVE)
+                } else {
+                    opcode::PollRemove::new(token).build().user_data(REMOVE)
+                })?;
             }
             match self.enter(None) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -561,15 +829,64 @@ impl Poller for Uring {
     /// Arms at once (quirk g). `fresh` is not needed: the table knows what is watched (b).
     fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {
         self.forget(fd)?;
-        let events = sys::poll_events(interest) as u16;
+        let mut events = sys::poll_events(interest) as u16;
+        if interest.contains(Interest::RECEIVE | Interest::READ) && self.receive_buffers() {
+            events |= RECV;
+        }
+        // What the ring received for an earlier registration of the number is not this one's.
+        if self.table.inbox.get(&fd).is_some_and(|i| i.token != token) {
+            self.table.inbox.remove(&fd);
+        }
         self.table.watches.insert(Watch { token, fd, events, keep: true, live: false });
+        // Bytes the ring took before this change of interest: no poll will report them.
+        if let Some(i) = self.table.inbox.get(&fd).filter(|i| i.holds()) {
+            let state = State::READ
+                | if i.eof { State::HUP } else { State::empty() }
+                | if i.err != 0 { State::ERR } else { State::empty() };
+            self.table.pending.push(Ready { token, state });
+        }
         self.arm(token)?;
         self.enter(Some(Duration::ZERO))
     }
 
     fn delete(&mut self, fd: RawFd, _token: u64) -> io::Result<()> {
         self.forget(fd)?;
+        self.table.inbox.remove(&fd);
         self.cancel_send(fd)
+    }
+
+    fn take_received(&mut self, fd: RawFd, token: u64, buf: &mut Vec<u8>) -> Option<io::Result<usize>> {
+        let receiving = self.table.watches.get(token).is_some_and(Watch::receives);
+        let Some(inbox) = self.table.inbox.get_mut(&fd).filter(|i| i.token == token) else {
+            return receiving.then(|| Err(io::Error::from(io::ErrorKind::WouldBlock)));
+        };
+        if inbox.data.is_empty() {
+            return Some(match inbox.err {
+                0 if inbox.eof => Ok(0),
+                0 => Err(io::Error::from(io::ErrorKind::WouldBlock)),
+                e => Err(io::Error::from_raw_os_error(-e)),
+            });
+        }
+        let n = inbox.data.len();
+        if buf.is_empty() {
+            std::mem::swap(buf, &mut inbox.data);
+        } else {
+            buf.extend_from_slice(&inbox.data);
+        }
+        inbox.data = Vec::new();
+        let rearm = std::mem::take(&mut inbox.throttled);
+        if !inbox.holds() {
+            self.table.inbox.remove(&fd);
+        }
+        if rearm && self.arm(token).is_err() {
+            // The SQ ring could not take it now: the next wait re-arms it.
+            self.table.ended.push(token);
+        }
+        Some(Ok(n))
+    }
+
+    fn holds(&self, fd: RawFd) -> bool {
+        self.table.inbox.get(&fd).is_some_and(Inbox::holds)
     }
 
     fn sends(&self) -> bool {
@@ -651,11 +968,13 @@ impl Poller for Uring {
     fn wait(&mut self, out: &mut Vec<Ready>, _max: usize, timeout: Option<Duration>) -> io::Result<()> {
         self.reap();
         self.rearm_ended()?;
+        self.stop_throttled()?;
         let block = self.table.pending.is_empty() && timeout != Some(Duration::ZERO);
         if block || self.must_enter() {
             self.enter(if block { timeout } else { Some(Duration::ZERO) })?;
             self.reap();
             self.rearm_ended()?;
+            self.stop_throttled()?;
         }
         out.append(&mut self.table.pending);
         Ok(())
@@ -675,6 +994,8 @@ impl Poller for Uring {
         // nothing is armed yet, so that nothing is lost by swapping the ring.
         if self.coop && self.table.watches.is_empty() && self.ring.submission().is_empty() {
             if let Ok(r) = ring(self.cq, false) {
+                // The receive buffers were registered with the old ring (none is in use).
+                self.table.bufs = None;
                 self.ring = r;
                 self.coop = false;
                 self.dropped = 0;
