@@ -875,7 +875,12 @@ impl Poller for Uring {
         }
         inbox.data = Vec::new();
         let rearm = std::mem::take(&mut inbox.throttled);
-        if !inbox.holds() {
+        if inbox.holds() {
+            // The stream's end (or an error) came behind the bytes, and its report was merged
+            // with theirs: report it again, or a caller that stops at the bytes never sees it.
+            let state = State::READ | if inbox.eof { State::HUP } else { State::ERR };
+            self.table.pending.push(Ready { token, state });
+        } else {
             self.table.inbox.remove(&fd);
         }
         if rearm && self.arm(token).is_err() {
