@@ -11,7 +11,9 @@
 # Counted from the server side, once a second during the cold run: the sockets the workers
 # hold (descriptors in /proc/PID/fd that are sockets, over all workers, minus the listeners
 # and the queue's own). Memory per idle connection:
-#   user space: the workers' summed VmRSS with the cold connections held, minus before, ÷ $COLD;
+#   user space: the workers' summed VmRSS with the cold connections held, minus after the hot
+#               run without cold ones (the workers warmed up), ÷ the connections held; and minus
+#               at start, which adds what a worker holds once it serves at all;
 #   kernel:     /proc/meminfo Slab plus /proc/net/sockstat TCP `mem` (pages) with them held,
 #               minus before, ÷ $COLD: both ends of each connection (client and server socket,
 #               their files, dentries, inodes, epoll or io_uring entries), not the server's alone.
@@ -94,6 +96,9 @@ PY
 base_sockets=$(sockets) base_fds=$(fds) base_rss=$(rss) base_slab=$(slab_kb) base_pages=$(sock_pages)
 hot hot0 0
 tail -1 "$OUT"
+# The workers warmed up by the hot run: what each holds once whatever connections it serves
+# (per-thread buffers, the io_uring receive ring, pools) is counted apart from the cold ones.
+warm_rss=$(rss)
 
 # The cold run, sampled from the server side once a second.
 hot hot-cold "$COLD" &
@@ -112,10 +117,10 @@ wait "$LOADER"
 tail -1 "$OUT"
 echo "# server-side sockets held beyond the baseline, once a second: $samples" | tee -a "$OUT"
 page_kb=$(($(getconf PAGESIZE) / 1024))
-awk -v n="$max_held" -v r0="$base_rss" -v r1="${held_rss:-0}" -v s0="$base_slab" -v s1="${held_slab:-0}" \
+awk -v n="$max_held" -v r0="$base_rss" -v rw="$warm_rss" -v r1="${held_rss:-0}" -v s0="$base_slab" -v s1="${held_slab:-0}" \
     -v p0="$base_pages" -v p1="${held_pages:-0}" -v pk="$page_kb" 'BEGIN {
     if (n <= 0) { print "# no connection held"; exit }
-    printf "# at the most held (%d server-side sockets): user space %.1f B per connection (workers RSS %d -> %d kB); ", n, (r1 - r0) * 1024 / n, r0, r1
+    printf "# at the most held (%d server-side sockets): user space %.1f B per connection beyond the warmed-up workers (RSS %d -> %d kB; %.1f B counted from their start, %d kB, which includes what each worker holds once it serves at all); ", n, (r1 - rw) * 1024 / n, rw, r1, (r1 - r0) * 1024 / n, r0
     printf "kernel %.0f B per connection, both ends (Slab %d -> %d kB, TCP socket memory %d -> %d pages)\n", ((s1 - s0) + (p1 - p0) * pk) * 1024 / n, s0, s1, p0, p1
 }' | tee -a "$OUT"
 
@@ -123,7 +128,7 @@ sleep 3
 c0=$(cpu)
 sleep 3
 c1=$(cpu)
-echo "# after the load: server-side sockets $(sockets) (baseline $base_sockets), descriptors $(fds) (baseline $base_fds), workers RSS $(rss) kB (baseline $base_rss kB), workers CPU over 3 s idle $(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.3f", b - a }') s" | tee -a "$OUT"
+echo "# after the load: server-side sockets $(sockets) (baseline $base_sockets), descriptors $(fds) (baseline $base_fds), workers RSS $(rss) kB (at start $base_rss kB, warmed up by the hot run $warm_rss kB), workers CPU over 3 s idle $(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.3f", b - a }') s" | tee -a "$OUT"
 python3 - "$OUT" <<'PY' | tee -a "$OUT"
 import csv, sys
 rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if not l.startswith("#"))][1:]
