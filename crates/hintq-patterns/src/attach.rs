@@ -211,15 +211,23 @@ impl Fds<'_> {
         self.q.as_deref_mut()?.send_error(fd)
     }
 
-    /// What the backend received for the connection's descriptor, appended to `buf`, where
+    /// What the backend received for a descriptor of the connection, at most `max` bytes of
+    /// it, appended to `buf` (the rest is reported again), where
     /// it receives ([`Handler::receives`](crate::Handler::receives), [`hintq::Queue::take_received`]):
     /// `Some(Ok(n))` bytes, `Some(Ok(0))` end of stream, `Some(Err(WouldBlock))` nothing
     /// yet, `Some(Err(e))` the receive failed. `None`: read from the descriptor.
-    pub fn take_received(&mut self, fd: RawFd, buf: &mut Vec<u8>) -> Option<io::Result<usize>> {
+    pub fn take_received(&mut self, fd: RawFd, buf: &mut Vec<u8>, max: usize) -> Option<io::Result<usize>> {
         if !self.owns(fd) {
             return None;
         }
-        self.q.as_deref_mut()?.take_received(fd, buf)
+        self.q.as_deref_mut()?.take_received(fd, buf, max)
+    }
+
+    /// True if the backend receives for a descriptor of the connection now
+    /// ([`hintq::Queue::receiving`]): keep reading interest in it while the connection lives,
+    /// since revoking drops what was received and not taken.
+    pub fn receiving(&self, fd: RawFd) -> bool {
+        self.owns(fd) && self.q.as_deref().is_some_and(|q| q.receiving(fd))
     }
 
     /// An empty buffer for [`Fds::send`], reused from a completed send when possible.

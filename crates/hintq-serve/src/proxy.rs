@@ -428,6 +428,11 @@ impl Handler for Relay {
     type Conn = Box<Session>;
     type Local = Local;
 
+    /// The client's bytes are taken from the ring where it receives (`Buf::read_from`).
+    fn receives(&self) -> bool {
+        true
+    }
+
     fn accept(&self, fd: RawFd) -> Option<Box<Session>> {
         let _ = set_nodelay(fd);
         self.stats.accepted.fetch_add(1, Relaxed);
@@ -509,7 +514,7 @@ impl Relay {
             if keep
                 && !fds.draining()
                 && idle.len() < self.cfg.max_idle_upstream
-                && fds.declare(fd, Interest::READ).is_ok()
+                && fds.declare(fd, Interest::READ | Interest::RECEIVE).is_ok()
             {
                 fds.park(fd);
                 idle.push(up);
@@ -520,11 +525,11 @@ impl Relay {
         self.stats.peak_buffers.fetch_max(pool.peak_out, Relaxed);
         self.stats.peak_buffered.fetch_max(pool.peak_len, Relaxed);
         let r = r.and_then(|()| match s.upstream_fd() {
-            Some(ufd) => fds.declare(ufd, s.upstream_interest()).map_err(|_| End),
+            Some(ufd) => fds.declare(ufd, s.upstream_interest(fds.receiving(ufd))).map_err(|_| End),
             None => Ok(()),
         });
         match r {
-            Ok(()) => Next::from_interest(s.client_interest()),
+            Ok(()) => Next::from_interest(s.client_interest(fds.receiving(s.client))),
             Err(End) => Next::Close,
         }
     }

@@ -228,7 +228,7 @@ impl Conn {
     /// bytes that came, typically one request head; so an idle keep-alive connection holds no
     /// buffer, and a read that finds nothing or the end of the stream allocates nothing.
     fn read(&mut self, fds: &mut Fds<'_>, fd: RawFd) -> io::Result<Read> {
-        match fds.take_received(fd, &mut self.input) {
+        match fds.take_received(fd, &mut self.input, usize::MAX) {
             // Taken whole: the socket is drained as far as the ring knows, and new bytes come
             // with a new event.
             Some(Ok(0)) => return Ok(Read::Eof),

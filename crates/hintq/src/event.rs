@@ -18,7 +18,8 @@ bitflags::bitflags! {
         /// costs no system call of its own). Take it with [`crate::Queue::take_received`]
         /// after a readable event; where the backend does not receive, that returns `None`
         /// and the application reads as usual. Ignored by every other backend, and in
-        /// hand-off mode.
+        /// hand-off mode. Revoking drops what was received and not taken (see
+        /// [`crate::Queue::receiving`]).
         const RECEIVE = 0x100;
     }
 }

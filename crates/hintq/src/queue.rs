@@ -298,8 +298,9 @@ impl Queue {
         revoked.and(closed)
     }
 
-    /// What the backend received for `fd` ([`Interest::RECEIVE`]), appended to `buf` (moved
-    /// into it, without a copy, when `buf` is empty): `Some(Ok(n))` with `n > 0` bytes,
+    /// What the backend received for `fd` ([`Interest::RECEIVE`]), at most `max` bytes of it,
+    /// appended to `buf` (moved into it, without a copy, when `buf` has no capacity yet); what
+    /// is left over is reported again as an event: `Some(Ok(n))` with `n > 0` bytes,
     /// `Some(Ok(0))` at the end of the stream, `Some(Err(WouldBlock))` when nothing came
     /// since the last call, `Some(Err(e))` when the receive failed (`ECONNRESET`).
     /// `None` when the backend does not receive for `fd` (every backend but `uring`, a
@@ -310,9 +311,18 @@ impl Queue {
     /// On `uring` the data is received in the ring by the kernel entry that waits for
     /// events, and taking it makes no system call; a registration whose bytes are not taken
     /// stops receiving at 64 KiB until they are, so a fast sender is held back by TCP.
-    pub fn take_received(&mut self, fd: RawFd, buf: &mut Vec<u8>) -> Option<io::Result<usize>> {
+    pub fn take_received(&mut self, fd: RawFd, buf: &mut Vec<u8>, max: usize) -> Option<io::Result<usize>> {
         let gen = self.generation(fd)?;
-        self.poller.take_received(fd, token(fd, gen), buf)
+        self.poller.take_received(fd, token(fd, gen), buf, max)
+    }
+
+    /// True if the backend receives for `fd` now ([`Queue::take_received`] answers for it).
+    /// Revoking a registration drops what was received and not taken, as closing a socket
+    /// drops its unread bytes: an application that stops reading for a while (its buffer is
+    /// full) keeps the interest while receiving, and the inbox, stopped at 64 KiB, holds the
+    /// sender back instead.
+    pub fn receiving(&self, fd: RawFd) -> bool {
+        self.generation(fd).is_some_and(|gen| self.poller.receiving(fd, token(fd, gen)))
     }
 
     /// True if this queue's backend makes sends itself ([`Queue::send`]): `uring` on a kernel

@@ -953,7 +953,7 @@ fn change_interest(b: Backend) {
 /// Reads what `fd` has now: what the queue received for it, or (where it does not receive)
 /// one `recv(2)`.
 fn take(q: &mut Queue, fd: RawFd, buf: &mut Vec<u8>) -> io::Result<usize> {
-    if let Some(r) = q.take_received(fd, buf) {
+    if let Some(r) = q.take_received(fd, buf, usize::MAX) {
         return r;
     }
     let mut tmp = [0u8; 65536];
@@ -1032,7 +1032,7 @@ fn receive_in_order(b: Backend) {
     let _ = collect(&mut q, 8, MS(50));
     let mut first = Vec::new();
     let n = take(&mut q, fd, &mut first).unwrap_or(0);
-    if b == Backend::Uring && q.take_received(fd, &mut Vec::new()).is_some() {
+    if b == Backend::Uring && q.take_received(fd, &mut Vec::new(), 0).is_some() {
         assert!(n <= (64 + 512 + 4) * 1024, "{b}: an inbox nobody takes stops, yet it held {n} bytes");
     }
     // What is there now, to EAGAIN: edge-triggered backends report no new edge for it.
@@ -1102,14 +1102,33 @@ fn received_end_after_bytes_is_reported_again(b: Backend) {
     thread::sleep(MS(50));
     assert!(wait_for(&mut q, fd, MS(2000)).is_some(), "{b}: readable");
     let mut got = Vec::new();
-    match q.take_received(fd, &mut got) {
+    match q.take_received(fd, &mut got, usize::MAX) {
         // Not receiving: the application reads to EAGAIN as usual; nothing to check here.
         None => return,
         Some(r) => assert_eq!(r.unwrap(), 3, "{b}"),
     }
     let s = wait_for(&mut q, fd, MS(1000)).expect("the end of stream reported again");
     assert!(s.contains(State::HUP), "{b}: {s:?}");
-    assert_eq!(q.take_received(fd, &mut got).unwrap().unwrap(), 0, "{b}: end of stream");
+    assert_eq!(q.take_received(fd, &mut got, usize::MAX).unwrap().unwrap(), 0, "{b}: end of stream");
+}
+
+/// Where the backend receives, a take of at most `max` bytes leaves the rest, reported again.
+fn received_bytes_taken_in_parts(b: Backend) {
+    let mut q = queue(b);
+    let (a, mut peer) = pair();
+    let fd = a.as_raw_fd();
+    q.declare(fd, Interest::READ | Interest::RECEIVE).unwrap();
+    peer.write_all(b"0123456789").unwrap();
+    assert!(wait_for(&mut q, fd, MS(2000)).is_some(), "{b}: readable");
+    let mut got = Vec::with_capacity(16);
+    match q.take_received(fd, &mut got, 4) {
+        None => return, // not receiving: nothing to check
+        Some(r) => assert_eq!(r.unwrap(), 4, "{b}"),
+    }
+    assert_eq!(got, b"0123");
+    assert!(wait_for(&mut q, fd, MS(1000)).is_some(), "{b}: the rest reported again");
+    assert_eq!(q.take_received(fd, &mut got, usize::MAX).unwrap().unwrap(), 6);
+    assert_eq!(got, b"0123456789");
 }
 
 /// A reset connection's receive fails with `ECONNRESET`, told by the read (or the take).
@@ -1180,7 +1199,7 @@ macro_rules! suite {
                     shared_listener_accepts_once, deliver_to_all, wake_one_wakes_one,
                     wake_one_nothing_lost_while_busy, wake_one_short_waits, wake_one_taker_drops, close_from_other_thread,
                     change_interest, half_close_does_not_wake_a_writer, receive_in_order, receive_reset,
-                    received_end_after_bytes_is_reported_again,
+                    received_end_after_bytes_is_reported_again, received_bytes_taken_in_parts,
                 );
             }
         )*

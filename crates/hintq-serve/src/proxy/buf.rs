@@ -8,6 +8,7 @@
 //! idle between requests gives its buffers back, so an idle client costs no buffer at all.
 
 use crate::common::{read_into, send_now, Read};
+use hintq_patterns::Fds;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -85,12 +86,22 @@ impl Buf {
         &mut self.v
     }
 
-    /// Reads from `fd` into the room left (never growing the buffer).
-    pub(crate) fn read_from(&mut self, fd: RawFd) -> io::Result<Read> {
-        if self.room() == 0 {
+    /// Reads from `fd` into the room left (never growing the buffer): what the queue received
+    /// for it where it receives (io_uring, `Interest::RECEIVE`; what does not fit is reported
+    /// again), else one `recv`.
+    pub(crate) fn read_from(&mut self, fds: &mut Fds<'_>, fd: RawFd) -> io::Result<Read> {
+        let room = self.room();
+        if room == 0 {
             return Ok(Read::Again);
         }
-        read_into(fd, &mut self.v, 0)
+        match fds.take_received(fd, &mut self.v, room) {
+            Some(Ok(0)) => Ok(Read::Eof),
+            // Taken whole or up to the room: the rest, and what comes next, come as events.
+            Some(Ok(n)) => Ok(Read::Data { n, short: true }),
+            Some(Err(e)) if e.kind() == io::ErrorKind::WouldBlock => Ok(Read::Again),
+            Some(Err(e)) => Err(e),
+            None => read_into(fd, &mut self.v, 0),
+        }
     }
 
     /// Writes pending bytes to `fd`; returns how many left.

@@ -381,13 +381,17 @@ impl Session {
         self.hup |= state.contains(State::HUP);
     }
 
-    /// The interest the client descriptor should have now.
-    pub(crate) fn client_interest(&mut self) -> Interest {
+    /// The interest the client descriptor should have now. `receiving`: the queue receives
+    /// for it (io_uring): reading interest is kept while the buffer is full, since revoking
+    /// would drop what the ring received, whose inbox holds the client back meanwhile.
+    pub(crate) fn client_interest(&mut self, receiving: bool) -> Interest {
         let mut i = Interest::empty();
         let read = match self.phase {
             Phase::Linger => true,
             Phase::Closing => false,
-            Phase::Head | Phase::Exchange => !self.eof && (self.cin.data().is_empty() || self.cin.room() > 0),
+            Phase::Head | Phase::Exchange => {
+                !self.eof && (receiving || self.cin.data().is_empty() || self.cin.room() > 0)
+            }
         };
         if read {
             i |= Interest::READ;
@@ -403,15 +407,17 @@ impl Session {
         i
     }
 
-    /// The interest the upstream descriptor should have now.
-    pub(crate) fn upstream_interest(&mut self) -> Interest {
+    /// The interest the upstream descriptor should have now; `receiving` as for the client.
+    pub(crate) fn upstream_interest(&mut self, receiving: bool) -> Interest {
         let Some(up) = &self.up else { return Interest::empty() };
         let mut i = Interest::empty();
         if up.connecting || (!self.to_up.is_empty() && !up.writable) {
             i |= Interest::WRITE;
         }
-        if !up.connecting && !up.eof && (self.uin.data().is_empty() || self.uin.room() > 0) {
-            i |= Interest::READ;
+        if !up.connecting && !up.eof && (receiving || self.uin.data().is_empty() || self.uin.room() > 0) {
+            // Received by the ring where it can (see `Buf::read_from`); the same interest as
+            // an idle upstream's in the pool, so that taking one from it changes nothing.
+            i |= Interest::READ | Interest::RECEIVE;
         }
         if up.in_ring && i.is_empty() {
             // As for the client: revoking would cancel the send in flight.
@@ -487,7 +493,7 @@ impl Session {
         if self.cin.room() == 0 {
             return Ok(false);
         }
-        match self.cin.read_from(self.client) {
+        match self.cin.read_from(ctx.fds, self.client) {
             Ok(Read::Eof) => {
                 self.eof = true;
                 self.readable = false;
@@ -716,7 +722,7 @@ impl Session {
         if self.uin.room() == 0 {
             return Ok(false);
         }
-        match self.uin.read_from(up.fd) {
+        match self.uin.read_from(ctx.fds, up.fd) {
             Ok(Read::Eof) => {
                 up.readable = false;
                 up.eof = true;

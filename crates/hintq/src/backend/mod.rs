@@ -72,11 +72,22 @@ pub(crate) trait Poller: Send {
     }
 
     /// What the backend received for `fd`'s registration `token` ([`crate::Interest::RECEIVE`]),
-    /// appended to `buf`: `Some(Ok(n))` bytes (n > 0), `Some(Ok(0))` end of stream,
+    /// at most `max` bytes of it, appended to `buf`: `Some(Ok(n))` bytes (n > 0), `Some(Ok(0))` end of stream,
     /// `Some(Err(WouldBlock))` nothing yet, `Some(Err(e))` the receive failed. `None`: the
     /// backend does not receive for it; the caller reads itself.
-    fn take_received(&mut self, _fd: RawFd, _token: u64, _buf: &mut Vec<u8>) -> Option<io::Result<usize>> {
+    fn take_received(
+        &mut self,
+        _fd: RawFd,
+        _token: u64,
+        _buf: &mut Vec<u8>,
+        _max: usize,
+    ) -> Option<io::Result<usize>> {
         None
+    }
+
+    /// True if the backend receives for `fd`'s registration `token` now.
+    fn receiving(&self, _fd: RawFd, _token: u64) -> bool {
+        false
     }
 
     /// True if the backend holds received bytes (or an end of stream, or an error) of `fd`

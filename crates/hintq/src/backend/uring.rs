@@ -855,7 +855,13 @@ impl Poller for Uring {
         self.cancel_send(fd)
     }
 
-    fn take_received(&mut self, fd: RawFd, token: u64, buf: &mut Vec<u8>) -> Option<io::Result<usize>> {
+    fn take_received(
+        &mut self,
+        fd: RawFd,
+        token: u64,
+        buf: &mut Vec<u8>,
+        max: usize,
+    ) -> Option<io::Result<usize>> {
         let receiving = self.table.watches.get(token).is_some_and(Watch::receives);
         let Some(inbox) = self.table.inbox.get_mut(&fd).filter(|i| i.token == token) else {
             return receiving.then(|| Err(io::Error::from(io::ErrorKind::WouldBlock)));
@@ -867,18 +873,31 @@ impl Poller for Uring {
                 e => Err(io::Error::from_raw_os_error(-e)),
             });
         }
-        let n = inbox.data.len();
-        if buf.is_empty() {
+        if max == 0 {
+            return Some(Err(io::Error::from(io::ErrorKind::WouldBlock)));
+        }
+        let n = inbox.data.len().min(max);
+        if n < inbox.data.len() {
+            buf.extend_from_slice(&inbox.data[..n]);
+            inbox.data.drain(..n);
+        } else if buf.capacity() == 0 {
+            // Moved, not copied: the caller has no buffer of its own yet.
             std::mem::swap(buf, &mut inbox.data);
         } else {
             buf.extend_from_slice(&inbox.data);
+            inbox.data = Vec::new();
         }
-        inbox.data = Vec::new();
-        let rearm = std::mem::take(&mut inbox.throttled);
+        let rearm = std::mem::take(&mut inbox.throttled) && inbox.data.len() < INBOX_MAX;
+        if inbox.data.len() >= INBOX_MAX {
+            inbox.throttled = true;
+        }
         if inbox.holds() {
-            // The stream's end (or an error) came behind the bytes, and its report was merged
-            // with theirs: report it again, or a caller that stops at the bytes never sees it.
-            let state = State::READ | if inbox.eof { State::HUP } else { State::ERR };
+            // Bytes left over (`max`), or the stream's end or an error behind the bytes, whose
+            // report was merged with theirs: report it again, or a caller that stops at what
+            // it took never sees it.
+            let state = State::READ
+                | if inbox.eof { State::HUP } else { State::empty() }
+                | if inbox.err != 0 { State::ERR } else { State::empty() };
             self.table.pending.push(Ready { token, state });
         } else {
             self.table.inbox.remove(&fd);
@@ -888,6 +907,10 @@ impl Poller for Uring {
             self.table.ended.push(token);
         }
         Some(Ok(n))
+    }
+
+    fn receiving(&self, _fd: RawFd, token: u64) -> bool {
+        self.table.watches.get(token).is_some_and(Watch::receives)
     }
 
     fn holds(&self, fd: RawFd) -> bool {
