@@ -707,8 +707,13 @@ impl Handler for Files {
         Some(Conn::new(peer))
     }
 
-    fn event(&self, cx: &mut Cx<'_, ()>, c: &mut Conn, fd: RawFd, _state: State) -> Next {
+    fn event(&self, cx: &mut Cx<'_, ()>, c: &mut Conn, fd: RawFd, state: State) -> Next {
         let now = tick();
+        if state.is_readable() {
+            // New bytes may have come since the last short read (with the ring's receives,
+            // they wait in its inbox and are reported once).
+            c.drained = false;
+        }
         let fds = cx.fds();
         if c.linger_until.is_some() {
             return self.linger(fds, c, fd);

@@ -1011,6 +1011,9 @@ fn receive_in_order(b: Backend) {
     let (a, peer) = pair();
     let fd = a.as_raw_fd();
     q.declare(fd, Interest::READ | Interest::RECEIVE).unwrap();
+    // Whether this backend receives (a take of at most 0 bytes consumes nothing).
+    let receives = q.take_received(fd, &mut Vec::new(), 0).is_some();
+    assert_eq!(q.receiving(fd), receives, "{b}");
     // Small writes, each taken before the next.
     let mut got = Vec::new();
     for chunk in [&b"GET / HTTP/1.1\r\n"[..], b"Host: x\r\n", b"\r\n"] {
@@ -1052,6 +1055,8 @@ fn receive_in_order(b: Backend) {
     write_fully(&peer, b"before");
     assert!(wait_for(&mut q, fd, MS(2000)).is_some_and(|s| s.contains(State::READ)));
     q.declare(fd, Interest::READ | Interest::WRITE | Interest::RECEIVE).unwrap();
+    // Polled now, but bytes are held: a revoke would drop them, so it still says receiving.
+    assert_eq!(q.receiving(fd), receives, "{b}: receiving while polled with bytes held");
     let mut got = Vec::new();
     take_until(&mut q, fd, &mut got, 6);
     assert_eq!(got, b"before", "{b}: what came before the change of interest");

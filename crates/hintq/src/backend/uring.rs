@@ -95,7 +95,10 @@
 //!    application reads fills the socket buffer and TCP's window, not our memory. A receive
 //!    is cancelled with `ASYNC_CANCEL`, as a send, and holds the file as a poll does (b).
 //!    With `WRITE` in the interest the descriptor is polled as usual, and what the inbox
-//!    still holds is reported as `READ` at once. `HINTQ_URING_RECV=0` turns receives off.
+//!    still holds is reported as `READ` at once. A revoke drops the inbox; a descriptor
+//!    closed without a revoke and its number declared again keeps it (the registration, and
+//!    so the token, is the same to us): revoke before closing a receiving descriptor, as
+//!    `Queue::close` does. `HINTQ_URING_RECV=0` turns receives off.
 //!
 //! `user_data`: a poll carries the queue's token unchanged (see [`crate::token`]). Our own
 //! operations set [`BACKEND_BIT`] (bit 31), clear in every token: `POLL_REMOVE`s carry
@@ -505,6 +508,18 @@ impl Table {
             self.cancelled = Some(res);
             return;
         }
+        if user_data == THROTTLE {
+            return;
+        }
+        if cqueue::buffer_select(flags).is_some() && !self.watches.get(user_data).is_some_and(Watch::receives)
+        {
+            // A receive's buffer whose watch is gone or changed (a cancel cut short by lost
+            // completions, quirk d): given back, or the ring would run dry for everyone.
+            if let (Some(bid), Some(bufs)) = (cqueue::buffer_select(flags), self.bufs.as_mut()) {
+                bufs.give(bid);
+            }
+            return;
+        }
         if user_data & SEND != 0 {
             let token = user_data & !SEND;
             let fd = untoken(token).0;
@@ -525,9 +540,6 @@ impl Table {
                 // (A positive `failed` is the count of a short send.)
                 self.pending.push(Ready { token, state: State::SENT | State::ERR });
             }
-            return;
-        }
-        if user_data == THROTTLE {
             return;
         }
         // A poll we already forgot: a straggler of a cancelled registration.
@@ -563,8 +575,10 @@ impl Table {
                     *inbox = Inbox { token, ..Inbox::default() };
                 }
                 inbox.data.extend_from_slice(bufs.bytes(bid, res as usize));
-                if inbox.data.len() >= INBOX_MAX && !inbox.throttled {
+                if inbox.data.len() >= INBOX_MAX {
                     inbox.throttled = true;
+                    // Asked again at every completion past the bound while the receive goes
+                    // on: a cancel that met it running (`-EALREADY`) did not take.
                     if more {
                         self.throttle.push(token);
                     }
@@ -909,8 +923,10 @@ impl Poller for Uring {
         Some(Ok(n))
     }
 
-    fn receiving(&self, _fd: RawFd, token: u64) -> bool {
-        self.table.watches.get(token).is_some_and(Watch::receives)
+    /// Receives asked for (polled for now if `WRITE` is in the interest), or bytes held: a
+    /// revoke would drop something.
+    fn receiving(&self, fd: RawFd, token: u64) -> bool {
+        self.table.watches.get(token).is_some_and(|w| w.events & RECV != 0) || self.holds(fd)
     }
 
     fn holds(&self, fd: RawFd) -> bool {
@@ -1022,9 +1038,10 @@ impl Poller for Uring {
         // nothing is armed yet, so that nothing is lost by swapping the ring.
         if self.coop && self.table.watches.is_empty() && self.ring.submission().is_empty() {
             if let Ok(r) = ring(self.cq, false) {
-                // The receive buffers were registered with the old ring (none is in use).
-                self.table.bufs = None;
+                // The receive buffers were registered with the old ring (none is in use):
+                // the old ring goes first, then its buffers.
                 self.ring = r;
+                self.table.bufs = None;
                 self.coop = false;
                 self.dropped = 0;
             }
