@@ -1149,19 +1149,7 @@ fn receive_reset(b: Backend) {
     let mut got = Vec::new();
     take_until(&mut q, fd, &mut got, 1);
     assert_eq!(got, b"x");
-    // SO_LINGER 0: close sends a reset.
-    let lin = libc::linger { l_onoff: 1, l_linger: 0 };
-    // SAFETY: `lin` is a live linger of the size given.
-    unsafe {
-        libc::setsockopt(
-            client.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&lin as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
-    drop(client);
+    common::reset(client);
     let deadline = Instant::now() + MS(3000);
     let err = loop {
         assert!(Instant::now() < deadline, "{b}: the reset was never told");

@@ -129,19 +129,7 @@ fn a_failed_send_is_reported_with_its_error() {
     let (sock, fd, client) = tcp();
     q.declare(fd, Interest::READ).unwrap();
     // The peer resets the connection (SO_LINGER 0), so the send fails.
-    let lin = libc::linger { l_onoff: 1, l_linger: 0 };
-    // SAFETY (test): a live linger struct and its size.
-    let r = unsafe {
-        libc::setsockopt(
-            client.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&lin as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(r, 0);
-    drop(client);
+    common::reset(client);
     std::thread::sleep(Duration::from_millis(20));
     // Several sends: the first may be taken by the kernel before the reset is seen.
     let mut failed = None;

@@ -7,6 +7,24 @@ use std::time::Duration;
 
 pub const MS: fn(u64) -> Duration = Duration::from_millis;
 
+/// Closes `s` with a reset (`SO_LINGER` 0): the peer's next receive or send fails with
+/// `ECONNRESET`.
+pub fn reset(s: std::net::TcpStream) {
+    use std::os::fd::AsRawFd;
+    let lin = libc::linger { l_onoff: 1, l_linger: 0 };
+    // SAFETY (test): a live linger struct and its size.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&lin as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(r, 0, "SO_LINGER: {}", std::io::Error::last_os_error());
+}
+
 /// A connected, non-blocking pair of Unix stream sockets.
 pub fn pair() -> (UnixStream, UnixStream) {
     let (a, b) = UnixStream::pair().unwrap();
