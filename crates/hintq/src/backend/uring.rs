@@ -459,6 +459,13 @@ impl Inbox {
     fn holds(&self) -> bool {
         !self.data.is_empty() || self.eof || self.err != 0
     }
+
+    /// The report for what it holds.
+    fn state(&self) -> State {
+        State::READ
+            | if self.eof { State::HUP } else { State::empty() }
+            | if self.err != 0 { State::ERR } else { State::empty() }
+    }
 }
 
 /// One send the ring makes for a registration (quirk k).
@@ -511,15 +518,6 @@ impl Table {
         if user_data == THROTTLE {
             return;
         }
-        if cqueue::buffer_select(flags).is_some() && !self.watches.get(user_data).is_some_and(Watch::receives)
-        {
-            // A receive's buffer whose watch is gone or changed (a cancel cut short by lost
-            // completions, quirk d): given back, or the ring would run dry for everyone.
-            if let (Some(bid), Some(bufs)) = (cqueue::buffer_select(flags), self.bufs.as_mut()) {
-                bufs.give(bid);
-            }
-            return;
-        }
         if user_data & SEND != 0 {
             let token = user_data & !SEND;
             let fd = untoken(token).0;
@@ -542,12 +540,19 @@ impl Table {
             }
             return;
         }
-        // A poll we already forgot: a straggler of a cancelled registration.
-        let Some(w) = self.watches.get_mut(user_data) else { return };
-        if w.receives() {
+        // A poll or receive we already forgot, or a receive whose watch became a poll: a
+        // straggler of a cancelled registration (a cancel cut short by lost completions,
+        // quirk d). Its buffer goes back, or the ring would run dry for everyone.
+        let receives = self.watches.get(user_data).map(Watch::receives);
+        if receives == Some(true) {
             self.received(user_data, res, flags);
             return;
         }
+        if let (Some(bid), Some(bufs)) = (cqueue::buffer_select(flags), self.bufs.as_mut()) {
+            bufs.give(bid);
+            return;
+        }
+        let Some(w) = self.watches.get_mut(user_data) else { return };
         let ended = !cqueue::more(flags);
         let failed = res < 0 && res != -libc::ECANCELED;
         if ended {
@@ -563,17 +568,28 @@ impl Table {
         }
     }
 
+    /// The inbox of `fd` for registration `token`; one left by another registration of the
+    /// number is emptied first.
+    fn inbox_of(
+        inboxes: &mut HashMap<RawFd, Inbox, BuildHasherDefault<FdHash>>,
+        fd: RawFd,
+        token: u64,
+    ) -> &mut Inbox {
+        let inbox = inboxes.entry(fd).or_default();
+        if inbox.token != token {
+            *inbox = Inbox { token, ..Inbox::default() };
+        }
+        inbox
+    }
+
     /// One completion of `token`'s multishot receive (quirk l).
     fn received(&mut self, token: u64, res: i32, flags: u32) {
         let fd = untoken(token).0;
         let more = cqueue::more(flags);
         if let Some(bid) = cqueue::buffer_select(flags) {
-            let bufs = self.bufs.as_mut().expect("a receive completed: its buffer ring exists");
             if res > 0 {
-                let inbox = self.inbox.entry(fd).or_default();
-                if inbox.token != token {
-                    *inbox = Inbox { token, ..Inbox::default() };
-                }
+                let inbox = Table::inbox_of(&mut self.inbox, fd, token);
+                let bufs = self.bufs.as_ref().expect("a receive completed: its buffer ring exists");
                 inbox.data.extend_from_slice(bufs.bytes(bid, res as usize));
                 if inbox.data.len() >= INBOX_MAX {
                     inbox.throttled = true;
@@ -584,15 +600,12 @@ impl Table {
                     }
                 }
             }
-            bufs.give(bid);
+            self.bufs.as_mut().expect("a receive completed: its buffer ring exists").give(bid);
         }
         let inbox_throttled = self.inbox.get(&fd).is_some_and(|i| i.token == token && i.throttled);
         let mut state = State::READ;
         if res == 0 || (res < 0 && res != -libc::ENOBUFS && res != -libc::ECANCELED) {
-            let inbox = self.inbox.entry(fd).or_default();
-            if inbox.token != token {
-                *inbox = Inbox { token, ..Inbox::default() };
-            }
+            let inbox = Table::inbox_of(&mut self.inbox, fd, token);
             if res == 0 {
                 inbox.eof = true;
                 state |= State::HUP;
@@ -854,10 +867,7 @@ impl Poller for Uring {
         self.table.watches.insert(Watch { token, fd, events, keep: true, live: false });
         // Bytes the ring took before this change of interest: no poll will report them.
         if let Some(i) = self.table.inbox.get(&fd).filter(|i| i.holds()) {
-            let state = State::READ
-                | if i.eof { State::HUP } else { State::empty() }
-                | if i.err != 0 { State::ERR } else { State::empty() };
-            self.table.pending.push(Ready { token, state });
+            self.table.pending.push(Ready { token, state: i.state() });
         }
         self.arm(token)?;
         self.enter(Some(Duration::ZERO))
@@ -909,10 +919,7 @@ impl Poller for Uring {
             // Bytes left over (`max`), or the stream's end or an error behind the bytes, whose
             // report was merged with theirs: report it again, or a caller that stops at what
             // it took never sees it.
-            let state = State::READ
-                | if inbox.eof { State::HUP } else { State::empty() }
-                | if inbox.err != 0 { State::ERR } else { State::empty() };
-            self.table.pending.push(Ready { token, state });
+            self.table.pending.push(Ready { token, state: inbox.state() });
         } else {
             self.table.inbox.remove(&fd);
         }
