@@ -3,7 +3,9 @@
 # files as its users tune it), same run, same 1 KB file, with cold connections held beside
 # the hot load: latency from the intended send time (no coordinated omission) at offered
 # rates up to 90% of nginx's capacity on this machine. The issue's goal: our p99 <= nginx's
-# at every rate up to 90% of nginx's capacity.
+# at every rate up to 90% of nginx's capacity. Each row also keeps the generator's self-check
+# (`hintq load`'s own delay p99, the server's time p99 from write to response arrival, and
+# whether it marked the run as lagged), so a tail that was the generator's shows as such.
 #
 # Capacity: nginx's closed-loop throughput (hintq load, $C connections, $CAP_DUR), measured
 # first in the same run; the rates are the fractions $FRACTIONS of it. At each rate the two
@@ -69,7 +71,7 @@ echo "# loadavg before: $(cat /proc/loadavg)" | tee -a "$OUT"
 load "$NGINX" "" "$TMP/cap.json" "$CAP_DUR"
 CAP=$(field "$TMP/cap.json" 'int(throughput)')
 echo "# nginx capacity (closed loop, $C connections, $COLD cold): $CAP req/s" | tee -a "$OUT"
-echo "server,fraction,rate,rep,requests,errors,p50_us,p90_us,p99_us,p999_us,load_cores_busy" | tee -a "$OUT"
+echo "server,fraction,rate,rep,requests,errors,p50_us,p90_us,p99_us,p999_us,load_cores_busy,own_delay_p99_us,server_time_p99_us,generator_lagged" | tee -a "$OUT"
 
 for f in $FRACTIONS; do
     rate=$(awk -v c="$CAP" -v f="$f" 'BEGIN { printf "%d", c * f }')
@@ -78,7 +80,7 @@ for f in $FRACTIONS; do
             if [ "$srv" = hintq ]; then addr=$OURS; else addr=$NGINX; fi
             j="$TMP/$srv.$f.$rep.json"
             load "$addr" "$rate" "$j" "$DUR"
-            row=$(field "$j" '"%d,%d,%.0f,%.0f,%.0f,%.0f,%.2f" % (hot["successes"], sum(hot["errors"].values()), latency_us["p50"], latency_us["p90"], latency_us["p99"], latency_us["p999"], cpu["cores_busy"])')
+            row=$(field "$j" '"%d,%d,%.0f,%.0f,%.0f,%.0f,%.2f,%.0f,%.0f,%d" % (hot["successes"], sum(hot["errors"].values()), latency_us["p50"], latency_us["p90"], latency_us["p99"], latency_us["p999"], cpu["cores_busy"], self_check["own_delay_us"]["p99"], self_check["server_time_us"]["p99"], self_check["generator_lagged"])')
             echo "$srv,$f,$rate,$rep,$row" | tee -a "$OUT"
         done
     done
@@ -95,7 +97,10 @@ for f in fracs:
     rate = next(r[2] for r in rows if r[1] == f)
     ratio = p99["hintq"] / p99["nginx"]
     worst = max(worst, ratio)
-    print(f"{float(f):.0%} of nginx's capacity ({rate} req/s): p99 hintq {p99['hintq']:.0f} us, nginx {p99['nginx']:.0f} us, ratio {ratio:.2f}")
+    st = {s: statistics.median(float(r[12]) for r in rows if r[0] == s and r[1] == f) for s in ("hintq", "nginx")}
+    lagged = {s: sum(r[13] == "1" for r in rows if r[0] == s and r[1] == f) for s in ("hintq", "nginx")}
+    print(f"{float(f):.0%} of nginx's capacity ({rate} req/s): p99 hintq {p99['hintq']:.0f} us, nginx {p99['nginx']:.0f} us, ratio {ratio:.2f}; "
+          f"server-time p99 (write to response) hintq {st['hintq']:.0f} us, nginx {st['nginx']:.0f} us; runs the generator marked lagged: hintq {lagged['hintq']}, nginx {lagged['nginx']}")
 print(f"worst p99 ratio ours/nginx: {worst:.2f} (goal <= 1.00 at every rate)")
 EOF
 echo "raw rows: $OUT"
