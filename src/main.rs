@@ -275,6 +275,11 @@ struct LoadArgs {
     /// and in TIME_WAIT].
     #[arg(long, value_name = "N")]
     sources: Option<usize>,
+    /// Open loop: wake this long before each request is due and poll until it is, instead of
+    /// sleeping to the moment (e.g. 50us); keeps the generator's core busy. For machines where
+    /// a wake-up from sleep is slow (see the report's self-check).
+    #[arg(long, value_parser = hintq_load::parse_duration, value_name = "D")]
+    spin: Option<std::time::Duration>,
     /// Write every figure and the exact settings as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -301,6 +306,7 @@ fn load(a: LoadArgs) -> ExitCode {
         sources: a.sources,
         port_range: None,
         progress: !a.quiet,
+        spin: a.spin,
         stall_hot_turns: None,
     };
     let spawner = std::env::current_exe()

@@ -155,6 +155,12 @@ pub struct Config {
     pub port_range: Option<(u16, u16)>,
     /// Show a progress bar (only drawn when stderr is a terminal).
     pub progress: bool,
+    /// Open loop: each hot worker wakes this long before a request is due and polls its
+    /// queue without sleeping until the moment comes, so that requests leave on time where
+    /// a wake-up from sleep is slow or late; the worker's core is kept busy meanwhile. The
+    /// self-check's busy share leaves the spinning out. `None` (the default): sleep until due.
+    #[serde(default)]
+    pub spin: Option<Duration>,
     /// Test hook, not on the command line: every hot worker sleeps this long on each turn of
     /// its loop. A generator made to lag on purpose, so tests can check that the self-check
     /// ([`crate::report::SelfCheck`]) notices; `None` in every real run.
@@ -181,6 +187,7 @@ impl Default for Config {
             sources: None,
             port_range: None,
             progress: false,
+            spin: None,
             stall_hot_turns: None,
         }
     }
@@ -214,6 +221,12 @@ impl Config {
             if self.connections == 0 {
                 return Err("--rate needs at least one hot connection (--connections)".into());
             }
+        }
+        if self.spin.is_some() && self.rate.is_none() {
+            return Err("--spin needs --rate: only an open loop has send moments to wait for".into());
+        }
+        if self.spin.is_some_and(|d| d > Duration::from_millis(100)) {
+            return Err("--spin must be at most 100ms".into());
         }
         if self.threads == 0 || self.processes == Some(0) || self.sources == Some(0) {
             return Err("--threads, --processes and --sources must be at least 1".into());
@@ -272,6 +285,17 @@ mod tests {
         }
         let e = "http://192.168.1.1:80/".parse::<Target>().unwrap_err();
         assert!(e.contains("non-loopback"), "{e}");
+    }
+
+    #[test]
+    fn spin_is_for_an_open_loop_and_bounded() {
+        let base = Config { targets: vec!["http://127.0.0.1:1/".parse().unwrap()], ..Config::default() };
+        let spin = Some(Duration::from_micros(50));
+        let e = Config { spin, ..base.clone() }.validate().unwrap_err();
+        assert!(e.contains("--spin needs --rate"), "{e}");
+        assert_eq!(Config { spin, rate: Some(100.0), ..base.clone() }.validate(), Ok(()));
+        let long = Some(Duration::from_secs(1));
+        assert!(Config { spin: long, rate: Some(100.0), ..base }.validate().is_err());
     }
 
     #[test]

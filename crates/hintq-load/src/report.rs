@@ -84,6 +84,10 @@ pub struct SelfCheck {
     pub hot_busy_mean_pct: f64,
     /// The busiest cold worker thread, % (0 without cold connections).
     pub cold_busy_max_pct: f64,
+    /// Hot worker threads on average, % of the hot phase spent spinning until a send was due
+    /// (`--spin`; left out of the busy shares).
+    #[serde(default)]
+    pub hot_spun_mean_pct: f64,
     /// The generator's own delay could explain the tail it reports: own-delay p99 (send lag
     /// alone where the kernel gave no arrival stamps) at least [`LAG_FLOOR_US`] and either at
     /// least [`LAG_SHARE`] of latency p99 or above the server-time p99 (then the backlog of
@@ -99,13 +103,17 @@ impl SelfCheck {
         let (mut lag, mut receive, mut own, mut server) =
             (histogram(), histogram(), histogram(), histogram());
         let (mut hot_max, mut hot_sum, mut hot_n, mut cold_max) = (0f64, 0f64, 0, 0f64);
+        let mut spun = 0f64;
         for r in results {
             r.send_lag.add_to(&mut lag);
             r.receive_lag.add_to(&mut receive);
             r.own_delay.add_to(&mut own);
             r.server_time.add_to(&mut server);
             match r.role {
-                Role::Hot => (hot_max, hot_sum, hot_n) = (hot_max.max(r.busy), hot_sum + r.busy, hot_n + 1),
+                Role::Hot => {
+                    (hot_max, hot_sum, hot_n) = (hot_max.max(r.busy), hot_sum + r.busy, hot_n + 1);
+                    spun += r.spun;
+                }
                 Role::Cold => cold_max = cold_max.max(r.busy),
             }
         }
@@ -143,6 +151,7 @@ impl SelfCheck {
             hot_busy_max_pct: 100.0 * hot_max,
             hot_busy_mean_pct: 100.0 * hot_sum / f64::from(hot_n.max(1)),
             cold_busy_max_pct: 100.0 * cold_max,
+            hot_spun_mean_pct: 100.0 * spun / f64::from(hot_n.max(1)),
             generator_lagged: !reasons.is_empty(),
             reasons,
         }
@@ -302,8 +311,18 @@ impl Report {
         );
         let _ = writeln!(
             o,
-            "  self-check: generator busy: hot threads max {:.0}% (mean {:.0}%), cold threads max {:.0}%",
-            k.hot_busy_max_pct, k.hot_busy_mean_pct, k.cold_busy_max_pct
+            "  self-check: generator busy: hot threads max {:.0}% (mean {:.0}%), cold threads max {:.0}%{}",
+            k.hot_busy_max_pct,
+            k.hot_busy_mean_pct,
+            k.cold_busy_max_pct,
+            if k.hot_spun_mean_pct > 0.0 {
+                format!(
+                    "; hot threads spun {:.0}% waiting for send moments (--spin, not counted as busy)",
+                    k.hot_spun_mean_pct
+                )
+            } else {
+                String::new()
+            }
         );
         if k.generator_lagged {
             let _ = writeln!(

@@ -109,8 +109,12 @@ pub struct WorkerResult {
     /// Hot: from the write of each successful request to the arrival of its response's last
     /// segment, µs: the server's time (and the loopback's).
     pub server_time: Pairs,
-    /// CPU time of this thread during the hot phase over the phase's wall time.
+    /// CPU time of this thread during the hot phase over the phase's wall time, less the
+    /// time it spun waiting for a send's moment (`--spin`).
     pub busy: f64,
+    /// Share of the hot phase this thread spun waiting for a send's moment (`--spin`).
+    #[serde(default)]
+    pub spun: f64,
     /// Cold: the connections held at the end of each whole second of the hot phase, and
     /// those opened and closed during it.
     pub cold_per_second: Vec<ColdSecond>,
@@ -267,6 +271,10 @@ pub struct Worker<'a> {
     woke: Instant,
     /// Thread CPU time at the start of the hot phase.
     cpu0: Duration,
+    /// Open loop, hot: wake this long before a send is due and poll until it is (`--spin`).
+    spin: Duration,
+    /// Time spent in turns that spun and found nothing to do.
+    spun: Duration,
     cold_per_second: Vec<ColdSecond>,
     /// Cold connections opened and closed since the last whole second, and when it ends
     /// (`None` before the hot phase: the warm-up is not counted in seconds).
@@ -367,6 +375,8 @@ impl<'a> Worker<'a> {
             server_time: histogram(),
             woke: now,
             cpu0: Duration::ZERO,
+            spin: cfg.spin.filter(|_| drives_hot && cfg.rate.is_some()).unwrap_or_default(),
+            spun: Duration::ZERO,
             cold_per_second: Vec::new(),
             this_second: ColdSecond::default(),
             next_second: None,
@@ -457,7 +467,9 @@ impl<'a> Worker<'a> {
 
     fn finish(mut self, warmup: Duration) -> WorkerResult {
         let hot_seconds = self.t0.elapsed().as_secs_f64();
-        let busy = (thread_cpu().saturating_sub(self.cpu0)).as_secs_f64() / hot_seconds.max(1e-9);
+        let cpu = thread_cpu().saturating_sub(self.cpu0).saturating_sub(self.spun);
+        let busy = cpu.as_secs_f64() / hot_seconds.max(1e-9);
+        let spun = self.spun.as_secs_f64() / hot_seconds.max(1e-9);
         self.stats_hot.unfinished = (self.in_flight + self.backlog.len()) as u64;
         self.stats_cold.held_at_end = self.cold_held;
         for slot in (0..self.hot.len()).map(Slot::Hot).chain((0..self.cold.len()).map(Slot::Cold)) {
@@ -478,6 +490,7 @@ impl<'a> Worker<'a> {
             own_delay: Pairs::of(&self.own_delay),
             server_time: Pairs::of(&self.server_time),
             busy,
+            spun,
             cold_per_second: self.cold_per_second,
         }
     }
@@ -492,9 +505,20 @@ impl<'a> Worker<'a> {
         if let Some(end) = self.next_second.filter(|_| self.role == Role::Cold) {
             limit = limit.min(end.max(now));
         }
-        let timeout = self.timers.timeout(now, Some(limit.saturating_duration_since(now)));
+        let mut timeout = self.timers.timeout(now, Some(limit.saturating_duration_since(now)));
+        // --spin: a wake-up from a sleep costs tens of µs on some machines and arrives late
+        // by as much; near a send's moment the queue is polled instead.
+        let spinning = !self.spin.is_zero() && timeout.is_some_and(|t| t <= self.spin);
+        if spinning {
+            timeout = Some(Duration::ZERO);
+        } else if let Some(t) = timeout.filter(|_| !self.spin.is_zero()) {
+            timeout = Some(t - self.spin);
+        }
         let mut events = [Event::default(); BATCH];
         let n = self.q.get_next_event(&mut events, timeout)?;
+        if spinning && n == 0 {
+            self.spun += now.elapsed();
+        }
         self.woke = Instant::now();
         for ev in &events[..n] {
             if !self.q.is_current(ev) {

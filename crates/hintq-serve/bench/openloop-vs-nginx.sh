@@ -18,7 +18,7 @@
 #
 # Usage: crates/hintq-serve/bench/openloop-vs-nginx.sh
 #   [env: C=50 COLD=750 RUNS=3 DUR=6 CAP_DUR=5 FRACTIONS="0.2 0.4 0.6 0.8 0.9" PORT=18390
-#         SRV_CPU=0 LOAD_CPU=1 BACKEND=uring HINTQ=path/to/hintq OUT=rows.csv]
+#         SRV_CPU=0 LOAD_CPU=1 BACKEND=uring SPIN=50us HINTQ=path/to/hintq OUT=rows.csv]
 set -euo pipefail
 
 C=${C:-50}
@@ -31,6 +31,9 @@ PORT=${PORT:-18390}
 SRV_CPU=${SRV_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 BACKEND=${BACKEND:-uring}
+# hintq load --spin: poll for the last $SPIN before each send instead of sleeping to it (a
+# wake-up from sleep costs and delays tens of µs here); "" sleeps.
+SPIN=${SPIN-50us}
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 # shellcheck source=../../../bench/lib.sh
 . "$ROOT/bench/lib.sh"
@@ -57,13 +60,14 @@ load() {
     local addr=$1 rate=$2 json=$3 dur=$4
     local args=(--connections "$C" --cold "$COLD" --duration "${dur}s" --threads 1 --processes 1 --quiet --json "$json")
     [ -n "$rate" ] && args+=(--rate "$rate")
+    [ -n "$rate" ] && [ -n "$SPIN" ] && args+=(--spin "$SPIN")
     taskset -c "$LOAD_CPU" "$HINTQ" load "http://$addr/1k.html" "${args[@]}" >"$json.txt" 2>&1
 }
 
 field() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, d))' "$@"; }
 
 echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus; $(nginx -v 2>&1); $("$HINTQ" --version); commit $(git -C "$ROOT" rev-parse --short HEAD)" | tee "$OUT"
-echo "# servers on cpu $SRV_CPU, hintq load (1 thread, 1 process, $C hot connections, $COLD cold idle) on cpu $LOAD_CPU; backend $BACKEND; 1 KB file; ${DUR}s per run" | tee -a "$OUT"
+echo "# servers on cpu $SRV_CPU, hintq load (1 thread, 1 process, $C hot connections, $COLD cold idle, spin ${SPIN:-off}) on cpu $LOAD_CPU; backend $BACKEND; 1 KB file; ${DUR}s per run" | tee -a "$OUT"
 echo "# nginx config: $(tr -s ' \n' ' ' <"$TMP/nginx.conf")" | tee -a "$OUT"
 echo "# hintq: serve --threads 1 --backend $BACKEND --idle-timeout 3600s, defaults otherwise" | tee -a "$OUT"
 echo "# loadavg before: $(cat /proc/loadavg)" | tee -a "$OUT"
