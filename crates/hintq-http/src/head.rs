@@ -183,18 +183,9 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<Reques
     let Some(head_len) = scan_head(buf, limits, Side::Request).map_err(err)? else {
         return Ok(None);
     };
-    // Slots left uninitialised: httparse writes the ones it fills (initialising all 128 cost
-    // a 4 KiB copy per request).
-    let mut stack = [MaybeUninit::<httparse::Header<'a>>::uninit(); STACK_HEADERS];
-    let mut heap = Vec::new();
-    let slots = if limits.max_headers > STACK_HEADERS {
-        heap.resize(limits.max_headers, MaybeUninit::uninit());
-        &mut heap[..]
-    } else {
-        &mut stack[..limits.max_headers]
-    };
+    let mut slots = HeaderSlots::new(limits.max_headers);
     let mut req = httparse::Request::new(&mut []);
-    match req.parse_with_uninit_headers(&buf[..head_len], slots) {
+    match req.parse_with_uninit_headers(&buf[..head_len], slots.get()) {
         Ok(httparse::Status::Complete(_)) => {}
         Ok(httparse::Status::Partial) => return Err(err(ErrorKind::InvalidStartLine)),
         Err(e) => return Err(err(map_httparse(e, &buf[..head_len], Side::Request))),
@@ -233,9 +224,13 @@ pub fn parse_response<'a>(
     let Some(head_len) = scan_head(buf, limits, Side::Response).map_err(err)? else {
         return Ok(None);
     };
-    let mut storage = HeaderStorage::new(limits.max_headers);
-    let mut res = httparse::Response::new(storage.slice());
-    match res.parse(&buf[..head_len]) {
+    let mut slots = HeaderSlots::new(limits.max_headers);
+    let mut res = httparse::Response::new(&mut []);
+    match httparse::ParserConfig::default().parse_response_with_uninit_headers(
+        &mut res,
+        &buf[..head_len],
+        slots.get(),
+    ) {
         Ok(httparse::Status::Complete(_)) => {}
         Ok(httparse::Status::Partial) => return Err(err(ErrorKind::InvalidStartLine)),
         Err(e) => return Err(err(map_httparse(e, &buf[..head_len], Side::Response))),
@@ -258,21 +253,24 @@ pub fn parse_response<'a>(
 /// Header slots on the stack; a higher `Limits::max_headers` puts them on the heap.
 const STACK_HEADERS: usize = 128;
 
-/// Header slots for `httparse`'s response parser (which takes initialised slots only): on the
-/// stack for the usual limits, on the heap beyond.
-struct HeaderStorage<'b> {
-    stack: [httparse::Header<'b>; STACK_HEADERS],
-    heap: Vec<httparse::Header<'b>>,
+/// Header slots for `httparse`, left uninitialised: it writes the ones it fills (initialising
+/// all 128 cost a 4 KiB copy per head). On the stack unless `Limits::max_headers` is higher.
+struct HeaderSlots<'b> {
+    stack: [MaybeUninit<httparse::Header<'b>>; STACK_HEADERS],
+    heap: Vec<MaybeUninit<httparse::Header<'b>>>,
     len: usize,
 }
 
-impl<'b> HeaderStorage<'b> {
+impl<'b> HeaderSlots<'b> {
     fn new(len: usize) -> Self {
-        let heap = if len > STACK_HEADERS { vec![httparse::EMPTY_HEADER; len] } else { Vec::new() };
-        HeaderStorage { stack: [httparse::EMPTY_HEADER; STACK_HEADERS], heap, len }
+        let mut heap = Vec::new();
+        if len > STACK_HEADERS {
+            heap.resize(len, MaybeUninit::uninit());
+        }
+        HeaderSlots { stack: [MaybeUninit::uninit(); STACK_HEADERS], heap, len }
     }
 
-    fn slice(&mut self) -> &mut [httparse::Header<'b>] {
+    fn get(&mut self) -> &mut [MaybeUninit<httparse::Header<'b>>] {
         if self.len > STACK_HEADERS {
             &mut self.heap
         } else {

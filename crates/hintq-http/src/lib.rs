@@ -35,7 +35,8 @@
 //! - `body`: [`BodyDecoder`] over [`LengthDecoder`] and [`ChunkedDecoder`], incremental and
 //!   copy-free (it returns ranges into the input).
 //! - `write`: [`HeadWriter`], [`DateCache`], [`write_error_response`], chunk writers.
-//! - `proxy`: [`strip_hop_by_hop`], [`add_via`].
+//! - `proxy`: [`strip_hop_by_hop`], [`add_via`]; [`end_to_end`] for writing a forwarded head
+//!   without copying the list.
 //! - `conditional`: validators, conditional and range requests (RFC 9110 §8.8, §13, §14):
 //!   [`select`] decides 304, 200, 206 or 416 from the request's fields and a file's
 //!   [`Validators`]; [`parse_range`], [`if_none_match`], [`if_range`] are its parts.
@@ -92,7 +93,7 @@ pub use framing::Framing;
 pub use head::{find_header, parse_request, parse_response, Header, RequestHead, ResponseHead, Version};
 pub use headers::{Headers, INLINE_HEADERS};
 pub use limits::Limits;
-pub use proxy::{add_via, is_hop_by_hop, strip_hop_by_hop, HOP_BY_HOP};
+pub use proxy::{add_via, end_to_end, is_hop_by_hop, strip_hop_by_hop, HOP_BY_HOP};
 pub use write::{
     error_body, reason, write_chunk, write_chunk_end, write_chunk_header, write_error_response,
     write_last_chunk, DateCache, Fields, HeadWriter,

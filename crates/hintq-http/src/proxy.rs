@@ -27,6 +27,7 @@ pub fn is_hop_by_hop(name: &str) -> bool {
 /// Content-Length is kept so the caller sees it; a proxy writes its own framing headers from
 /// the parsed [`Framing`](crate::Framing) and must not copy Content-Length blindly.
 pub fn strip_hop_by_hop(headers: &mut Headers<'_>) {
+    // (`end_to_end` keeps the same fields without allocating; this one edits the list.)
     let listed: Vec<String> = headers
         .iter()
         .filter(|h| h.is("connection"))
@@ -34,6 +35,26 @@ pub fn strip_hop_by_hop(headers: &mut Headers<'_>) {
         .filter(|t| !t.is_empty() && !PROTECTED.contains(&t.as_str()))
         .collect();
     headers.retain(|h| !is_hop_by_hop(&h.name) && !listed.iter().any(|t| h.is(t)));
+}
+
+/// The fields [`strip_hop_by_hop`] keeps, in order, without copying the list: what a proxy
+/// writing a head straight from a parsed one forwards.
+pub fn end_to_end<'h, 'a>(headers: &'h [Header<'a>]) -> impl Iterator<Item = &'h Header<'a>> {
+    let options = headers.iter().any(|c| c.is("connection"));
+    headers.iter().filter(move |h| !is_hop_by_hop(&h.name) && !(options && named_by_connection(h, headers)))
+}
+
+/// Whether a `Connection` option among `headers` names `h` (never Host or Content-Length).
+fn named_by_connection(h: &Header<'_>, headers: &[Header<'_>]) -> bool {
+    if PROTECTED.iter().any(|p| h.is(p)) {
+        return false;
+    }
+    let name = h.name.as_bytes();
+    headers.iter().filter(|c| c.is("connection")).any(|c| {
+        // `list_elements` trims whitespace; an option with a byte that is not ASCII never
+        // equals a token name (the lossy lower-casing in `strip_hop_by_hop` agrees).
+        list_elements(&c.value).any(|t| !t.is_empty() && t.eq_ignore_ascii_case(name))
+    })
 }
 
 /// Appends `Via: 1.1 <pseudonym>` (the version the message was received with). Appending a new

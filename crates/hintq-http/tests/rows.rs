@@ -525,11 +525,18 @@ fn p6_hop_by_hop_stripped_and_via_added() {
 Keep-Alive: 5\r\nProxy-Connection: keep-alive\r\nTE: trailers\r\nUpgrade: h2c\r\nTrailer: X\r\nX-Bar: 2\r\n\
 Content-Length: 0\r\nVia: 1.0 other\r\n\r\n";
     let mut head = ok(buf);
+    // The same fields, without editing the list (how the proxy writes a head).
+    let forwarded: Vec<_> = end_to_end(&head.headers).map(|h| h.name.to_string()).collect();
+    assert_eq!(forwarded, ["Host", "X-Bar", "Content-Length", "Via"]);
     strip_hop_by_hop(&mut head.headers);
     add_via(&mut head.headers, head.version, "hintq");
     let names: Vec<_> = head.headers.iter().map(|h| h.name.to_string()).collect();
     assert_eq!(names, ["Host", "X-Bar", "Content-Length", "Via", "Via"]);
     assert_eq!(&*head.headers[4].value, b"1.1 hintq");
+    // Options with odd spacing and case name fields too; empty options name nothing.
+    let head = ok(b"GET / HTTP/1.1\r\nHost: a\r\nX-Foo: 1\r\nconnection: ,  x-FOO ,\r\nX-Keep: 2\r\n\r\n");
+    let forwarded: Vec<_> = end_to_end(&head.headers).map(|h| h.name.to_string()).collect();
+    assert_eq!(forwarded, ["Host", "X-Keep"]);
 }
 
 #[test]

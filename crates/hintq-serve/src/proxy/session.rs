@@ -31,18 +31,15 @@ use super::{sys, Settings, Stats};
 use crate::common::{peer_addr, shutdown_write, Read};
 use hintq::{Interest, State};
 use hintq_http::{
-    add_via, parse_request, parse_response, strip_hop_by_hop, write_chunk_end, write_chunk_header,
-    write_error_response, write_last_chunk, BodyDecoder, DateCache, Error, Framing, HeadWriter, RequestHead,
-    ResponseHead, Side, Version,
+    end_to_end, parse_request, parse_response, write_chunk_end, write_chunk_header, write_error_response,
+    write_last_chunk, BodyDecoder, DateCache, Error, Framing, HeadWriter, RequestHead, ResponseHead, Side,
+    Version,
 };
 use hintq_patterns::Fds;
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
-
-/// The pseudonym in the `Via` lines the proxy adds.
-pub(crate) const VIA: &str = "hintq";
 
 /// Space a chunk's size line and closing CRLF need beside its data.
 const CHUNK_OVERHEAD: usize = 16 + 2 + 2;
@@ -1036,17 +1033,27 @@ fn ring_send(fds: &mut Fds<'_>, fd: RawFd, buf: &mut Buf) -> io::Result<bool> {
     }
 }
 
+/// The value of the `Via` entry added to a message received with `version` (RFC 9110 §7.6.3),
+/// `hintq` the pseudonym: `add_via`'s, written without a copy of the header list.
+fn via(version: Version) -> &'static [u8] {
+    match version {
+        Version::Http10 => b"1.0 hintq",
+        Version::Http11 => b"1.1 hintq",
+    }
+}
+
 /// The request head as it goes upstream: HTTP/1.1, hop-by-hop fields removed (P6), framing
 /// written from the parsed [`Framing`] (never a received Content-Length copied: P5), `Via`
 /// added, `Host` added for an HTTP/1.0 request without one. Values cannot carry CR, LF or NUL
 /// (refused by the parser, and [`HeadWriter`] would blank them: P7).
 fn write_request_head(head: &RequestHead<'_>, out: &mut Vec<u8>, cfg: &Settings) {
-    let mut headers = head.headers.clone();
-    strip_hop_by_hop(&mut headers);
-    headers.retain(|h| !h.is("content-length") && (head.expect_continue || !h.is("expect")));
-    add_via(&mut headers, head.version, VIA);
     let mut w = HeadWriter::request(out, &head.method, &head.target, Version::Http11);
-    w.headers(&headers);
+    for h in end_to_end(&head.headers) {
+        if !h.is("content-length") && (head.expect_continue || !h.is("expect")) {
+            w.header(&h.name, &h.value);
+        }
+    }
+    w.header("Via", via(head.version));
     if head.header("host").is_none() {
         w.header("Host", cfg.upstream_host.as_bytes());
     }
@@ -1061,14 +1068,13 @@ fn write_request_head(head: &RequestHead<'_>, out: &mut Vec<u8>, cfg: &Settings)
 /// The response head as it goes to the client; see [`write_request_head`]. A body-less
 /// response (HEAD, 204, 304) keeps its Content-Length: it describes the representation.
 fn write_response_head(head: &ResponseHead<'_>, enc: Enc, ex: &Exchange, out: &mut Vec<u8>) {
-    let mut headers = head.headers.clone();
-    strip_hop_by_hop(&mut headers);
-    if head.framing != Framing::None {
-        headers.retain(|h| !h.is("content-length"));
-    }
-    add_via(&mut headers, head.version, VIA);
     let mut w = HeadWriter::response(out, Version::Http11, head.status);
-    w.headers(&headers);
+    for h in end_to_end(&head.headers) {
+        if head.framing == Framing::None || !h.is("content-length") {
+            w.header(&h.name, &h.value);
+        }
+    }
+    w.header("Via", via(head.version));
     match (head.framing, enc) {
         (Framing::Length(n), _) => drop(w.content_length(n)),
         (Framing::Chunked | Framing::UntilClose, Enc::Chunked) => drop(w.chunked()),
@@ -1085,6 +1091,16 @@ fn write_response_head(head: &ResponseHead<'_>, enc: Enc, ex: &Exchange, out: &m
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `Via` written from a constant is the one `add_via` makes.
+    #[test]
+    fn via_is_add_vias() {
+        for v in [Version::Http10, Version::Http11] {
+            let mut headers = hintq_http::Headers::new();
+            hintq_http::add_via(&mut headers, v, "hintq");
+            assert_eq!(&*headers[0].value, via(v));
+        }
+    }
 
     /// An idle client connection holds no buffer: only its session record.
     #[test]
