@@ -41,7 +41,7 @@ pub fn strip_hop_by_hop(headers: &mut Headers<'_>) {
 /// writing a head straight from a parsed one forwards.
 pub fn end_to_end<'h, 'a>(headers: &'h [Header<'a>]) -> impl Iterator<Item = &'h Header<'a>> {
     let options = headers.iter().any(|c| c.is("connection"));
-    headers.iter().filter(move |h| !is_hop_by_hop(&h.name) && !(options && named_by_connection(h, headers)))
+    headers.iter().filter(move |h| !(is_hop_by_hop(&h.name) || options && named_by_connection(h, headers)))
 }
 
 /// Whether a `Connection` option among `headers` names `h` (never Host or Content-Length).
