@@ -64,6 +64,23 @@ enum BenchCommand {
     /// Group with Delivery::One per backend, beside plain shared epoll and EPOLLEXCLUSIVE.
     #[command(name = "wake-one")]
     WakeOne(WakeArgs),
+    /// A measuring instrument, not a server: answers every request on --listen with one
+    /// response prepared from --file, doing nothing else (receive, send), on epoll or
+    /// io_uring, until stopped: the floor under a static server's CPU per request.
+    Floor(FloorArgs),
+}
+
+#[derive(Args)]
+struct FloorArgs {
+    /// Address to listen on (loopback).
+    #[arg(long, value_name = "ADDR")]
+    listen: std::net::SocketAddr,
+    /// epoll (recv and send system calls) or uring (multishot receive, sends in the ring).
+    #[arg(long, default_value = "uring", value_name = "epoll|uring")]
+    mechanism: hintq_bench::floor::Mechanism,
+    /// The body of every response.
+    #[arg(long, value_name = "PATH")]
+    file: PathBuf,
 }
 
 #[derive(Args)]
@@ -137,6 +154,33 @@ fn main() -> ExitCode {
         Command::Bench { what: BenchCommand::Gooch(args) } => bench_hist("gooch", args),
         Command::Bench { what: BenchCommand::Patterns(args) } => bench_patterns::run(args),
         Command::Bench { what: BenchCommand::WakeOne(args) } => bench_wake(args),
+        Command::Bench { what: BenchCommand::Floor(args) } => bench_floor(args),
+    }
+}
+
+fn bench_floor(args: FloorArgs) -> ExitCode {
+    let run = || -> std::io::Result<()> {
+        let body = std::fs::read(&args.file)?;
+        let kind = if args.file.extension().is_some_and(|e| e == "html") {
+            "text/html"
+        } else {
+            "application/octet-stream"
+        };
+        let listener = std::net::TcpListener::bind(args.listen)?;
+        eprintln!(
+            "hintq bench floor: {} on http://{} ({:?})",
+            args.file.display(),
+            listener.local_addr()?,
+            args.mechanism
+        );
+        hintq_bench::floor::serve(listener, args.mechanism, hintq_bench::floor::response(&body, kind))
+    };
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hintq bench floor: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -30,12 +30,17 @@
 //! patterns of `hintq-patterns`: it lives here, not in that runtime library, so that no
 //! library depends on a benchmark crate.
 //!
+//! `hintq bench floor` ([`floor`]) is no benchmark but a measuring instrument: the least a
+//! static server can do per request (receive it, send a response prepared once) on epoll or
+//! io_uring, to set `hintq serve`'s CPU per request against.
+//!
 //! `hintq bench wake-one` ([`wake`]) counts the threads woken per readiness of a descriptor
 //! shared by 1, 2, 4 and 8 blocked threads: a `Group` with `Delivery::One` on each backend,
 //! beside plain shared epoll and `EPOLLEXCLUSIVE` in the same run.
 
 #![warn(missing_docs)]
 
+pub mod floor;
 pub mod gooch;
 pub mod meter;
 pub mod micro;

@@ -6,6 +6,9 @@
 //! `EINTR` is retried only where a function says so, or by the caller with [`retry`], since
 //! a caller that waits with a deadline must recompute its timeout first.
 
+mod bufring;
+pub use bufring::BufRing;
+
 use std::io;
 use std::mem;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};

@@ -109,6 +109,7 @@
 use super::{Handoff, Poller, Ready};
 use crate::token::{is_internal, untoken, BACKEND_BIT};
 use crate::{sys, Interest, State};
+use hintq_sys::BufRing;
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -191,7 +192,7 @@ static RECVS: OnceLock<bool> = OnceLock::new();
 /// checks that it comes in that buffer with `F_MORE` (quirk l).
 fn multishot_recv_works() -> bool {
     let Ok(mut ring) = IoUring::new(4) else { return false };
-    let Ok(bufs) = BufRing::new(&ring, 1, 64) else { return false };
+    let Ok(bufs) = BufRing::new(&ring, 1, 64, BGID) else { return false };
     let Ok((a, b)) = hintq_sys::socketpair() else { return false };
     let sqe = opcode::RecvMulti::new(types::Fd(a.as_raw_fd()), BGID).build().user_data(1);
     // SAFETY: the receive's memory is the registered buffer ring, which `bufs` keeps alive
@@ -212,84 +213,6 @@ fn multishot_recv_works() -> bool {
     drop(ring);
     drop(bufs);
     works
-}
-
-/// The ring of provided buffers that receives take their buffers from (quirk l): the ring
-/// of entries the kernel reads (page-aligned, as it asks) and the buffers themselves.
-struct BufRing {
-    entries: std::ptr::NonNull<types::BufRingEntry>,
-    layout: std::alloc::Layout,
-    bufs: Box<[u8]>,
-    size: usize,
-    count: u16,
-    /// Our copy of the tail; the kernel's is in the first entry.
-    tail: u16,
-}
-
-impl BufRing {
-    /// Registers `count` (a power of two) buffers of `size` bytes with `ring` as group [`BGID`].
-    fn new(ring: &IoUring, count: u16, size: usize) -> io::Result<BufRing> {
-        let layout = std::alloc::Layout::from_size_align(
-            usize::from(count) * std::mem::size_of::<types::BufRingEntry>(),
-            4096,
-        )
-        .map_err(io::Error::other)?;
-        // SAFETY: the layout has a non-zero size (count >= 1).
-        let raw = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<types::BufRingEntry>();
-        let entries =
-            std::ptr::NonNull::new(raw).ok_or_else(|| io::Error::from(io::ErrorKind::OutOfMemory))?;
-        let mut r = BufRing {
-            entries,
-            layout,
-            bufs: vec![0; usize::from(count) * size].into(),
-            size,
-            count,
-            tail: 0,
-        };
-        // SAFETY: the entries stay allocated until `r` drops, which its owner does only after
-        // the ring is gone (field order in `Uring`, explicit drop in the probe).
-        unsafe { ring.submitter().register_buf_ring_with_flags(raw as u64, count, BGID, 0) }?;
-        (0..count).for_each(|bid| r.give(bid));
-        Ok(r)
-    }
-
-    /// Buffer `bid`'s first `len` bytes, as a completion left them.
-    fn bytes(&self, bid: u16, len: usize) -> &[u8] {
-        let at = usize::from(bid) * self.size;
-        &self.bufs[at..at + len.min(self.size)]
-    }
-
-    /// Gives buffer `bid` back to the kernel.
-    fn give(&mut self, bid: u16) {
-        if bid >= self.count {
-            return;
-        }
-        let i = usize::from(self.tail & (self.count - 1));
-        let addr = self.bufs.as_ptr() as u64 + u64::from(bid) * self.size as u64;
-        // SAFETY: `i` < count, inside the allocation; the kernel reads an entry only once the
-        // tail (published below) covers it, so writing this one races with nothing.
-        let e = unsafe { &mut *self.entries.as_ptr().add(i) };
-        e.set_addr(addr);
-        e.set_len(self.size as u32);
-        e.set_bid(bid);
-        self.tail = self.tail.wrapping_add(1);
-        // SAFETY: the tail field of the first entry, which the kernel reads atomically.
-        let tail = unsafe { types::BufRingEntry::tail(self.entries.as_ptr()) }
-            as *const std::sync::atomic::AtomicU16;
-        // SAFETY: as above; a u16 field is aligned for an AtomicU16.
-        unsafe { &*tail }.store(self.tail, std::sync::atomic::Ordering::Release);
-    }
-}
-
-// SAFETY: the entries are plain memory owned by this value alone (the kernel reads them only
-// through the ring, owned by the same `Uring`); moving it to another thread moves that too.
-unsafe impl std::marker::Send for BufRing {}
-
-impl Drop for BufRing {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout; the ring that read it is gone.
-        unsafe { std::alloc::dealloc(self.entries.as_ptr().cast(), self.layout) };
-    }
 }
 
 /// Sends go through the ring (quirk k): the kernel has `IORING_OP_SEND` and
@@ -762,7 +685,7 @@ impl Uring {
     /// Makes the receive buffer ring if there is none yet; false if the kernel refused it.
     fn receive_buffers(&mut self) -> bool {
         if self.table.bufs.is_none() && RECVS.get().copied().unwrap_or(false) {
-            self.table.bufs = BufRing::new(&self.ring, RECV_BUFS, RECV_BUF).ok();
+            self.table.bufs = BufRing::new(&self.ring, RECV_BUFS, RECV_BUF, BGID).ok();
         }
         self.table.bufs.is_some()
     }

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# How far above the floor: hintq serve's CPU per request beside tuned nginx's and beside the
+# floor (`hintq bench floor`: a server that only receives each request and sends a response
+# prepared once, on epoll and on io_uring). What lies under the floor (the kernel's TCP work
+# on loopback, both ends of which run on the sending side's CPU) no server can save; the
+# difference serve - floor is serve's own cost, the part a change to hintq can shrink.
+#
+# Five servers, all on $SRV_CPU (one is loaded at a time): nginx (one worker, tuned for small
+# static files as its users tune it: open_file_cache, sendfile off), hintq serve on uring and
+# on epoll (one thread), floor on uring and on epoll. wrk -t1 -c$C on $LOAD_CPU, $DUR s per run,
+# $RUNS rounds, the servers' order turned each round so drift falls on all alike. CPU per
+# request: user + system of the server process from /proc/PID/stat across its wrk run, over the
+# requests wrk completed. Reported: the medians, each ÷ nginx's, and serve ÷ floor per
+# mechanism. Only processes started here are stopped; raw rows go to $OUT.
+#
+# Usage: crates/hintq-serve/bench/floor.sh
+#   [env: C=50 RUNS=9 DUR=3 PORT=18560 SRV_CPU=0 LOAD_CPU=1 HINTQ=path/to/hintq OUT=rows.csv]
+set -euo pipefail
+
+C=${C:-50}
+RUNS=${RUNS:-9}
+DUR=${DUR:-3}
+PORT=${PORT:-18560}
+SRV_CPU=${SRV_CPU:-0}
+LOAD_CPU=${LOAD_CPU:-1}
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+# shellcheck source=../../../bench/lib.sh
+. "$ROOT/bench/lib.sh"
+
+bench_tools
+bench_hintq floor
+bench_tmp floor
+
+NAMES=(nginx serve-uring serve-epoll floor-uring floor-epoll)
+declare -A ADDR PID
+for i in "${!NAMES[@]}"; do ADDR[${NAMES[$i]}]=127.0.0.1:$((PORT + i)); done
+
+nginx_conf 19000 18000 <<EOF
+    types { text/html html; }
+    server { listen ${ADDR[nginx]} backlog=4096; root $TMP/www;
+             open_file_cache max=10000 inactive=60s; open_file_cache_valid 60s; sendfile off; }
+EOF
+nginx_start "$SRV_CPU" "${ADDR[nginx]}"
+PID[nginx]=$NGINX_WORKER
+for b in uring epoll; do
+    taskset -c "$SRV_CPU" "$HINTQ" serve --root "$TMP/www" --listen "${ADDR[serve-$b]}" --threads 1 --backend "$b" \
+        --idle-timeout 3600s 2>"$TMP/logs/serve-$b.log" &
+    PID[serve-$b]=$!
+    PIDS+=("$!")
+    taskset -c "$SRV_CPU" "$HINTQ" bench floor --listen "${ADDR[floor-$b]}" --mechanism "$b" --file "$TMP/www/1k.html" \
+        2>"$TMP/logs/floor-$b.log" &
+    PID[floor-$b]=$!
+    PIDS+=("$!")
+done
+for n in "${NAMES[@]}"; do wait_port "${ADDR[$n]}"; done
+
+{
+    echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus; $(nginx -v 2>&1); $("$HINTQ" --version); commit $(git -C "$ROOT" rev-parse --short HEAD)"
+    echo "# servers on cpu $SRV_CPU, wrk -t1 -c$C -d${DUR}s on cpu $LOAD_CPU; 1 KB file; loadavg $(cat /proc/loadavg)"
+    echo "# nginx config: $(tr -s ' \n' ' ' <"$TMP/nginx.conf")"
+    echo "# serve: hintq serve --threads 1 --backend uring|epoll --idle-timeout 3600s; floor: hintq bench floor --mechanism uring|epoll"
+    echo "server,rep,requests,cpu_us_per_req"
+} | tee "$OUT"
+
+for rep in $(seq "$RUNS"); do
+    # Turn the order each round.
+    k=$(((rep - 1) % ${#NAMES[@]}))
+    for n in "${NAMES[@]:$k}" "${NAMES[@]:0:$k}"; do
+        c0=$(cpu_of "${PID[$n]}")
+        reqs=$(taskset -c "$LOAD_CPU" wrk -t1 -c"$C" -d"${DUR}s" "http://${ADDR[$n]}/1k.html" | awk '/requests in/ { print $1 }')
+        c1=$(cpu_of "${PID[$n]}")
+        echo "$n,$rep,$reqs,$(awk -v a="$c0" -v b="$c1" -v n="$reqs" 'BEGIN { printf "%.3f", (b - a) * 1e6 / n }')" | tee -a "$OUT"
+    done
+done
+echo "# loadavg after: $(cat /proc/loadavg)" | tee -a "$OUT"
+
+python3 - "$OUT" <<'EOF'
+import csv, statistics, sys
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if not l.startswith("#"))][1:]
+med = {}
+for s in ("nginx", "serve-uring", "serve-epoll", "floor-uring", "floor-epoll"):
+    v = sorted(float(r[3]) for r in rows if r[0] == s)
+    med[s] = statistics.median(v)
+    print(f"{s:12} median {med[s]:.2f} us per request ({' '.join(f'{x:.2f}' for x in v)}); / nginx {med[s] / med['nginx']:.3f}")
+for m in ("uring", "epoll"):
+    s, f = med[f"serve-{m}"], med[f"floor-{m}"]
+    print(f"{m}: serve / floor {s / f:.3f} (serve's own cost {s - f:.2f} us per request); floor / nginx {f / med['nginx']:.3f}")
+EOF
+echo "raw rows: $OUT"

@@ -1,0 +1,94 @@
+//! A ring of provided buffers for io_uring receives (`IORING_REGISTER_PBUF_RING`, 5.19): the
+//! ring of entries the kernel reads (page-aligned, as it asks) and the buffers themselves.
+//! A multishot `IORING_OP_RECV` with buffer selection takes one per completion; the owner
+//! copies the bytes out ([`BufRing::bytes`]) and gives the buffer back ([`BufRing::give`]).
+
+use io_uring::{types, IoUring};
+use std::io;
+
+/// `count` buffers of `size` bytes registered with one ring as one buffer group.
+pub struct BufRing {
+    entries: std::ptr::NonNull<types::BufRingEntry>,
+    layout: std::alloc::Layout,
+    bufs: Box<[u8]>,
+    size: usize,
+    count: u16,
+    /// Our copy of the tail; the kernel's is in the first entry.
+    tail: u16,
+}
+
+impl BufRing {
+    /// Registers `count` (a power of two) buffers of `size` bytes with `ring` as group `bgid`,
+    /// all given to the kernel.
+    ///
+    /// The value must outlive every receive that may take its buffers: drop the ring first
+    /// (the kernel unregisters the group with it), then this.
+    ///
+    /// # Errors
+    /// Allocation, or the kernel refusing the registration (before 5.19: `EINVAL`).
+    pub fn new(ring: &IoUring, count: u16, size: usize, bgid: u16) -> io::Result<BufRing> {
+        if !count.is_power_of_two() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "buffer count must be a power of two"));
+        }
+        let layout = std::alloc::Layout::from_size_align(
+            usize::from(count) * std::mem::size_of::<types::BufRingEntry>(),
+            4096,
+        )
+        .map_err(io::Error::other)?;
+        // SAFETY: the layout has a non-zero size (count >= 1).
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<types::BufRingEntry>();
+        let entries =
+            std::ptr::NonNull::new(raw).ok_or_else(|| io::Error::from(io::ErrorKind::OutOfMemory))?;
+        let mut r = BufRing {
+            entries,
+            layout,
+            bufs: vec![0; usize::from(count) * size].into(),
+            size,
+            count,
+            tail: 0,
+        };
+        // SAFETY: the entries stay allocated until `r` drops, which its owner does only after
+        // the ring is gone (the contract of `new`).
+        unsafe { ring.submitter().register_buf_ring_with_flags(raw as u64, count, bgid, 0) }?;
+        (0..count).for_each(|bid| r.give(bid));
+        Ok(r)
+    }
+
+    /// Buffer `bid`'s first `len` bytes, as a completion left them.
+    pub fn bytes(&self, bid: u16, len: usize) -> &[u8] {
+        let at = usize::from(bid) * self.size;
+        &self.bufs[at..at + len.min(self.size)]
+    }
+
+    /// Gives buffer `bid` back to the kernel; an id out of range is ignored.
+    pub fn give(&mut self, bid: u16) {
+        if bid >= self.count {
+            return;
+        }
+        let i = usize::from(self.tail & (self.count - 1));
+        let addr = self.bufs.as_ptr() as u64 + u64::from(bid) * self.size as u64;
+        // SAFETY: `i` < count, inside the allocation; the kernel reads an entry only once the
+        // tail (published below) covers it, so writing this one races with nothing.
+        let e = unsafe { &mut *self.entries.as_ptr().add(i) };
+        e.set_addr(addr);
+        e.set_len(self.size as u32);
+        e.set_bid(bid);
+        self.tail = self.tail.wrapping_add(1);
+        // SAFETY: the tail field of the first entry, which the kernel reads atomically.
+        let tail = unsafe { types::BufRingEntry::tail(self.entries.as_ptr()) }
+            as *const std::sync::atomic::AtomicU16;
+        // SAFETY: as above; a u16 field is aligned for an AtomicU16.
+        unsafe { &*tail }.store(self.tail, std::sync::atomic::Ordering::Release);
+    }
+}
+
+// SAFETY: the entries are plain memory owned by this value alone (the kernel reads them only
+// through the ring it was registered with); moving it to another thread moves that too.
+unsafe impl Send for BufRing {}
+
+impl Drop for BufRing {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout; the ring that read it is gone.
+        unsafe { std::alloc::dealloc(self.entries.as_ptr().cast(), self.layout) };
+    }
+}
