@@ -96,6 +96,12 @@ const READ_CHUNK: usize = 16 * 1024;
 /// Pipelining bound: queued pieces (heads, files) and bytes before input is left unread.
 const MAX_PIECES: usize = 16;
 const MAX_QUEUED: usize = 64 * 1024;
+/// How many input buffers [`INPUTS`] keeps, and the largest it keeps (a read's reservation).
+const INPUTS_KEPT: usize = 64;
+const INPUT_KEPT_MAX: usize = 2 * READ_CHUNK;
+/// A held body up to this size is copied behind its head rather than sent from the cache's
+/// copy as a second piece (see `respond`).
+const COPY_BODY: u64 = 4096;
 /// Methods RFC 9110 defines (and PATCH): 405 with `Allow`; any other method is 501.
 const KNOWN_METHODS: [&str; 7] = ["POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"];
 
@@ -228,6 +234,10 @@ impl Conn {
     /// bytes that came, typically one request head; so an idle keep-alive connection holds no
     /// buffer, and a read that finds nothing or the end of the stream allocates nothing.
     fn read(&mut self, fds: &mut Fds<'_>, fd: RawFd) -> io::Result<Read> {
+        if self.input.capacity() == 0 {
+            // A buffer an idle connection gave back (see `release`), not a fresh allocation.
+            self.input = INPUTS.with_borrow_mut(Vec::pop).unwrap_or_default();
+        }
         match fds.take_received(fd, &mut self.input, usize::MAX) {
             // Taken whole: the socket is drained as far as the ring knows, and new bytes come
             // with a new event.
@@ -252,8 +262,12 @@ impl Conn {
     /// parsed (see [`Conn::read`]), and the output's buffers once everything was sent.
     fn release(&mut self) {
         if self.pos == self.input.len() {
-            self.input = Vec::new();
+            let mut input = std::mem::take(&mut self.input);
             self.pos = 0;
+            if input.capacity() <= INPUT_KEPT_MAX {
+                input.clear();
+                INPUTS.with_borrow_mut(|pool| (pool.len() < INPUTS_KEPT).then(|| pool.push(input)));
+            }
         }
         self.out.release();
     }
@@ -270,16 +284,38 @@ thread_local! {
     static REL: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
     /// What a connection without an input buffer reads into (see [`Conn::read`]).
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// Cleared input buffers of connections gone idle ([`Conn::release`]), for the next
+    /// connection to read on this thread.
+    static INPUTS: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
     /// The clocks, read once per readiness handled (see [`tick`]).
     static NOW: Cell<Option<(Instant, SystemTime)>> = const { Cell::new(None) };
 }
 
-/// Reads both clocks for the readiness being handled: every request it answers uses these
+/// Reads the clock for the readiness being handled: every request it answers uses it
 /// (timeouts, `Date`, the cache's validity), instead of reading a clock five times a request.
+/// The wall clock is the monotonic one's reading plus an offset taken again each second
+/// ([`wall`]): one clock read per readiness, not two.
 fn tick() -> Instant {
-    let now = (Instant::now(), SystemTime::now());
-    NOW.set(Some(now));
-    now.0
+    let at = Instant::now();
+    NOW.set(Some((at, wall(at))));
+    at
+}
+
+/// The wall-clock time at `at`, from the last pair of readings of both clocks, refreshed
+/// when that is a second old (or `at` is before it): `Date` has a resolution of a second,
+/// and a step of the wall clock shows within one.
+fn wall(at: Instant) -> SystemTime {
+    thread_local! {
+        static PAIR: Cell<Option<(Instant, SystemTime)>> = const { Cell::new(None) };
+    }
+    PAIR.with(|pair| match pair.get() {
+        Some((i, w)) if at >= i && at - i < Duration::from_secs(1) => w + (at - i),
+        _ => {
+            let w = SystemTime::now();
+            pair.set(Some((at, w)));
+            w
+        }
+    })
 }
 
 /// The clocks as of the last [`tick`] of this thread.
@@ -591,6 +627,11 @@ impl Files {
             return Answer { status, bytes: 0 };
         }
         match &f.content {
+            // A small body is copied behind its head: one contiguous run goes out in one
+            // `send` (a `sendmsg` of two pieces costs more than copying 1 KB here).
+            Content::Held(body) if send <= COPY_BODY => {
+                out.buf().extend_from_slice(&body[off as usize..(off + send) as usize])
+            }
             Content::Held(body) => out.push_shared(Arc::clone(body), off as usize, send as usize),
             Content::File(file) => out.push_file(Arc::clone(file), off, send),
         }

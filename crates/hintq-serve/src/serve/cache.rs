@@ -20,8 +20,8 @@
 //! An entry is shared (`Arc`): a response being sent keeps its descriptor and body alive even
 //! after the entry is replaced or dropped.
 
+use hashbrown::HashTable;
 use hintq_http::{Fields, HeadWriter};
-use std::collections::HashMap;
 use std::fs::File;
 use std::hash::BuildHasher;
 use std::os::fd::OwnedFd;
@@ -141,8 +141,9 @@ fn take(budget: &AtomicUsize, n: usize) -> bool {
     budget.fetch_update(Relaxed, Relaxed, |left| left.checked_sub(n)).is_ok()
 }
 
-/// The entries of one shard, by key (the decoded path and whether it named a directory).
-type Shard = HashMap<Box<[u8]>, Arc<Entry>>;
+/// The entries of one shard: each key (the decoded path and whether it named a directory)
+/// with its hash, computed once per lookup for both the shard and the table.
+type Shard = HashTable<(u64, Box<[u8]>, Arc<Entry>)>;
 
 /// The cache; see the module docs.
 #[derive(Debug)]
@@ -160,7 +161,7 @@ impl FileCache {
     pub(crate) fn new(max_entries: usize, valid: Duration) -> FileCache {
         let per_shard = if valid.is_zero() { 0 } else { max_entries.div_ceil(SHARDS) };
         FileCache {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: (0..SHARDS).map(|_| Mutex::new(HashTable::new())).collect(),
             hasher: Default::default(),
             per_shard,
             valid,
@@ -186,10 +187,12 @@ impl FileCache {
         if self.per_shard == 0 {
             return open().map(Arc::new);
         }
-        let shard = &self.shards[self.shard_of(key)];
+        let hash = self.hasher.hash_one(key);
+        let shard = &self.shards[hash as usize % SHARDS];
+        let is_key = |e: &(u64, Box<[u8]>, Arc<Entry>)| e.0 == hash && *e.1 == *key;
         {
             let map = shard.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(e) = map.get(key) {
+            if let Some((_, _, e)) = map.find(hash, is_key) {
                 if now.saturating_duration_since(e.checked) < self.valid {
                     return Ok(Arc::clone(e));
                 }
@@ -201,16 +204,18 @@ impl FileCache {
         let old = match fresh {
             Ok(entry) => {
                 let entry = Arc::new(entry);
-                let old = match map.get_mut(key) {
-                    Some(slot) => Some(std::mem::replace(slot, Arc::clone(&entry))),
+                let old = match map.find_mut(hash, is_key) {
+                    Some(slot) => Some(std::mem::replace(&mut slot.2, Arc::clone(&entry))),
                     None => {
                         let evicted = if map.len() >= self.per_shard {
-                            let k = map.keys().next().cloned();
-                            k.and_then(|k| map.remove(&k))
+                            let first = map.iter().next().map(|e| (e.0, e.1.clone()));
+                            first.and_then(|(h, k)| {
+                                map.find_entry(h, |e| e.0 == h && e.1 == k).ok().map(|o| o.remove().0 .2)
+                            })
                         } else {
                             None
                         };
-                        map.insert(key.into(), Arc::clone(&entry));
+                        map.insert_unique(hash, (hash, key.into(), Arc::clone(&entry)), |e| e.0);
                         evicted
                     }
                 };
@@ -218,7 +223,7 @@ impl FileCache {
                 self.release(old);
                 return Ok(entry);
             }
-            Err(e) => (map.remove(key), e),
+            Err(e) => (map.find_entry(hash, is_key).ok().map(|o| o.remove().0 .2), e),
         };
         drop(map);
         self.release(old.0);
@@ -236,10 +241,6 @@ impl FileCache {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().unwrap().len()).sum()
-    }
-
-    fn shard_of(&self, key: &[u8]) -> usize {
-        self.hasher.hash_one(key) as usize % SHARDS
     }
 }
 

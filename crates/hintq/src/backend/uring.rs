@@ -423,7 +423,16 @@ impl Hasher for FdHash {
     }
 }
 
-/// Buffers kept for reuse by later sends, and the largest one kept.
+/// Keeps `buf` in `pool` for a later send or receive, if the pool has room and it is not too
+/// large.
+fn recycle(pool: &mut Vec<Vec<u8>>, mut buf: Vec<u8>) {
+    if pool.len() < POOL && buf.capacity() <= POOL_BUF_MAX {
+        buf.clear();
+        pool.push(buf);
+    }
+}
+
+/// Buffers kept for reuse by later sends and receives' inboxes, and the largest one kept.
 const POOL: usize = 256;
 const POOL_BUF_MAX: usize = 64 * 1024;
 
@@ -512,6 +521,10 @@ impl Table {
         if let Some(bid) = cqueue::buffer_select(flags) {
             if res > 0 {
                 let inbox = Table::inbox_of(&mut self.inbox, fd, token);
+                if inbox.data.capacity() == 0 {
+                    // A buffer given back by a take or a send, not a fresh allocation.
+                    inbox.data = self.pool.pop().unwrap_or_default();
+                }
                 let bufs = self.bufs.as_ref().expect("a receive completed: its buffer ring exists");
                 inbox.data.extend_from_slice(bufs.bytes(bid, res as usize));
                 if inbox.data.len() >= INBOX_MAX {
@@ -552,12 +565,9 @@ impl Table {
         }
     }
 
-    /// Keeps `buf` for a later send, if the pool has room and it is not too large.
-    fn recycle(&mut self, mut buf: Vec<u8>) {
-        if self.pool.len() < POOL && buf.capacity() <= POOL_BUF_MAX {
-            buf.clear();
-            self.pool.push(buf);
-        }
+    /// Keeps `buf` for a later send or receive, if the pool has room and it is not too large.
+    fn recycle(&mut self, buf: Vec<u8>) {
+        recycle(&mut self.pool, buf);
     }
 
     fn is_live(&self, token: u64) -> bool {
@@ -832,7 +842,8 @@ impl Poller for Uring {
             std::mem::swap(buf, &mut inbox.data);
         } else {
             buf.extend_from_slice(&inbox.data);
-            inbox.data = Vec::new();
+            let data = std::mem::take(&mut inbox.data);
+            recycle(&mut self.table.pool, data);
         }
         let rearm = std::mem::take(&mut inbox.throttled) && inbox.data.len() < INBOX_MAX;
         if inbox.data.len() >= INBOX_MAX {

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# A/B of hintq serve against itself: two servers serving the same 1 KB file, A and B, which
+# differ in binary ($A_HINTQ, $B_HINTQ: a build before a change and after) and/or in
+# environment ($A_ENV, $B_ENV: for example B_ENV=HINTQ_URING_RECV=0), loaded in turn by wrk,
+# $RUNS times each, so drift falls on both alike. CPU per request is user + system of each
+# server from /proc/PID/stat across its wrk run, divided by the requests wrk completed.
+# Reported: every run, sorted, and the medians' ratio A/B.
+#
+# Pinning: both servers on $SRV_CPU (one is loaded at a time), wrk on $LOAD_CPU. Only
+# processes started here are stopped. Raw rows go to $OUT.
+#
+# Usage: crates/hintq-serve/bench/ab.sh
+#   [env: A_HINTQ=path B_HINTQ=path (default: this tree's release build) A_ENV="K=V ..." B_ENV="K=V ..."
+#         BACKEND=uring C=50 RUNS=14 DUR=2 PORT=18550 SRV_CPU=0 LOAD_CPU=1 OUT=rows.csv]
+set -euo pipefail
+
+C=${C:-50}
+RUNS=${RUNS:-14}
+DUR=${DUR:-2}
+PORT=${PORT:-18550}
+SRV_CPU=${SRV_CPU:-0}
+LOAD_CPU=${LOAD_CPU:-1}
+BACKEND=${BACKEND:-uring}
+A_ENV=${A_ENV:-}
+B_ENV=${B_ENV:-}
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+# shellcheck source=../../../bench/lib.sh
+. "$ROOT/bench/lib.sh"
+
+bench_tools
+bench_hintq ab
+A_HINTQ=${A_HINTQ:-$HINTQ}
+B_HINTQ=${B_HINTQ:-$HINTQ}
+bench_tmp ab
+A=127.0.0.1:$PORT
+B=127.0.0.1:$((PORT + 1))
+
+# start NAME BINARY "ENV" ADDR: one server; sets the pid in PID_<NAME>.
+start() {
+    # shellcheck disable=SC2086 # the environment is a list of words
+    env $3 taskset -c "$SRV_CPU" "$2" serve --root "$TMP/www" --listen "$4" --threads 1 --backend "$BACKEND" \
+        --idle-timeout 3600s 2>"$TMP/logs/$1.log" &
+    PIDS+=("$!")
+    printf -v "PID_$1" '%s' "$!"
+}
+start A "$A_HINTQ" "$A_ENV" "$A"
+start B "$B_HINTQ" "$B_ENV" "$B"
+wait_port "$A"
+wait_port "$B"
+
+{
+    echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus; commit $(git -C "$ROOT" rev-parse --short HEAD)"
+    echo "# A: $A_HINTQ ($("$A_HINTQ" --version)) env [$A_ENV]; B: $B_HINTQ ($("$B_HINTQ" --version)) env [$B_ENV]"
+    echo "# both: serve --threads 1 --backend $BACKEND on cpu $SRV_CPU, wrk -t1 -c$C -d${DUR}s on cpu $LOAD_CPU; 1 KB file; loadavg $(cat /proc/loadavg)"
+    echo "server,rep,requests,cpu_us_per_req"
+} | tee "$OUT"
+
+for rep in $(seq "$RUNS"); do
+    for s in A B; do
+        if [ "$s" = A ]; then addr=$A pid=$PID_A; else addr=$B pid=$PID_B; fi
+        c0=$(cpu_of "$pid")
+        reqs=$(taskset -c "$LOAD_CPU" wrk -t1 -c"$C" -d"${DUR}s" "http://$addr/1k.html" | awk '/requests in/ { print $1 }')
+        c1=$(cpu_of "$pid")
+        echo "$s,$rep,$reqs,$(awk -v a="$c0" -v b="$c1" -v n="$reqs" 'BEGIN { printf "%.3f", (b - a) * 1e6 / n }')" | tee -a "$OUT"
+    done
+done
+
+python3 - "$OUT" <<'PY'
+import csv, statistics, sys
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if not l.startswith("#"))][1:]
+by = {s: sorted(float(r[3]) for r in rows if r[0] == s) for s in ("A", "B")}
+for s, v in by.items():
+    print(f"{s}: " + " ".join(f"{x:.2f}" for x in v))
+a, b = statistics.median(by["A"]), statistics.median(by["B"])
+print(f"median CPU per request: A {a:.2f} us, B {b:.2f} us; ratio A/B {a / b:.3f}")
+PY
+echo "raw rows: $OUT"
