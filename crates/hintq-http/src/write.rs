@@ -58,7 +58,16 @@ impl<'b> HeadWriter<'b> {
     pub fn response(buf: &'b mut Vec<u8>, version: Version, status: u16) -> Self {
         buf.extend_from_slice(version.as_str().as_bytes());
         // A status outside 100..=999 would not be three digits; clamp rather than write garbage.
-        let _ = write!(buf, " {} ", status.clamp(100, 999));
+        // Three digits written by hand: `write!` cost 2% of a small response's user time.
+        let status3 = status.clamp(100, 999);
+        let digits = [
+            b' ',
+            b'0' + (status3 / 100) as u8,
+            b'0' + (status3 / 10 % 10) as u8,
+            b'0' + (status3 % 10) as u8,
+            b' ',
+        ];
+        buf.extend_from_slice(&digits);
         buf.extend_from_slice(reason(status).as_bytes());
         buf.extend_from_slice(b"\r\n");
         HeadWriter { buf }

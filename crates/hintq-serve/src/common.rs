@@ -82,7 +82,15 @@ thread_local! {
     static SPARES: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// How many buffers [`SPARES`] keeps: enough for the connections one wait returns at once.
+thread_local! {
+    /// Emptied piece queues of connections gone idle ([`Out::release`]).
+    static QUEUES: std::cell::RefCell<Vec<VecDeque<Item>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The largest piece queue [`QUEUES`] keeps (pipelining bounds the pieces queued).
+const MAX_KEPT_ITEMS: usize = 64;
+
+/// How many buffers [`SPARES`] (and [`QUEUES`]) keeps: enough for the connections one wait returns at once.
 const SPARES_KEPT: usize = 64;
 /// The largest buffer the pool keeps (a head and a small body fit many times over).
 const SPARE_MAX: usize = 16 * 1024;
@@ -96,7 +104,10 @@ impl Out {
             return;
         }
         if self.items.capacity() > 0 {
-            self.items = VecDeque::new();
+            let q = std::mem::take(&mut self.items);
+            QUEUES.with_borrow_mut(|pool| {
+                (pool.len() < SPARES_KEPT && q.capacity() <= MAX_KEPT_ITEMS).then(|| pool.push(q))
+            });
         }
         if self.spare.capacity() > 0 {
             let b = std::mem::take(&mut self.spare);
@@ -200,10 +211,20 @@ impl Out {
             if self.spare.capacity() == 0 {
                 self.spare = SPARES.with_borrow_mut(Vec::pop).unwrap_or_default();
             }
-            self.items.push_back(Item::Bytes(std::mem::take(&mut self.spare), 0));
+            let b = std::mem::take(&mut self.spare);
+            self.push(Item::Bytes(b, 0));
         }
         let Some(Item::Bytes(b, _)) = self.items.back_mut() else { unreachable!("pushed above") };
         b
+    }
+
+    /// Queues a piece; the first one of a response takes a queue an idle connection gave back
+    /// ([`Out::release`]) rather than allocating one.
+    fn push(&mut self, item: Item) {
+        if self.items.capacity() == 0 {
+            self.items = QUEUES.with_borrow_mut(Vec::pop).unwrap_or_default();
+        }
+        self.items.push_back(item);
     }
 
     /// Appends bytes.
@@ -215,14 +236,14 @@ impl Out {
     pub fn push_shared(&mut self, shared: Arc<[u8]>, off: usize, len: usize) {
         if len > 0 {
             debug_assert!(off + len <= shared.len());
-            self.items.push_back(Item::Shared(shared, off, off + len));
+            self.push(Item::Shared(shared, off, off + len));
         }
     }
 
     /// Appends `len` bytes of `file` from offset `off`.
     pub fn push_file(&mut self, file: Arc<OwnedFd>, off: u64, len: u64) {
         if len > 0 {
-            self.items.push_back(Item::File { file, off: off as i64, end: (off + len) as i64 });
+            self.push(Item::File { file, off: off as i64, end: (off + len) as i64 });
         }
     }
 

@@ -29,20 +29,23 @@ pub(crate) struct Target<'t> {
 /// caller's reusable buffer, so a request allocates nothing here.
 pub(crate) fn decode_target<'t>(target: &'t str, rel: &mut Vec<u8>) -> Result<Target<'t>, u16> {
     let path = origin_path(target).ok_or(400u16)?;
-    let (path, query) = match path.split_once('?') {
-        Some((p, q)) => (p, Some(q).filter(|q| !q.is_empty())),
+    // Byte scans, not `str` patterns: a target is short, and the pattern searcher's set-up
+    // cost more than the search (2% of a small response's user time).
+    let (path, query) = match path.bytes().position(|b| b == b'?') {
+        // `?` is ASCII: both halves are on character boundaries.
+        Some(i) => (&path[..i], Some(&path[i + 1..]).filter(|q| !q.is_empty())),
         None => (path, None),
     };
     let out = rel;
     out.clear();
     let mut dir_form = true;
-    for raw in path.split('/').skip(1) {
+    for raw in path.as_bytes().split(|&b| b == b'/').skip(1) {
         let start = out.len();
         if !out.is_empty() {
             out.push(b'/');
         }
         let seg_start = out.len();
-        decode_segment(raw.as_bytes(), out)?;
+        decode_segment(raw, out)?;
         dir_form = matches!(&out[seg_start..], b"" | b"." | b"..");
         match &out[seg_start..] {
             b"" | b"." => out.truncate(start),
