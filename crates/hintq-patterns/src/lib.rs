@@ -115,7 +115,7 @@ mod sync;
 
 pub use attach::{Cx, Fds};
 pub use net::{listen, local_addr, open_fds};
-pub use run::{start, Counters, Server, PERSISTENT_WAIT_ERRORS};
+pub use run::{batch_time, start, Counters, Server, PERSISTENT_WAIT_ERRORS};
 
 use hintq::{Backend, Interest, State};
 use std::fmt;

@@ -722,6 +722,7 @@ impl<H: Handler> Core<H> {
     /// waits keep failing: the thread must stop. With [`Config::probe_waits`], a call with a
     /// zero timeout comes first, and only if it finds nothing the call that may block.
     fn wait(&self, q: &mut Queue, evs: &mut [Event], st: &ThreadStats) -> Option<usize> {
+        BATCH_TIME.set(None);
         let n = self.array_max.min(evs.len());
         let evs = &mut evs[..n];
         let t0 = self.clock();
@@ -753,6 +754,9 @@ impl<H: Handler> Core<H> {
         }
         match r {
             Ok(n) => {
+                if n > 0 {
+                    BATCH_TIME.set(Some(Instant::now()));
+                }
                 add(&st.events, n as u64);
                 st.most_events.fetch_max(n as u64, Relaxed);
                 st.failing_waits.store(0, Relaxed);
@@ -776,6 +780,19 @@ impl<H: Handler> Core<H> {
     fn stopped(&self) -> bool {
         self.stop.load(Relaxed)
     }
+}
+
+thread_local! {
+    /// When this thread's last wait returned events; cleared while it waits.
+    static BATCH_TIME: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
+}
+
+/// The time for the events the calling thread is handling: when the wait that returned them
+/// came back (one clock read per batch of events, not one per event), or the clock now on a
+/// thread that took its events from another (a Half-Sync worker) or outside a handler. At
+/// most one batch's handling old: for timeouts and `Date` headers, not for measuring.
+pub fn batch_time() -> Instant {
+    BATCH_TIME.get().unwrap_or_else(Instant::now)
 }
 
 /// A running pattern. Dropping it without [`Server::shutdown`] shuts it down too.
@@ -1283,4 +1300,23 @@ fn half_sync_async<H: Handler>(c: &Core<H>, s: &Shared, work: &WorkQueue<Event>,
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Outside a handler (no wait has returned on this thread) the batch time is the clock's;
+    /// after a wait it is when that wait returned, the same for every event of the batch;
+    /// a new wait clears it.
+    #[test]
+    fn batch_time_is_the_waits_return_or_the_clock() {
+        let before = Instant::now();
+        assert!(batch_time() >= before);
+        let at = Instant::now() - Duration::from_secs(5);
+        BATCH_TIME.set(Some(at));
+        assert_eq!((batch_time(), batch_time()), (at, at));
+        BATCH_TIME.set(None);
+        assert!(batch_time() >= before);
+    }
 }

@@ -291,12 +291,13 @@ thread_local! {
     static NOW: Cell<Option<(Instant, SystemTime)>> = const { Cell::new(None) };
 }
 
-/// Reads the clock for the readiness being handled: every request it answers uses it
-/// (timeouts, `Date`, the cache's validity), instead of reading a clock five times a request.
+/// The time of the readiness being handled (the runtime's [`hintq_patterns::batch_time`]: one
+/// clock read per batch of events): every request it answers uses it (timeouts, `Date`, the
+/// cache's validity), instead of reading a clock five times a request.
 /// The wall clock is the monotonic one's reading plus an offset taken again each second
 /// ([`wall`]): one clock read per readiness, not two.
 fn tick() -> Instant {
-    let at = Instant::now();
+    let at = hintq_patterns::batch_time();
     NOW.set(Some((at, wall(at))));
     at
 }

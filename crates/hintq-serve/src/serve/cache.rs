@@ -149,7 +149,7 @@ type Shard = HashTable<(u64, Box<[u8]>, Arc<Entry>)>;
 #[derive(Debug)]
 pub(crate) struct FileCache {
     shards: Box<[Mutex<Shard>]>,
-    hasher: std::collections::hash_map::RandomState,
+    hasher: foldhash::fast::RandomState,
     per_shard: usize,
     valid: Duration,
     budget: AtomicUsize,
