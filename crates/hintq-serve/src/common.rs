@@ -170,16 +170,27 @@ impl Out {
             return self.flush(fd);
         }
         let mut buf = fds.send_buffer();
-        while let Some(item) = self.items.front() {
+        while let Some(item) = self.items.pop_front() {
             match item {
-                Item::Bytes(b, sent) => buf.extend_from_slice(&b[*sent..]),
-                Item::Shared(b, off, end) => buf.extend_from_slice(&b[*off..*end]),
-                Item::File { .. } => break,
-            }
-            if let Some(Item::Bytes(mut b, _)) = self.items.pop_front() {
-                if b.capacity() <= 64 * 1024 {
-                    b.clear();
-                    self.spare = b;
+                // A whole run first: it goes to the ring as it is (no copy), and the ring's
+                // empty buffer becomes the spare for the next response.
+                Item::Bytes(b, 0) if buf.is_empty() => {
+                    let empty = std::mem::replace(&mut buf, b);
+                    if self.spare.capacity() == 0 {
+                        self.spare = empty;
+                    }
+                }
+                Item::Bytes(mut b, sent) => {
+                    buf.extend_from_slice(&b[sent..]);
+                    if b.capacity() <= 64 * 1024 {
+                        b.clear();
+                        self.spare = b;
+                    }
+                }
+                Item::Shared(b, off, end) => buf.extend_from_slice(&b[off..end]),
+                file @ Item::File { .. } => {
+                    self.items.push_front(file);
+                    break;
                 }
             }
         }
