@@ -50,7 +50,7 @@ impl std::str::FromStr for Mechanism {
 
 /// The response to every request: a `200 OK` head like nginx's for a static file, then `body`.
 pub fn response(body: &[u8], content_type: &str) -> Vec<u8> {
-    let date = httpdate_now();
+    let date = httpdate::fmt_http_date(std::time::SystemTime::now());
     let mut r = format!(
         "HTTP/1.1 200 OK\r\nServer: hintq-floor\r\nDate: {date}\r\nContent-Type: {content_type}\r\n\
          Content-Length: {}\r\nLast-Modified: {date}\r\nConnection: keep-alive\r\nETag: \"floor\"\r\n\
@@ -297,28 +297,6 @@ fn uring(listener: &TcpListener, response: &[u8]) -> io::Result<()> {
     }
 }
 
-/// `Date` value of now, RFC 9110 IMF-fixdate.
-fn httpdate_now() -> String {
-    let secs =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
-    let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][(days % 7) as usize];
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let mon = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        [month as usize - 1];
-    format!("{weekday}, {day:02} {mon} {year} {h:02}:{m:02}:{s:02} GMT")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,12 +317,5 @@ mod tests {
         let mut t = 0;
         let three = req.repeat(3);
         assert_eq!(three.iter().map(|b| ends(&mut t, std::slice::from_ref(b))).sum::<usize>(), 3);
-    }
-
-    #[test]
-    fn the_date_is_an_imf_fixdate() {
-        let d = httpdate_now();
-        assert_eq!(d.len(), 29, "{d}");
-        assert!(d.ends_with(" GMT") && d.as_bytes()[3] == b',', "{d}");
     }
 }
