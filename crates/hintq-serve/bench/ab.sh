@@ -58,10 +58,7 @@ wait_port "$B"
 for rep in $(seq "$RUNS"); do
     for s in A B; do
         if [ "$s" = A ]; then addr=$A pid=$PID_A; else addr=$B pid=$PID_B; fi
-        c0=$(cpu_of "$pid")
-        reqs=$(taskset -c "$LOAD_CPU" wrk -t1 -c"$C" -d"${DUR}s" "http://$addr/1k.html" | awk '/requests in/ { print $1 }')
-        c1=$(cpu_of "$pid")
-        echo "$s,$rep,$reqs,$(awk -v a="$c0" -v b="$c1" -v n="$reqs" 'BEGIN { printf "%.3f", (b - a) * 1e6 / n }')" | tee -a "$OUT"
+        echo "$s,$rep,$(wrk_cpu_per_request "$pid" "$addr")" | tee -a "$OUT"
     done
 done
 

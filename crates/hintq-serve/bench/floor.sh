@@ -66,10 +66,7 @@ for rep in $(seq "$RUNS"); do
     # Turn the order each round.
     k=$(((rep - 1) % ${#NAMES[@]}))
     for n in "${NAMES[@]:$k}" "${NAMES[@]:0:$k}"; do
-        c0=$(cpu_of "${PID[$n]}")
-        reqs=$(taskset -c "$LOAD_CPU" wrk -t1 -c"$C" -d"${DUR}s" "http://${ADDR[$n]}/1k.html" | awk '/requests in/ { print $1 }')
-        c1=$(cpu_of "${PID[$n]}")
-        echo "$n,$rep,$reqs,$(awk -v a="$c0" -v b="$c1" -v n="$reqs" 'BEGIN { printf "%.3f", (b - a) * 1e6 / n }')" | tee -a "$OUT"
+        echo "$n,$rep,$(wrk_cpu_per_request "${PID[$n]}" "${ADDR[$n]}")" | tee -a "$OUT"
     done
 done
 echo "# loadavg after: $(cat /proc/loadavg)" | tee -a "$OUT"
