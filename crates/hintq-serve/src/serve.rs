@@ -77,8 +77,8 @@ use crate::common::{
 use cache::{Content, Entry, FileCache};
 use hintq::State;
 use hintq_http::{
-    error_body, parse_request, write_error_response, BodyDecoder, DateCache, Framing, HeadWriter, Limits,
-    RequestHead, Selected, Side, Validators, Version,
+    error_body, parse_request, write_error_response, BodyDecoder, Framing, HeadWriter, Limits, RequestHead,
+    Selected, Side, Validators, Version,
 };
 use hintq_patterns::{Config, Cx, Fds, Handler, Next, Server, Why};
 use std::cell::{Cell, RefCell};
@@ -279,7 +279,6 @@ impl Conn {
 }
 
 thread_local! {
-    static DATE: RefCell<DateCache> = RefCell::new(DateCache::new());
     /// The decoded path of the request being answered (reused: no allocation per request).
     static REL: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
     /// What a connection without an input buffer reads into (see [`Conn::read`]).
@@ -287,49 +286,59 @@ thread_local! {
     /// Cleared input buffers of connections gone idle ([`Conn::release`]), for the next
     /// connection to read on this thread.
     static INPUTS: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
-    /// The clocks, read once per readiness handled (see [`tick`]).
-    static NOW: Cell<Option<(Instant, SystemTime)>> = const { Cell::new(None) };
+    /// The time of the readiness being handled (see [`tick`]).
+    static NOW: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// The wall clock's current second (see [`second`]).
+    static SECOND: Cell<Option<Second>> = const { Cell::new(None) };
 }
 
 /// The time of the readiness being handled (the runtime's [`hintq_patterns::batch_time`]: one
 /// clock read per batch of events): every request it answers uses it (timeouts, `Date`, the
 /// cache's validity), instead of reading a clock five times a request.
-/// The wall clock is the monotonic one's reading plus an offset taken again each second
-/// ([`wall`]): one clock read per readiness, not two.
 fn tick() -> Instant {
     let at = hintq_patterns::batch_time();
-    NOW.set(Some((at, wall(at))));
+    NOW.set(Some(at));
     at
 }
 
-/// The wall-clock time at `at`, from the last pair of readings of both clocks, refreshed
-/// when that is a second old (or `at` is before it): `Date` has a resolution of a second,
-/// and a step of the wall clock shows within one.
-fn wall(at: Instant) -> SystemTime {
-    thread_local! {
-        static PAIR: Cell<Option<(Instant, SystemTime)>> = const { Cell::new(None) };
-    }
-    PAIR.with(|pair| match pair.get() {
-        Some((i, w)) if at >= i && at - i < Duration::from_secs(1) => w + (at - i),
+/// The time of the last [`tick`] of this thread.
+fn now() -> Instant {
+    NOW.get().unwrap_or_else(Instant::now)
+}
+
+/// One second of the wall clock, placed on the monotonic clock: a request whose [`now`] falls
+/// in `[from, until)` is answered with its `Date` and seconds without reading the wall clock
+/// or formatting (one comparison a request). The wall clock is read again when `now` leaves
+/// the interval, so a step of the wall clock shows within a second.
+#[derive(Clone, Copy)]
+struct Second {
+    from: Instant,
+    until: Instant,
+    /// Whole seconds since the Unix epoch.
+    unix: u64,
+    /// The IMF-fixdate of `unix`.
+    date: [u8; 29],
+}
+
+/// The wall clock's second at [`now`].
+fn second() -> Second {
+    let at = now();
+    match SECOND.get() {
+        Some(s) if at >= s.from && at < s.until => s,
         _ => {
-            let w = SystemTime::now();
-            pair.set(Some((at, w)));
-            w
+            let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+            let left = Duration::from_nanos(u64::from(1_000_000_000 - since.subsec_nanos()));
+            let unix = since.as_secs();
+            let s = Second { from: at, until: at + left, unix, date: http_date(unix as i64) };
+            SECOND.set(Some(s));
+            s
         }
-    })
+    }
 }
 
-/// The clocks as of the last [`tick`] of this thread.
-fn now() -> (Instant, SystemTime) {
-    NOW.get().unwrap_or_else(|| (Instant::now(), SystemTime::now()))
-}
-
+/// `Date` for a response made now.
 fn date() -> [u8; 29] {
-    DATE.with(|d| {
-        let mut out = [0; 29];
-        out.copy_from_slice(d.borrow_mut().get(now().1));
-        out
-    })
+    second().date
 }
 
 /// `secs` as an IMF-fixdate, for `Last-Modified` (made once per cache entry).
@@ -567,7 +576,7 @@ impl Files {
             rel.push(u8::from(target.dir_form));
             let key = &rel[..];
             let path = &key[..key.len() - 1];
-            self.cache.get(key, now().0, || self.entry(path, target.dir_form)).map_err(|m| match m {
+            self.cache.get(key, now(), || self.entry(path, target.dir_form)).map_err(|m| match m {
                 Miss::Redirect => Err(path::location(&target, path)),
                 Miss::Status(s) => Ok(s),
             })
@@ -578,7 +587,7 @@ impl Files {
             Err(Err(location)) => return short(out, 301, &[("Location", &location)]),
         };
         let len = f.len;
-        let now = now().1.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let now = second().unix;
         let v = Validators {
             etag: &f.etag,
             last_modified: f.mtime as u64,

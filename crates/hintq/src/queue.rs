@@ -478,9 +478,12 @@ impl Queue {
                 (None, _) => None,
                 (Some(_), None) if !first => return Ok(0),
                 (Some(_), None) => Some(Duration::ZERO),
+                // The deadline was taken just now: the whole timeout remains (one clock read
+                // per call, not two, when events are ready).
+                (Some(t), Some(_)) if first => Some(t),
                 (Some(_), Some(d)) => {
                     let now = Instant::now();
-                    if now >= d && !first {
+                    if now >= d {
                         return Ok(0);
                     }
                     Some(d.saturating_duration_since(now))

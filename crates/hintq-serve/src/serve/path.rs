@@ -36,10 +36,22 @@ pub(crate) fn decode_target<'t>(target: &'t str, rel: &mut Vec<u8>) -> Result<Ta
         Some(i) => (&path[..i], Some(&path[i + 1..]).filter(|q| !q.is_empty())),
         None => (path, None),
     };
-    let out = rel;
-    out.clear();
+    rel.clear();
+    let dir_form = match plain(path.as_bytes(), rel) {
+        Some(dir_form) => dir_form,
+        None => {
+            rel.clear();
+            segments(path.as_bytes(), rel)?
+        }
+    };
+    Ok(Target { dir_form, query })
+}
+
+/// Decodes `path` (starting with `/`) segment by segment into `out`, NUL-terminated;
+/// returns whether it named a directory (its last segment empty or a dot segment).
+fn segments(path: &[u8], out: &mut Vec<u8>) -> Result<bool, u16> {
     let mut dir_form = true;
-    for raw in path.as_bytes().split(|&b| b == b'/').skip(1) {
+    for raw in path.split(|&b| b == b'/').skip(1) {
         let start = out.len();
         if !out.is_empty() {
             out.push(b'/');
@@ -66,7 +78,27 @@ pub(crate) fn decode_target<'t>(target: &'t str, rel: &mut Vec<u8>) -> Result<Ta
         out.push(b'.');
     }
     out.push(0);
-    Ok(Target { dir_form, query })
+    Ok(dir_form)
+}
+
+/// The common path, decoded in one pass: no escapes, no backslash, no empty segment but a
+/// last one, no segment starting with a dot; it is copied as it is, without its leading and
+/// trailing slashes, and `Some(dir_form)` returned. `None` (with `out` in any state) leaves
+/// the path to the segment-by-segment decoding, which gives the same result for every path
+/// this one takes (checked by a test).
+fn plain(path: &[u8], out: &mut Vec<u8>) -> Option<bool> {
+    let mut prev = b'/';
+    for &b in &path[1..] {
+        if b == b'%' || b == b'\\' || (prev == b'/' && (b == b'/' || b == b'.')) {
+            return None;
+        }
+        prev = b;
+    }
+    let dir_form = prev == b'/';
+    let inner = &path[1..path.len() - usize::from(dir_form && path.len() > 1)];
+    out.extend_from_slice(if inner.is_empty() { b"." } else { inner });
+    out.push(0);
+    Some(dir_form)
 }
 
 /// The `Location` of the redirect from a directory named without its trailing slash: the
@@ -193,6 +225,36 @@ pub(crate) fn status_of(e: &io::Error) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every path the one-pass decoding takes gets what the segment decoding gives: all
+    /// paths of up to five bytes over an alphabet of the bytes that matter.
+    #[test]
+    fn the_plain_path_agrees_with_the_segment_decoding() {
+        let alphabet = b"/.a%\\b";
+        let (mut taken, mut paths) = (0, 0);
+        let mut path = vec![b'/'];
+        fn each(path: &mut Vec<u8>, alphabet: &[u8], left: usize, f: &mut impl FnMut(&[u8])) {
+            f(path);
+            if left > 0 {
+                for &b in alphabet {
+                    path.push(b);
+                    each(path, alphabet, left - 1, f);
+                    path.pop();
+                }
+            }
+        }
+        each(&mut path, alphabet, 5, &mut |p| {
+            paths += 1;
+            let (mut fast, mut slow) = (Vec::new(), Vec::new());
+            if let Some(dir_form) = plain(p, &mut fast) {
+                taken += 1;
+                let want = segments(p, &mut slow);
+                assert_eq!(Ok(dir_form), want, "{:?}", String::from_utf8_lossy(p));
+                assert_eq!(fast, slow, "{:?}", String::from_utf8_lossy(p));
+            }
+        });
+        assert!(taken > 100 && taken < paths, "{taken} of {paths} taken");
+    }
 
     fn decode(t: &str) -> Result<(Target<'_>, Vec<u8>), u16> {
         let mut rel = b"left over".to_vec();
