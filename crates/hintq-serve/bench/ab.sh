@@ -4,7 +4,7 @@
 # environment ($A_ENV, $B_ENV: for example B_ENV=HINTQ_URING_RECV=0), loaded in turn by wrk,
 # $RUNS times each, so drift falls on both alike. CPU per request is user + system of each
 # server from /proc/PID/stat across its wrk run, divided by the requests wrk completed.
-# Reported: every run, sorted, and the medians' ratio A/B.
+# Reported: every run, sorted, the medians' ratio A/B, and the median of each round's A/B.
 #
 # Pinning: both servers on $SRV_CPU (one is loaded at a time), wrk on $LOAD_CPU. Only
 # processes started here are stopped. Raw rows go to $OUT.
@@ -70,5 +70,10 @@ for s, v in by.items():
     print(f"{s}: " + " ".join(f"{x:.2f}" for x in v))
 a, b = statistics.median(by["A"]), statistics.median(by["B"])
 print(f"median CPU per request: A {a:.2f} us, B {b:.2f} us; ratio A/B {a / b:.3f}")
+# Each round's A and B ran seconds apart: their ratio survives a change of the machine's
+# state between rounds (this shared machine moved from 6.3 to 8.3 us for both in one run).
+rep = {(r[0], r[1]): float(r[3]) for r in rows}
+paired = sorted(rep[("A", k)] / rep[("B", k)] for (s, k) in rep if s == "A" and ("B", k) in rep)
+print(f"paired A/B per round: " + " ".join(f"{x:.3f}" for x in paired) + f"; median {statistics.median(paired):.3f}")
 PY
 echo "raw rows: $OUT"
