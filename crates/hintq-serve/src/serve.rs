@@ -961,6 +961,23 @@ pub fn run(args: &ServeArgs) -> io::Result<bool> {
 mod tests {
     use super::*;
 
+    /// `Date` and the seconds come from the cache while the second lasts and move on with the
+    /// wall clock when it ends.
+    #[test]
+    fn the_cached_second_follows_the_wall_clock() {
+        let wall = || SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+        let before = wall();
+        let a = second();
+        assert!((before..=wall()).contains(&a.unix), "{} not in {before}..", a.unix);
+        let formatted = httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(a.unix));
+        assert_eq!(&a.date[..], formatted.as_bytes());
+        assert_eq!(date(), a.date);
+        std::thread::sleep(a.until.saturating_duration_since(Instant::now()) + Duration::from_millis(20));
+        let b = second();
+        assert!(b.unix > a.unix && b.unix <= wall(), "{} after {}", b.unix, a.unix);
+        assert_ne!(b.date, a.date);
+    }
+
     #[test]
     fn help_lists_the_features() {
         use clap::{Args, Command};
