@@ -49,27 +49,38 @@ impl<'h> Fields<'h> {
         let mut f = Fields::default();
         for h in headers {
             let value = &*h.value;
-            if h.is("content-length") {
-                f.content_length = Some(content_length(value, f.content_length)?);
-            } else if h.is("transfer-encoding") {
-                f.transfer_encoding_lines += 1;
-                f.transfer_encoding = Some(value);
-            } else if h.is("host") {
-                f.hosts += 1;
-                f.host = Some(value);
-            } else if h.is("connection") {
-                for token in list_elements(value) {
-                    f.close |= token.eq_ignore_ascii_case(b"close");
-                    f.keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
+            // One branch on the name's length, then at most one comparison (five calls of
+            // `Header::is` per field were 3% of the proxy's user time).
+            let name = h.name.as_bytes();
+            let is = |want: &str| name.eq_ignore_ascii_case(want.as_bytes());
+            match name.len() {
+                14 if is("content-length") => {
+                    f.content_length = Some(content_length(value, f.content_length)?);
                 }
-            } else if h.is("expect") {
-                for token in list_elements(value).filter(|t| !t.is_empty()) {
-                    if token.eq_ignore_ascii_case(b"100-continue") {
-                        f.expect_continue = true;
-                    } else {
-                        f.expect_other = true;
+                17 if is("transfer-encoding") => {
+                    f.transfer_encoding_lines += 1;
+                    f.transfer_encoding = Some(value);
+                }
+                4 if is("host") => {
+                    f.hosts += 1;
+                    f.host = Some(value);
+                }
+                10 if is("connection") => {
+                    for token in list_elements(value) {
+                        f.close |= token.eq_ignore_ascii_case(b"close");
+                        f.keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
                     }
                 }
+                6 if is("expect") => {
+                    for token in list_elements(value).filter(|t| !t.is_empty()) {
+                        if token.eq_ignore_ascii_case(b"100-continue") {
+                            f.expect_continue = true;
+                        } else {
+                            f.expect_other = true;
+                        }
+                    }
+                }
+                _ => {}
             }
         }
         Ok(f)

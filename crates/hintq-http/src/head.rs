@@ -62,6 +62,7 @@ impl<'a> Header<'a> {
     }
 
     /// Whether the name equals `name`, ignoring ASCII case.
+    #[inline]
     pub fn is(&self, name: &str) -> bool {
         self.name.eq_ignore_ascii_case(name)
     }

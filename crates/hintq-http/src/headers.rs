@@ -5,46 +5,60 @@
 //! `may_dangle` a value with a `Drop` impl keeps every borrow it holds alive until it goes out
 //! of scope. A head borrows the connection's input buffer, and the servers change that buffer
 //! (consume the head, answer an error) while the head is still in scope. `Vec` is exempt
-//! (`may_dangle`), and so is this type, which has no `Drop` impl of its own: its fields are
-//! dropped by the compiler's drop glue, which does not need the borrow.
+//! (`may_dangle`), and so is this type, which has no `Drop` impl of its own.
+//!
+//! The inline slots are left uninitialised past `len`, and hold only fields whose name and
+//! value are both borrowed: such a field owns nothing, so not dropping it loses nothing. A
+//! field that owns either part goes to `spill` (a `Vec`, dropped as usual) with every field
+//! before it. Initialising and dropping sixteen `Cow` pairs per head was 4% of the proxy's
+//! instructions per request.
 
 use crate::head::Header;
+use std::borrow::Cow;
 use std::fmt;
-use std::ops::{Deref, DerefMut};
+use std::mem::MaybeUninit;
+use std::ops::Deref;
 
 /// Header fields a head holds without allocating (browsers send about a dozen).
 pub const INLINE_HEADERS: usize = 16;
 
 /// Header fields in the order received; a slice by [`Deref`]. The first [`INLINE_HEADERS`]
-/// live inside the value; a longer list moves to the heap whole.
-#[derive(Clone, Default)]
+/// borrowed fields live inside the value; a longer list, or one with an owned field, moves to
+/// the heap whole.
 pub struct Headers<'a> {
-    inline: [Header<'a>; INLINE_HEADERS],
+    /// `inline[..len]` are initialised, and each borrows both its name and its value.
+    inline: [MaybeUninit<Header<'a>>; INLINE_HEADERS],
     /// Fields in `inline`; 0 once `spill` is used.
     len: usize,
-    /// The whole list, once it outgrew `inline`.
+    /// The whole list, once it outgrew `inline` or took an owned field.
     spill: Vec<Header<'a>>,
 }
 
 impl<'a> Headers<'a> {
     /// An empty list.
     pub fn new() -> Self {
-        Self::default()
+        Headers { inline: [const { MaybeUninit::uninit() }; INLINE_HEADERS], len: 0, spill: Vec::new() }
     }
 
     /// Appends a field.
     pub fn push(&mut self, h: Header<'a>) {
-        if !self.spill.is_empty() {
-            self.spill.push(h);
-        } else if self.len < INLINE_HEADERS {
-            self.inline[self.len] = h;
+        let borrowed = matches!((&h.name, &h.value), (Cow::Borrowed(_), Cow::Borrowed(_)));
+        if self.spill.is_empty() && self.len < INLINE_HEADERS && borrowed {
+            self.inline[self.len] = MaybeUninit::new(h);
             self.len += 1;
-        } else {
+            return;
+        }
+        if self.spill.is_empty() {
             self.spill.reserve(2 * INLINE_HEADERS);
-            self.spill.extend(self.inline.iter_mut().map(std::mem::take));
-            self.spill.push(h);
+            // Moved out of the inline slots, which are then forgotten (`len` 0).
+            self.spill.extend(self.inline[..self.len].iter().map(|m| {
+                // SAFETY: `inline[..len]` are initialised; each is read once, and `len` is
+                // set to 0 below, so none is read again.
+                unsafe { m.assume_init_read() }
+            }));
             self.len = 0;
         }
+        self.spill.push(h);
     }
 
     /// Keeps the fields for which `keep` is true, in order.
@@ -55,20 +69,32 @@ impl<'a> Headers<'a> {
         }
         let mut kept = 0;
         for i in 0..self.len {
-            if keep(&self.inline[i]) {
+            // SAFETY: `i < len`: initialised.
+            if keep(unsafe { self.inline[i].assume_init_ref() }) {
                 self.inline.swap(kept, i);
                 kept += 1;
             }
         }
-        for h in &mut self.inline[kept..self.len] {
-            *h = Header::default();
-        }
+        // The fields dropped own nothing (borrowed name and value): forgetting them is
+        // dropping them.
         self.len = kept;
     }
 
     /// Copies whatever is borrowed, so the input buffer can be reused.
     pub fn into_owned(self) -> Headers<'static> {
-        self.iter().map(|h| h.clone().into_owned()).collect()
+        Headers { spill: self.iter().map(|h| h.clone().into_owned()).collect(), ..Headers::new() }
+    }
+}
+
+impl Default for Headers<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clone for Headers<'_> {
+    fn clone(&self) -> Self {
+        self.iter().cloned().collect()
     }
 }
 
@@ -76,19 +102,10 @@ impl<'a> Deref for Headers<'a> {
     type Target = [Header<'a>];
     fn deref(&self) -> &[Header<'a>] {
         if self.spill.is_empty() {
-            &self.inline[..self.len]
+            // SAFETY: `inline[..len]` are initialised, and `MaybeUninit<T>` has `T`'s layout.
+            unsafe { std::slice::from_raw_parts(self.inline.as_ptr().cast::<Header<'a>>(), self.len) }
         } else {
             &self.spill
-        }
-    }
-}
-
-impl DerefMut for Headers<'_> {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        if self.spill.is_empty() {
-            &mut self.inline[..self.len]
-        } else {
-            &mut self.spill
         }
     }
 }
@@ -145,6 +162,28 @@ mod tests {
             short.push(Header::new("new", b""));
             assert_eq!(names(&short), ["h1", "new"]);
         }
+    }
+
+    /// An owned field moves the list to the heap in order (inline slots never hold one), and
+    /// every operation goes on from there.
+    #[test]
+    fn owned_fields_keep_their_place() {
+        let owned = |n: &str| Header { name: Cow::Owned(n.to_string()), value: Cow::Owned(b"o".to_vec()) };
+        let mut h: Headers<'_> = ["a", "b"].iter().map(|s| Header::new(s, b"v")).collect();
+        h.push(owned("c"));
+        h.push(Header::new("d", b"v"));
+        assert_eq!(names(&h), ["a", "b", "c", "d"]);
+        assert_eq!(&*h[2].value, b"o");
+        h.retain(|x| x.name != "b");
+        assert_eq!(names(&h), ["a", "c", "d"]);
+        assert_eq!(h.clone(), h);
+        let owned_all = h.into_owned();
+        assert_eq!(names(&owned_all), ["a", "c", "d"]);
+        // An owned value with a borrowed name counts as owned.
+        let mut v = Headers::new();
+        v.push(Header { name: Cow::Borrowed("x"), value: Cow::Owned(b"1".to_vec()) });
+        v.push(Header::new("y", b"2"));
+        assert_eq!(names(&v), ["x", "y"]);
     }
 
     #[test]
