@@ -87,16 +87,17 @@ impl<'b> HeadWriter<'b> {
             !name.is_empty() && name.bytes().all(crate::framing::is_token_byte),
             "bad name {name:?}"
         );
+        self.buf.reserve(name.len() + value.len() + 4);
         self.buf.extend_from_slice(name.as_bytes());
         self.buf.extend_from_slice(b": ");
         let start = self.buf.len();
         self.buf.extend_from_slice(value);
-        // One vectorised search finds the rare bad byte; a byte-by-byte rewrite of every value
-        // cost about 1% of a static response's CPU.
-        let mut at = start;
-        while let Some(i) = memchr::memchr3(b'\r', b'\n', 0, &self.buf[at..]) {
-            self.buf[at + i] = b' ';
-            at += i + 1;
+        if has_line_break_or_nul(value) {
+            let mut at = start;
+            while let Some(i) = memchr::memchr3(b'\r', b'\n', 0, &self.buf[at..]) {
+                self.buf[at + i] = b' ';
+                at += i + 1;
+            }
         }
         self.buf.extend_from_slice(b"\r\n");
         self
@@ -238,6 +239,18 @@ impl Default for DateCache {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// Whether `value` holds CR, LF or NUL (blanked when written). A short value, as most are, is
+/// checked in one pass without early exit, which the compiler vectorises; a long one with
+/// `memchr3`, whose set-up alone cost more than the short pass (9 calls per proxied request
+/// were 6% of its instructions). A byte-by-byte rewrite of every value cost about 1% of a
+/// static response's CPU: values are only rewritten when this finds a bad byte.
+fn has_line_break_or_nul(value: &[u8]) -> bool {
+    if value.len() >= 64 {
+        return memchr::memchr3(b'\r', b'\n', 0, value).is_some();
+    }
+    value.iter().fold(false, |bad, &b| bad | matches!(b, b'\r' | b'\n' | 0))
 }
 
 /// Writes a complete error response: status line, `Date` (when given), a short `text/plain`

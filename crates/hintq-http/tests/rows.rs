@@ -546,6 +546,23 @@ fn p7_cr_lf_nul_never_written() {
     w.header("X-A", b"a\r\nSet-Cookie: x\0");
     w.finish();
     assert_eq!(buf, b"HTTP/1.1 200 OK\r\nX-A: a  Set-Cookie: x \r\n\r\n");
+    // Short and long values (checked two ways), a bad byte first, inside and last.
+    for len in [1, 2, 31, 63, 64, 65, 200] {
+        for at in [0, len / 2, len - 1] {
+            for bad in [b'\r', b'\n', 0] {
+                let mut value = vec![b'v'; len];
+                value[at] = bad;
+                let mut buf = Vec::new();
+                let mut w = HeadWriter::request(&mut buf, "GET", "/", Version::Http11);
+                w.header("X", &value);
+                w.finish();
+                let mut want = b"GET / HTTP/1.1\r\nX: ".to_vec();
+                want.extend(value.iter().map(|&b| if b == bad { b' ' } else { b }));
+                want.extend_from_slice(b"\r\n\r\n");
+                assert_eq!(buf, want, "length {len}, byte {bad} at {at}");
+            }
+        }
+    }
     assert_eq!(response(b"HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n", false).unwrap_err().status(), 502);
 }
 
