@@ -82,5 +82,11 @@ for s in ("nginx", "serve-uring", "serve-epoll", "floor-uring", "floor-epoll"):
 for m in ("uring", "epoll"):
     s, f = med[f"serve-{m}"], med[f"floor-{m}"]
     print(f"{m}: serve / floor {s / f:.3f} (serve's own cost {s - f:.2f} us per request); floor / nginx {f / med['nginx']:.3f}")
+# Each round's servers ran within seconds of one another: the median of the rounds' own
+# ratios is not moved by a round in which the machine was slower for all of them.
+by = {(r[0], r[1]): float(r[3]) for r in rows}
+for s in ("serve-uring", "serve-epoll", "floor-uring", "floor-epoll"):
+    per = sorted(by[(s, k)] / by[("nginx", k)] for (n, k) in by if n == s and ("nginx", k) in by)
+    print(f"{s:12} / nginx per round: {' '.join(f'{x:.3f}' for x in per)}; median {statistics.median(per):.3f}")
 EOF
 echo "raw rows: $OUT"
