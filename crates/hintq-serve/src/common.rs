@@ -495,6 +495,15 @@ fn clf_time(t: SystemTime) -> String {
     }
 }
 
+/// Returns the heap's free pages to the system (glibc's `malloc_trim`; elsewhere nothing).
+pub fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: no arguments but a pad size; glibc locks its arenas itself.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Open connections and the draining flag: a graceful shutdown stops taking connections,
 /// lets every response in flight finish (no keep-alive after it), closes idle connections,
 /// and waits for the count to reach zero.
@@ -502,17 +511,35 @@ fn clf_time(t: SystemTime) -> String {
 pub struct Lifecycle {
     open: AtomicUsize,
     draining: AtomicBool,
+    /// The most connections open at once since the heap was last trimmed.
+    peak: AtomicUsize,
 }
+
+/// A server that held at least this many connections at once gives the heap's free memory
+/// back to the system when the last of them closes ([`Lifecycle::closed`]).
+pub const TRIM_AFTER: usize = 1024;
 
 impl Lifecycle {
     /// Counts a connection in (call from `Handler::accept`).
     pub fn opened(&self) {
-        self.open.fetch_add(1, SeqCst);
+        let open = self.open.fetch_add(1, SeqCst) + 1;
+        self.peak.fetch_max(open, SeqCst);
     }
 
-    /// Counts a connection out (call from `Handler::close`).
-    pub fn closed(&self) {
-        self.open.fetch_sub(1, SeqCst);
+    /// Counts a connection out (call from `Handler::close`). When the last connection of a
+    /// server that held [`TRIM_AFTER`] or more at once closes, the allocator gives back what
+    /// they used and freed: without it the threads' heaps keep those pages (about 0.7 MB per
+    /// thread after 16,000 connections), so memory did not return to its baseline after a
+    /// load. One `malloc_trim` per such peak, never on a busy server's path. Returns whether
+    /// it trimmed.
+    pub fn closed(&self) -> bool {
+        let trim = self.open.fetch_sub(1, SeqCst) == 1
+            && self.peak.load(SeqCst) >= TRIM_AFTER
+            && self.peak.swap(0, SeqCst) >= TRIM_AFTER;
+        if trim {
+            trim_heap();
+        }
+        trim
     }
 
     /// Connections open now.
@@ -880,6 +907,23 @@ impl ServerArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The heap is trimmed once when the last connection of a peak of `TRIM_AFTER` or more
+    /// closes: not below that peak, not at every return to zero.
+    #[test]
+    fn the_heap_is_trimmed_once_per_large_peak() {
+        let life = Lifecycle::default();
+        let cycle = |n: usize| {
+            (0..n).for_each(|_| life.opened());
+            (0..n).map(|_| life.closed()).collect::<Vec<bool>>()
+        };
+        assert!(cycle(TRIM_AFTER - 1).iter().all(|&t| !t), "below the peak");
+        let trims = cycle(TRIM_AFTER);
+        assert_eq!(trims.iter().filter(|&&t| t).count(), 1);
+        assert!(trims[TRIM_AFTER - 1], "trimmed when the last one closed");
+        assert!(cycle(10).iter().all(|&t| !t), "a small load after it trims nothing");
+        assert_eq!(life.open(), 0);
+    }
 
     #[derive(clap::Parser)]
     struct Cli {

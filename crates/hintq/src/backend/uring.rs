@@ -363,6 +363,25 @@ struct Table {
     throttle: Vec<u64>,
 }
 
+/// Maps of [`Table`] keep at most this many slots once empty (see [`Table::shrink_idle`]).
+const IDLE_SLOTS: usize = 256;
+
+impl Table {
+    /// Gives back the room of the per-descriptor maps once they are empty: each grows to the
+    /// most connections with bytes received or a send in flight at once, and 16,000 at once
+    /// left about 1 MB behind after they closed. Called before blocking, where an empty map
+    /// after a burst of more than [`IDLE_SLOTS`] is rare enough that growing again costs
+    /// nothing per request.
+    fn shrink_idle(&mut self) {
+        if self.inbox.is_empty() && self.inbox.capacity() > IDLE_SLOTS {
+            self.inbox.shrink_to(IDLE_SLOTS);
+        }
+        if self.sends.is_empty() && self.sends.capacity() > IDLE_SLOTS {
+            self.sends.shrink_to(IDLE_SLOTS);
+        }
+    }
+}
+
 /// What the ring received for one registration and the application has not taken (quirk l).
 #[derive(Default)]
 struct Inbox {
@@ -955,6 +974,9 @@ impl Poller for Uring {
         self.rearm_ended()?;
         self.stop_throttled()?;
         let block = self.table.pending.is_empty() && timeout != Some(Duration::ZERO);
+        if block {
+            self.table.shrink_idle();
+        }
         if block || self.must_enter() {
             self.enter(if block { timeout } else { Some(Duration::ZERO) })?;
             self.reap();
