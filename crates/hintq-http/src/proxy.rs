@@ -58,7 +58,9 @@ fn named_by_connection(h: &Header<'_>, headers: &[Header<'_>]) -> bool {
 }
 
 /// Appends `Via: 1.1 <pseudonym>` (the version the message was received with). Appending a new
-/// line keeps the order of any earlier `Via` entries (RFC 9110 §7.6.3).
+/// line keeps the order of any earlier `Via` entries (RFC 9110 §7.6.3). The value is owned,
+/// so the list moves to the heap ([`Headers`] holds only borrowed fields inline); a proxy
+/// writing heads from the parsed list writes `Via` itself instead (as `hintq proxy` does).
 pub fn add_via(headers: &mut Headers<'_>, received: Version, pseudonym: &str) {
     let protocol = match received {
         Version::Http10 => "1.0",

@@ -972,7 +972,10 @@ mod tests {
         let formatted = httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(a.unix));
         assert_eq!(&a.date[..], formatted.as_bytes());
         assert_eq!(date(), a.date);
-        std::thread::sleep(a.until.saturating_duration_since(Instant::now()) + Duration::from_millis(20));
+        // To the next second of the wall clock itself (the cache's end is placed on the
+        // monotonic clock, which a pause between its two readings could leave early).
+        let into = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().subsec_nanos();
+        std::thread::sleep(Duration::from_nanos(u64::from(1_000_000_000 - into)) + Duration::from_millis(50));
         let b = second();
         assert!(b.unix > a.unix && b.unix <= wall(), "{} after {}", b.unix, a.unix);
         assert_ne!(b.date, a.date);

@@ -363,8 +363,10 @@ struct Table {
     throttle: Vec<u64>,
 }
 
-/// Maps of [`Table`] keep at most this many slots once empty (see [`Table::shrink_idle`]).
-const IDLE_SLOTS: usize = 256;
+/// Maps of [`Table`] shrink once empty with room for more than this many entries, to room for
+/// about a quarter of it (see [`Table::shrink_idle`]; `std` rounds a map's room up, so the
+/// shrunk room stays under this and the check does not shrink again).
+const IDLE_SLOTS: usize = 1024;
 
 impl Table {
     /// Gives back the room of the per-descriptor maps once they are empty: each grows to the
@@ -374,10 +376,10 @@ impl Table {
     /// nothing per request.
     fn shrink_idle(&mut self) {
         if self.inbox.is_empty() && self.inbox.capacity() > IDLE_SLOTS {
-            self.inbox.shrink_to(IDLE_SLOTS);
+            self.inbox.shrink_to(IDLE_SLOTS / 4);
         }
         if self.sends.is_empty() && self.sends.capacity() > IDLE_SLOTS {
-            self.sends.shrink_to(IDLE_SLOTS);
+            self.sends.shrink_to(IDLE_SLOTS / 4);
         }
     }
 }
