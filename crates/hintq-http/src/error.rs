@@ -19,72 +19,72 @@ pub enum Side {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// Request line (or status line) longer than [`Limits::max_request_line`](crate::Limits) [414].
+    /// Request line (or status line) longer than [`Limits::max_request_line`](crate::Limits) (414).
     RequestLineTooLong,
-    /// Method of token bytes longer than [`Limits::max_method`](crate::Limits) [501]: a method
+    /// Method of token bytes longer than [`Limits::max_method`](crate::Limits) (501): a method
     /// longer than any implemented (RFC 9112 §3¶4). Non-token bytes are `InvalidStartLine`.
     MethodTooLong,
-    /// One header line longer than [`Limits::max_header_line`](crate::Limits) [431].
+    /// One header line longer than [`Limits::max_header_line`](crate::Limits) (431).
     HeaderLineTooLong,
-    /// Whole head larger than [`Limits::max_head`](crate::Limits) [431].
+    /// Whole head larger than [`Limits::max_head`](crate::Limits) (431).
     HeadTooLarge,
-    /// More header lines than [`Limits::max_headers`](crate::Limits) [431].
+    /// More header lines than [`Limits::max_headers`](crate::Limits) (431).
     TooManyHeaders,
     /// Request line (or status line) not `token SP target SP HTTP/1.x`: a non-token byte in the
-    /// method, a space in the target, garbage where the version belongs [400].
+    /// method, a space in the target, garbage where the version belongs (400).
     InvalidStartLine,
-    /// A well-formed `HTTP/x.y` other than 1.0 and 1.1 [505].
+    /// A well-formed `HTTP/x.y` other than 1.0 and 1.1 (505).
     UnsupportedVersion,
-    /// Empty name, non-token byte in a name, or whitespace before the colon [400].
+    /// Empty name, non-token byte in a name, or whitespace before the colon (400).
     InvalidHeaderName,
-    /// NUL, another control byte, or a bare CR in a field value [400].
+    /// NUL, another control byte, or a bare CR in a field value (400).
     InvalidHeaderValue,
-    /// A header line starting with whitespace: obs-fold, or whitespace before the first header [400].
+    /// A header line starting with whitespace: obs-fold, or whitespace before the first header (400).
     ObsFold,
-    /// A line ended by LF without CR [400].
+    /// A line ended by LF without CR (400).
     BareLf,
-    /// HTTP/1.1 request without `Host` [400].
+    /// HTTP/1.1 request without `Host` (400).
     MissingHost,
-    /// More than one `Host` line [400].
+    /// More than one `Host` line (400).
     DuplicateHost,
     /// `Host` value with no host (empty, or only `:port`) or with bytes no authority can
-    /// contain [400].
+    /// contain (400).
     InvalidHost,
-    /// `Content-Length` that is not one or more digits, or does not fit in 64 bits [400].
+    /// `Content-Length` that is not one or more digits, or does not fit in 64 bits (400).
     InvalidContentLength,
-    /// `Content-Length` values that differ (`42, 43`, or two lines) [400].
+    /// `Content-Length` values that differ (`42, 43`, or two lines) (400).
     ConflictingContentLength,
-    /// Both `Content-Length` and `Transfer-Encoding` [400].
+    /// Both `Content-Length` and `Transfer-Encoding` (400).
     ContentLengthWithTransferEncoding,
-    /// `Transfer-Encoding` in an HTTP/1.0 message [400].
+    /// `Transfer-Encoding` in an HTTP/1.0 message (400).
     TransferEncodingInHttp10,
-    /// `Transfer-Encoding` on more than one line [400].
+    /// `Transfer-Encoding` on more than one line (400).
     RepeatedTransferEncoding,
-    /// `Transfer-Encoding` list that is not a list of tokens (`,chunked`, empty value) [400].
+    /// `Transfer-Encoding` list that is not a list of tokens (`,chunked`, empty value) (400).
     InvalidTransferEncoding,
-    /// A syntactically valid transfer coding other than exactly `chunked` [501].
+    /// A syntactically valid transfer coding other than exactly `chunked` (501).
     UnsupportedTransferCoding,
-    /// `Expect` with anything but `100-continue` [417].
+    /// `Expect` with anything but `100-continue` (417).
     ExpectationFailed,
-    /// Body larger than [`Limits::max_body`](crate::Limits) [413].
+    /// Body larger than [`Limits::max_body`](crate::Limits) (413).
     BodyTooLarge,
-    /// Chunk size not 1 to 16 hex digits (`0x1`, `+1`, `-1`, `1_0`, empty, 17 digits) [400].
+    /// Chunk size not 1 to 16 hex digits (`0x1`, `+1`, `-1`, `1_0`, empty, 17 digits) (400).
     InvalidChunkSize,
-    /// Chunk line not ended by CRLF (bare LF, `\r` followed by another byte) [400].
+    /// Chunk line not ended by CRLF (bare LF, `\r` followed by another byte) (400).
     InvalidChunkLineEnding,
-    /// Chunk data longer than its size: the byte after the data is not CR [400].
+    /// Chunk data longer than its size: the byte after the data is not CR (400).
     ChunkDataOverrun,
-    /// A control byte in a chunk extension [400].
+    /// A control byte in a chunk extension (400).
     InvalidChunkExtension,
-    /// Chunk extensions beyond [`Limits::max_chunk_extensions`](crate::Limits) in total [400].
+    /// Chunk extensions beyond [`Limits::max_chunk_extensions`](crate::Limits) in total (400).
     ChunkExtensionsTooLarge,
-    /// Framing overhead (size lines, CRLFs) above three quarters of the bytes read (S6) [400].
+    /// Framing overhead (size lines, CRLFs) above three quarters of the bytes read (S6) (400).
     ChunkOverheadTooLarge,
-    /// Trailer section beyond [`Limits::max_trailers`](crate::Limits) [431].
+    /// Trailer section beyond [`Limits::max_trailers`](crate::Limits) (431).
     TrailersTooLarge,
-    /// Trailer section that is not a valid field section [400].
+    /// Trailer section that is not a valid field section (400).
     InvalidTrailer,
-    /// The peer closed the connection before the body was complete [400].
+    /// The peer closed the connection before the body was complete (400).
     TruncatedBody,
 }
 
