@@ -496,7 +496,7 @@ fn clf_time(t: SystemTime) -> String {
 }
 
 /// Returns the heap's free pages to the system (glibc's `malloc_trim`; elsewhere nothing).
-pub fn trim_heap() {
+fn trim_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: no arguments but a pad size; glibc locks its arenas itself.
     unsafe {
