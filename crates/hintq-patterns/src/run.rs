@@ -1000,30 +1000,46 @@ fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::
     if let Some(g) = &group {
         g.declare_interest(listeners[0].as_raw_fd(), Interest::READ, Delivery::One)?;
     }
-    let mut wakers = Vec::new();
     let mut threads = Vec::new();
+    // Each thread makes its queue, its waker and its listener's interest itself, so that the
+    // thread that waits on a queue is the first to use it: an io_uring ring admits one thread
+    // (hintq's uring backend, quirk m), and one filled here and handed over would be moved to
+    // a second ring at the thread's first wait. The wakers come back through `made`.
+    let (made, ready) = std::sync::mpsc::channel::<io::Result<Waker>>();
     for i in 0..n {
-        let mut q = match &group {
-            Some(g) => g.queue()?,
-            None => queue(cfg)?,
-        };
-        wakers.push(q.waker()?);
         let listener = Arc::clone(&listeners[i % listeners.len()]);
-        if group.is_none() {
-            q.declare(listener.as_raw_fd(), Interest::READ)?;
-        }
         let acc = Acceptor::new(listener.as_raw_fd())?;
         // Shared listener: one connection per readiness, so that `Delivery::One` spreads
         // them; an own listener is drained (the kernel already spread by hash).
         let limit = if group.is_some() { 1 } else { 64 };
         let c = Arc::clone(core);
         let keep = group.clone();
+        let (made, builder) = (made.clone(), builder(cfg));
         threads.push(spawn(
             format!("hintq-{}-{i}", cfg.pattern),
             cfg.on_thread_start.clone(),
             Role::Worker,
             i,
             move || {
+                let setup = || -> io::Result<(Queue, Waker)> {
+                    let mut q = match &keep {
+                        Some(g) => g.queue()?,
+                        None => builder.build()?,
+                    };
+                    let waker = q.waker()?;
+                    if keep.is_none() {
+                        q.declare(listener.as_raw_fd(), Interest::READ)?;
+                    }
+                    Ok((q, waker))
+                };
+                // (A failed send: `start` gave up already.)
+                let mut q = match setup() {
+                    Ok((q, waker)) => {
+                        drop(made.send(Ok(waker)));
+                        q
+                    }
+                    Err(e) => return drop(made.send(Err(e))),
+                };
                 let st = &c.stats[i];
                 let mut lfd = listener.as_raw_fd();
                 // Until the drain closes it (this thread's share of it, for the group's).
@@ -1079,6 +1095,24 @@ fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::
             },
         )?);
     }
+    drop(made);
+    // Every thread answers once (a thread that panicked drops its sender instead).
+    let mut wakers = Vec::with_capacity(n);
+    let mut failed = None;
+    for _ in 0..n {
+        match ready.recv() {
+            Ok(Ok(w)) => wakers.push(w),
+            Ok(Err(e)) => failed = failed.or(Some(e)),
+            Err(_) => {
+                failed = failed.or_else(|| Some(io::Error::other("a server thread ended while starting")))
+            }
+        }
+    }
+    if let Some(e) = failed {
+        core.stop.store(true, SeqCst);
+        wakers.iter().for_each(|w| drop(w.wake()));
+        return Err(e);
+    }
     drop(listeners);
     let c = Arc::clone(core);
     let wakers = Arc::new(wakers);
@@ -1099,9 +1133,14 @@ fn watch(q: &mut Queue, group: Option<&Group>, lfd: RawFd, interest: Interest) -
     }
 }
 
+/// Queues on the configured backend with its settings.
+fn builder(cfg: &Config) -> hintq::Builder {
+    hintq::Builder::new(cfg.backend).rtsig_hybrid(cfg.rtsig_hybrid)
+}
+
 /// A queue on the configured backend with its settings.
 fn queue(cfg: &Config) -> io::Result<Queue> {
-    hintq::Builder::new(cfg.backend).rtsig_hybrid(cfg.rtsig_hybrid).build()
+    builder(cfg).build()
 }
 
 /// Leader/Followers and Half-Sync: one queue in hand-off mode, shared by a pool.

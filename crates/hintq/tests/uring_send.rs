@@ -6,10 +6,11 @@
 
 mod common;
 
+use common::tcp;
+
 use hintq::{Backend, Event, Interest, Queue, State};
 use std::io::{ErrorKind, Read};
-use std::net::{TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
 const PATIENCE: Duration = Duration::from_secs(5);
@@ -25,17 +26,6 @@ fn ring_queue(case: &str) -> Option<Queue> {
     let q = Queue::new(Backend::Uring).unwrap();
     assert!(q.can_send(), "io_uring runs here but the queue cannot send");
     Some(q)
-}
-
-/// A connected TCP pair: (server side, non-blocking; its number; client).
-fn tcp() -> (OwnedFd, RawFd, TcpStream) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-    let (s, _) = l.accept().unwrap();
-    s.set_nonblocking(true).unwrap();
-    let s = OwnedFd::from(s);
-    let fd = s.as_raw_fd();
-    (s, fd, c)
 }
 
 /// Waits for an event of `fd` whose state has `want`; the events of other descriptors are

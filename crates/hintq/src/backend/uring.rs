@@ -62,8 +62,8 @@
 //!    without a system call never misses a completion. A thread asleep is still woken.
 //!    Older kernels refuse the flags (`EINVAL`): the ring is built without them. In hand-off
 //!    mode several threads enter one ring and the one that armed a poll may be busy in user
-//!    code while another waits, so `handoff` rebuilds the ring without the flags while
-//!    nothing is armed; armed later, a completion waits for its arming thread's next
+//!    code while another waits, so `handoff` moves the registrations to a ring without the
+//!    flags (as in m); with them, a completion would wait for its arming thread's next
 //!    system call.
 //!
 //! k. Sends ([`Poller::send`]): the ring does the I/O too, not only the notification. A send
@@ -100,6 +100,26 @@
 //!    so the token, is the same to us): revoke before closing a receiving descriptor, as
 //!    `Queue::close` does. `HINTQ_URING_RECV=0` turns receives off.
 //!
+//! m. Where the kernel has them (6.1), the ring is `IORING_SETUP_SINGLE_ISSUER |
+//!    DEFER_TASKRUN` (with `TASKRUN_FLAG`) rather than j's `COOP_TASKRUN`: the kernel queues a
+//!    completion's work on the ring, without signalling the task, and runs it all when the
+//!    owning thread enters to wait, so one `io_uring_enter` reaps a batch more cheaply
+//!    (measured with `crates/hintq-serve/bench/ab.sh`, `A_ENV=HINTQ_URING_DEFER=0`). The
+//!    TASKRUN flag is raised for that work too, so a zero-timeout wait still enters for it.
+//!    Only one thread may enter such a ring (others get `EEXIST`), while a `Queue` is `Send`:
+//!    the ring is built disabled (`R_DISABLED`) and enabled by the first thread that enters
+//!    it ([`Uring::claim`], called by every operation before it queues anything). When
+//!    another thread enters it later, the queue is taken to be shared, and its registrations
+//!    move to a j ring, which any thread may enter, once: the CQEs the old ring posted are
+//!    reaped, the old ring is closed (the work it still held does no I/O once it is dying;
+//!    completions it kept aside for want of room are recovered by a full scan, d), and each
+//!    live watch is armed anew, whose first completion reports the current state. A send in
+//!    flight cannot move, since only the old owner can learn how much of it went: that use
+//!    fails with `ResourceBusy` and changes nothing, so a queue is best moved, if at all,
+//!    between its sends; a descriptor closed meanwhile stays open in the old ring's poll
+//!    until the queue goes back to its thread (b). `hintq-patterns` makes each thread's
+//!    queue on that thread. `HINTQ_URING_DEFER=0` builds j's ring from the start.
+//!
 //! `user_data`: a poll carries the queue's token unchanged (see [`crate::token`]). Our own
 //! operations set [`BACKEND_BIT`] (bit 31), clear in every token: `POLL_REMOVE`s carry
 //! [`REMOVE`], that bit alone, and `ASYNC_CANCEL`s [`CANCEL`]. A send carries its
@@ -118,16 +138,61 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-/// A ring with `cq` completion entries; `coop`: with `COOP_TASKRUN` and `TASKRUN_FLAG`
-/// (quirk j).
-fn ring(cq: u32, coop: bool) -> io::Result<IoUring> {
+/// How a ring runs the kernel's work for its completions (quirks j and m).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Run {
+    /// `SINGLE_ISSUER | DEFER_TASKRUN | TASKRUN_FLAG`, built disabled (`R_DISABLED`): only
+    /// the thread that enables it enters it, and the work runs when that thread waits (m).
+    Deferred,
+    /// `COOP_TASKRUN | TASKRUN_FLAG`: any thread enters it; no interrupt (j).
+    Coop,
+    /// Neither: several threads enter the ring (hand-off mode), or the kernel has no flags.
+    Plain,
+}
+
+/// A ring with `cq` completion entries run as `run` says.
+fn ring(cq: u32, run: Run) -> io::Result<IoUring> {
     let mut b = IoUring::builder();
     b.setup_cqsize(cq).setup_clamp();
-    if coop {
-        b.setup_coop_taskrun().setup_taskrun_flag();
-    }
+    match run {
+        Run::Deferred => {
+            b.setup_single_issuer().setup_defer_taskrun().setup_taskrun_flag().setup_r_disabled()
+        }
+        Run::Coop => b.setup_coop_taskrun().setup_taskrun_flag(),
+        Run::Plain => &mut b,
+    };
     // The kernel wants at least as many CQ entries as SQ entries.
     b.build(SQ.min(cq))
+}
+
+/// The calling thread's id (`gettid`, once per thread). Not `pthread_self`, which a thread
+/// started after another ended often gets again, where the kernel's owner of a ring is the
+/// task itself.
+fn thread_id() -> libc::pid_t {
+    thread_local!(static TID: std::cell::Cell<libc::pid_t> = const { std::cell::Cell::new(0) });
+    TID.with(|t| {
+        if t.get() == 0 {
+            // SAFETY: no preconditions.
+            t.set(unsafe { libc::gettid() });
+        }
+        t.get()
+    })
+}
+
+/// The best ring this kernel builds, trying [`Run::Deferred`] (unless `HINTQ_URING_DEFER=0`),
+/// then [`Run::Coop`], then [`Run::Plain`]; older kernels refuse the flags with `EINVAL`.
+fn best_ring(cq: u32) -> io::Result<(IoUring, Run)> {
+    let defer = std::env::var_os("HINTQ_URING_DEFER").is_none_or(|v| v != "0");
+    let runs: &[Run] = if defer { &[Run::Deferred, Run::Coop, Run::Plain] } else { &[Run::Coop, Run::Plain] };
+    let mut last = io::Error::from_raw_os_error(libc::EINVAL);
+    for &run in runs {
+        match ring(cq, run) {
+            Ok(r) => return Ok((r, run)),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = e,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last)
 }
 
 /// The `user_data` of our own `POLL_REMOVE`s (see the module docs).
@@ -330,9 +395,9 @@ impl Watches {
         }
     }
 
-    /// Nothing is watched (looked at when a ring is handed off, not per event).
-    fn is_empty(&self) -> bool {
-        self.internal.is_empty() && self.by_fd.iter().all(Option::is_none)
+    /// Every watch (when the ring is replaced, not per event).
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Watch> {
+        self.by_fd.iter_mut().flatten().chain(self.internal.iter_mut())
     }
 }
 
@@ -605,8 +670,11 @@ pub(crate) struct Uring {
     dropped: u32,
     /// The completion ring's size asked for.
     cq: u32,
-    /// The ring runs completions cooperatively (quirk j).
-    coop: bool,
+    /// How the ring runs completions (quirks j and m).
+    run: Run,
+    /// The thread that enabled a [`Run::Deferred`] ring, the only one the kernel lets in;
+    /// `None` until one does (quirk m).
+    owner: Option<libc::pid_t>,
 }
 
 impl Uring {
@@ -614,11 +682,84 @@ impl Uring {
     /// kernel), [`DEFAULT_CQ`] when `None`.
     pub(crate) fn new(cq_entries: Option<u32>) -> io::Result<Uring> {
         let cq = cq_entries.unwrap_or(DEFAULT_CQ).max(1);
-        let (ring, coop) = match ring(cq, true) {
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (ring(cq, false)?, false),
-            r => (r?, true),
-        };
-        Ok(Uring { ring, table: Table::default(), lost: false, dropped: 0, cq, coop })
+        let (ring, run) = best_ring(cq)?;
+        Ok(Uring { ring, table: Table::default(), lost: false, dropped: 0, cq, run, owner: None })
+    }
+
+    /// Makes the calling thread the one that enters a [`Run::Deferred`] ring (quirk m): the
+    /// first caller enables it; a caller on another thread later moves the registrations to
+    /// a [`Run::Coop`] ring, which any thread may enter ([`Uring::rebuild`]). Called before
+    /// anything is queued by every operation that may enter the kernel. Nothing to do for
+    /// other rings.
+    fn claim(&mut self) -> io::Result<()> {
+        if self.run != Run::Deferred {
+            return Ok(());
+        }
+        let me = thread_id();
+        match self.owner {
+            Some(t) if t == me => Ok(()),
+            Some(_) => self.rebuild(Run::Coop),
+            None => {
+                self.ring.submitter().register_enable_rings()?;
+                self.owner = Some(me);
+                Ok(())
+            }
+        }
+    }
+
+    /// Replaces the ring with a new one run as `run` (not [`Run::Deferred`]) and arms every
+    /// live registration on it again (quirk m). Refused with `ResourceBusy`, changing
+    /// nothing, while a send is in flight: its bytes may be partly sent, and only the old
+    /// ring's owner could learn how many.
+    fn rebuild(&mut self, run: Run) -> io::Result<()> {
+        debug_assert!(run != Run::Deferred, "a new ring is one any thread may enter");
+        if self.table.sends.values().any(|s| s.failed.is_none()) {
+            return Err(io::Error::new(
+                io::ErrorKind::ResourceBusy,
+                "an io_uring queue with a send in flight was used from another thread; move a \
+                 queue between threads only once its sends completed (HINTQ_URING_DEFER=0 lets \
+                 any thread enter it)",
+            ));
+        }
+        let ended = std::mem::take(&mut self.table.ended);
+        let mut tokens = Vec::new();
+        let mut receives = false;
+        for w in self.table.watches.iter_mut() {
+            // Live, or ended and due again (a): what the old ring watched. Not one whose poll
+            // failed (its error was reported) or whose receive stopped (b, l).
+            if w.keep && (w.live || ended.contains(&w.token)) {
+                tokens.push(w.token);
+                receives |= w.receives();
+            }
+            w.live = false;
+        }
+        let new = ring(self.cq, run)?;
+        let bufs = if receives { Some(BufRing::new(&new, RECV_BUFS, RECV_BUF, BGID)?) } else { None };
+        // What the old ring already posted is taken into account; the work it still holds
+        // for its owner is dropped with it (a dying ring's pending work does no I/O), and the
+        // fresh arms report the current state. Completions the kernel kept aside for want of
+        // room (c) could only be flushed by the old owner: a full scan recovers them (d).
+        self.reap();
+        if self.ring.submission().cq_overflow() {
+            self.lost = true;
+        }
+        // The old receive buffers were registered with the old ring: the old ring goes
+        // first, then its buffers.
+        self.ring = new;
+        self.table.bufs = bufs;
+        self.run = run;
+        self.owner = None;
+        self.dropped = 0;
+        // The loops of `cancel` and `cancel_send` wait for nothing more from the old ring.
+        self.table.removed = Some(0);
+        self.table.cancelled = Some(0);
+        // A watch the new ring cannot take yet is re-armed by the next wait (a).
+        for token in tokens {
+            if self.arm(token).is_err() {
+                self.table.ended.push(token);
+            }
+        }
+        Ok(())
     }
 
     /// Takes every CQE in the ring, without a system call.
@@ -636,6 +777,9 @@ impl Uring {
     /// One `io_uring_enter`: submits what is queued, flushes overflowed CQEs into the ring
     /// (quirk c) and, unless `timeout` is zero, waits up to it (`None`: forever) for a CQE.
     fn enter(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        // Callers claim before queueing what a new ring would not re-arm; this one is for
+        // the entries that it would (arms), queued by `set` on a ring not claimed yet.
+        self.claim()?;
         let ts = timeout.map(types::Timespec::from);
         let submitter = self.ring.submitter();
         let r = match (timeout, &ts) {
@@ -741,6 +885,12 @@ impl Uring {
             return Ok(());
         }
         let receive = w.receives();
+        // Before the remove is queued. A move to another ring (quirk m) leaves this watch,
+        // no longer kept, unarmed there: nothing left to remove.
+        self.claim()?;
+        if !self.table.is_live(token) {
+            return Ok(());
+        }
         let lost_before = std::mem::take(&mut self.lost);
         self.table.removed = Some(-libc::EALREADY);
         while (self.table.is_live(token) || self.table.removed.is_none()) && !self.lost {
@@ -768,6 +918,9 @@ impl Uring {
     /// whatever completed and was not taken back (quirk k).
     fn cancel_send(&mut self, fd: RawFd) -> io::Result<()> {
         let in_flight = |t: &Table| t.sends.get(&fd).is_some_and(|s| s.failed.is_none());
+        if in_flight(&self.table) {
+            self.claim()?;
+        }
         let lost_before = std::mem::take(&mut self.lost);
         self.table.cancelled = Some(-libc::EALREADY);
         while in_flight(&self.table) && !self.lost {
@@ -809,6 +962,8 @@ impl Uring {
 impl Poller for Uring {
     /// Arms at once (quirk g). `fresh` is not needed: the table knows what is watched (b).
     fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {
+        // Before anything changes: a move to another ring (quirk m) may be refused.
+        self.claim()?;
         self.forget(fd)?;
         let mut events = sys::poll_events(interest) as u16;
         if interest.contains(Interest::RECEIVE | Interest::READ) && self.receive_buffers() {
@@ -878,8 +1033,9 @@ impl Poller for Uring {
         } else {
             self.table.inbox.remove(&fd);
         }
-        if rearm && self.arm(token).is_err() {
-            // The SQ ring could not take it now: the next wait re-arms it.
+        if rearm && (self.claim().is_err() || self.arm(token).is_err()) {
+            // The SQ ring could not take it now, or the queue moved between threads and its
+            // ring could not follow yet: the next wait re-arms it.
             self.table.ended.push(token);
         }
         Some(Ok(n))
@@ -902,6 +1058,9 @@ impl Poller for Uring {
     fn send(&mut self, fd: RawFd, token: u64, buf: Vec<u8>) -> Result<(), (io::Error, Vec<u8>)> {
         if !self.sends() {
             return Err((io::Error::from(io::ErrorKind::Unsupported), buf));
+        }
+        if let Err(e) = self.claim() {
+            return Err((e, buf));
         }
         match self.table.sends.get(&fd) {
             // A failed send of this registration: the failure is the answer.
@@ -972,6 +1131,7 @@ impl Poller for Uring {
     /// Hands out what was reaped earlier and what is in the ring; enters the kernel only to
     /// submit, to flush overflow, or to block when there is nothing to hand out.
     fn wait(&mut self, out: &mut Vec<Ready>, _max: usize, timeout: Option<Duration>) -> io::Result<()> {
+        self.claim()?;
         self.reap();
         self.rearm_ended()?;
         self.stop_throttled()?;
@@ -993,22 +1153,21 @@ impl Poller for Uring {
         if self.ring.submission().is_empty() {
             return Ok(());
         }
+        self.claim()?;
         self.enter(Some(Duration::ZERO))?;
         self.reap();
         Ok(())
     }
 
     fn handoff(&mut self) -> Option<Handoff> {
-        // Several threads will enter the ring (quirk j): without cooperative task running if
-        // nothing is armed yet, so that nothing is lost by swapping the ring.
-        if self.coop && self.table.watches.is_empty() && self.ring.submission().is_empty() {
-            if let Ok(r) = ring(self.cq, false) {
-                // The receive buffers were registered with the old ring (none is in use):
-                // the old ring goes first, then its buffers.
-                self.ring = r;
-                self.table.bufs = None;
-                self.coop = false;
-                self.dropped = 0;
+        // Several threads will enter the ring (quirks j, m): a ring of its own, run plainly,
+        // with the registrations moved over (kept as it is if a send is in flight, which a
+        // queue does not have before its threads start).
+        if self.run != Run::Plain {
+            // A deferred ring that could not be replaced lets only its owner in: no hand-off
+            // (a send in flight, which a queue has not before its threads start, or no ring).
+            if self.rebuild(Run::Plain).is_err() && self.run == Run::Deferred {
+                return None;
             }
         }
         // Multishot completions after the first are edge-triggered (quirk list above), and a

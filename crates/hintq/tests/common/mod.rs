@@ -25,6 +25,18 @@ pub fn reset(s: std::net::TcpStream) {
     assert_eq!(r, 0, "SO_LINGER: {}", std::io::Error::last_os_error());
 }
 
+/// A connected TCP pair: (server side, non-blocking; its number; client).
+pub fn tcp() -> (std::os::fd::OwnedFd, std::os::fd::RawFd, std::net::TcpStream) {
+    use std::os::fd::AsRawFd;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (s, _) = l.accept().unwrap();
+    s.set_nonblocking(true).unwrap();
+    let s = std::os::fd::OwnedFd::from(s);
+    let fd = s.as_raw_fd();
+    (s, fd, c)
+}
+
 /// A connected, non-blocking pair of Unix stream sockets.
 pub fn pair() -> (UnixStream, UnixStream) {
     let (a, b) = UnixStream::pair().unwrap();

@@ -1,0 +1,171 @@
+//! A `Queue` is `Send`: made on one thread, used on another, moved again. On io_uring its ring
+//! lets only one thread in (`SINGLE_ISSUER | DEFER_TASKRUN`, the backend's quirk m), so the
+//! first move takes the registrations to a ring any thread may enter. These tests check what
+//! a user sees: every registration keeps reporting after moves, bytes received through the
+//! ring are not lost, and a move that cannot be made (a send in flight) is refused with an
+//! error that changes nothing, not a hang.
+//!
+//! Needs io_uring; skipped, saying why, when the kernel refuses it.
+
+mod common;
+
+use common::tcp;
+use hintq::{Backend, Event, Interest, Queue, State};
+use std::io::{ErrorKind, Write};
+use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
+
+const PATIENCE: Duration = Duration::from_secs(5);
+
+fn ring_queue(case: &str) -> Option<Queue> {
+    if !hintq_testkit::runs(
+        case,
+        Backend::Uring.probe().map_err(|why| format!("io_uring unavailable: {why}")),
+    ) {
+        return None;
+    }
+    Some(Queue::new(Backend::Uring).unwrap())
+}
+
+/// Waits for an event of `fd` whose state has `want`; other descriptors' events are dropped.
+fn wait_for(q: &mut Queue, fd: RawFd, want: State) -> bool {
+    let end = Instant::now() + PATIENCE;
+    let mut evs = [Event::default(); 16];
+    while Instant::now() < end {
+        let n = q.get_next_event(&mut evs, Some(Duration::from_millis(50))).unwrap();
+        if evs[..n].iter().any(|e| e.fd() == fd && e.state().contains(want)) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Takes what the ring received for `fd` until `want` bytes came.
+fn receive(q: &mut Queue, fd: RawFd, want: usize) -> Vec<u8> {
+    let end = Instant::now() + PATIENCE;
+    let mut got = Vec::new();
+    while got.len() < want && Instant::now() < end {
+        match q.take_received(fd, &mut got, usize::MAX) {
+            Some(Ok(n)) => assert!(n > 0, "end of stream after {} bytes", got.len()),
+            Some(Err(e)) if e.kind() == ErrorKind::WouldBlock => {
+                wait_for(q, fd, State::READ);
+            }
+            Some(Err(e)) => panic!("take_received: {e}"),
+            None => panic!("the registration does not receive through the ring"),
+        }
+    }
+    got
+}
+
+/// Runs `f` with the queue on a new thread and gives the queue back.
+fn elsewhere<T: Send + 'static>(q: Queue, f: impl FnOnce(&mut Queue) -> T + Send + 'static) -> (Queue, T) {
+    std::thread::spawn(move || {
+        let mut q = q;
+        let t = f(&mut q);
+        (q, t)
+    })
+    .join()
+    .unwrap()
+}
+
+/// Whether this kernel builds the one-thread ring (`DEFER_TASKRUN`, Linux 6.1) and it is not
+/// turned off.
+fn one_thread_ring() -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut v = release.split(|c: char| !c.is_ascii_digit()).map(|n| n.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (v.next().unwrap_or(0), v.next().unwrap_or(0));
+    (major, minor) >= (6, 1) && std::env::var_os("HINTQ_URING_DEFER").is_none_or(|v| v != "0")
+}
+
+#[test]
+fn registrations_follow_the_queue_from_thread_to_thread() {
+    let case = "registrations_follow_the_queue_from_thread_to_thread";
+    let Some(mut q) = ring_queue(case) else { return };
+    let (_a, fa, mut ca) = tcp();
+    let (_b, fb, mut cb) = tcp();
+    q.declare(fa, Interest::READ | Interest::RECEIVE).unwrap();
+    q.declare(fb, Interest::READ).unwrap();
+    if !q.receiving(fa) {
+        hintq_testkit::runs(case, Err("io_uring receives unavailable here".to_string()));
+        return;
+    }
+    // Used here first: this thread owns the ring.
+    ca.write_all(b"one").unwrap();
+    assert_eq!(receive(&mut q, fa, 3), b"one");
+
+    // Bytes that arrive before the queue moves, and after, are all received on the new thread;
+    // the plain poll registration reports there too.
+    ca.write_all(b"two").unwrap();
+    cb.write_all(b"x").unwrap();
+    let (mut q, (got, polled)) = elsewhere(q, move |q| {
+        let polled = wait_for(q, fb, State::READ);
+        ca.write_all(b"three").unwrap();
+        (receive(q, fa, 8), polled)
+    });
+    assert_eq!(got, b"twothree");
+    assert!(polled, "the polled descriptor reported nothing after the queue moved");
+
+    // Declared on another thread, used back on this one.
+    let (_c, fc, mut cc) = tcp();
+    let (q2, ()) = elsewhere(q, move |q| q.declare(fc, Interest::READ | Interest::RECEIVE).unwrap());
+    q = q2;
+    cc.write_all(b"back").unwrap();
+    assert_eq!(receive(&mut q, fc, 4), b"back");
+
+    // Shared from now on: back and forth, every registration still reports.
+    for round in 0..6u8 {
+        let (q2, (polled, cb2)) = elsewhere(q, move |q| {
+            cb.write_all(&[round]).unwrap();
+            (wait_for(q, fb, State::READ), cb)
+        });
+        (q, cb) = (q2, cb2);
+        assert!(polled, "round {round}: the polled descriptor reported nothing on the other thread");
+        cc.write_all(&[b'0' + round]).unwrap();
+        assert_eq!(receive(&mut q, fc, 1), [b'0' + round], "round {round}");
+    }
+}
+
+#[test]
+fn a_move_with_a_send_in_flight_is_refused_and_changes_nothing() {
+    let case = "a_move_with_a_send_in_flight_is_refused_and_changes_nothing";
+    let Some(mut q) = ring_queue(case) else { return };
+    if !q.can_send() {
+        hintq_testkit::runs(case, Err("io_uring sends unavailable here".to_string()));
+        return;
+    }
+    if !one_thread_ring() {
+        // Any thread may enter this ring: no move, nothing to refuse.
+        eprintln!("n/a: the ring is not a one-thread ring here (kernel before 6.1, or HINTQ_URING_DEFER=0)");
+        return;
+    }
+    let (sock, fd, client) = tcp();
+    q.declare(fd, Interest::READ).unwrap();
+    let mut evs = [Event::default(); 4];
+    q.get_next_event(&mut evs, Some(Duration::ZERO)).unwrap();
+    // More than the socket buffers hold, to a peer that does not read: it stays in flight.
+    let mut buf = q.send_buffer();
+    buf.resize(64 << 20, 7);
+    q.send(fd, buf).map_err(|(e, _)| e).unwrap();
+    q.get_next_event(&mut evs, Some(Duration::ZERO)).unwrap();
+    let registered = q.registered();
+    let (_d, fd2, _cd) = tcp();
+    let (mut q, (waited, declared)) = elsewhere(q, move |q| {
+        let waited = q.get_next_event(&mut [Event::default(); 4], Some(Duration::ZERO)).map(drop);
+        (waited, q.declare(fd2, Interest::READ))
+    });
+    for (what, r) in [("get_next_event", waited), ("declare", declared)] {
+        let e = r.expect_err(&format!("{what} on another thread worked with a send in flight"));
+        assert_eq!(e.kind(), ErrorKind::ResourceBusy, "{what}: {e}");
+    }
+    assert_eq!(q.registered(), registered, "the refused declare registered something");
+    // Back on its own thread the queue works: revoking cancels the send, and the peer sees
+    // the connection end before the whole send went out.
+    q.get_next_event(&mut evs, Some(Duration::ZERO)).unwrap();
+    q.close(sock).unwrap();
+    let mut client = client;
+    client.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut sink = Vec::new();
+    let r = std::io::Read::read_to_end(&mut client, &mut sink);
+    assert!(r.is_ok() || r.as_ref().is_err_and(|e| e.kind() == ErrorKind::ConnectionReset), "{r:?}");
+    assert!(sink.len() < 64 << 20, "the whole send went out though it was cancelled");
+}
