@@ -390,6 +390,48 @@ pub fn is_sleeping(tid: libc::pid_t) -> bool {
     stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
 }
 
+/// Gives the whole pages of `v`'s spare capacity (past its length) back to the kernel
+/// (`madvise(MADV_DONTNEED)`), keeping the capacity: for tables reserved up to the descriptor
+/// limit, which keep every page their highest numbers touched once those numbers are gone.
+/// The spare capacity holds no values, so the zeroed pages that replace them on the next
+/// touch change nothing. Returns the bytes given back.
+pub fn release_spare<T>(v: &mut Vec<T>) -> usize {
+    let page = page_size();
+    let start = v.as_ptr() as usize + v.len() * std::mem::size_of::<T>();
+    let end = v.as_ptr() as usize + v.capacity() * std::mem::size_of::<T>();
+    let (first, last) = (start.next_multiple_of(page), end / page * page);
+    if last <= first {
+        return 0;
+    }
+    // SAFETY: [first, last) lies inside the spare capacity of `v`'s allocation, which the
+    // `&mut` borrow makes ours alone and which holds no values; the kernel zero-fills the
+    // pages if they are touched again.
+    let r = unsafe { libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_DONTNEED) };
+    if r == 0 {
+        last - first
+    } else {
+        0
+    }
+}
+
+/// The size of a memory page.
+pub fn page_size() -> usize {
+    // SAFETY: no preconditions.
+    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1)
+}
+
+/// How many of the pages of `[ptr, ptr + len)` are resident (`mincore`), for tests and
+/// measurements of [`release_spare`]; `None` if the kernel refused.
+pub fn resident_pages(ptr: *const u8, len: usize) -> Option<usize> {
+    let page = page_size();
+    let first = ptr as usize / page * page;
+    let end = (ptr as usize + len).next_multiple_of(page);
+    let mut vec = vec![0u8; (end - first) / page];
+    // SAFETY: `vec` has one byte per page of the range; mincore only reads the page tables.
+    let r = unsafe { libc::mincore(first as *mut libc::c_void, end - first, vec.as_mut_ptr()) };
+    (r == 0).then(|| vec.iter().filter(|&&b| b & 1 != 0).count())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -438,5 +480,23 @@ mod tests {
         let (soft, hard) = raise_nofile().unwrap();
         assert_eq!(soft, hard);
         assert_eq!(nofile().unwrap(), (hard, hard));
+    }
+
+    #[test]
+    fn spare_pages_are_given_back_and_the_values_kept() {
+        let page = super::page_size();
+        let mut v: Vec<u64> = Vec::with_capacity(64 * page / 8);
+        v.resize(64 * page / 8, 7);
+        let bytes = v.capacity() * 8;
+        let all = super::resident_pages(v.as_ptr().cast(), bytes).unwrap();
+        assert!(all >= 63, "{all} of 64 pages resident after writing them");
+        v.truncate(page / 8 * 3 + 5);
+        let given = super::release_spare(&mut v);
+        assert!(given >= 60 * page, "{given} bytes given back");
+        let left = super::resident_pages(v.as_ptr().cast(), bytes).unwrap();
+        assert!(left <= 5, "{left} pages still resident");
+        assert!(v.iter().all(|&x| x == 7), "the values kept their contents");
+        v.resize(64 * page / 8, 9);
+        assert!(v[page / 8 * 3 + 5..].iter().all(|&x| x == 9));
     }
 }

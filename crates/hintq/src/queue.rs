@@ -127,6 +127,8 @@ impl Builder {
             scan_cursor: 0,
             scan_buf: Vec::new(),
             registered: 0,
+            peak: 0,
+            gen_floor: 0,
             waker: None,
             woken: false,
             internal: Vec::new(),
@@ -136,6 +138,10 @@ impl Builder {
         })
     }
 }
+
+/// Tables indexed by descriptor number this long or longer are trimmed when registrations
+/// fall ([`Queue::trim`]).
+const TRIM_PEAK: usize = 1024;
 
 /// A per-thread queue of readiness events: the paper's HINTS queue and INTERESTED sets.
 ///
@@ -157,6 +163,11 @@ pub struct Queue {
     scan_cursor: usize,
     scan_buf: Vec<libc::pollfd>,
     registered: usize,
+    /// The most registrations at once since the tables were last trimmed ([`Queue::trim`]).
+    peak: usize,
+    /// Above every generation of the slots a trim dropped: the first generation of a slot
+    /// made again, so that no token of a dropped one names it.
+    gen_floor: u32,
     waker: Option<Arc<OwnedFd>>,
     woken: bool,
     /// Internal watches (waker, group sets): token and descriptor.
@@ -250,6 +261,10 @@ impl Queue {
                 let gen = self.slots[i].gen;
                 self.revoke_slot(i);
                 self.poller.delete(fd, token(fd, gen))?;
+                let n = self.registered;
+                if self.slots.len() >= TRIM_PEAK && n * 2 <= self.peak && n * 16 <= self.slots.len() {
+                    self.trim();
+                }
             }
             return Ok(None);
         }
@@ -257,7 +272,7 @@ impl Queue {
             if self.slots.capacity() == 0 {
                 self.slots.reserve(sys::fd_table_reserve().max(i + 1));
             }
-            self.slots.resize(i + 1, Slot::default());
+            self.slots.resize(i + 1, Slot { gen: self.gen_floor, ..Slot::default() });
         }
         let fresh = self.slots[i].interest.is_empty();
         if fresh {
@@ -270,6 +285,7 @@ impl Queue {
         slot.disarmed = false;
         if fresh {
             self.registered += 1;
+            self.peak = self.peak.max(self.registered);
         }
         Ok(Some(gen))
     }
@@ -723,6 +739,26 @@ impl Queue {
         ev
     }
 
+    /// Gives back the memory the tables indexed by descriptor number kept for numbers no
+    /// longer registered: the queue's slots past the highest registered number are dropped
+    /// (their generations folded into `gen_floor`) and the pages of the room past the rest
+    /// released, and the backend does the same with its own ([`Poller::trim`]). The room stays
+    /// reserved up to the descriptor limit, so the next peak copies nothing. Called on a
+    /// revoke when the slots number [`TRIM_PEAK`] or more, are 16 times the registrations or
+    /// more, and the registrations halved since the last trim: one pass over the slots per
+    /// halving, so a server whose connections came and went ends at its baseline, and a
+    /// steady one scans its slots once per halving of its connections at most.
+    fn trim(&mut self) {
+        let used = self.slots.iter().rposition(|s| !s.interest.is_empty() || s.pending).map_or(0, |i| i + 1);
+        if let Some(top) = self.slots[used..].iter().map(|s| s.gen).max() {
+            self.gen_floor = self.gen_floor.max(top);
+        }
+        self.slots.truncate(used);
+        hintq_sys::release_spare(&mut self.slots);
+        self.poller.trim();
+        self.peak = self.registered;
+    }
+
     /// Forgets a registration: bumps nothing (the next declare does), drops its pending
     /// element from the count and compacts the FIFO when stale elements pile up.
     fn revoke_slot(&mut self, i: usize) {
@@ -763,5 +799,68 @@ impl std::fmt::Debug for Queue {
             .field("pending", &self.live)
             .field("overflow", &self.overflow)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    /// After a peak of registrations falls to a sixteenth, the tables indexed by descriptor
+    /// number keep no pages for the numbers gone, on every backend that has such tables, and
+    /// an event of a registration from before the trim never passes for one made after it.
+    #[test]
+    fn a_peak_that_ends_gives_its_table_pages_back() {
+        for backend in [Backend::Epoll, Backend::Poll, Backend::Gooch, Backend::Uring] {
+            if backend.probe().is_err() {
+                continue;
+            }
+            let mut q = Queue::new(backend).unwrap();
+            let pairs: Vec<_> = (0..TRIM_PEAK + 100).map(|_| hintq_sys::socketpair().unwrap()).collect();
+            for (a, _) in &pairs {
+                q.declare(a.as_raw_fd(), Interest::READ).unwrap();
+            }
+            let high = pairs.last().unwrap().0.as_raw_fd();
+            // An event of the highest registration, as the application would hold it.
+            let old = Event { fd: high, gen: q.generation(high).unwrap(), state: State::READ };
+            let room = q.slots.capacity() * std::mem::size_of::<Slot>();
+            let resident = |q: &Queue| hintq_sys::resident_pages(q.slots.as_ptr().cast(), room).unwrap();
+            let before = resident(&q);
+            for (a, _) in &pairs[1..] {
+                q.declare(a.as_raw_fd(), Interest::empty()).unwrap();
+            }
+            let keep = pairs[0].0.as_raw_fd() as usize;
+            assert_eq!(
+                q.slots.len(),
+                keep + 1,
+                "{backend}: slots past the highest registered number dropped"
+            );
+            let after = resident(&q);
+            assert!(
+                after * 4 < before.max(4),
+                "{backend}: {after} pages of the slots resident after the peak, {before} at it"
+            );
+            // The number registered again: the old event is not current, a new one is.
+            q.declare(high, Interest::READ).unwrap();
+            assert!(
+                !q.is_current(&old),
+                "{backend}: an event from before the trim passed for a new registration"
+            );
+            let new = Event { fd: high, gen: q.generation(high).unwrap(), state: State::READ };
+            assert!(q.is_current(&new), "{backend}");
+            write_byte(&pairs.last().unwrap().1);
+            let mut evs = [Event::default(); 8];
+            let n = q.get_next_event(&mut evs, Some(Duration::from_secs(5))).unwrap();
+            assert!(
+                evs[..n].iter().any(|e| e.fd() == high && q.is_current(e)),
+                "{backend}: no event after the trim"
+            );
+        }
+    }
+
+    fn write_byte(fd: &OwnedFd) {
+        // SAFETY (test): one byte from a live buffer to a live socket.
+        assert_eq!(unsafe { libc::write(fd.as_raw_fd(), b"x".as_ptr().cast(), 1) }, 1);
     }
 }

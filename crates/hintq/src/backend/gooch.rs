@@ -119,6 +119,14 @@ impl Gooch {
 }
 
 impl Poller for Gooch {
+    fn trim(&mut self) {
+        self.set.trim();
+        // A number no longer watched has counter 0 (`delete`), as a fresh entry would.
+        let used = self.activity.iter().rposition(|&a| a != 0).map_or(0, |i| i + 1);
+        self.activity.truncate(used);
+        hintq_sys::release_spare(&mut self.activity);
+    }
+
     fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {
         let inactive = self.set.in_back(fd);
         self.set.set(fd, token, interest);

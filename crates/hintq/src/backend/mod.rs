@@ -102,6 +102,11 @@ pub(crate) trait Poller: Send {
         true
     }
 
+    /// Gives back the pages of tables indexed by descriptor number past the highest number
+    /// watched now: called by the queue once its registrations fell far below their peak.
+    /// Nothing to do for backends without such tables.
+    fn trim(&mut self) {}
+
     /// Hand-off mode ([`crate::Rearm`]): the thread-safe path that re-activates a delivered
     /// registration. `None`: the backend cannot be re-armed from another thread.
     fn handoff(&mut self) -> Option<Handoff> {

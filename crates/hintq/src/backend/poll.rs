@@ -25,6 +25,10 @@ pub(crate) struct Poll {
 }
 
 impl Poller for Poll {
+    fn trim(&mut self) {
+        self.set.trim();
+    }
+
     fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {
         self.set.set(fd, token, interest);
         Ok(())

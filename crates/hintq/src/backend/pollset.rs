@@ -119,6 +119,17 @@ impl PollSet {
         self.front += 1;
     }
 
+    /// Drops the index's entries past the highest number watched and gives back the pages
+    /// of all three tables' room past their use ([`hintq_sys::release_spare`]); the room
+    /// itself stays reserved, so the next peak still copies nothing.
+    pub(crate) fn trim(&mut self) {
+        let used = self.slot_of.iter().rposition(|&i| i != 0).map_or(0, |i| i + 1);
+        self.slot_of.truncate(used);
+        hintq_sys::release_spare(&mut self.slot_of);
+        hintq_sys::release_spare(&mut self.fds);
+        hintq_sys::release_spare(&mut self.gens);
+    }
+
     /// Swaps entries `i` and `j` and keeps the index right.
     fn swap(&mut self, i: usize, j: usize) {
         if i == j {

@@ -333,6 +333,11 @@ fn ignore_closed(r: io::Result<()>) -> io::Result<()> {
 }
 
 impl Poller for Rtsig {
+    fn trim(&mut self) {
+        self.fds.trim();
+        self.internal.trim();
+    }
+
     fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {
         if is_internal(token) {
             self.internal.set(fd, token, interest);

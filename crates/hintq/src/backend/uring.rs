@@ -172,8 +172,7 @@ fn thread_id() -> libc::pid_t {
     thread_local!(static TID: std::cell::Cell<libc::pid_t> = const { std::cell::Cell::new(0) });
     TID.with(|t| {
         if t.get() == 0 {
-            // SAFETY: no preconditions.
-            t.set(unsafe { libc::gettid() });
+            t.set(hintq_sys::gettid());
         }
         t.get()
     })
@@ -393,6 +392,14 @@ impl Watches {
             _ if is_internal(token) => self.internal.retain(|w| w.token != token),
             (fd, _) => drop(self.by_fd.get_mut(fd as usize).and_then(|s| s.take_if(|w| w.token == token))),
         }
+    }
+
+    /// Drops the entries past the highest number watched and gives back the pages of the
+    /// room past them (the room stays reserved).
+    fn trim(&mut self) {
+        let used = self.by_fd.iter().rposition(Option::is_some).map_or(0, |i| i + 1);
+        self.by_fd.truncate(used);
+        hintq_sys::release_spare(&mut self.by_fd);
     }
 
     /// Every watch (when the ring is replaced, not per event).
@@ -960,6 +967,10 @@ impl Uring {
 }
 
 impl Poller for Uring {
+    fn trim(&mut self) {
+        self.table.watches.trim();
+    }
+
     /// Arms at once (quirk g). `fresh` is not needed: the table knows what is watched (b).
     fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {
         // Before anything changes: a move to another ring (quirk m) may be refused.
