@@ -414,6 +414,30 @@ pub fn release_spare<T>(v: &mut Vec<T>) -> usize {
     }
 }
 
+/// Gives back to the kernel the whole pages of `v` that hold only zeros
+/// (`madvise(MADV_DONTNEED)`): they read as zeros again, from a shared zero page until
+/// written. For tables of links or deadlines indexed by descriptor number, whose entries go
+/// back to 0 when their number is done with. One pass over `v`; returns the bytes given back.
+pub fn release_zero_pages(v: &mut [u32]) -> usize {
+    let page = page_size();
+    let start = v.as_ptr() as usize;
+    let end = start + std::mem::size_of_val(v);
+    let mut given = 0;
+    let mut at = start.next_multiple_of(page);
+    while at + page <= end {
+        let (i, n) = ((at - start) / 4, page / 4);
+        if v[i..i + n].iter().all(|&x| x == 0) {
+            // SAFETY: the page lies inside `v`, borrowed mutably, and holds only zeros, which
+            // is what the kernel's fresh page holds: no value changes.
+            if unsafe { libc::madvise(at as *mut libc::c_void, page, libc::MADV_DONTNEED) } == 0 {
+                given += page;
+            }
+        }
+        at += page;
+    }
+    given
+}
+
 /// The size of a memory page.
 pub fn page_size() -> usize {
     // SAFETY: no preconditions.
@@ -480,6 +504,24 @@ mod tests {
         let (soft, hard) = raise_nofile().unwrap();
         assert_eq!(soft, hard);
         assert_eq!(nofile().unwrap(), (hard, hard));
+    }
+
+    #[test]
+    fn pages_of_zeros_are_given_back_and_the_rest_kept() {
+        let page = super::page_size();
+        let mut v = vec![1u32; 32 * page / 4];
+        let bytes = v.len() * 4;
+        for x in &mut v[page / 4..] {
+            *x = 0;
+        }
+        let last = v.len() - 1;
+        v[last] = 5;
+        assert!(super::resident_pages(v.as_ptr().cast(), bytes).unwrap() >= 31);
+        let given = super::release_zero_pages(&mut v);
+        assert!(given >= 28 * page, "{given} bytes given back");
+        assert!(super::resident_pages(v.as_ptr().cast(), bytes).unwrap() <= 4);
+        assert!(v[..page / 4].iter().all(|&x| x == 1) && v[last] == 5);
+        assert!(v[page / 4..last].iter().all(|&x| x == 0));
     }
 
     #[test]

@@ -128,6 +128,7 @@ impl Builder {
             scan_buf: Vec::new(),
             registered: 0,
             peak: 0,
+            busy: false,
             gen_floor: 0,
             waker: None,
             woken: false,
@@ -165,6 +166,8 @@ pub struct Queue {
     registered: usize,
     /// The most registrations at once since the tables were last trimmed ([`Queue::trim`]).
     peak: usize,
+    /// 64 or more registrations at once since the queue was last trimmed down to 16 or fewer.
+    busy: bool,
     /// Above every generation of the slots a trim dropped: the first generation of a slot
     /// made again, so that no token of a dropped one names it.
     gen_floor: u32,
@@ -262,7 +265,9 @@ impl Queue {
                 self.revoke_slot(i);
                 self.poller.delete(fd, token(fd, gen))?;
                 let n = self.registered;
-                if self.slots.len() >= TRIM_PEAK && n * 2 <= self.peak && n * 16 <= self.slots.len() {
+                let low = n <= 16 && self.busy;
+                if self.slots.len() >= TRIM_PEAK && n * 16 <= self.slots.len() && (n * 2 <= self.peak || low)
+                {
                     self.trim();
                 }
             }
@@ -286,6 +291,7 @@ impl Queue {
         if fresh {
             self.registered += 1;
             self.peak = self.peak.max(self.registered);
+            self.busy |= self.registered >= 64;
         }
         Ok(Some(gen))
     }
@@ -744,10 +750,11 @@ impl Queue {
     /// (their generations folded into `gen_floor`) and the pages of the room past the rest
     /// released, and the backend does the same with its own ([`Poller::trim`]). The room stays
     /// reserved up to the descriptor limit, so the next peak copies nothing. Called on a
-    /// revoke when the slots number [`TRIM_PEAK`] or more, are 16 times the registrations or
-    /// more, and the registrations halved since the last trim: one pass over the slots per
-    /// halving, so a server whose connections came and went ends at its baseline, and a
-    /// steady one scans its slots once per halving of its connections at most.
+    /// revoke when the slots number [`TRIM_PEAK`] or more and 16 times the registrations or
+    /// more, and the registrations halved since the last trim, or fell to 16 or fewer after
+    /// 64 or more: one pass over the slots per halving, so a server whose connections came
+    /// and went ends at its baseline, and one whose few connections come and go is not
+    /// scanned each time.
     fn trim(&mut self) {
         let used = self.slots.iter().rposition(|s| !s.interest.is_empty() || s.pending).map_or(0, |i| i + 1);
         if let Some(top) = self.slots[used..].iter().map(|s| s.gen).max() {
@@ -757,6 +764,7 @@ impl Queue {
         hintq_sys::release_spare(&mut self.slots);
         self.poller.trim();
         self.peak = self.registered;
+        self.busy &= self.registered > 16;
     }
 
     /// Forgets a registration: bumps nothing (the next declare does), drops its pending

@@ -112,6 +112,10 @@ impl<T> Timers<T> {
     }
 }
 
+/// A [`Wheel`] that held this many deadlines at once gives back its tables' untouched pages
+/// as they empty ([`Wheel::trim`]).
+const TRIM_PEAK: usize = 1024;
+
 /// Buckets of a [`Wheel`]: deadlines up to this many ticks ahead cost nothing to pass over.
 const BUCKETS: usize = 4096;
 
@@ -133,7 +137,15 @@ pub struct Wheel {
     /// The first tick not looked at yet.
     cursor: u32,
     len: usize,
+    /// The most keys with a deadline at once since the tables' pages were last given back.
+    peak: usize,
+    /// [`LOW`] or more keys had a deadline since the wheel was last trimmed empty.
+    busy: bool,
 }
+
+/// A wheel that held this many deadlines or more is trimmed when it empties ([`Wheel::trim`]);
+/// below it, a wheel whose few keys come and go is never scanned.
+const LOW: usize = 64;
 
 impl Wheel {
     /// A wheel for keys `0..capacity` whose deadlines are kept to `tick` (at least 1 ms).
@@ -148,6 +160,8 @@ impl Wheel {
             heads: vec![0; BUCKETS].into_boxed_slice(),
             cursor: 0,
             len: 0,
+            peak: 0,
+            busy: false,
         }
     }
 
@@ -183,7 +197,7 @@ impl Wheel {
         if key >= self.at.len() {
             return false;
         }
-        self.remove(key);
+        self.unlink(key);
         let t = self.ticks(deadline, true).max(self.cursor);
         let b = t as usize % BUCKETS;
         let head = self.heads[b];
@@ -195,11 +209,25 @@ impl Wheel {
         }
         self.heads[b] = key as u32 + 1;
         self.len += 1;
+        self.peak = self.peak.max(self.len);
+        self.busy |= self.len >= LOW;
         true
     }
 
     /// Removes the deadline of `key`; false if it had none.
     pub fn remove(&mut self, key: usize) -> bool {
+        if !self.unlink(key) {
+            return false;
+        }
+        let halved = self.peak >= TRIM_PEAK && self.len * 2 <= self.peak;
+        if halved || (self.len == 0 && self.busy) {
+            self.trim();
+        }
+        true
+    }
+
+    /// [`Wheel::remove`] without the trim: for a deadline that moves.
+    fn unlink(&mut self, key: usize) -> bool {
         let Some(&at) = self.at.get(key).filter(|&&a| a != 0) else { return false };
         let (next, prev) = (self.next[key], self.prev[key]);
         if prev != 0 {
@@ -213,6 +241,20 @@ impl Wheel {
         (self.at[key], self.next[key], self.prev[key]) = (0, 0, 0);
         self.len -= 1;
         true
+    }
+
+    /// Gives back the pages of the per-key tables that hold only keys without a deadline
+    /// (all zeros): a server's keys are its descriptor numbers, and after a peak of
+    /// connections the pages their numbers touched stay resident otherwise. Called by
+    /// [`Wheel::remove`] each time the keys with a deadline halve from a peak of
+    /// [`TRIM_PEAK`] or more, and when the wheel empties after holding [`LOW`] or more: one
+    /// pass over the tables per halving of a large load, none while a few keys come and go.
+    fn trim(&mut self) {
+        for t in [&mut self.at, &mut self.next, &mut self.prev] {
+            hintq_sys::release_zero_pages(t);
+        }
+        self.peak = self.len;
+        self.busy &= self.len > 0;
     }
 
     /// Removes and returns one key whose deadline is at or before `now`, earliest tick first.
@@ -323,5 +365,35 @@ mod tests {
         }
         assert_eq!(t.len(), 1);
         assert!(t.heap.len() <= 2 * t.len() + 65, "heap grew to {}", t.heap.len());
+    }
+
+    /// A wheel that held many deadlines keeps no pages of its tables once they are all gone,
+    /// and works as before afterwards.
+    #[test]
+    fn an_emptied_wheel_gives_its_pages_back() {
+        let cap = 64 * 1024;
+        let mut w = Wheel::new(cap, Duration::from_millis(1));
+        let now = Instant::now();
+        let resident = |w: &Wheel| {
+            [&w.at, &w.next, &w.prev]
+                .iter()
+                .map(|t| hintq_sys::resident_pages(t.as_ptr().cast(), t.len() * 4).unwrap())
+                .sum::<usize>()
+        };
+        for k in (0..cap).step_by(7) {
+            w.insert(k, now + Duration::from_millis(k as u64 % 5000));
+        }
+        let full = resident(&w);
+        assert!(full >= 3 * 60, "{full} pages touched by the deadlines");
+        for k in (0..cap).step_by(7) {
+            assert!(w.remove(k));
+        }
+        let left = resident(&w);
+        assert!(left <= 6, "{left} of {full} pages still resident with no deadline");
+        w.insert(cap - 1, now);
+        w.insert(3, now + Duration::from_millis(1));
+        let later = now + Duration::from_millis(10);
+        let got: Vec<_> = std::iter::from_fn(|| w.pop_expired(later)).collect();
+        assert_eq!(got, [cap - 1, 3]);
     }
 }
