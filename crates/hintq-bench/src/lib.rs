@@ -127,7 +127,7 @@ pub fn run_micro(cfg: &Config) -> io::Result<Outcome> {
         ("repetitions".into(), reps.to_string()),
         ("time per measurement".into(), format!("{} ms after calibration", plan.target.as_millis())),
         ("fig6a method".into(), "clock read just before and after each get_next_event / epoll_wait call; writes and reads untimed; ops = calls".into()),
-        ("fig6b method".into(), format!("clock read around a batch of whole cycles (write 1 byte, wait with a {}-event array, read); ops = cycles; raw-uring (with uring) = a multishot POLL_ADD per descriptor on a ring set up as the uring backend's (CQ 4096, COOP_TASKRUN, TASKRUN_FLAG), CQEs reaped from the ring, io_uring_enter only when none is there or the kernel flags work", micro::CYCLE_ARRAY)),
+        ("fig6b method".into(), format!("clock read around a batch of whole cycles (write 1 byte, wait with a {}-event array, read); ops = cycles; raw-uring (with uring) = a multishot POLL_ADD per descriptor on a ring set up as the uring backend's (CQ 4096, SINGLE_ISSUER + DEFER_TASKRUN + TASKRUN_FLAG, or COOP_TASKRUN + TASKRUN_FLAG where DEFER_TASKRUN is refused or HINTQ_URING_DEFER=0), CQEs reaped from the ring, io_uring_enter only when none is there or the kernel flags work", micro::CYCLE_ARRAY)),
         ("fig7 method".into(), format!("clock read around a batch of {} declare_interest(READ) calls, then around their {} revokes; raw-epoll = epoll_ctl ADD / DEL; ops = calls", micro::BATCH, micro::BATCH)),
         ("descriptors".into(), "active: AF_UNIX stream socketpairs (non-blocking); idle: eventfds never written, registered for READ".into()),
     ]);

@@ -176,8 +176,10 @@ pub fn write_eventfd(fd: RawFd) -> io::Result<()> {
 
 /// A raw io_uring multishot-poll loop, driven directly through the `io-uring` crate: the
 /// floor the `uring` backend is held to. Its ring is set up as the backend's is (completion
-/// ring of 4096, `COOP_TASKRUN` and `TASKRUN_FLAG` where the kernel takes them), so a ratio
-/// between the two is the backend's own work. `user_data` is the descriptor.
+/// ring of 4096; `SINGLE_ISSUER`, `DEFER_TASKRUN` and `TASKRUN_FLAG` where the kernel takes
+/// them and `HINTQ_URING_DEFER` is not 0, else `COOP_TASKRUN` and `TASKRUN_FLAG`), so a ratio
+/// between the two is the backend's own work. `user_data` is the descriptor. Used on the
+/// thread that made it (a `DEFER_TASKRUN` ring admits no other).
 pub struct RawUring {
     ring: io_uring::IoUring,
 }
@@ -185,19 +187,27 @@ pub struct RawUring {
 impl RawUring {
     /// A ring like the `uring` backend's.
     pub fn new() -> io::Result<RawUring> {
-        let build = |coop: bool| {
+        // 2: deferred, 1: cooperative, 0: neither.
+        let build = |run: u8| {
             let mut b = io_uring::IoUring::builder();
             b.setup_cqsize(4096).setup_clamp();
-            if coop {
-                b.setup_coop_taskrun().setup_taskrun_flag();
+            match run {
+                2 => drop(b.setup_single_issuer().setup_defer_taskrun().setup_taskrun_flag()),
+                1 => drop(b.setup_coop_taskrun().setup_taskrun_flag()),
+                _ => {}
             }
             b.build(256)
         };
-        let ring = match build(true) {
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => build(false)?,
-            r => r?,
-        };
-        Ok(RawUring { ring })
+        let defer = std::env::var_os("HINTQ_URING_DEFER").is_none_or(|v| v != "0");
+        let mut last = io::Error::from_raw_os_error(libc::EINVAL);
+        for run in [2, 1, 0].into_iter().filter(|&r| defer || r < 2) {
+            match build(run) {
+                Ok(ring) => return Ok(RawUring { ring }),
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = e,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last)
     }
 
     /// Arms a multishot `POLL_ADD` on `fd` for reading (what the `uring` backend asks for on
