@@ -148,6 +148,12 @@ const TRIM_PEAK: usize = 1024;
 ///
 /// `Send` but not `Sync`: one thread uses it at a time. To wait on the same descriptors from
 /// several threads, give each thread its own queue and use a [`crate::Group`].
+///
+/// On `uring` a queue is fastest used by one thread: its ring (`DEFER_TASKRUN`) admits only
+/// the first thread that enters it. A queue used from another thread afterwards moves its
+/// registrations, once, to a ring any thread may enter; while a send ([`Queue::send`]) is in
+/// flight that move is refused with `ResourceBusy` and the call changes nothing. Make a
+/// queue on the thread that will wait on it, or move it before its first use.
 pub struct Queue {
     backend: Backend,
     poller: Box<dyn Poller>,
