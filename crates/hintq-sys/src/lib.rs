@@ -415,27 +415,68 @@ pub fn release_spare<T>(v: &mut Vec<T>) -> usize {
 }
 
 /// Gives back to the kernel the whole pages of `v` that hold only zeros
-/// (`madvise(MADV_DONTNEED)`): they read as zeros again, from a shared zero page until
-/// written. For tables of links or deadlines indexed by descriptor number, whose entries go
-/// back to 0 when their number is done with. One pass over `v`; returns the bytes given back.
-pub fn release_zero_pages(v: &mut [u32]) -> usize {
+/// (`madvise(MADV_DONTNEED)`, one call per run of such pages): they read as zeros again,
+/// from a shared zero page until written. For tables of links or deadlines indexed by
+/// descriptor number, whose entries go back to 0 when their number is done with. One pass
+/// over `v`; returns the bytes given back.
+///
+/// # Safety
+/// `v` lies in private anonymous memory (as the global allocator's blocks on Linux do): a
+/// private file mapping's page would read back as the file's contents, not zeros.
+pub unsafe fn release_zero_pages(v: &mut [u32]) -> usize {
     let page = page_size();
     let start = v.as_ptr() as usize;
     let end = start + std::mem::size_of_val(v);
     let mut given = 0;
+    let mut run: Option<usize> = None;
     let mut at = start.next_multiple_of(page);
+    let mut flush = |from: usize, to: usize| {
+        // SAFETY: [from, to) is whole pages inside `v`, borrowed mutably, holding only zeros,
+        // which is what the kernel's fresh anonymous pages hold (the caller's promise): no
+        // value changes.
+        if unsafe { libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_DONTNEED) } == 0 {
+            given += to - from;
+        }
+    };
     while at + page <= end {
         let (i, n) = ((at - start) / 4, page / 4);
-        if v[i..i + n].iter().all(|&x| x == 0) {
-            // SAFETY: the page lies inside `v`, borrowed mutably, and holds only zeros, which
-            // is what the kernel's fresh page holds: no value changes.
-            if unsafe { libc::madvise(at as *mut libc::c_void, page, libc::MADV_DONTNEED) } == 0 {
-                given += page;
+        let zero = v[i..i + n].iter().all(|&x| x == 0);
+        match (zero, run) {
+            (true, None) => run = Some(at),
+            (false, Some(from)) => {
+                flush(from, at);
+                run = None;
             }
+            _ => {}
         }
         at += page;
     }
+    if let Some(from) = run {
+        flush(from, at);
+    }
     given
+}
+
+/// Truncates `v` to `len` and gives back the whole pages that held the dropped values
+/// (`madvise(MADV_DONTNEED)`, from the page after the last kept value to the page end of
+/// the old length): no system call when no page was freed, and over successive truncations
+/// every page past the last kept value is given back once. The capacity stays.
+pub fn truncate_release<T>(v: &mut Vec<T>, len: usize) {
+    let old = v.len();
+    if len >= old {
+        return;
+    }
+    v.truncate(len);
+    let page = page_size();
+    let base = v.as_ptr() as usize;
+    let cap_end = base + v.capacity() * std::mem::size_of::<T>();
+    let first = (base + len * std::mem::size_of::<T>()).next_multiple_of(page);
+    let last = (base + old * std::mem::size_of::<T>()).next_multiple_of(page).min(cap_end / page * page);
+    if last > first {
+        // SAFETY: [first, last) lies in `v`'s spare capacity (past its new length, within its
+        // capacity), which the `&mut` borrow makes ours alone and which holds no values.
+        unsafe { libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_DONTNEED) };
+    }
 }
 
 /// The size of a memory page.
@@ -517,7 +558,8 @@ mod tests {
         let last = v.len() - 1;
         v[last] = 5;
         assert!(super::resident_pages(v.as_ptr().cast(), bytes).unwrap() >= 31);
-        let given = super::release_zero_pages(&mut v);
+        // SAFETY (test): a Vec's block, from the global allocator: anonymous memory.
+        let given = unsafe { super::release_zero_pages(&mut v) };
         assert!(given >= 28 * page, "{given} bytes given back");
         assert!(super::resident_pages(v.as_ptr().cast(), bytes).unwrap() <= 4);
         assert!(v[..page / 4].iter().all(|&x| x == 1) && v[last] == 5);

@@ -141,6 +141,9 @@ pub struct Wheel {
     peak: usize,
     /// [`LOW`] or more keys had a deadline since the wheel was last trimmed empty.
     busy: bool,
+    /// One past the highest key given a deadline since the last trim: the pages past it
+    /// were given back then, or never touched.
+    high: usize,
 }
 
 /// A wheel that held this many deadlines or more is trimmed when it empties ([`Wheel::trim`]);
@@ -162,6 +165,7 @@ impl Wheel {
             len: 0,
             peak: 0,
             busy: false,
+            high: 0,
         }
     }
 
@@ -211,6 +215,7 @@ impl Wheel {
         self.len += 1;
         self.peak = self.peak.max(self.len);
         self.busy |= self.len >= LOW;
+        self.high = self.high.max(key + 1);
         true
     }
 
@@ -250,11 +255,16 @@ impl Wheel {
     /// [`TRIM_PEAK`] or more, and when the wheel empties after holding [`LOW`] or more: one
     /// pass over the tables per halving of a large load, none while a few keys come and go.
     fn trim(&mut self) {
+        let high = self.high.min(self.at.len());
         for t in [&mut self.at, &mut self.next, &mut self.prev] {
-            hintq_sys::release_zero_pages(t);
+            // SAFETY: the tables are `Vec`s, blocks of the global allocator: anonymous memory.
+            unsafe { hintq_sys::release_zero_pages(&mut t[..high]) };
         }
         self.peak = self.len;
         self.busy &= self.len > 0;
+        if self.len == 0 {
+            self.high = 0;
+        }
     }
 
     /// Removes and returns one key whose deadline is at or before `now`, earliest tick first.

@@ -61,9 +61,60 @@ pub(crate) fn next_gen(gen: u32) -> u32 {
     }
 }
 
+/// How many generations there are before [`next_gen`] wraps to 1.
+const GEN_CYCLE: i64 = (1 << 30) - 1;
+
+/// `floor` moved up to the furthest of `gens` ahead of it in the generations' cyclic order
+/// ([`next_gen`]), so that `next_gen` of the result equals none of them. A generation more
+/// than half a cycle ahead is taken as behind (older than the floor), which it is: a floor
+/// moves by what one descriptor number went through, far less than 2^29. `floor` 0 is "none
+/// yet", just before 1.
+pub(crate) fn advance_floor(floor: u32, gens: impl Iterator<Item = u32>) -> u32 {
+    let ahead = |g: u32| (i64::from(g) - i64::from(floor)).rem_euclid(GEN_CYCLE);
+    let best = gens.map(ahead).filter(|&d| d < GEN_CYCLE / 2).max().unwrap_or(0);
+    if best == 0 {
+        floor
+    } else {
+        ((i64::from(floor) + best - 1).rem_euclid(GEN_CYCLE) + 1) as u32
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The floor a trim leaves makes the next generation of a re-made slot differ from every
+    /// generation the trim dropped, across the wrap from 2^30 - 1 to 1 as well.
+    #[test]
+    fn the_floor_stays_ahead_of_dropped_generations_across_the_wrap() {
+        let top = (1 << 30) - 1;
+        for (floor, dropped, want) in [
+            (0, vec![7, 3], 7),
+            (5, vec![3], 5),
+            (top - 1, vec![top], top),
+            (top, vec![1, 2], 2),
+            (top - 2, vec![1, top], 1),
+            (1000, vec![5], 1000),
+        ] {
+            let f = advance_floor(floor, dropped.iter().copied());
+            assert_eq!(f, want, "floor {floor}, dropped {dropped:?}");
+            assert!(
+                !dropped.contains(&next_gen(f)),
+                "floor {floor}, dropped {dropped:?}: next {}",
+                next_gen(f)
+            );
+        }
+        // A floor at the top and a number registered, dropped and made again, time after
+        // time: never the same generation twice in a row.
+        let mut floor = top;
+        let mut last = 0;
+        for _ in 0..5 {
+            let gen = next_gen(floor);
+            assert_ne!(gen, last);
+            floor = advance_floor(floor, [gen].into_iter());
+            last = gen;
+        }
+    }
 
     #[test]
     fn tokens_keep_descriptor_generation_and_flags_apart() {

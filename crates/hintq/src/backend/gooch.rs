@@ -123,8 +123,7 @@ impl Poller for Gooch {
         self.set.trim();
         // A number no longer watched has counter 0 (`delete`), as a fresh entry would.
         let used = self.activity.iter().rposition(|&a| a != 0).map_or(0, |i| i + 1);
-        self.activity.truncate(used);
-        hintq_sys::release_spare(&mut self.activity);
+        hintq_sys::truncate_release(&mut self.activity, used);
     }
 
     fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {

@@ -124,8 +124,7 @@ impl PollSet {
     /// itself stays reserved, so the next peak still copies nothing.
     pub(crate) fn trim(&mut self) {
         let used = self.slot_of.iter().rposition(|&i| i != 0).map_or(0, |i| i + 1);
-        self.slot_of.truncate(used);
-        hintq_sys::release_spare(&mut self.slot_of);
+        hintq_sys::truncate_release(&mut self.slot_of, used);
         hintq_sys::release_spare(&mut self.fds);
         hintq_sys::release_spare(&mut self.gens);
     }

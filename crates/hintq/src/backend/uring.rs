@@ -398,8 +398,7 @@ impl Watches {
     /// room past them (the room stays reserved).
     fn trim(&mut self) {
         let used = self.by_fd.iter().rposition(Option::is_some).map_or(0, |i| i + 1);
-        self.by_fd.truncate(used);
-        hintq_sys::release_spare(&mut self.by_fd);
+        hintq_sys::truncate_release(&mut self.by_fd, used);
     }
 
     /// Every watch (when the ring is replaced, not per event).
