@@ -457,23 +457,29 @@ pub unsafe fn release_zero_pages(v: &mut [u32]) -> usize {
     given
 }
 
-/// Truncates `v` to `len` and gives back the whole pages that held the dropped values
-/// (`madvise(MADV_DONTNEED)`, from the page after the last kept value to the page end of
-/// the old length): no system call when no page was freed, and over successive truncations
-/// every page past the last kept value is given back once. The capacity stays.
+/// Truncates `v` to `len` and gives back the pages that held the dropped values
+/// ([`release_dropped`]).
 pub fn truncate_release<T>(v: &mut Vec<T>, len: usize) {
     let old = v.len();
-    if len >= old {
-        return;
+    if len < old {
+        v.truncate(len);
+        release_dropped(v, old);
     }
-    v.truncate(len);
+}
+
+/// Gives back the whole pages of `v`'s spare capacity up to where a length of `old` ended
+/// (`madvise(MADV_DONTNEED)`), from the page after `v`'s last value: the pages of values
+/// dropped since `v` was `old` long. No system call when no page was freed; over successive
+/// calls every page past the last value is given back once. The capacity stays.
+pub fn release_dropped<T>(v: &mut Vec<T>, old: usize) {
     let page = page_size();
+    let size = std::mem::size_of::<T>();
     let base = v.as_ptr() as usize;
-    let cap_end = base + v.capacity() * std::mem::size_of::<T>();
-    let first = (base + len * std::mem::size_of::<T>()).next_multiple_of(page);
-    let last = (base + old * std::mem::size_of::<T>()).next_multiple_of(page).min(cap_end / page * page);
+    let cap_end = base + v.capacity() * size;
+    let first = (base + v.len() * size).next_multiple_of(page);
+    let last = (base + old.min(v.capacity()) * size).next_multiple_of(page).min(cap_end / page * page);
     if last > first {
-        // SAFETY: [first, last) lies in `v`'s spare capacity (past its new length, within its
+        // SAFETY: [first, last) lies in `v`'s spare capacity (past its length, within its
         // capacity), which the `&mut` borrow makes ours alone and which holds no values.
         unsafe { libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_DONTNEED) };
     }

@@ -131,6 +131,7 @@ impl Builder {
             registered: 0,
             gen_floor: 0,
             trims: 0,
+            dirty: 0,
             waker: None,
             woken: false,
             internal: Vec::new(),
@@ -176,6 +177,8 @@ pub struct Queue {
     gen_floor: u32,
     /// Trims made (for tests).
     trims: u64,
+    /// The most slots since pages were last given back ([`Queue::trim`]).
+    dirty: usize,
     waker: Option<Arc<OwnedFd>>,
     woken: bool,
     /// Internal watches (waker, group sets): token and descriptor.
@@ -270,9 +273,8 @@ impl Queue {
                 self.revoke_slot(i);
                 self.poller.delete(fd, token(fd, gen))?;
                 // Only the highest registration's revoke can shorten the slots.
-                let len = self.slots.len();
-                if i + 1 == len && len >= TRIM_PEAK && self.registered * 16 <= len {
-                    self.trim();
+                if i + 1 == self.slots.len() {
+                    self.shorten();
                 }
             }
             return Ok(None);
@@ -282,6 +284,7 @@ impl Queue {
                 self.slots.reserve(sys::fd_table_reserve().max(i + 1));
             }
             self.slots.resize(i + 1, Slot { gen: self.gen_floor, ..Slot::default() });
+            self.dirty = self.dirty.max(i + 1);
         }
         let fresh = self.slots[i].interest.is_empty();
         if fresh {
@@ -304,6 +307,9 @@ impl Queue {
         sys::current_state(fd).map(|s| s | held).or_else(|e| {
             self.revoke_slot(fd as usize);
             self.poller.delete(fd, token(fd, gen))?;
+            if fd as usize + 1 == self.slots.len() {
+                self.shorten();
+            }
             Err(e)
         })
     }
@@ -747,25 +753,35 @@ impl Queue {
         ev
     }
 
-    /// Gives back the memory the tables indexed by descriptor number kept for numbers no
-    /// longer registered: the queue's slots past the highest registered number are dropped
-    /// (their generations folded into `gen_floor`, so no token of theirs names a slot made
-    /// again) and the pages they freed given back, and the backend does the same with its
-    /// own ([`Poller::trim`]). The room stays reserved up to the descriptor limit, so the next
-    /// peak copies nothing. Called when the highest registration is revoked, the slots number
-    /// [`TRIM_PEAK`] or more and 16 times the registrations or more: the slots are walked
-    /// back from the end only as far as the next registration, so each slot is dropped once,
-    /// and a registration left at a high number stops the trims rather than repeating them.
-    /// A server whose connections came and went ends at its baseline.
-    fn trim(&mut self) {
+    /// Keeps the slots ending at the highest registered number: called when that
+    /// registration is revoked, it drops the slots back to the next one (their generations
+    /// folded into `gen_floor`, in the generations' cyclic order, so no token of theirs names
+    /// a slot made again). Each slot is dropped once, so this costs nothing per revoke on the
+    /// whole, and a registration left at a high number stops it rather than repeating it.
+    /// When the slots have halved since pages were last given back, from [`TRIM_PEAK`] or
+    /// more, [`Queue::trim`] gives back the pages they left.
+    fn shorten(&mut self) {
         let used = self.slots.iter().rposition(|s| !s.interest.is_empty() || s.pending).map_or(0, |i| i + 1);
         self.gen_floor = advance_floor(self.gen_floor, self.slots[used..].iter().map(|s| s.gen));
+        self.slots.truncate(used);
+        if self.dirty >= TRIM_PEAK && used * 2 <= self.dirty {
+            self.trim();
+        }
+    }
+
+    /// Gives back the pages of the slots dropped since the last call (the room stays
+    /// reserved up to the descriptor limit, so the next peak copies nothing), and has the
+    /// backend do the same with its own tables ([`Poller::trim`]): a server whose
+    /// connections came and went ends at its baseline. One call per halving of the slots.
+    fn trim(&mut self) {
         self.trims += 1;
-        hintq_sys::truncate_release(&mut self.slots, used);
         if self.trims == 1 {
             // The room may sit on pages the allocator had used before: all of it, once.
             hintq_sys::release_spare(&mut self.slots);
+        } else {
+            hintq_sys::release_dropped(&mut self.slots, self.dirty);
         }
+        self.dirty = self.slots.len();
         self.poller.trim();
     }
 
