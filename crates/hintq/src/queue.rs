@@ -900,6 +900,28 @@ mod tests {
         }
     }
 
+    /// Connections closed in any order leave the slots as short as the last registration
+    /// needs: here the highest goes first, while the table is long and full, then the rest.
+    #[test]
+    fn slots_end_short_whatever_order_connections_close_in() {
+        hintq_sys::raise_nofile().unwrap();
+        let mut q = Queue::new(Backend::Epoll).unwrap();
+        let mut pairs: Vec<_> = (0..TRIM_PEAK + 100).map(|_| hintq_sys::socketpair().unwrap()).collect();
+        pairs.sort_by_key(|(a, _)| a.as_raw_fd());
+        for (a, _) in &pairs {
+            q.declare(a.as_raw_fd(), Interest::READ).unwrap();
+        }
+        let (first, rest) = pairs.split_first().unwrap();
+        let (top, middle) = rest.split_last().unwrap();
+        q.declare(top.0.as_raw_fd(), Interest::empty()).unwrap();
+        // Every other one, then the others: the highest left goes at various times.
+        for (a, _) in middle.iter().step_by(2).chain(middle.iter().skip(1).step_by(2)) {
+            q.declare(a.as_raw_fd(), Interest::empty()).unwrap();
+        }
+        assert_eq!(q.slots.len(), first.0.as_raw_fd() as usize + 1);
+        assert!(q.trims >= 1);
+    }
+
     /// A few connections coming and going beside one registration at a high number (which
     /// holds the slots long) never make the queue trim; the end of that registration does, and
     /// then a connection coming and going in short slots does not.
