@@ -99,6 +99,22 @@ fn l4_full_listen_backlog_no_hang() {
     assert!(r.connect_us.count >= 1, "the connects that got in are timed\n{}", r.summary());
 }
 
+#[test]
+fn cold_connects_stuck_behind_a_full_backlog_time_out_and_are_retried() {
+    let (_l, port) = full_backlog_listener();
+    let mut cfg = config(&[&format!("http://127.0.0.1:{port}/")]);
+    cfg.connections = 0;
+    cfg.cold = 8;
+    cfg.duration = Duration::from_millis(1000);
+    cfg.timeout = Duration::from_millis(200);
+    let r = run(&cfg);
+    // The listener takes 2 (its backlog of 1, plus one); the other 6 stay connecting. The
+    // warm-up gives up on them after --timeout; from then on every sweep finds them, times
+    // them out and opens them again, several times in the second of the run.
+    assert!(r.cold.errors.connect_timeout >= 6, "stuck cold connects time out\n{}", r.summary());
+    assert!(r.cold.peak_held <= 2, "{}", r.summary());
+}
+
 /// 20 requests over 2 connections against `mode`; returns the report.
 fn twenty(mode: Mode) -> hintq_load::Report {
     let srv = Server::start(mode);
