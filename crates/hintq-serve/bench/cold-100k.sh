@@ -11,7 +11,13 @@
 # connections can still see the server accepting them, and one second can be cut by a stall
 # of this shared machine: the mean over the whole run swung by ±15% between runs). The
 # figure of the issue is the median over the rounds of the cold run's rate, ÷ the median of
-# the runs without.
+# the runs without (and, beside it, the median of each round's own ratio).
+#
+# Both sides fill their core in both runs, so the reply rate follows whichever is slower
+# and the machine's phase. What the cold connections cost is read more directly from CPU:
+# the server's and the generator's CPU, sampled once a second, over the steady seconds of
+# the hot phase (after its first $SETTLE, without its last), per hot reply in those
+# seconds (steady_*_cpu_us_per_req), apart from the warm-up's accepts.
 
 # Counted from the server side, every $SAMPLE s during each run: the descriptors the workers
 # hold beyond their baseline (their listeners and the queue's own), that is the connections
@@ -80,26 +86,54 @@ cpu() { local w; for w in "${WORKERS[@]}"; do cpu_of "$w"; echo; done | awk '{ s
 slab_kb() { awk '/^Slab:/ { print $2 }' /proc/meminfo; }
 sock_pages() { awk '$1 == "TCP:" { for (i = 2; i < NF; i++) if ($i == "mem") print $(i + 1) }' /proc/net/sockstat; }
 
-# hot NAME COLD -> one CSV row from hintq load's JSON
+# The generator's processes (its first process and the workers it starts), by their pids.
+load_pids() { pgrep -f "^$HINTQ (load|__load-worker)" || true; }
+load_cpu() { local p; for p in $(load_pids); do cpu_of "$p" 2>/dev/null; echo; done | awk '{ s += $1 } END { printf "%.3f", s }'; }
+
+# hot NAME COLD -> one CSV row from hintq load's JSON and the CPU samples of $TMP/NAME.cpu
+# (written by watch_run: time, server CPU, generator CPU, once a second).
 hot() {
-    local name=$1 cold=$2 c0 c1
+    local name=$1 cold=$2 c0 c1 t0
     c0=$(cpu)
+    t0=$(date +%s.%N)
     taskset -c "$LOAD_CPU" "$HINTQ" load "$URL" --connections "$HOT" --cold "$cold" --duration "${DUR}s" \
         --processes "$LOAD_PROCS" --quiet --json "$TMP/$name.json" >"$TMP/$name.txt" 2>&1
     c1=$(cpu)
-    python3 - "$TMP/$name.json" "$name" "$cold" "$c0" "$c1" "$SETTLE" >>"$OUT" <<'PY'
+    python3 - "$TMP/$name.json" "$name" "$cold" "$c0" "$c1" "$SETTLE" "$t0" "$TMP/$name.cpu" >>"$OUT" <<'PY'
 import json, statistics, sys
 r = json.load(open(sys.argv[1]))
-steady = r["reply_rate"]["per_second"][int(sys.argv[6]):] or r["reply_rate"]["per_second"]
+settle = int(sys.argv[6])
+per_second = r["reply_rate"]["per_second"]
+steady = per_second[settle:] or per_second
 steady = round(statistics.median(steady)) if steady else 0
 # Server CPU over the whole load run (warm-up included) per hot response.
 server_us = (float(sys.argv[5]) - float(sys.argv[4])) * 1e6 / max(r["hot"]["successes"], 1)
+# Both sides' CPU per hot response in the steady part alone: whole seconds $SETTLE.. of the
+# hot phase but the last, which starts once the cold connections are open (the warm-up).
+samples = [tuple(map(float, l.split())) for l in open(sys.argv[8]) if len(l.split()) == 3]
+def at(t, col):
+    # CPU at time t, interpolated between the samples around it.
+    for a, b in zip(samples, samples[1:]):
+        if a[0] <= t <= b[0]:
+            return a[col] + (b[col] - a[col]) * (t - a[0]) / max(b[0] - a[0], 1e-9)
+    return None
+start = float(sys.argv[7]) + r["warmup_seconds"]
+last = min(len(per_second), int(r["hot_seconds"])) - 1
+window = (start + settle, start + last)
+replies = sum(per_second[settle:last])
+steady_cpu = ["", ""]
+if replies and last > settle:
+    for k, col in enumerate((1, 2)):
+        a, b = at(window[0], col), at(window[1], col)
+        if a is not None and b is not None:
+            steady_cpu[k] = round((b - a) * 1e6 / replies, 2)
 held = [s["held"] for s in r.get("cold_per_second", [])]
 hot_err = sum(r["hot"]["errors"].values())
 cold_err = sum(r["cold"]["errors"].values()) + r["cold"]["closed_by_server"]
 print(",".join(str(x) for x in [sys.argv[2], sys.argv[3], round(r["throughput"]), steady, r["latency_us"]["p99"],
       hot_err, cold_err, min(held) if held else "", max(held) if held else "",
-      r["self_check"]["generator_lagged"], round(server_us, 2), round(r["cpu"]["per_request_us"], 2)]))
+      r["self_check"]["generator_lagged"], round(server_us, 2), round(r["cpu"]["per_request_us"], 2),
+      *steady_cpu]))
 PY
 }
 
@@ -107,18 +141,21 @@ PY
     echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus; $("$HINTQ" --version); commit $(git -C "$ROOT" rev-parse --short HEAD)"
     echo "# hintq serve --processes $PROCS --threads 1 --backend $BACKEND --idle-timeout 3600s on cpu $SRV_CPU;" \
         "hintq load -c $HOT --duration ${DUR}s --processes $LOAD_PROCS [--cold $COLD] on cpu $LOAD_CPU; 1 KB file; loadavg $(cat /proc/loadavg)"
-    echo "run,cold,req_per_s,steady_req_per_s,p99_us,hot_errors,cold_errors_or_closed,cold_held_min,cold_held_max,generator_lagged,server_cpu_us_per_req,generator_cpu_us_per_req"
+    echo "run,cold,req_per_s,steady_req_per_s,p99_us,hot_errors,cold_errors_or_closed,cold_held_min,cold_held_max,generator_lagged,server_cpu_us_per_req,generator_cpu_us_per_req,steady_server_cpu_us_per_req,steady_generator_cpu_us_per_req"
 } | tee "$OUT"
 
 base_sockets=$(sockets) base_fds=$(fds) base_rss=$(rss) base_slab=$(slab_kb) base_pages=$(sock_pages)
 max_held=0 samples=""
-# watch_run PID LABEL: samples the server's descriptors beyond the baseline every $SAMPLE s
-# until PID ends, keeping the most held and the memory at that moment. The runs without
-# cold connections are watched alike, so that the sampling costs both sides the same.
+# watch_run PID LABEL NAME: samples the server's descriptors beyond the baseline every
+# $SAMPLE s until PID ends, keeping the most held and the memory at that moment, and both
+# sides' CPU every second into $TMP/NAME.cpu. The runs without cold connections are watched
+# alike, so that the sampling costs both sides the same.
 watch_run() {
     local n t=0
     samples+="$2:"
+    : >"$TMP/$3.cpu"
     while kill -0 "$1" 2>/dev/null; do
+        echo "$(date +%s.%N) $(cpu) $(load_cpu)" >>"$TMP/$3.cpu"
         if [ $((t % SAMPLE)) -eq 0 ]; then
             n=$(($(fds) - base_fds))
             samples+=" $n"
@@ -136,7 +173,7 @@ watch_run() {
 
 for round in $(seq "$ROUNDS"); do
     hot "hot0" 0 &
-    watch_run "$!" "round $round without"
+    watch_run "$!" "round $round without" hot0
     tail -1 "$OUT"
     # The workers warmed up by the first hot run: what each holds once whatever connections
     # it serves (per-thread buffers, the io_uring receive ring, pools) is counted apart from
@@ -145,7 +182,7 @@ for round in $(seq "$ROUNDS"); do
 
     # The cold run, sampled from the server side every $SAMPLE s.
     hot "hot-cold" "$COLD" &
-    watch_run "$!" "round $round"
+    watch_run "$!" "round $round" hot-cold
     tail -1 "$OUT"
     # The server closes what the generator left before the next round's hot run.
     for _ in $(seq 30); do [ "$(fds)" -le "$base_fds" ] && break; sleep 1; done
@@ -164,7 +201,7 @@ c0=$(cpu)
 sleep 3
 c1=$(cpu)
 echo "# after the load: server-side sockets $(sockets) (baseline $base_sockets), descriptors $(fds) (baseline $base_fds), workers RSS $(rss) kB (at start $base_rss kB, warmed up by the hot run $warm_rss kB), workers CPU over 3 s idle $(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.3f", b - a }') s" | tee -a "$OUT"
-python3 - "$OUT" <<'PY' | tee -a "$OUT"
+python3 - "$OUT" "$SETTLE" <<'PY' | tee -a "$OUT"
 import csv, statistics, sys
 rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if not l.startswith("#"))][1:]
 med = lambda run, col: statistics.median(float(r[col]) for r in rows if r[0] == run)
@@ -175,4 +212,16 @@ if any(r[0] == "hot0" for r in rows) and any(r[0] == "hot-cold" for r in rows):
           f" (goal >= 0.9); by whole-run means: {med('hot-cold', 2) / med('hot0', 2):.3f}")
     print(f"# server CPU per hot request at {cold} cold / at 0: {med('hot-cold', 10) / med('hot0', 10):.3f}"
           f" (includes accepting the cold connections); generator's: {med('hot-cold', 11) / med('hot0', 11):.3f}")
+    # Per round: the cold run against the run without just before it (a slow phase of the
+    # machine hits the pair, not one side of the medians).
+    pairs = [(a, b) for a, b in zip(rows, rows[1:]) if a[0] == "hot0" and b[0] == "hot-cold"]
+    rates = sorted(float(b[3]) / float(a[3]) for a, b in pairs)
+    print(f"# per round, steady reply rate at {cold} cold / at 0: {', '.join(f'{x:.3f}' for x in rates)}; median {statistics.median(rates):.3f}")
+    steady = [r for r in rows if len(r) > 13 and r[12] and r[13]]
+    if any(r[0] == "hot0" for r in steady) and any(r[0] == "hot-cold" for r in steady):
+        sm = lambda run, col: statistics.median(float(r[col]) for r in steady if r[0] == run)
+        print(f"# steady state (the seconds after the first {sys.argv[2]} of the hot phase but the last): CPU per hot request"
+              f" at {cold} cold / at 0, server {sm('hot-cold', 12) / sm('hot0', 12):.3f} ({sm('hot-cold', 12):.2f} against"
+              f" {sm('hot0', 12):.2f} us), generator {sm('hot-cold', 13) / sm('hot0', 13):.3f}"
+              f" ({sm('hot-cold', 13):.2f} against {sm('hot0', 13):.2f} us)")
 PY
