@@ -118,6 +118,7 @@ impl Builder {
         let (backend, poller) = self.backend.open(&self.config)?;
         Ok(Queue {
             backend,
+            oneshot: poller.needs_rearm(),
             poller,
             slots: Vec::new(),
             fifo: VecDeque::new(),
@@ -159,6 +160,9 @@ const TRIM_PEAK: usize = 1024;
 pub struct Queue {
     backend: Backend,
     poller: Box<dyn Poller>,
+    /// The backend disarms a registration as it reports it ([`Poller::needs_rearm`], fixed
+    /// per backend): asked once here, not through the trait for every event.
+    oneshot: bool,
     slots: Vec<Slot>,
     fifo: VecDeque<Entry>,
     /// FIFO elements whose registration is still current.
@@ -454,7 +458,7 @@ impl Queue {
 
     /// One-shot backends disarm internal watches too; they are re-armed as soon as read.
     fn rearm_internal(&mut self, tok: u64) -> io::Result<()> {
-        if !self.poller.needs_rearm() {
+        if !self.oneshot {
             return Ok(());
         }
         match self.internal.iter().find(|(t, _)| *t == tok) {
@@ -609,7 +613,7 @@ impl Queue {
 
     fn deliver(&mut self, e: Entry) -> Option<Event> {
         let (fd, gen) = untoken(e.token);
-        let needs_rearm = self.poller.needs_rearm();
+        let needs_rearm = self.oneshot;
         let slot = self.slots.get_mut(fd as usize).filter(|s| s.gen == gen && s.pending);
         let Some(slot) = slot else {
             self.stats.stale += 1;
@@ -681,7 +685,7 @@ impl Queue {
                     continue;
                 }
                 let gen = slot.gen;
-                slot.disarmed = self.poller.needs_rearm();
+                slot.disarmed = self.oneshot;
                 self.delivered_one(p.fd, gen);
                 out[n] = Event { fd: p.fd, state, gen };
                 n += 1;
@@ -698,7 +702,7 @@ impl Queue {
     fn delivered_one(&mut self, fd: RawFd, gen: u32) {
         if self.handoff {
             self.poller.deactivate(fd, token(fd, gen));
-        } else if self.poller.needs_rearm() {
+        } else if self.oneshot {
             self.rearm.push((fd, gen));
         }
     }
