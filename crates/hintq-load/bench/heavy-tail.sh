@@ -36,11 +36,7 @@ bench_hintq heavy-tail
 bench_tmp heavy-tail
 OURS=127.0.0.1:$PORT
 NGINX=127.0.0.1:$((PORT + 1))
-nginx_conf 20000 20000 <<EOF
-    types { text/html html; }
-    server { listen $NGINX backlog=4096; root $TMP/www;
-             open_file_cache max=10000 inactive=60s; open_file_cache_valid 60s; sendfile off; }
-EOF
+nginx_static "$NGINX" | nginx_conf 20000 20000
 taskset -c "$SRV_CPU" "$HINTQ" serve --root "$TMP/www" --listen "$OURS" --threads 1 --backend "$BACKEND" \
     2>"$TMP/logs/hintq.log" &
 PIDS+=("$!")

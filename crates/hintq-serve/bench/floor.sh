@@ -35,11 +35,7 @@ NAMES=(nginx serve-uring serve-epoll floor-uring floor-epoll)
 declare -A ADDR PID
 for i in "${!NAMES[@]}"; do ADDR[${NAMES[$i]}]=127.0.0.1:$((PORT + i)); done
 
-nginx_conf 19000 18000 <<EOF
-    types { text/html html; }
-    server { listen ${ADDR[nginx]} backlog=4096; root $TMP/www;
-             open_file_cache max=10000 inactive=60s; open_file_cache_valid 60s; sendfile off; }
-EOF
+nginx_static "${ADDR[nginx]}" | nginx_conf 19000 18000
 nginx_start "$SRV_CPU" "${ADDR[nginx]}"
 PID[nginx]=$NGINX_WORKER
 for b in uring epoll; do

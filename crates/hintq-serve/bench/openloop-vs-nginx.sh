@@ -43,11 +43,7 @@ bench_hintq openloop
 bench_tmp openloop-bench
 OURS=127.0.0.1:$PORT
 NGINX=127.0.0.1:$((PORT + 1))
-nginx_conf 19000 18000 <<EOF
-    types { text/html html; }
-    server { listen $NGINX backlog=4096; root $TMP/www;
-             open_file_cache max=10000 inactive=60s; open_file_cache_valid 60s; sendfile off; }
-EOF
+nginx_static "$NGINX" | nginx_conf 19000 18000
 
 taskset -c "$SRV_CPU" "$HINTQ" serve --root "$TMP/www" --listen "$OURS" --threads 1 --backend "$BACKEND" \
     --idle-timeout 3600s 2>"$TMP/logs/hintq.log" &

@@ -50,12 +50,10 @@ OURS=127.0.0.1:$PORT
 NGINX=127.0.0.1:$((PORT + 1))
 NGINX_UNTUNED=127.0.0.1:$((PORT + 2))
 SYSCALLS=${SYSCALLS:-1}
-nginx_conf 19000 18000 <<EOF
-    types { text/html html; }
-    server { listen $NGINX backlog=4096; root $TMP/www;
-             open_file_cache max=10000 inactive=60s; open_file_cache_valid 60s; sendfile off; }
-    server { listen $NGINX_UNTUNED backlog=4096; root $TMP/www; sendfile on; }
-EOF
+{
+    nginx_static "$NGINX"
+    echo "    server { listen $NGINX_UNTUNED backlog=4096; root $TMP/www; sendfile on; }"
+} | nginx_conf 19000 18000
 
 cat >"$TMP/idle.py" <<'EOF'
 # Holds N idle connections to HOST:PORT until killed. With ASK=1 each first makes one
