@@ -133,6 +133,7 @@ impl Builder {
             gen_floor: 0,
             trims: 0,
             dirty: 0,
+            peak: 0,
             waker: None,
             woken: false,
             internal: Vec::new(),
@@ -183,6 +184,11 @@ pub struct Queue {
     trims: u64,
     /// The most slots since pages were last given back ([`Queue::trim`]).
     dirty: usize,
+    /// The most registrations at once since the slots were last short (under
+    /// [`TRIM_PEAK`]): the slots are dropped back only after such a peak, so that a few
+    /// connections coming and going at high numbers (a shard whose neighbours hold the low
+    /// ones) do not refill and drop thousands of slots each.
+    peak: usize,
     waker: Option<Arc<OwnedFd>>,
     woken: bool,
     /// Internal watches (waker, group sets): token and descriptor.
@@ -274,8 +280,10 @@ impl Queue {
         if interest.is_empty() {
             if self.slots.get(i).is_some_and(|s| !s.interest.is_empty()) {
                 let gen = self.slots[i].gen;
-                self.revoke_slot(i);
+                // The backend first: a revoke it refuses (a uring queue used from another
+                // thread while a send is in flight) changes nothing here either.
                 self.poller.delete(fd, token(fd, gen))?;
+                self.revoke_slot(i);
                 // Only the highest registration's revoke can shorten the slots.
                 if i + 1 == self.slots.len() {
                     self.shorten();
@@ -301,6 +309,7 @@ impl Queue {
         slot.disarmed = false;
         if fresh {
             self.registered += 1;
+            self.peak = self.peak.max(self.registered);
         }
         Ok(Some(gen))
     }
@@ -760,16 +769,28 @@ impl Queue {
     /// Keeps the slots ending at the highest registered number: called when that
     /// registration is revoked, it drops the slots back to the next one (their generations
     /// folded into `gen_floor`, in the generations' cyclic order, so no token of theirs names
-    /// a slot made again). Each slot is dropped once, so this costs nothing per revoke on the
-    /// whole, and a registration left at a high number stops it rather than repeating it.
-    /// When the slots have halved since pages were last given back, from [`TRIM_PEAK`] or
-    /// more, [`Queue::trim`] gives back the pages they left.
+    /// a slot made again), and a registration left at a high number stops it rather than
+    /// repeating it. When the slots have halved since pages were last given back, from
+    /// [`TRIM_PEAK`] or more, [`Queue::trim`] gives back the pages they left.
+    ///
+    /// Only while a peak of [`TRIM_PEAK`] registrations or more ends: the registrations left
+    /// at each trim are the next peak, so the slots fall by halves until fewer than
+    /// [`TRIM_PEAK`] registrations remain, and then keep their length (at most half the
+    /// length they had at the peak).
+    /// Without such a peak a connection that comes and goes at a high number beside a few low
+    /// ones (a shard whose neighbours hold the numbers between) would refill and drop every
+    /// slot between them, each time.
     fn shorten(&mut self) {
+        if self.peak < TRIM_PEAK {
+            return;
+        }
         let used = self.slots.iter().rposition(|s| !s.interest.is_empty() || s.pending).map_or(0, |i| i + 1);
         self.gen_floor = advance_floor(self.gen_floor, self.slots[used..].iter().map(|s| s.gen));
         self.slots.truncate(used);
         if self.dirty >= TRIM_PEAK && used * 2 <= self.dirty {
             self.trim();
+            // What is left is the new peak: under TRIM_PEAK it is over.
+            self.peak = self.registered;
         }
     }
 
@@ -926,9 +947,12 @@ mod tests {
         assert!(q.trims >= 1);
     }
 
-    /// A few connections coming and going beside one registration at a high number (which
-    /// holds the slots long) never make the queue trim; the end of that registration does, and
-    /// then a connection coming and going in short slots does not.
+    /// Without a peak of [`TRIM_PEAK`] registrations the slots keep their length: a few
+    /// connections coming and going beside one registration at a high number never make the
+    /// queue trim, nor does a connection coming and going at a high number beside one low
+    /// registration (a shard whose neighbours hold the numbers between), which would
+    /// otherwise refill and drop every slot between them each time; the end of a peak
+    /// trims, and a connection coming and going in short slots does not trim again.
     #[test]
     fn a_few_connections_coming_and_going_are_never_scanned_for() {
         hintq_sys::raise_nofile().unwrap();
@@ -946,14 +970,32 @@ mod tests {
             }
         }
         assert_eq!(q.trims, 0, "scans while two connections came and went");
-        q.declare(high, Interest::empty()).unwrap();
-        assert_eq!(q.trims, 1, "the high registration's end trims once");
-        assert!(q.slots.len() < 64, "{} slots left", q.slots.len());
+        // The other way round: one low registration, a connection at a high number.
+        q.declare(pairs[0].0.as_raw_fd(), Interest::READ).unwrap();
         for _ in 0..200 {
-            q.declare(pairs[0].0.as_raw_fd(), Interest::READ).unwrap();
-            q.declare(pairs[0].0.as_raw_fd(), Interest::empty()).unwrap();
+            q.declare(high, Interest::empty()).unwrap();
+            assert_eq!(q.slots.len(), high as usize + 1, "slots dropped without a peak");
+            q.declare(high, Interest::READ).unwrap();
+        }
+        assert_eq!(q.trims, 0, "trims while a connection came and went at a high number");
+        // A peak, then its end: the slots drop back to the low registration, once.
+        for (a, _) in &pairs[1..] {
+            q.declare(a.as_raw_fd(), Interest::READ).unwrap();
+        }
+        for (a, _) in pairs[1..].iter().rev() {
+            q.declare(a.as_raw_fd(), Interest::empty()).unwrap();
+        }
+        // From the top down: the slots halve, are trimmed once, and then, fewer than
+        // TRIM_PEAK registrations being left, keep their length.
+        assert_eq!(q.trims, 1, "the end of a peak trims once");
+        let short = q.slots.len();
+        assert!(short <= (high as usize + 2).div_ceil(2), "{short} slots left of {}", high + 1);
+        for _ in 0..200 {
+            q.declare(pairs[1].0.as_raw_fd(), Interest::READ).unwrap();
+            q.declare(pairs[1].0.as_raw_fd(), Interest::empty()).unwrap();
         }
         assert_eq!(q.trims, 1, "trims while one connection came and went in short slots");
+        assert_eq!(q.slots.len(), short);
     }
 
     fn write_byte(fd: &OwnedFd) {

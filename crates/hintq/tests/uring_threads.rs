@@ -149,15 +149,20 @@ fn a_move_with_a_send_in_flight_is_refused_and_changes_nothing() {
     q.get_next_event(&mut evs, Some(Duration::ZERO)).unwrap();
     let registered = q.registered();
     let (_d, fd2, _cd) = tcp();
-    let (mut q, (waited, declared)) = elsewhere(q, move |q| {
+    let generation = q.generation(fd);
+    let (mut q, (waited, declared, revoked)) = elsewhere(q, move |q| {
         let waited = q.get_next_event(&mut [Event::default(); 4], Some(Duration::ZERO)).map(drop);
-        (waited, q.declare(fd2, Interest::READ))
+        let declared = q.declare(fd2, Interest::READ);
+        (waited, declared, q.declare(fd, Interest::empty()))
     });
-    for (what, r) in [("get_next_event", waited), ("declare", declared)] {
+    for (what, r) in [("get_next_event", waited), ("declare", declared), ("revoke", revoked)] {
         let e = r.expect_err(&format!("{what} on another thread worked with a send in flight"));
         assert_eq!(e.kind(), ErrorKind::ResourceBusy, "{what}: {e}");
     }
     assert_eq!(q.registered(), registered, "the refused declare registered something");
+    // The refused revoke left the registration as it was, so the close below can still
+    // revoke it (it had forgotten it, and the ring kept the socket open).
+    assert_eq!(q.generation(fd), generation, "the refused revoke forgot the registration");
     // Back on its own thread the queue works: revoking cancels the send, and the peer sees
     // the connection end before the whole send went out.
     q.get_next_event(&mut evs, Some(Duration::ZERO)).unwrap();

@@ -727,20 +727,24 @@ impl Uring {
                  any thread enter it)",
             ));
         }
-        let ended = std::mem::take(&mut self.table.ended);
         let mut tokens = Vec::new();
         let mut receives = false;
         for w in self.table.watches.iter_mut() {
             // Live, or ended and due again (a): what the old ring watched. Not one whose poll
             // failed (its error was reported) or whose receive stopped (b, l).
-            if w.keep && (w.live || ended.contains(&w.token)) {
+            if w.keep && (w.live || self.table.ended.contains(&w.token)) {
                 tokens.push(w.token);
                 receives |= w.receives();
             }
-            w.live = false;
         }
+        // The new ring and its buffers first: if either cannot be made (EMFILE, ENOMEM), the
+        // queue stays as it was, on the old ring.
         let new = ring(self.cq, run)?;
         let bufs = if receives { Some(BufRing::new(&new, RECV_BUFS, RECV_BUF, BGID)?) } else { None };
+        self.table.ended.clear();
+        for w in self.table.watches.iter_mut() {
+            w.live = false;
+        }
         // What the old ring already posted is taken into account; the work it still holds
         // for its owner is dropped with it (a dying ring's pending work does no I/O), and the
         // fresh arms report the current state. Completions the kernel kept aside for want of
@@ -892,8 +896,14 @@ impl Uring {
         }
         let receive = w.receives();
         // Before the remove is queued. A move to another ring (quirk m) leaves this watch,
-        // no longer kept, unarmed there: nothing left to remove.
-        self.claim()?;
+        // no longer kept, unarmed there: nothing left to remove. A move refused (a send in
+        // flight) changes nothing, this watch included.
+        if let Err(e) = self.claim() {
+            if let Some(w) = self.table.watches.get_mut(token) {
+                w.keep = true;
+            }
+            return Err(e);
+        }
         if !self.table.is_live(token) {
             return Ok(());
         }
