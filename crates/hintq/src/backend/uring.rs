@@ -734,8 +734,11 @@ impl Uring {
             // failed (its error was reported) or whose receive stopped (b, l).
             if w.keep && (w.live || self.table.ended.contains(&w.token)) {
                 tokens.push(w.token);
-                receives |= w.receives();
             }
+            // Buffers for every receiving watch kept, armed now or not: one whose receive was
+            // stopped (its inbox full) is armed again once its bytes are taken, and without
+            // buffers that receive would end at once with ENOBUFS, again at every wait.
+            receives |= w.keep && w.receives();
         }
         // The new ring and its buffers first: if either cannot be made (EMFILE, ENOMEM), the
         // queue stays as it was, on the old ring.
