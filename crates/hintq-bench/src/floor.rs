@@ -217,7 +217,9 @@ fn uring(listener: &TcpListener, response: &[u8]) -> io::Result<()> {
         b.build(256)
     };
     let mut ring = build(true).or_else(|_| build(false))?;
-    let mut bufs = BufRing::new(&ring, 256, 4096, BGID)?;
+    // Kept until the process ends: the loop below returns only on an error, and a receive
+    // of the ring's teardown could still take a buffer after the ring is dropped.
+    let bufs: &mut BufRing = Box::leak(Box::new(BufRing::new(&ring, 256, 4096, BGID)?));
     let lfd = listener.as_raw_fd();
     let mut tails: Vec<u8> = Vec::new();
     let push = |ring: &mut IoUring, sqe: squeue::Entry| -> io::Result<()> {

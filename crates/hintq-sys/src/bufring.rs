@@ -21,8 +21,10 @@ impl BufRing {
     /// Registers `count` (a power of two) buffers of `size` bytes with `ring` as group `bgid`,
     /// all given to the kernel.
     ///
-    /// The value must outlive every receive that may take its buffers: drop the ring first
-    /// (the kernel unregisters the group with it), then this.
+    /// The value must outlive every receive that may take its buffers. The kernel drops the
+    /// group with the ring only in the ring's teardown, which runs after the ring's
+    /// descriptor is closed: unregister the group (`Submitter::unregister_buf_ring`) before
+    /// the ring goes, or keep this value until the process ends.
     ///
     /// # Errors
     /// Allocation, or the kernel refusing the registration (before 5.19: `EINVAL`).
@@ -88,7 +90,8 @@ unsafe impl Send for BufRing {}
 
 impl Drop for BufRing {
     fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout; the ring that read it is gone.
+        // SAFETY: allocated in `new` with this layout; the group was unregistered, or its ring
+        // is gone and no receive can run (the contract of `new`).
         unsafe { std::alloc::dealloc(self.entries.as_ptr().cast(), self.layout) };
     }
 }

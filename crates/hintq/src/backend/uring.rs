@@ -681,6 +681,24 @@ pub(crate) struct Uring {
     /// The thread that enabled a [`Run::Deferred`] ring, the only one the kernel lets in;
     /// `None` until one does (quirk m).
     owner: Option<libc::pid_t>,
+    /// The receive buffers of a ring replaced by [`Uring::rebuild`], kept while this value
+    /// lives: only the old ring's owner thread could unregister them, and the old ring's
+    /// teardown, which runs after its descriptor is closed, may still run a receive.
+    retired: Vec<BufRing>,
+}
+
+impl Drop for Uring {
+    /// The kernel unregisters a ring's buffer group only when the ring's teardown, which runs
+    /// after its descriptor is closed, gets to it: a receive run meanwhile would write into
+    /// buffers already freed. Unregistered first, none is taken; if the kernel refuses (a
+    /// one-thread ring dropped on another thread), the buffers are left allocated.
+    fn drop(&mut self) {
+        if let Some(bufs) = self.table.bufs.take() {
+            if self.ring.submitter().unregister_buf_ring(BGID).is_err() {
+                std::mem::forget(bufs);
+            }
+        }
+    }
 }
 
 impl Uring {
@@ -689,7 +707,16 @@ impl Uring {
     pub(crate) fn new(cq_entries: Option<u32>) -> io::Result<Uring> {
         let cq = cq_entries.unwrap_or(DEFAULT_CQ).max(1);
         let (ring, run) = best_ring(cq)?;
-        Ok(Uring { ring, table: Table::default(), lost: false, dropped: 0, cq, run, owner: None })
+        Ok(Uring {
+            ring,
+            table: Table::default(),
+            lost: false,
+            dropped: 0,
+            cq,
+            run,
+            owner: None,
+            retired: Vec::new(),
+        })
     }
 
     /// Makes the calling thread the one that enters a [`Run::Deferred`] ring (quirk m): the
@@ -756,10 +783,12 @@ impl Uring {
         if self.ring.submission().cq_overflow() {
             self.lost = true;
         }
-        // The old receive buffers were registered with the old ring: the old ring goes
-        // first, then its buffers.
+        // The old receive buffers were registered with the old ring, which only its owner
+        // thread may unregister them from: they are kept (`retired`).
         self.ring = new;
-        self.table.bufs = bufs;
+        if let Some(old) = std::mem::replace(&mut self.table.bufs, bufs) {
+            self.retired.push(old);
+        }
         self.run = run;
         self.owner = None;
         self.dropped = 0;
