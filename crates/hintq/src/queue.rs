@@ -332,7 +332,10 @@ impl Queue {
     /// descriptor by ownership: closing is only sound for its owner (I/O safety).
     ///
     /// # Errors
-    /// As for a revoke, then `close(2)`'s error. The descriptor is closed in every case.
+    /// As for a revoke, then `close(2)`'s error. The descriptor is closed in every case; if
+    /// the revoke was refused (`ResourceBusy`: a `uring` queue used from another thread while
+    /// a send is in flight), the ring still holds the file, so the peer sees no end of stream
+    /// until the number is revoked on the queue's own thread.
     pub fn close(&mut self, fd: OwnedFd) -> io::Result<()> {
         let fd = fd.into_raw_fd();
         let revoked = self.declare_interest(fd, Interest::empty());

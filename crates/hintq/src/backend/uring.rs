@@ -111,14 +111,17 @@
 //!    it ([`Uring::claim`], called by every operation before it queues anything). When
 //!    another thread enters it later, the queue is taken to be shared, and its registrations
 //!    move to a j ring, which any thread may enter, once: the CQEs the old ring posted are
-//!    reaped, the old ring is closed (the work it still held does no I/O once it is dying;
-//!    completions it kept aside for want of room are recovered by a full scan, d), and each
-//!    live watch is armed anew, whose first completion reports the current state. A send in
-//!    flight cannot move, since only the old owner can learn how much of it went: that use
-//!    fails with `ResourceBusy` and changes nothing, so a queue is best moved, if at all,
-//!    between its sends; a descriptor closed meanwhile stays open in the old ring's poll
-//!    until the queue goes back to its thread (b). `hintq-patterns` makes each thread's
-//!    queue on that thread. `HINTQ_URING_DEFER=0` builds j's ring from the start.
+//!    reaped, the old ring is closed (its receive buffers are kept while the queue lives:
+//!    only the old owner could unregister them, and a receive of the old ring's teardown may
+//!    still take one; completions it kept aside for want of room are recovered by a full
+//!    scan, d), and each live watch is armed anew, whose first completion reports the current
+//!    state. A send in flight cannot move, since only the old owner can learn how much of it
+//!    went: that use fails with `ResourceBusy` and changes nothing (a revoke refused so keeps
+//!    its registration, to be revoked again on the queue's own thread; a descriptor closed
+//!    meanwhile without that stays open in the old ring's poll, b), so a queue is best moved,
+//!    if at all, between its sends. A new ring that cannot be made leaves the queue on the
+//!    old one. `hintq-patterns` makes each thread's queue on that thread.
+//!    `HINTQ_URING_DEFER=0` builds j's ring from the start.
 //!
 //! `user_data`: a poll carries the queue's token unchanged (see [`crate::token`]). Our own
 //! operations set [`BACKEND_BIT`] (bit 31), clear in every token: `POLL_REMOVE`s carry
