@@ -150,7 +150,7 @@ pub fn run_micro(cfg: &Config) -> io::Result<Outcome> {
         out.skips.iter().filter(|s| s.experiment.is_some()).for_each(|s| println!("{s}"));
     }
     let goals = report::goals(&out.rows, &out.skips);
-    println!("\ngoals (evaluated on medians, not asserted):");
+    println!("\ngoals (evaluated on medians, the readiness cycle on the median of each repetition's own ratio; not asserted):");
     goals.iter().for_each(|g| println!("{g}"));
     println!(
         "\nclock read pair {clock:.1} ns; load average before {} / after {}",

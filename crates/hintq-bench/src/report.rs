@@ -332,6 +332,21 @@ impl Table {
     }
 }
 
+/// The median, over the repetitions, of `backend`'s ns per op at `p` over `reference`'s at
+/// `q` in the same repetition. A slow phase of the machine that lasts a repetition (this one
+/// has one costing about 300 ns more per readiness cycle, for the raw loops as for the
+/// queue) moves both sides of such a ratio, where it moves the median of one side alone.
+fn paired_ratio(rows: &[Row], p: Point, backend: &str, q: Point, reference: &str) -> Option<f64> {
+    let at = |r: &Row, pt: Point| (r.experiment, r.x(), r.phase) == pt;
+    let of = |rep: u32| rows.iter().find(|r| at(r, q) && r.backend == reference && r.rep == rep);
+    let ratios: Vec<f64> = rows
+        .iter()
+        .filter(|r| at(r, p) && r.backend == backend)
+        .filter_map(|r| Some(r.ns_per_op() / of(r.rep)?.ns_per_op()))
+        .collect();
+    Spread::of(&ratios).map(|s| s.median)
+}
+
 fn param(exp: Experiment) -> &'static str {
     if exp == Experiment::Fig6a {
         "array_max"
@@ -413,7 +428,8 @@ impl std::fmt::Display for Goal {
 /// Threshold for "about one `epoll_ctl`": declare_interest within this ratio of `EPOLL_CTL_ADD`.
 pub const ABOUT_ONE_CTL: f64 = 1.25;
 
-/// The goals of the issue, evaluated on the medians. `skips` explains absent backends.
+/// The goals of the issue, evaluated on the medians (the readiness cycle on the median of
+/// each repetition's own ratio). `skips` explains absent backends.
 pub fn goals(rows: &[Row], skips: &[Skip]) -> Vec<Goal> {
     let t = Table::new(rows);
     // fig6b times whole runs, so CPU time per cycle is comparable too, and robust to a busy core.
@@ -426,45 +442,40 @@ pub fn goals(rows: &[Row], skips: &[Skip]) -> Vec<Goal> {
     };
     let mut out = Vec::new();
 
-    // Readiness cycle against the raw epoll_wait loop, at every idle count.
-    for (b, limit) in [("epoll", 1.05), ("uring", 0.95)] {
-        let goal = format!("{b} readiness cycle <= {limit:.2}x raw epoll_wait at every idle count (fig6b)");
+    // Readiness cycle against a raw loop, at every idle count: epoll and uring against the
+    // raw epoll_wait loop, uring also against the raw loop of its own mechanism. Judged on
+    // each repetition's own ratio (the median of them), shown beside the medians' ratio.
+    let cycle = |x| (Experiment::Fig6b, x, "cycle");
+    for (b, raw, limit, mechanism) in [
+        ("epoll", RAW, 1.05, "raw epoll_wait"),
+        ("uring", RAW, 0.95, "raw epoll_wait"),
+        ("uring", RAW_URING, 1.05, "raw io_uring multishot poll loop"),
+    ] {
+        let goal = format!("{b} readiness cycle <= {limit:.2}x {mechanism} at every idle count (fig6b)");
         let xs = t.xs(Experiment::Fig6b, "cycle", b);
-        let ratios = |t: &Table| -> Vec<(usize, f64)> {
-            xs.iter().filter_map(|&x| Some((x, t.ratio((Experiment::Fig6b, x, "cycle"), b)?))).collect()
+        let medians = |t: &Table| -> Vec<(usize, f64)> {
+            xs.iter().filter_map(|&x| Some((x, t.ratio_to(cycle(x), b, cycle(x), raw)?))).collect()
         };
-        let (wall, on_cpu) = (ratios(&t), ratios(&cpu));
+        let (wall, on_cpu) = (medians(&t), medians(&cpu));
+        let paired: Vec<(usize, f64)> =
+            xs.iter().filter_map(|&x| Some((x, paired_ratio(rows, cycle(x), b, cycle(x), raw)?))).collect();
         let show = |v: &[(usize, f64)]| {
             v.iter().map(|(x, r)| format!("{x}: {r:.3}x")).collect::<Vec<_>>().join(", ")
         };
         out.push(if wall.is_empty() {
-            Goal { goal, met: None, detail: why_absent(b) }
+            let detail = match raw {
+                RAW => why_absent(b),
+                _ => format!("{}, or {raw} not measured", why_absent(b)),
+            };
+            Goal { goal, met: None, detail }
         } else {
-            let detail = format!("wall idle {}; on thread CPU time idle {}", show(&wall), show(&on_cpu));
-            Goal { goal, met: Some(wall.iter().all(|&(_, r)| r <= limit)), detail }
-        });
-    }
-
-    // uring against the raw loop of its own mechanism (epoll's is the goal above).
-    {
-        let (b, raw, limit) = ("uring", RAW_URING, 1.05);
-        let goal = format!(
-            "{b} readiness cycle <= {limit:.2}x raw io_uring multishot poll loop at every idle count (fig6b)"
-        );
-        let xs = t.xs(Experiment::Fig6b, "cycle", b);
-        let ratios = |t: &Table| -> Vec<(usize, f64)> {
-            let p = |x| (Experiment::Fig6b, x, "cycle");
-            xs.iter().filter_map(|&x| Some((x, t.ratio_to(p(x), b, p(x), raw)?))).collect()
-        };
-        let (wall, on_cpu) = (ratios(&t), ratios(&cpu));
-        let show = |v: &[(usize, f64)]| {
-            v.iter().map(|(x, r)| format!("{x}: {r:.3}x")).collect::<Vec<_>>().join(", ")
-        };
-        out.push(if wall.is_empty() {
-            Goal { goal, met: None, detail: format!("{}, or {raw} not measured", why_absent(b)) }
-        } else {
-            let detail = format!("wall idle {}; on thread CPU time idle {}", show(&wall), show(&on_cpu));
-            Goal { goal, met: Some(wall.iter().all(|&(_, r)| r <= limit)), detail }
+            let detail = format!(
+                "wall idle {}; on thread CPU time idle {}; each repetition's own ratio, median, idle {}",
+                show(&wall),
+                show(&on_cpu),
+                show(&paired)
+            );
+            Goal { goal, met: Some(paired.iter().all(|&(_, r)| r <= limit)), detail }
         });
     }
 
@@ -689,6 +700,30 @@ mod tests {
         assert!(find("uring readiness cycle <= 1.05x raw io_uring")
             .detail
             .contains("or raw-uring not measured"));
+    }
+
+    /// The readiness cycle is judged on each repetition's own ratio: a slow phase of the
+    /// machine that hits both loops in a repetition cancels, and one that hits one loop in one
+    /// repetition of three does not decide, where either moves the ratio of the medians.
+    #[test]
+    fn the_readiness_cycle_is_judged_per_repetition() {
+        let mut rows = Vec::new();
+        // Repetition 1 slow for both; repetition 2 slow for the queue alone.
+        for (rep, raw, epoll) in [(0, 700, 720), (1, 1000, 1030), (2, 700, 1030)] {
+            rows.push(row(Experiment::Fig6b, RAW, rep, 0, "cycle", raw));
+            rows.push(row(Experiment::Fig6b, "epoll", rep, 0, "cycle", epoll));
+        }
+        let g = goals(&rows, &[]);
+        let goal =
+            g.iter().find(|g| g.goal.starts_with("epoll readiness cycle <= 1.05x raw epoll_wait")).unwrap();
+        assert_eq!(goal.met, Some(true), "{}", goal.detail);
+        // Medians 1030 / 700; per repetition 1.029, 1.030, 1.471.
+        assert!(goal.detail.starts_with("wall idle 0: 1.471x"), "{}", goal.detail);
+        assert!(
+            goal.detail.ends_with("each repetition's own ratio, median, idle 0: 1.030x"),
+            "{}",
+            goal.detail
+        );
     }
 
     #[test]
