@@ -72,6 +72,21 @@ nginx_static() {
     echo "             open_file_cache max=10000 inactive=60s; open_file_cache_valid 60s; sendfile off; }"
 }
 
+# Prints the first line of a rows file: "# <UTC time> <kernel> <n> cpus; ...; commit <id>",
+# with nginx's version if "nginx" is an argument and hintq's ($HINTQ) if "hintq" is. ROOT is
+# the workspace (set by each script).
+rows_stamp() {
+    local line a
+    line="# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus;"
+    for a in "$@"; do
+        case $a in
+        nginx) line+=" $(nginx -v 2>&1);" ;;
+        hintq) line+=" $("$HINTQ" --version);" ;;
+        esac
+    done
+    echo "$line commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+}
+
 # Starts nginx from $TMP/nginx.conf pinned to CPU $1, waits until it listens on $2
 # (host:port), and sets NGINX_MASTER and NGINX_WORKER (the one worker, which does the work).
 nginx_start() {

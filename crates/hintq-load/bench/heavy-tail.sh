@@ -44,7 +44,7 @@ wait_port "$OURS"
 nginx_start "$SRV_CPU" "$NGINX"
 
 {
-    echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus; $(nginx -v 2>&1); $("$HINTQ" --version); commit $(git -C "$ROOT" rev-parse --short HEAD)"
+    rows_stamp nginx hintq
     echo "# servers on cpu $SRV_CPU; taskset -c $LOAD_CPU hintq load URL --rate $RATE --connections $C --cold $COLD --cold-lifetime heavy-tail --duration ${DUR}s (no --sources); 1 KB file"
     echo "# nginx config: $(tr -s ' \n' ' ' <"$TMP/nginx.conf")"
     echo "# hintq: serve --threads 1 --backend $BACKEND, defaults otherwise; loadavg $(cat /proc/loadavg)"

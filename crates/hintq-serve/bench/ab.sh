@@ -49,7 +49,7 @@ wait_port "$A"
 wait_port "$B"
 
 {
-    echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus; commit $(git -C "$ROOT" rev-parse --short HEAD)"
+    rows_stamp
     echo "# A: $A_HINTQ ($("$A_HINTQ" --version)) env [$A_ENV]; B: $B_HINTQ ($("$B_HINTQ" --version)) env [$B_ENV]"
     echo "# both: serve --threads 1 --backend $BACKEND on cpu $SRV_CPU, wrk -t1 -c$C -d${DUR}s on cpu $LOAD_CPU; 1 KB file; loadavg $(cat /proc/loadavg)"
     echo "server,rep,requests,cpu_us_per_req"

@@ -148,7 +148,7 @@ PY
 }
 
 {
-    echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus; $("$HINTQ" --version); commit $(git -C "$ROOT" rev-parse --short HEAD)"
+    rows_stamp hintq
     echo "# hintq serve --processes $PROCS --threads 1 --backend $BACKEND --idle-timeout 3600s on cpu $SRV_CPU;" \
         "hintq load -c $HOT --duration ${DUR}s --processes $LOAD_PROCS [--cold $COLD] on cpu $LOAD_CPU; 1 KB file; loadavg $(cat /proc/loadavg)"
     echo "run,cold,req_per_s,steady_req_per_s,p99_us,hot_errors,cold_errors_or_closed,cold_held_min,cold_held_max,generator_lagged,server_cpu_us_per_req,generator_cpu_us_per_req,steady_server_cpu_us_per_req,steady_generator_cpu_us_per_req"

@@ -51,7 +51,7 @@ done
 for n in "${NAMES[@]}"; do wait_port "${ADDR[$n]}"; done
 
 {
-    echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus; $(nginx -v 2>&1); $("$HINTQ" --version); commit $(git -C "$ROOT" rev-parse --short HEAD)"
+    rows_stamp nginx hintq
     echo "# servers on cpu $SRV_CPU, wrk -t1 -c$C -d${DUR}s on cpu $LOAD_CPU; 1 KB file; loadavg $(cat /proc/loadavg)"
     echo "# nginx config: $(tr -s ' \n' ' ' <"$TMP/nginx.conf")"
     echo "# serve: hintq serve --threads 1 --backend uring|epoll --idle-timeout 3600s; floor: hintq bench floor --mechanism uring|epoll"

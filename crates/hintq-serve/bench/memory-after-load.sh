@@ -33,7 +33,7 @@ ulimit -n "$(ulimit -Hn)"
 
 fds() { ls -f "/proc/$1/fd" | grep -c -v '^\.' || true; }
 {
-    echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus; commit $(git -C "$ROOT" rev-parse --short HEAD)"
+    rows_stamp
     echo "# serve --threads 1 on cpu $SRV_CPU; warm-up wrk -t1 -c50 -d1s; load: hintq load -c $CONNS -n $CONNS on cpu $LOAD_CPU; RLIMIT_NOFILE $(ulimit -n); loadavg $(cat /proc/loadavg)"
     echo "binary,backend,round,baseline_kib,peak_kib,after_kib,left_kib,fds_baseline,fds_after,load_errors"
 } | tee "$OUT"

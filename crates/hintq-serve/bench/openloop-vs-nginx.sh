@@ -62,7 +62,7 @@ load() {
 
 field() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, d))' "$@"; }
 
-echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus; $(nginx -v 2>&1); $("$HINTQ" --version); commit $(git -C "$ROOT" rev-parse --short HEAD)" | tee "$OUT"
+rows_stamp nginx hintq | tee "$OUT"
 echo "# servers on cpu $SRV_CPU, hintq load (1 thread, 1 process, $C hot connections, $COLD cold idle, spin ${SPIN:-off}) on cpu $LOAD_CPU; backend $BACKEND; 1 KB file; ${DUR}s per run" | tee -a "$OUT"
 echo "# nginx config: $(tr -s ' \n' ' ' <"$TMP/nginx.conf")" | tee -a "$OUT"
 echo "# hintq: serve --threads 1 --backend $BACKEND --idle-timeout 3600s, defaults otherwise" | tee -a "$OUT"

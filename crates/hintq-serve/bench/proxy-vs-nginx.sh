@@ -68,7 +68,7 @@ for a in "$UP" "$DIRECT" "$OURS"; do wait_port "$a"; done
 nginx_start "$PROXY_CPU" "$NGINX"
 
 {
-    echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus; $(nginx -v 2>&1); $("$HINTQ" --version); commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+    rows_stamp nginx hintq
     echo "# proxy or direct server on cpu $PROXY_CPU, upstream hintq serve on cpu $UP_CPU, wrk -t1 -c$N -d${DUR}s on cpu $LOAD_CPU; backend ${BACKEND:-default}; 1 KB file"
     echo "# nginx config: $(tr -s ' \n' ' ' <"$TMP/nginx.conf")"
     echo "# loadavg before: $(cat /proc/loadavg)"

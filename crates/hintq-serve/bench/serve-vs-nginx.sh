@@ -106,7 +106,7 @@ run() {
     echo "$name,$idle,$rep,$reqs,$rps,$us,$p99,\"$errs\"" | tee -a "$OUT"
 }
 
-echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus; $(nginx -v 2>&1); $("$HINTQ" --version); commit $(git -C "$ROOT" rev-parse --short HEAD)" | tee "$OUT"
+rows_stamp nginx hintq | tee "$OUT"
 echo "# server on cpu $SRV_CPU, wrk -t1 -c$C -d${DUR}s and the idle holder on cpu $LOAD_CPU; backend $BACKEND; 1 KB file" | tee -a "$OUT"
 echo "# nginx config: $(tr -s ' \n' ' ' <"$TMP/nginx.conf")" | tee -a "$OUT"
 echo "# hintq: serve --threads 1 --backend $BACKEND --idle-timeout 3600s, defaults otherwise" | tee -a "$OUT"
