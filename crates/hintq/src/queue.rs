@@ -303,7 +303,13 @@ impl Queue {
             self.slots[i].gen = next_gen(self.slots[i].gen);
         }
         let gen = self.slots[i].gen;
-        self.poller.set(fd, token(fd, gen), interest, fresh)?;
+        if let Err(e) = self.poller.set(fd, token(fd, gen), interest, fresh) {
+            // A fresh slot left empty on top would stop the slots from ever shortening.
+            if fresh && i + 1 == self.slots.len() {
+                self.shorten();
+            }
+            return Err(e);
+        }
         let slot = &mut self.slots[i];
         slot.interest = interest;
         slot.disarmed = false;
@@ -999,6 +1005,34 @@ mod tests {
         }
         assert_eq!(q.trims, 1, "trims while one connection came and went in short slots");
         assert_eq!(q.slots.len(), short);
+    }
+
+    /// A declaration the backend refuses (epoll and a regular file) at a number above every
+    /// registration leaves no empty slot on top: the end of a peak still drops the slots.
+    #[test]
+    fn a_refused_declaration_on_top_does_not_stop_the_trims() {
+        hintq_sys::raise_nofile().unwrap();
+        let mut q = Queue::new(Backend::Epoll).unwrap();
+        let mut pairs: Vec<_> = (0..TRIM_PEAK + 100).map(|_| hintq_sys::socketpair().unwrap()).collect();
+        pairs.sort_by_key(|(a, _)| a.as_raw_fd());
+        for (a, _) in &pairs {
+            q.declare(a.as_raw_fd(), Interest::READ).unwrap();
+        }
+        // A regular file, at a number above every pair (other tests open and close meanwhile).
+        let file = std::fs::File::open("/proc/self/exe").unwrap();
+        let above = pairs.last().unwrap().0.as_raw_fd() + 1;
+        // SAFETY (test): duplicates a live descriptor; the copy is owned below.
+        let high = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, above) };
+        assert!(high >= above, "{}", io::Error::last_os_error());
+        // SAFETY: `high` was just made and is owned by nothing else.
+        let file = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(high) };
+        let e = q.declare(file.as_raw_fd(), Interest::READ).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EPERM), "{e}");
+        for (a, _) in pairs[1..].iter().rev() {
+            q.declare(a.as_raw_fd(), Interest::empty()).unwrap();
+        }
+        assert_eq!(q.trims, 1, "the end of the peak trimmed");
+        assert!(q.slots.len() < file.as_raw_fd() as usize, "{} slots left", q.slots.len());
     }
 
     fn write_byte(fd: &OwnedFd) {
