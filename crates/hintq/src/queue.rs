@@ -872,15 +872,12 @@ mod tests {
     /// an event of a registration from before the trim never passes for one made after it.
     #[test]
     fn a_peak_that_ends_gives_its_table_pages_back() {
-        hintq_sys::raise_nofile().unwrap();
         for backend in [Backend::Epoll, Backend::Poll, Backend::Gooch, Backend::Uring] {
             if backend.probe().is_err() {
                 continue;
             }
             let mut q = Queue::new(backend).unwrap();
-            // In descriptor order (other tests open descriptors meanwhile).
-            let mut pairs: Vec<_> = (0..TRIM_PEAK + 100).map(|_| hintq_sys::socketpair().unwrap()).collect();
-            pairs.sort_by_key(|(a, _)| a.as_raw_fd());
+            let pairs = peak_pairs();
             for (a, _) in &pairs {
                 q.declare(a.as_raw_fd(), Interest::READ).unwrap();
             }
@@ -938,10 +935,8 @@ mod tests {
     /// needs: here the highest goes first, while the table is long and full, then the rest.
     #[test]
     fn slots_end_short_whatever_order_connections_close_in() {
-        hintq_sys::raise_nofile().unwrap();
         let mut q = Queue::new(Backend::Epoll).unwrap();
-        let mut pairs: Vec<_> = (0..TRIM_PEAK + 100).map(|_| hintq_sys::socketpair().unwrap()).collect();
-        pairs.sort_by_key(|(a, _)| a.as_raw_fd());
+        let pairs = peak_pairs();
         for (a, _) in &pairs {
             q.declare(a.as_raw_fd(), Interest::READ).unwrap();
         }
@@ -964,10 +959,8 @@ mod tests {
     /// trims, and a connection coming and going in short slots does not trim again.
     #[test]
     fn a_few_connections_coming_and_going_are_never_scanned_for() {
-        hintq_sys::raise_nofile().unwrap();
         let mut q = Queue::new(Backend::Epoll).unwrap();
-        let mut pairs: Vec<_> = (0..TRIM_PEAK + 100).map(|_| hintq_sys::socketpair().unwrap()).collect();
-        pairs.sort_by_key(|(a, _)| a.as_raw_fd());
+        let pairs = peak_pairs();
         let high = pairs.last().unwrap().0.as_raw_fd();
         q.declare(high, Interest::READ).unwrap();
         for _ in 0..500 {
@@ -1011,10 +1004,8 @@ mod tests {
     /// registration leaves no empty slot on top: the end of a peak still drops the slots.
     #[test]
     fn a_refused_declaration_on_top_does_not_stop_the_trims() {
-        hintq_sys::raise_nofile().unwrap();
         let mut q = Queue::new(Backend::Epoll).unwrap();
-        let mut pairs: Vec<_> = (0..TRIM_PEAK + 100).map(|_| hintq_sys::socketpair().unwrap()).collect();
-        pairs.sort_by_key(|(a, _)| a.as_raw_fd());
+        let pairs = peak_pairs();
         for (a, _) in &pairs {
             q.declare(a.as_raw_fd(), Interest::READ).unwrap();
         }
@@ -1033,6 +1024,15 @@ mod tests {
         }
         assert_eq!(q.trims, 1, "the end of the peak trimmed");
         assert!(q.slots.len() < file.as_raw_fd() as usize, "{} slots left", q.slots.len());
+    }
+
+    /// A peak's worth of socket pairs (more than [`TRIM_PEAK`]), in descriptor order (other
+    /// tests open descriptors meanwhile).
+    fn peak_pairs() -> Vec<(OwnedFd, OwnedFd)> {
+        hintq_sys::raise_nofile().unwrap();
+        let mut pairs: Vec<_> = (0..TRIM_PEAK + 100).map(|_| hintq_sys::socketpair().unwrap()).collect();
+        pairs.sort_by_key(|(a, _)| a.as_raw_fd());
+        pairs
     }
 
     fn write_byte(fd: &OwnedFd) {
