@@ -184,10 +184,10 @@ pub struct Queue {
     trims: u64,
     /// The most slots since pages were last given back ([`Queue::trim`]).
     dirty: usize,
-    /// The most registrations at once since the slots were last short (under
-    /// [`TRIM_PEAK`]): the slots are dropped back only after such a peak, so that a few
-    /// connections coming and going at high numbers (a shard whose neighbours hold the low
-    /// ones) do not refill and drop thousands of slots each.
+    /// The most registrations at once since the last trim (at a trim, those left): the slots
+    /// are dropped back only while a peak of [`TRIM_PEAK`] or more ends ([`Queue::shorten`]),
+    /// so that a few connections coming and going at high numbers (a shard whose neighbours
+    /// hold the low ones) do not refill and drop thousands of slots each.
     peak: usize,
     waker: Option<Arc<OwnedFd>>,
     woken: bool,
@@ -631,7 +631,6 @@ impl Queue {
 
     fn deliver(&mut self, e: Entry) -> Option<Event> {
         let (fd, gen) = untoken(e.token);
-        let needs_rearm = self.oneshot;
         let slot = self.slots.get_mut(fd as usize).filter(|s| s.gen == gen && s.pending);
         let Some(slot) = slot else {
             self.stats.stale += 1;
@@ -640,12 +639,12 @@ impl Queue {
         slot.pending = false;
         self.live -= 1;
         let state = (e.state | std::mem::take(&mut slot.extra)).visible(slot.interest);
-        if needs_rearm {
+        if self.oneshot {
             slot.disarmed = true;
         }
         if state.is_empty() {
             // Only bits the application no longer asks for (interest narrowed meanwhile).
-            if needs_rearm {
+            if self.oneshot {
                 self.rearm.push((fd, gen));
             }
             self.stats.stale += 1;
