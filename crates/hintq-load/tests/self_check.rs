@@ -81,6 +81,10 @@ fn a_saturated_generator_thread_marks_its_run() {
 /// `--spin`: each send is waited for by polling, not sleeping, for its last 2 ms. The report
 /// shows the share spun, leaves it out of the busy share (so a spinning generator is not
 /// taken for a saturated one), and the requests still leave on time.
+///
+/// Whether the run as a whole is marked is not asserted: with 0.1 ms answers, a quarter of a
+/// millisecond of receive lag on a loaded 2-core machine is a fair reason to mark it (a CI
+/// run did), and the judgement of that is the other tests' subject.
 #[test]
 fn spinning_is_reported_apart_from_busy() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -92,7 +96,8 @@ fn spinning_is_reported_apart_from_busy() {
     // 200 sends a second, each polled for up to 2 ms: about 40% of the run.
     assert!(k.hot_spun_mean_pct >= 15.0, "{}", r.summary());
     assert!(k.hot_busy_max_pct < 50.0, "spinning is not counted as busy\n{}", r.summary());
-    assert!(!k.generator_lagged, "{}", r.summary());
+    assert!(!k.reasons.iter().any(|w| w.contains("busy")), "{:?}\n{}", k.reasons, r.summary());
+    assert!(k.send_lag_us.p99 < 2_000, "sends leave within the spin window\n{}", r.summary());
     assert!(r.summary().contains("spun"), "{}", r.summary());
     // Without --spin nothing is reported as spun.
     let r = run(&open_loop(&srv));
