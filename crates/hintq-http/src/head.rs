@@ -181,6 +181,28 @@ impl<'a> ResponseHead<'a> {
 /// connection must be closed afterwards.
 pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<RequestHead<'a>>, Error> {
     let err = |kind| Error::new(kind, Side::Request);
+    // The common case first: a whole head, parsed once. Kept only if it passes every rule
+    // the line scan enforces; anything else (incomplete, invalid, over a limit) is judged by
+    // the scan and then `httparse`, as if this attempt had not been made.
+    let mut slots = HeaderSlots::new(limits.max_headers);
+    let mut req = httparse::Request::new(&mut []);
+    if let Ok(httparse::Status::Complete(n)) = req.parse_with_uninit_headers(buf, slots.get()) {
+        let method = req.method.unwrap_or_default();
+        let line_starts = req.headers.iter().map(|h| offset_in(buf, h.name));
+        if offset_in(buf, method) == leading_crlf(buf)
+            && method.len() <= limits.max_method
+            && lines_fit(buf, n, line_starts, limits)
+        {
+            return request_head(&req, n, limits).map(Some).map_err(err);
+        }
+    }
+    parse_request_scanned(buf, limits)
+}
+
+/// [`parse_request`] without the common-case attempt: the line scan, then `httparse` on the
+/// head it found.
+fn parse_request_scanned<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<RequestHead<'a>>, Error> {
+    let err = |kind| Error::new(kind, Side::Request);
     let Some(head_len) = scan_head(buf, limits, Side::Request).map_err(err)? else {
         return Ok(None);
     };
@@ -191,10 +213,18 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<Reques
         Ok(httparse::Status::Partial) => return Err(err(ErrorKind::InvalidStartLine)),
         Err(e) => return Err(err(map_httparse(e, &buf[..head_len], Side::Request))),
     }
+    request_head(&req, head_len, limits).map(Some).map_err(err)
+}
+
+fn request_head<'a>(
+    req: &httparse::Request<'_, 'a>,
+    head_len: usize,
+    limits: &Limits,
+) -> Result<RequestHead<'a>, ErrorKind> {
     let version = Version::from_minor(req.version.unwrap_or(1));
     let headers = convert_headers(req.headers);
-    let info = framing::request(version, &headers, limits).map_err(err)?;
-    Ok(Some(RequestHead {
+    let info = framing::request(version, &headers, limits)?;
+    Ok(RequestHead {
         method: Cow::Borrowed(req.method.unwrap_or_default()),
         target: Cow::Borrowed(req.path.unwrap_or_default()),
         version,
@@ -203,7 +233,7 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<Reques
         keep_alive: info.keep_alive,
         expect_continue: info.expect_continue,
         head_len,
-    }))
+    })
 }
 
 /// Parses a response head from the start of `buf`. `request_was_head` says whether the request
@@ -222,25 +252,52 @@ pub fn parse_response<'a>(
     request_was_head: bool,
 ) -> Result<Option<ResponseHead<'a>>, Error> {
     let err = |kind| Error::new(kind, Side::Response);
+    let config = httparse::ParserConfig::default();
+    // The common case first, as in `parse_request`.
+    let mut slots = HeaderSlots::new(limits.max_headers);
+    let mut res = httparse::Response::new(&mut []);
+    if let Ok(httparse::Status::Complete(n)) =
+        config.parse_response_with_uninit_headers(&mut res, buf, slots.get())
+    {
+        let line_starts = res.headers.iter().map(|h| offset_in(buf, h.name));
+        if buf[leading_crlf(buf)..].starts_with(b"HTTP/") && lines_fit(buf, n, line_starts, limits) {
+            return response_head(&res, n, request_was_head).map(Some).map_err(err);
+        }
+    }
+    parse_response_scanned(buf, limits, request_was_head)
+}
+
+/// [`parse_response`] without the common-case attempt.
+fn parse_response_scanned<'a>(
+    buf: &'a [u8],
+    limits: &Limits,
+    request_was_head: bool,
+) -> Result<Option<ResponseHead<'a>>, Error> {
+    let err = |kind| Error::new(kind, Side::Response);
+    let config = httparse::ParserConfig::default();
     let Some(head_len) = scan_head(buf, limits, Side::Response).map_err(err)? else {
         return Ok(None);
     };
     let mut slots = HeaderSlots::new(limits.max_headers);
     let mut res = httparse::Response::new(&mut []);
-    match httparse::ParserConfig::default().parse_response_with_uninit_headers(
-        &mut res,
-        &buf[..head_len],
-        slots.get(),
-    ) {
+    match config.parse_response_with_uninit_headers(&mut res, &buf[..head_len], slots.get()) {
         Ok(httparse::Status::Complete(_)) => {}
         Ok(httparse::Status::Partial) => return Err(err(ErrorKind::InvalidStartLine)),
         Err(e) => return Err(err(map_httparse(e, &buf[..head_len], Side::Response))),
     }
+    response_head(&res, head_len, request_was_head).map(Some).map_err(err)
+}
+
+fn response_head<'a>(
+    res: &httparse::Response<'_, 'a>,
+    head_len: usize,
+    request_was_head: bool,
+) -> Result<ResponseHead<'a>, ErrorKind> {
     let version = Version::from_minor(res.version.unwrap_or(1));
     let status = res.code.unwrap_or_default();
     let headers = convert_headers(res.headers);
-    let info = framing::response(version, status, request_was_head, &headers).map_err(err)?;
-    Ok(Some(ResponseHead {
+    let info = framing::response(version, status, request_was_head, &headers)?;
+    Ok(ResponseHead {
         version,
         status,
         reason: Cow::Borrowed(res.reason.unwrap_or_default()),
@@ -248,7 +305,33 @@ pub fn parse_response<'a>(
         framing: info.framing,
         keep_alive: info.keep_alive,
         head_len,
-    }))
+    })
+}
+
+/// Where `part` (a slice of `buf`) starts in `buf`.
+fn offset_in(buf: &[u8], part: &str) -> usize {
+    (part.as_ptr() as usize).wrapping_sub(buf.as_ptr() as usize)
+}
+
+/// Whether a head `httparse` found complete in `buf[..n]`, whose header lines start at
+/// `line_starts`, keeps every rule of [`scan_head`]: each line (the start line after the
+/// leading empty lines, each header line, the empty line) ends in CRLF, none is longer than its
+/// limit, there are at most `max_headers` header lines and the head fits `max_head`. Then the
+/// scan would have found the same end, and the head can be used without it. (`httparse` has
+/// already refused a bare CR, a line break inside a line and whitespace before a name, and
+/// skipped leading empty lines, which the caller checks against [`leading_crlf`].)
+fn lines_fit(buf: &[u8], n: usize, line_starts: impl Iterator<Item = usize>, limits: &Limits) -> bool {
+    if n > limits.max_head || n < 2 || buf[n - 2..n] != *b"\r\n" {
+        return false;
+    }
+    let (mut line, mut max, mut lines) = (leading_crlf(buf), limits.max_request_line, 0usize);
+    for next in line_starts.chain(std::iter::once(n - 2)) {
+        if next < line + 2 || next > n || buf[next - 2..next] != *b"\r\n" || next - 2 - line > max {
+            return false;
+        }
+        (line, max, lines) = (next, limits.max_header_line, lines + 1);
+    }
+    lines - 1 <= limits.max_headers
 }
 
 /// Header slots on the stack; a higher `Limits::max_headers` puts them on the heap.
@@ -317,6 +400,11 @@ fn is_other_version(version: &[u8]) -> bool {
         if major.is_ascii_digit() && minor.is_ascii_digit())
 }
 
+/// The length of the empty lines (CRLF) at the start of `buf`.
+fn leading_crlf(buf: &[u8]) -> usize {
+    buf.len() - trim_leading_crlf(buf).len()
+}
+
 fn trim_leading_crlf(mut buf: &[u8]) -> &[u8] {
     while let Some(rest) = buf.strip_prefix(b"\r\n") {
         buf = rest;
@@ -330,7 +418,7 @@ fn trim_leading_crlf(mut buf: &[u8]) -> &[u8] {
 ///
 /// Returns `Ok(None)` while incomplete and within limits.
 fn scan_head(buf: &[u8], limits: &Limits, side: Side) -> Result<Option<usize>, ErrorKind> {
-    let start = buf.len() - trim_leading_crlf(buf).len();
+    let start = leading_crlf(buf);
     if side == Side::Request {
         // Bytes past `max_head` are judged by the head limit instead, which is passed first.
         let window = buf.get(start..buf.len().min(limits.max_head)).unwrap_or_default();
@@ -398,4 +486,98 @@ fn check_partial_line(buf: &[u8], pos: usize, line_index: usize, limits: &Limits
         return Err(if line_over_at <= head_over_at { line_kind } else { ErrorKind::HeadTooLarge });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Pieces of heads, with the line ends, spaces and limits the two paths judge.
+    const PIECES: &[&str] = &[
+        "GET / HTTP/1.1",
+        "HTTP/1.1 200 OK",
+        "HTTP/1.0 204",
+        "GETLONGMETHOD /",
+        " HTTP/1.1",
+        "\r\n",
+        "\r\n",
+        "\n",
+        "\r",
+        "Host: a",
+        "Content-Length: 3",
+        "X-Long: aaaaaaaaaaaaaaaaaaaaaaaa",
+        "Transfer-Encoding: chunked",
+        " folded",
+        "\t",
+        ":",
+        "x",
+        "\0",
+        "abc",
+        "HTTP/2.0",
+    ];
+
+    fn heads() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(proptest::sample::select(PIECES), 0..16)
+            .prop_map(|parts| parts.concat().into_bytes())
+    }
+
+    fn limits(small: bool) -> Limits {
+        if small {
+            Limits {
+                max_request_line: 24,
+                max_method: 6,
+                max_header_line: 20,
+                max_headers: 3,
+                max_head: 80,
+                ..Limits::default()
+            }
+        } else {
+            Limits::default()
+        }
+    }
+
+    fn kinds<T>(r: Result<Option<T>, Error>) -> Result<Option<T>, ErrorKind> {
+        r.map_err(|e| e.kind())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+
+        /// The common-case attempt never changes an answer: whatever the input, the head (or
+        /// the error, or "incomplete") is the one the line scan and `httparse` give.
+        #[test]
+        fn the_whole_head_attempt_agrees_with_the_scan(body in heads(), small in any::<bool>(), head in any::<bool>()) {
+            let l = limits(small);
+            let mut buf = body.clone();
+            buf.extend_from_slice(b"\r\n\r\nbody");
+            for b in [&body[..], &buf[..]] {
+                prop_assert_eq!(kinds(parse_request(b, &l)), kinds(parse_request_scanned(b, &l)));
+                prop_assert_eq!(kinds(parse_response(b, &l, head)), kinds(parse_response_scanned(b, &l, head)));
+            }
+        }
+    }
+
+    /// Heads the attempt must hand to the scan, each for the rule it would otherwise miss.
+    #[test]
+    fn heads_the_scan_refuses_are_refused() {
+        let l = Limits { max_method: 4, max_header_line: 10, max_headers: 1, ..Limits::default() };
+        let cases: [(&[u8], ErrorKind); 5] = [
+            (b"GET / HTTP/1.1\nHost: a\r\n\r\n", ErrorKind::BareLf),
+            (b"\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", ErrorKind::BareLf),
+            (b"PURGE / HTTP/1.1\r\nHost: a\r\n\r\n", ErrorKind::MethodTooLong),
+            (b"GET / HTTP/1.1\r\nHost: aaaaaaaaa\r\n\r\n", ErrorKind::HeaderLineTooLong),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX: b\r\n\r\n", ErrorKind::TooManyHeaders),
+        ];
+        for (head, kind) in cases {
+            assert_eq!(
+                parse_request(head, &l).err().map(|e| e.kind()),
+                Some(kind),
+                "{:?}",
+                String::from_utf8_lossy(head)
+            );
+        }
+        let bare = parse_response(b"HTTP/1.1 200 OK\r\nA: b\n\r\n", &l, false);
+        assert_eq!(bare.err().map(|e| e.kind()), Some(ErrorKind::BareLf));
+    }
 }
