@@ -451,7 +451,7 @@ fn scan_head(buf: &[u8], limits: &Limits, side: Side) -> Result<Option<usize>, E
 /// length (random bytes, a TLS hello). More than `max_method` tchar is a well-formed method
 /// longer than any we implement: 501 (RFC 9112 §3¶4). Line ends are left to the line scan.
 fn check_method(line: &[u8], max_method: usize) -> Result<(), ErrorKind> {
-    let window = &line[..line.len().min(max_method + 1)];
+    let window = &line[..line.len().min(max_method.saturating_add(1))];
     match window.iter().position(|&b| !is_token_byte(b)) {
         Some(end) if matches!(window[end], b' ' | b'\r' | b'\n') => Ok(()),
         Some(_) => Err(ErrorKind::InvalidStartLine),
@@ -577,6 +577,26 @@ mod tests {
                 String::from_utf8_lossy(head)
             );
         }
+        let bare = parse_response(b"HTTP/1.1 200 OK\r\nA: b\n\r\n", &l, false);
+        assert_eq!(bare.err().map(|e| e.kind()), Some(ErrorKind::BareLf));
+    }
+
+    /// Limits set to `usize::MAX` mean "no limit": a head, whole or partial, parses under
+    /// them on both paths (the method's bound once overflowed, a panic in debug builds).
+    #[test]
+    fn limits_at_their_largest_are_no_limits() {
+        let l = Limits {
+            max_method: usize::MAX,
+            max_request_line: usize::MAX,
+            max_header_line: usize::MAX,
+            max_head: usize::MAX,
+            ..Limits::default()
+        };
+        let head = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+        for b in [&head[..], &head[..20]] {
+            assert_eq!(kinds(parse_request(b, &l)), kinds(parse_request_scanned(b, &l)));
+        }
+        assert!(parse_request(head, &l).unwrap().is_some());
         let bare = parse_response(b"HTTP/1.1 200 OK\r\nA: b\n\r\n", &l, false);
         assert_eq!(bare.err().map(|e| e.kind()), Some(ErrorKind::BareLf));
     }
