@@ -242,15 +242,26 @@ impl Default for DateCache {
 }
 
 /// Whether `value` holds CR, LF or NUL (blanked when written). A short value, as most are, is
-/// checked in one pass without early exit, which the compiler vectorises; a long one with
-/// `memchr3`, whose set-up alone cost more than the short pass (9 calls per proxied request
-/// were 6% of its instructions). A byte-by-byte rewrite of every value cost about 1% of a
-/// static response's CPU: values are only rewritten when this finds a bad byte.
+/// looked at eight bytes at a time for any byte below SP (CR, LF and NUL are among them, as is
+/// HTAB, which a value may hold): a word test costs about what the byte-wise pass cost per
+/// byte (callgrind counted 70 instructions a field for that pass, 9 fields a proxied request).
+/// Only a value with such a byte is looked at byte by byte. A long one goes to `memchr3`,
+/// whose set-up alone costs more than the short pass. A byte-by-byte rewrite of every value
+/// cost about 1% of a static response's CPU: values are only rewritten when this finds a bad
+/// byte.
 fn has_line_break_or_nul(value: &[u8]) -> bool {
     if value.len() >= 64 {
         return memchr::memchr3(b'\r', b'\n', 0, value).is_some();
     }
-    value.iter().fold(false, |bad, &b| bad | matches!(b, b'\r' | b'\n' | 0))
+    // A word has a byte below `n` (n <= 128) iff `(w - n*ONES) & !w & HIGH` is not zero.
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let below_space = |w: u64| w.wrapping_sub(ONES * 0x20) & !w & HIGH != 0;
+    let mut words = value.chunks_exact(8);
+    let control = (&mut words)
+        .fold(false, |any, w| any | below_space(u64::from_ne_bytes(w.try_into().expect("eight bytes"))))
+        || words.remainder().iter().any(|&b| b < 0x20);
+    control && value.iter().any(|&b| matches!(b, b'\r' | b'\n' | 0))
 }
 
 /// Writes a complete error response: status line, `Date` (when given), a short `text/plain`
@@ -317,4 +328,34 @@ pub fn write_last_chunk(buf: &mut Vec<u8>, trailers: &[Header<'_>]) {
     let mut w = HeadWriter { buf };
     w.headers(trailers);
     w.finish();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The word-wise test finds CR, LF and NUL wherever they are, beside any other bytes
+    /// (SP, HTAB, obs-text, DEL: the borrows of the word arithmetic cross such neighbours).
+    #[test]
+    fn every_bad_byte_is_found_at_every_place() {
+        for fill in [b'a', b' ', b'\t', 0x7f, 0x80, 0xff] {
+            for len in (1..=17).chain([31, 32, 33, 63, 64, 65]) {
+                for at in 0..len {
+                    for b in 0..=255u8 {
+                        let mut v = vec![fill; len];
+                        v[at] = b;
+                        let naive = v.iter().any(|&b| matches!(b, b'\r' | b'\n' | 0));
+                        assert_eq!(has_line_break_or_nul(&v), naive, "{v:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_value_with_a_line_break_is_blanked() {
+        let mut out = Vec::new();
+        HeadWriter::response(&mut out, Version::Http11, 200).header("X", b"a\r\nEvil: 1\0");
+        assert_eq!(out, b"HTTP/1.1 200 OK\r\nX: a  Evil: 1 \r\n");
+    }
 }
