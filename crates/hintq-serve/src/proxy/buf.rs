@@ -151,11 +151,86 @@ impl Pool {
         }
     }
 
+    /// The bytes of `b` for a send of the queue's ring, and whether `b` gave its buffer for
+    /// them. When the bytes fill `b`'s buffer from its start (nothing consumed, nothing
+    /// pinned for a retry), the buffer itself goes, without a copy, and `b` gets `spare` (the
+    /// ring's cleared buffer from [`Fds::send_buffer`]) if it is of this pool's size, else one
+    /// of the pool's; `b` is then empty, and still counts as holding one buffer. Otherwise the
+    /// bytes are copied into `spare` and `b` is unchanged (consume them once the ring took
+    /// them). [`Pool::take_back`] undoes a hand-off the ring refused.
+    pub(crate) fn hand_off(&mut self, b: &mut Buf, mut spare: Vec<u8>) -> (Vec<u8>, bool) {
+        if b.start == 0 && !b.pinned && !b.v.is_empty() && b.v.capacity() == BUF_SIZE {
+            let fresh = if spare.capacity() == BUF_SIZE {
+                spare.clear();
+                spare
+            } else {
+                self.free.pop().unwrap_or_else(|| Vec::with_capacity(BUF_SIZE))
+            };
+            return (std::mem::replace(&mut b.v, fresh), true);
+        }
+        spare.extend_from_slice(b.data());
+        (spare, false)
+    }
+
+    /// Gives `b` back the buffer [`Pool::hand_off`] took from it (the ring refused the send).
+    pub(crate) fn take_back(&mut self, b: &mut Buf, data: Vec<u8>) {
+        let fresh = std::mem::replace(&mut b.v, data);
+        if self.free.len() < POOL_KEEP && fresh.capacity() == BUF_SIZE {
+            self.free.push(fresh);
+        }
+    }
+
     fn put(&mut self, mut v: Vec<u8>) {
         self.out -= 1;
         if self.free.len() < POOL_KEEP && v.capacity() == BUF_SIZE {
             v.clear();
             self.free.push(v);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filled(pool: &mut Pool, bytes: &[u8]) -> Buf {
+        let mut b = Buf::default();
+        pool.fill(&mut b);
+        b.vec().extend_from_slice(bytes);
+        b
+    }
+
+    /// A buffer whose bytes start at its start goes to the ring itself, not a copy; the
+    /// connection keeps a buffer of the pool's size and the count of buffers out stays.
+    #[test]
+    fn a_whole_buffer_is_handed_over_not_copied() {
+        let mut pool = Pool::default();
+        let mut b = filled(&mut pool, b"response");
+        let at = b.data().as_ptr();
+        let (out, whole) = pool.hand_off(&mut b, Vec::new());
+        assert!(whole);
+        assert_eq!((out.as_ptr(), &out[..]), (at, &b"response"[..]), "the buffer itself");
+        assert!(b.is_empty() && b.room() == BUF_SIZE && pool.out == 1);
+        // The ring refused it: the bytes are back where they were, and nothing leaked.
+        pool.take_back(&mut b, out);
+        assert_eq!(b.data(), b"response");
+        assert_eq!((pool.out, pool.free.len()), (1, 1));
+        // A spare of the pool's size is used in place of one of the pool's.
+        let (out, _) = pool.hand_off(&mut b, Vec::with_capacity(BUF_SIZE));
+        assert_eq!((pool.free.len(), out.len()), (1, 8));
+    }
+
+    /// Bytes after a consumed part, or pinned for a retry, are copied: the buffer stays.
+    #[test]
+    fn a_partly_consumed_or_pinned_buffer_is_copied() {
+        let mut pool = Pool::default();
+        let mut b = filled(&mut pool, b"xxresponse");
+        b.consume(2);
+        let (out, whole) = pool.hand_off(&mut b, Vec::new());
+        assert_eq!((&out[..], whole, b.data()), (&b"response"[..], false, &b"response"[..]));
+        let mut b = filled(&mut pool, b"request");
+        b.pin();
+        let (out, whole) = pool.hand_off(&mut b, Vec::new());
+        assert_eq!((&out[..], whole, b.data()), (&b"request"[..], false, &b"request"[..]));
     }
 }

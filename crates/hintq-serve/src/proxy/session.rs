@@ -539,7 +539,7 @@ impl Session {
             }
             // Not taken when the client's descriptor is not watched now (it had nothing to
             // read or to write while the upstream answered): sent here, as on other backends.
-            match ring_send(ctx.fds, self.client, &mut self.to_client) {
+            match ring_send(ctx.fds, self.client, &mut self.to_client, ctx.pool) {
                 Ok(true) => {
                     self.in_ring = true;
                     return Ok(true);
@@ -688,7 +688,7 @@ impl Session {
         if ctx.fds.can_send() {
             // io_uring: the ring sends it with the thread's next wait (see the module doc).
             // Not taken when not watched at this moment (taken from the idle pool, say).
-            match ring_send(ctx.fds, up.fd, &mut self.to_up) {
+            match ring_send(ctx.fds, up.fd, &mut self.to_up, ctx.pool) {
                 Ok(true) => {
                     up.in_ring = true;
                     return Ok(true);
@@ -1017,19 +1017,29 @@ impl Session {
 }
 
 /// Gives the bytes of `buf` to the queue's ring to send on `fd` ([`Fds::send`]): `Ok(true)`
-/// when taken (and consumed from `buf`), `Ok(false)` when `fd` is not watched at this moment
-/// (the caller writes them itself).
-fn ring_send(fds: &mut Fds<'_>, fd: RawFd, buf: &mut Buf) -> io::Result<bool> {
-    let mut out = fds.send_buffer();
-    out.extend_from_slice(buf.data());
+/// when taken (and gone from `buf`), `Ok(false)` when `fd` is not watched at this moment
+/// (the caller writes them itself). A buffer whose bytes start at its start goes to the ring
+/// whole ([`Pool::hand_off`]): a response's head and body are not copied once more.
+fn ring_send(fds: &mut Fds<'_>, fd: RawFd, buf: &mut Buf, pool: &mut Pool) -> io::Result<bool> {
+    let (out, whole) = pool.hand_off(buf, fds.send_buffer());
     let n = out.len();
     match fds.send(fd, out) {
         Ok(()) => {
-            buf.consume(n);
+            if !whole {
+                buf.consume(n);
+            }
             Ok(true)
         }
-        Err((e, _)) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err((e, _)) => Err(e),
+        Err((e, out)) => {
+            if whole {
+                pool.take_back(buf, out);
+            }
+            if e.kind() == io::ErrorKind::NotFound {
+                Ok(false)
+            } else {
+                Err(e)
+            }
+        }
     }
 }
 
