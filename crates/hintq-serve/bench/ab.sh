@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# A/B of hintq serve against itself: two servers serving the same 1 KB file, A and B, which
+# A/B of hintq serve (or, with WHAT=proxy, hintq proxy) against itself: two servers serving the
+# same 1 KB file, A and B, which
 # differ in binary ($A_HINTQ, $B_HINTQ: a build before a change and after) and/or in
 # environment ($A_ENV, $B_ENV: for example B_ENV=HINTQ_URING_RECV=0), loaded in turn by wrk,
 # $RUNS times each, so drift falls on both alike. CPU per request is user + system of each
 # server from /proc/PID/stat across its wrk run, divided by the requests wrk completed.
 # Reported: every run, sorted, the medians' ratio A/B, and the median of each round's A/B.
 #
-# Pinning: both servers on $SRV_CPU (one is loaded at a time), wrk on $LOAD_CPU. Only
-# processes started here are stopped. Raw rows go to $OUT.
+# Pinning: both servers on $SRV_CPU (one is loaded at a time), wrk on $LOAD_CPU. With
+# WHAT=proxy, A and B are proxies in front of one hintq serve ($A_HINTQ's) on $UP_CPU, beside
+# wrk as in proxy-vs-nginx.sh; CPU is the proxy's. Only processes started here are stopped.
+# Raw rows go to $OUT.
 #
 # Usage: crates/hintq-serve/bench/ab.sh
 #   [env: A_HINTQ=path B_HINTQ=path (default: this tree's release build) A_ENV="K=V ..." B_ENV="K=V ..."
-#         BACKEND=uring C=50 RUNS=14 DUR=2 PORT=18550 SRV_CPU=0 LOAD_CPU=1 OUT=rows.csv]
+#         WHAT=serve|proxy BACKEND=uring C=50 RUNS=14 DUR=2 PORT=18550 SRV_CPU=0 LOAD_CPU=1 UP_CPU=1
+#         OUT=rows.csv]
 set -euo pipefail
 
 C=${C:-50}
@@ -21,6 +25,8 @@ PORT=${PORT:-18550}
 SRV_CPU=${SRV_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 BACKEND=${BACKEND:-uring}
+WHAT=${WHAT:-serve}
+UP_CPU=${UP_CPU:-1}
 A_ENV=${A_ENV:-}
 B_ENV=${B_ENV:-}
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -35,10 +41,20 @@ bench_tmp ab
 A=127.0.0.1:$PORT
 B=127.0.0.1:$((PORT + 1))
 
-# start NAME BINARY "ENV" ADDR: one server; sets the pid in PID_<NAME>.
+UP=127.0.0.1:$((PORT + 2))
+what=(serve --root "$TMP/www" --threads 1)
+if [ "$WHAT" = proxy ]; then
+    taskset -c "$UP_CPU" "$A_HINTQ" serve --root "$TMP/www" --listen "$UP" --backend "$BACKEND" \
+        2>"$TMP/logs/upstream.log" &
+    PIDS+=("$!")
+    wait_port "$UP"
+    what=(proxy --upstream "$UP")
+fi
+
+# start NAME BINARY "ENV" ADDR: one server (or proxy); sets the pid in PID_<NAME>.
 start() {
     # shellcheck disable=SC2086 # the environment is a list of words
-    env $3 taskset -c "$SRV_CPU" "$2" serve --root "$TMP/www" --listen "$4" --threads 1 --backend "$BACKEND" \
+    env $3 taskset -c "$SRV_CPU" "$2" "${what[@]}" --listen "$4" --backend "$BACKEND" \
         --idle-timeout 3600s 2>"$TMP/logs/$1.log" &
     PIDS+=("$!")
     printf -v "PID_$1" '%s' "$!"
@@ -51,10 +67,13 @@ wait_port "$B"
 {
     rows_stamp
     echo "# A: $A_HINTQ ($("$A_HINTQ" --version)) env [$A_ENV]; B: $B_HINTQ ($("$B_HINTQ" --version)) env [$B_ENV]"
-    echo "# both: serve --threads 1 --backend $BACKEND on cpu $SRV_CPU, wrk -t1 -c$C -d${DUR}s on cpu $LOAD_CPU; 1 KB file; loadavg $(cat /proc/loadavg)"
+    echo "# both: ${what[*]} --backend $BACKEND on cpu $SRV_CPU, wrk -t1 -c$C -d${DUR}s on cpu $LOAD_CPU$([ "$WHAT" = proxy ] && echo ", upstream serve on cpu $UP_CPU"); 1 KB file; loadavg $(cat /proc/loadavg)"
     echo "server,rep,requests,cpu_us_per_req"
 } | tee "$OUT"
 
+for addr in "$A" "$B"; do # warm-up (and, for proxies, the upstream pools fill)
+    taskset -c "$LOAD_CPU" wrk -t1 -c"$C" -d1s "http://$addr/1k.html" >/dev/null
+done
 for rep in $(seq "$RUNS"); do
     for s in A B; do
         if [ "$s" = A ]; then addr=$A pid=$PID_A; else addr=$B pid=$PID_B; fi
