@@ -33,6 +33,12 @@ pub struct BenchArgs {
     /// own and is run, not answered from the runner's record of an identical command.
     #[arg(short = 'l', long, default_value_t = 0)]
     pub launch: u32,
+    /// A diagnostic, not the method: watchers are registered before the first run only and
+    /// never re-armed, which is what libev's stop and start with an unchanged mask amount to
+    /// in the kernel. Set beside a normal launch, it shows how much of the cost's growth with
+    /// the pairs comes from the re-registration before each run.
+    #[arg(long)]
+    pub keep: bool,
 }
 
 /// An event loop as the method sees it: re-arm one watcher, make one non-blocking pass.
@@ -127,9 +133,16 @@ impl Ring<'_> {
     }
 }
 
-fn one_run(lp: &mut dyn Loop, pairs: &[(OwnedFd, OwnedFd)], a: &BenchArgs) -> io::Result<(f64, u64)> {
-    for (i, p) in pairs.iter().enumerate() {
-        lp.rearm(i, p.0.as_raw_fd())?;
+fn one_run(
+    lp: &mut dyn Loop,
+    pairs: &[(OwnedFd, OwnedFd)],
+    a: &BenchArgs,
+    rearm: bool,
+) -> io::Result<(f64, u64)> {
+    if rearm {
+        for (i, p) in pairs.iter().enumerate() {
+            lp.rearm(i, p.0.as_raw_fd())?;
+        }
     }
     let mut ring = Ring { pairs, got: 0, sent: 0, left: 0, failures: 0 };
     lp.pass(&mut |i| ring.on_readable(i))?;
@@ -174,8 +187,8 @@ pub fn main(a: &BenchArgs) -> Result<(), String> {
         other => return Err(format!("--lib {other}: expected hintq or mio")),
     };
     let mut failures = 0;
-    for _ in 0..a.runs {
-        let (us, f) = one_run(lp.as_mut(), &pairs, a).map_err(|e| e.to_string())?;
+    for run in 0..a.runs {
+        let (us, f) = one_run(lp.as_mut(), &pairs, a, run == 0 || !a.keep).map_err(|e| e.to_string())?;
         failures += f;
         println!("{us:.1}");
     }
@@ -183,4 +196,38 @@ pub fn main(a: &BenchArgs) -> Result<(), String> {
         return Err(format!("{failures} failed writes"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(keep: bool) -> BenchArgs {
+        BenchArgs {
+            lib: "hintq".into(),
+            backend: "epoll".into(),
+            pairs: 20,
+            active: 2,
+            writes: 50,
+            runs: 3,
+            launch: 0,
+            keep,
+        }
+    }
+
+    /// Every run passes every write around the ring and ends, whether the watchers are
+    /// re-armed before it (the method) or kept from the first run (`--keep`).
+    #[test]
+    fn runs_end_with_every_write_received_re_armed_or_kept() {
+        for keep in [false, true] {
+            let a = args(keep);
+            let pairs: Vec<_> = (0..a.pairs).map(|_| hintq_sys::socketpair().unwrap()).collect();
+            let q = Queue::new(Backend::Epoll).unwrap();
+            let mut lp = HintqLoop { q, evs: vec![Event::default(); 64], index: Vec::new() };
+            for run in 0..a.runs {
+                let (us, failures) = one_run(&mut lp, &pairs, &a, run == 0 || !keep).unwrap();
+                assert!(us > 0.0 && failures == 0, "keep {keep}, run {run}");
+            }
+        }
+    }
 }
