@@ -2,10 +2,11 @@
 //! a ring of N socket pairs) against N, for hintq on every backend, mio, and libevent, libev
 //! and libuv where their -dev packages are installed.
 //!
-//! Why every loop but libev's slows down from 100 to 9,000 pairs ([`GROWTH`]): not per-event
-//! work in the loop (hintq's timed loop makes the same system calls and, by callgrind, the
-//! same user-space instructions per event at every pair count) but the memory the kernel
-//! touches.
+//! Why the loops slow down from 100 to 9,000 pairs ([`GROWTH`]; on 2026-11-27 every loop,
+//! libev's too, grew 1.26-1.44x): not per-event work in the loop (hintq's timed loop makes
+//! the same system calls and, by callgrind, the same user-space instructions per event at
+//! every pair count), nor the re-registration before each run (`--keep` leaves it out and the
+//! growth stays), but the kernel memory the 1000 writes of a run touch.
 
 use super::e3::growth;
 use super::{panel, Analysis, Experiment, FigureRow, Lab, UNMEASURED};
@@ -22,17 +23,18 @@ pub struct E9;
 const METRIC: &str = "us_per_run";
 
 /// The cause of the growth with pairs, for the report (measured for issue 11: `strace -c`
-/// and callgrind of the timed loop at 100 and 9,000 pairs).
+/// and callgrind of the timed loop at 100 and 9,000 pairs, and `peer-bench --keep`).
 const GROWTH: &str = "Growth with pairs: per event the timed loop makes the same system calls \
-    (recv, send and epoll_wait; on hintq-uring recv and send only, completions are reaped from \
-    the ring) and the same user-space instructions at every pair count. What grows is the \
-    kernel memory touched: from 1000 pairs on, the 1000 writes of a run visit 1000 distinct \
-    pairs' sockets, files and watches (at 100 pairs, the same 100 ten times), and the untimed \
-    re-registration of all N watchers before each run (epoll_ctl DEL and ADD, or an io_uring \
-    poll cancel and arm, per pair) walks every pair's kernel state and evicts the first \
-    pairs' from the caches. libev's ev_io_stop/ev_io_start with an unchanged mask make no \
-    system call, so its re-registration touches no kernel memory; hintq revokes in the kernel \
-    at once, so that a revoked descriptor closed while a dup lives on is not left in the set.";
+    at every pair count (recv, send and a wait: epoll_wait, or on hintq-uring an io_uring_enter \
+    that runs the ring's deferred completions) and the same user-space instructions. What grows \
+    is the kernel memory the timed loop touches: from 1000 pairs on, the 1000 writes of a run \
+    visit 1000 distinct pairs' sockets, files and watches, where at 100 pairs they visit the \
+    same 100 ten times. The re-registration before each run is not the cause: with \
+    `hintq lab peer-bench --keep`, which registers the watchers once and never re-arms them \
+    (what libev's ev_io_stop/ev_io_start with an unchanged mask amount to in the kernel), \
+    hintq-uring grew 1.40x from 100 to 9000 pairs against 1.39x re-armed, hintq-epoll 1.43x \
+    against 1.42x, mio 1.51x against 1.50x (2026-11-27, \
+    crates/hintq-lab/results/e9-keep-2026-11-27.csv).";
 
 /// The most socket pairs whose descriptors all stay below FD_SETSIZE (libevent's select).
 const SELECT_PAIRS: usize = (libc::FD_SETSIZE - 64) / 2;
