@@ -316,22 +316,22 @@ fn offset_in(buf: &[u8], part: &str) -> usize {
 /// Whether a head `httparse` found complete in `buf[..n]`, whose header lines start at
 /// `line_starts`, keeps every rule of [`scan_head`]: each line (the start line after the
 /// leading empty lines, each header line, the empty line) ends in CRLF, none is longer than its
-/// limit, there are at most `max_headers` header lines and the head fits `max_head`. Then the
-/// scan would have found the same end, and the head can be used without it. (`httparse` has
-/// already refused a bare CR, a line break inside a line and whitespace before a name, and
+/// limit and the head fits `max_head`. Then the scan would have found the same end, and the
+/// head can be used without it. (`httparse` has already refused a bare CR, a line break inside
+/// a line, whitespace before a name and more header lines than its `max_headers` slots, and
 /// skipped leading empty lines, which the caller checks against [`leading_crlf`].)
 fn lines_fit(buf: &[u8], n: usize, line_starts: impl Iterator<Item = usize>, limits: &Limits) -> bool {
     if n > limits.max_head || n < 2 || buf[n - 2..n] != *b"\r\n" {
         return false;
     }
-    let (mut line, mut max, mut lines) = (leading_crlf(buf), limits.max_request_line, 0usize);
+    let (mut line, mut max) = (leading_crlf(buf), limits.max_request_line);
     for next in line_starts.chain(std::iter::once(n - 2)) {
         if next < line + 2 || next > n || buf[next - 2..next] != *b"\r\n" || next - 2 - line > max {
             return false;
         }
-        (line, max, lines) = (next, limits.max_header_line, lines + 1);
+        (line, max) = (next, limits.max_header_line);
     }
-    lines - 1 <= limits.max_headers
+    true
 }
 
 /// Header slots on the stack; a higher `Limits::max_headers` puts them on the heap.
