@@ -315,7 +315,14 @@ impl Queue {
         slot.disarmed = false;
         if fresh {
             self.registered += 1;
+            let begins = self.registered == TRIM_PEAK && self.peak < TRIM_PEAK;
             self.peak = self.peak.max(self.registered);
+            if begins {
+                // Slots left empty on top before a peak (revoked, or refused, while no peak let
+                // them go) go now: the top is in use again, so the revoke of the highest
+                // registration shortens the slots when this peak ends.
+                self.shorten();
+            }
         }
         Ok(Some(gen))
     }
@@ -1000,29 +1007,41 @@ mod tests {
     }
 
     /// A declaration the backend refuses (epoll and a regular file) at a number above every
-    /// registration leaves no empty slot on top: the end of a peak still drops the slots.
+    /// registration leaves no empty slot on top, whether it comes during the peak or before
+    /// it (when no peak lets slots go yet): the end of the peak still drops the slots.
     #[test]
     fn a_refused_declaration_on_top_does_not_stop_the_trims() {
-        let mut q = Queue::new(Backend::Epoll).unwrap();
-        let pairs = peak_pairs();
-        for (a, _) in &pairs {
-            q.declare(a.as_raw_fd(), Interest::READ).unwrap();
+        for refused_first in [false, true] {
+            let mut q = Queue::new(Backend::Epoll).unwrap();
+            let pairs = peak_pairs();
+            // A regular file, at a number above every pair (other tests open and close
+            // meanwhile).
+            let file = std::fs::File::open("/proc/self/exe").unwrap();
+            let above = pairs.last().unwrap().0.as_raw_fd() + 1;
+            // SAFETY (test): duplicates a live descriptor; the copy is owned below.
+            let high = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, above) };
+            assert!(high >= above, "{}", io::Error::last_os_error());
+            // SAFETY: `high` was just made and is owned by nothing else.
+            let file = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(high) };
+            let refuse = |q: &mut Queue| {
+                let e = q.declare(file.as_raw_fd(), Interest::READ).unwrap_err();
+                assert_eq!(e.raw_os_error(), Some(libc::EPERM), "{e}");
+            };
+            if refused_first {
+                refuse(&mut q);
+            }
+            for (a, _) in &pairs {
+                q.declare(a.as_raw_fd(), Interest::READ).unwrap();
+            }
+            if !refused_first {
+                refuse(&mut q);
+            }
+            for (a, _) in pairs[1..].iter().rev() {
+                q.declare(a.as_raw_fd(), Interest::empty()).unwrap();
+            }
+            assert_eq!(q.trims, 1, "the end of the peak trimmed (refused first: {refused_first})");
+            assert!(q.slots.len() < file.as_raw_fd() as usize, "{} slots left", q.slots.len());
         }
-        // A regular file, at a number above every pair (other tests open and close meanwhile).
-        let file = std::fs::File::open("/proc/self/exe").unwrap();
-        let above = pairs.last().unwrap().0.as_raw_fd() + 1;
-        // SAFETY (test): duplicates a live descriptor; the copy is owned below.
-        let high = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, above) };
-        assert!(high >= above, "{}", io::Error::last_os_error());
-        // SAFETY: `high` was just made and is owned by nothing else.
-        let file = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(high) };
-        let e = q.declare(file.as_raw_fd(), Interest::READ).unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::EPERM), "{e}");
-        for (a, _) in pairs[1..].iter().rev() {
-            q.declare(a.as_raw_fd(), Interest::empty()).unwrap();
-        }
-        assert_eq!(q.trims, 1, "the end of the peak trimmed");
-        assert!(q.slots.len() < file.as_raw_fd() as usize, "{} slots left", q.slots.len());
     }
 
     /// A peak's worth of socket pairs (more than [`TRIM_PEAK`]), in descriptor order (other
