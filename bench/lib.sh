@@ -73,8 +73,7 @@ nginx_static() {
 }
 
 # Prints the first line of a rows file: "# <UTC time> <kernel> <n> cpus; ...; commit <id>",
-# with nginx's version if "nginx" is an argument and hintq's ($HINTQ) if "hintq" is. ROOT is
-# the workspace (set by each script).
+# with nginx's version if "nginx" is an argument and hintq's ($HINTQ) if "hintq" is.
 rows_stamp() {
     local line a
     line="# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus;"
@@ -84,7 +83,7 @@ rows_stamp() {
         hintq) line+=" $("$HINTQ" --version);" ;;
         esac
     done
-    echo "$line commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+    echo "$line commit $(git -C "$BENCH_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
 }
 
 # Starts nginx from $TMP/nginx.conf pinned to CPU $1, waits until it listens on $2
