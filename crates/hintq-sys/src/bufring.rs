@@ -23,8 +23,8 @@ impl BufRing {
     ///
     /// The value must outlive every receive that may take its buffers. The kernel drops the
     /// group with the ring only in the ring's teardown, which runs after the ring's
-    /// descriptor is closed: unregister the group (`Submitter::unregister_buf_ring`) before
-    /// the ring goes, or keep this value until the process ends.
+    /// descriptor is closed: [`BufRing::release`] it before the ring goes, or keep this value
+    /// until the process ends.
     ///
     /// # Errors
     /// Allocation, or the kernel refusing the registration (before 5.19: `EINVAL`).
@@ -87,6 +87,19 @@ impl BufRing {
 // SAFETY: the entries are plain memory owned by this value alone (the kernel reads them only
 // through the ring it was registered with); moving it to another thread moves that too.
 unsafe impl Send for BufRing {}
+
+impl BufRing {
+    /// Unregisters group `bgid` from `ring`, after which no receive can take these buffers and
+    /// they may be freed (dropped). When the kernel refuses (a one-thread ring asked from
+    /// another thread), the value comes back, still registered: keep it while a receive of
+    /// that ring could run, or leak it (`std::mem::forget`).
+    ///
+    /// # Errors
+    /// The value itself, when the group could not be unregistered.
+    pub fn release(self, ring: &IoUring, bgid: u16) -> Result<(), BufRing> {
+        ring.submitter().unregister_buf_ring(bgid).map_err(|_| self)
+    }
+}
 
 impl Drop for BufRing {
     fn drop(&mut self) {

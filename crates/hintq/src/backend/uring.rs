@@ -261,24 +261,26 @@ fn multishot_recv_works() -> bool {
     let Ok(mut ring) = IoUring::new(4) else { return false };
     let Ok(bufs) = BufRing::new(&ring, 1, 64, BGID) else { return false };
     let Ok((a, b)) = hintq_sys::socketpair() else { return false };
-    let sqe = opcode::RecvMulti::new(types::Fd(a.as_raw_fd()), BGID).build().user_data(1);
-    // SAFETY: the receive's memory is the registered buffer ring, which `bufs` keeps alive
-    // until the ring (dropped first, below) is gone.
-    if unsafe { ring.submission().push(&sqe) }.is_err() {
-        return false;
+    let mut probe = || {
+        let sqe = opcode::RecvMulti::new(types::Fd(a.as_raw_fd()), BGID).build().user_data(1);
+        // SAFETY: the receive's memory is the registered buffer ring, which `bufs` keeps alive
+        // until it is released from the ring (below, on every path), or for good.
+        if unsafe { ring.submission().push(&sqe) }.is_err() {
+            return false;
+        }
+        // SAFETY: one byte from a static buffer.
+        if unsafe { libc::send(b.as_raw_fd(), b"x".as_ptr().cast(), 1, libc::MSG_NOSIGNAL) } != 1 {
+            return false;
+        }
+        ring.submit_and_wait(1).is_ok()
+            && ring.completion().next().is_some_and(|c| {
+                c.result() == 1 && cqueue::more(c.flags()) && cqueue::buffer_select(c.flags()) == Some(0)
+            })
+    };
+    let works = probe();
+    if let Err(kept) = bufs.release(&ring, BGID) {
+        std::mem::forget(kept);
     }
-    // SAFETY: one byte from a static buffer.
-    if unsafe { libc::send(b.as_raw_fd(), b"x".as_ptr().cast(), 1, libc::MSG_NOSIGNAL) } != 1 {
-        return false;
-    }
-    if ring.submit_and_wait(1).is_err() {
-        return false;
-    }
-    let works = ring.completion().next().is_some_and(|c| {
-        c.result() == 1 && cqueue::more(c.flags()) && cqueue::buffer_select(c.flags()) == Some(0)
-    });
-    drop(ring);
-    drop(bufs);
     works
 }
 
@@ -684,9 +686,10 @@ pub(crate) struct Uring {
     /// The thread that enabled a [`Run::Deferred`] ring, the only one the kernel lets in;
     /// `None` until one does (quirk m).
     owner: Option<libc::pid_t>,
-    /// The receive buffers of a ring replaced by [`Uring::rebuild`], kept while this value
-    /// lives: only the old ring's owner thread could unregister them, and the old ring's
-    /// teardown, which runs after its descriptor is closed, may still run a receive.
+    /// The receive buffers of a ring replaced by [`Uring::rebuild`] that the kernel would not
+    /// unregister (only a one-thread ring's owner thread may), kept while this value lives:
+    /// the old ring's teardown, which runs after its descriptor is closed, may still run a
+    /// receive.
     retired: Vec<BufRing>,
 }
 
@@ -697,8 +700,8 @@ impl Drop for Uring {
     /// one-thread ring dropped on another thread), the buffers are left allocated.
     fn drop(&mut self) {
         if let Some(bufs) = self.table.bufs.take() {
-            if self.ring.submitter().unregister_buf_ring(BGID).is_err() {
-                std::mem::forget(bufs);
+            if let Err(kept) = bufs.release(&self.ring, BGID) {
+                std::mem::forget(kept);
             }
         }
     }
@@ -786,12 +789,16 @@ impl Uring {
         if self.ring.submission().cq_overflow() {
             self.lost = true;
         }
-        // The old receive buffers were registered with the old ring, which only its owner
-        // thread may unregister them from: they are kept (`retired`).
-        self.ring = new;
+        // The old receive buffers are unregistered from the old ring before it goes; a
+        // one-thread ring lets only its owner thread do that, so there they are kept
+        // (`retired`).
+        let old_ring = std::mem::replace(&mut self.ring, new);
         if let Some(old) = std::mem::replace(&mut self.table.bufs, bufs) {
-            self.retired.push(old);
+            if let Err(kept) = old.release(&old_ring, BGID) {
+                self.retired.push(kept);
+            }
         }
+        drop(old_ring);
         self.run = run;
         self.owner = None;
         self.dropped = 0;
