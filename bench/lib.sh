@@ -111,8 +111,17 @@ wait_port() {
     exit 1
 }
 
-# CPU seconds (user + system, all threads) process $1 has used so far.
-cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.4f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+# CPU seconds (user + system, all threads) the processes PID... have used so far, summed
+# (0 for none), read by one awk: samples taken once a second must cost the run they watch next
+# to nothing (an awk per process, 13 a sample, had stretched them to 1.7 s apart). A process
+# that has ended fails the pipeline (pipefail): an assignment of it stops the script, and a
+# sample written with it skips that process.
+BENCH_HZ=$(getconf CLK_TCK)
+cpu_of() {
+    if [ $# -eq 0 ]; then echo 0; return; fi
+    local stats=("${@/#//proc/}")
+    cat "${stats[@]/%//stat}" 2>/dev/null | awk -v hz="$BENCH_HZ" '{ s += $14 + $15 } END { printf "%.4f", s / hz }'
+}
 
 # Resident memory of process $1, in kB.
 rss_kb() { awk '/VmRSS/ { print $2 }' "/proc/$1/status"; }

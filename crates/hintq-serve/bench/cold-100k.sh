@@ -82,23 +82,13 @@ sockets() { local n=0 w; for w in "${WORKERS[@]}"; do n=$((n + $(find "/proc/$w/
 # from the run it watched).
 fds() { local n=0 w; for w in "${WORKERS[@]}"; do n=$((n + $(ls -f "/proc/$w/fd" 2>/dev/null | wc -l) - 2)); done; echo "$n"; }
 rss() { local n=0 w; for w in "${WORKERS[@]}"; do n=$((n + $(rss_kb "$w"))); done; echo "$n"; }
-HZ=$(getconf CLK_TCK)
-# CPU seconds used so far by the processes PID..., read by one awk: the samples once a second
-# must cost the run they watch next to nothing (an awk per process, 13 a sample, had stretched
-# them to 1.7 s apart).
-cpu_sum() {
-    if [ $# -eq 0 ]; then echo 0; return; fi
-    local stats=("${@/#//proc/}")
-    # (cat: a process that ended since its pid was read is skipped, not an error.)
-    cat "${stats[@]/%//stat}" 2>/dev/null | awk -v hz="$HZ" '{ s += $14 + $15 } END { printf "%.3f", s / hz }'
-}
-cpu() { cpu_sum "${WORKERS[@]}"; }
+cpu() { cpu_of "${WORKERS[@]}"; }
 slab_kb() { awk '/^Slab:/ { print $2 }' /proc/meminfo; }
 sock_pages() { awk '$1 == "TCP:" { for (i = 2; i < NF; i++) if ($i == "mem") print $(i + 1) }' /proc/net/sockstat; }
 
 # The generator's processes (its first process and the workers it starts), by their pids.
 load_pids() { pgrep -f "^$HINTQ (load|__load-worker)" || true; }
-load_cpu() { local p=(); mapfile -t p < <(load_pids); cpu_sum "${p[@]}"; }
+load_cpu() { local p=(); mapfile -t p < <(load_pids); cpu_of "${p[@]}"; }
 
 # hot NAME COLD -> one CSV row from hintq load's JSON and the CPU samples of $TMP/NAME.cpu
 # (written by watch_run: time, server CPU, generator CPU, once a second).
