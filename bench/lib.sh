@@ -18,10 +18,11 @@ bench_tools() {
 }
 
 # Sets HINTQ to a release build of the hintq binary unless HINTQ is already set; builds in
-# $CARGO_TARGET_DIR, or else target-$1 beside the workspace's target (not to disturb it).
+# $CARGO_TARGET_DIR, or else target-bench beside the workspace's target (not to disturb it),
+# one build for every script (cargo locks it against two at once).
 bench_hintq() {
     if [ -z "${HINTQ:-}" ]; then
-        local target=${CARGO_TARGET_DIR:-$BENCH_ROOT/target-$1}
+        local target=${CARGO_TARGET_DIR:-$BENCH_ROOT/target-bench}
         (cd "$BENCH_ROOT" && CARGO_TARGET_DIR=$target cargo build --release -q -p hintq-cli)
         HINTQ=$target/release/hintq
     fi

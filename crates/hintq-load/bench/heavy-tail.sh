@@ -32,7 +32,7 @@ ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 . "$ROOT/bench/lib.sh"
 
 bench_tools
-bench_hintq heavy-tail
+bench_hintq
 bench_tmp heavy-tail
 OURS=127.0.0.1:$PORT
 NGINX=127.0.0.1:$((PORT + 1))

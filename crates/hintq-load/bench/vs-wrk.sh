@@ -27,7 +27,7 @@ ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 . "$ROOT/bench/lib.sh"
 
 bench_tools
-bench_hintq load
+bench_hintq
 bench_tmp vs-wrk
 backend_flag=()
 if [ -n "$BACKEND" ]; then backend_flag=(--backend "$BACKEND"); fi

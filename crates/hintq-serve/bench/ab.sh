@@ -34,7 +34,7 @@ ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 . "$ROOT/bench/lib.sh"
 
 bench_tools
-bench_hintq ab
+bench_hintq
 A_HINTQ=${A_HINTQ:-$HINTQ}
 B_HINTQ=${B_HINTQ:-$HINTQ}
 bench_tmp ab

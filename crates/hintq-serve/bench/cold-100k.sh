@@ -59,7 +59,7 @@ ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 # shellcheck source=../../../bench/lib.sh
 . "$ROOT/bench/lib.sh"
 
-bench_hintq serve
+bench_hintq
 bench_tmp cold-100k
 ADDR=127.0.0.1:$PORT
 URL=http://$ADDR/1k.html

@@ -28,7 +28,7 @@ ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 . "$ROOT/bench/lib.sh"
 
 bench_tools
-bench_hintq floor
+bench_hintq
 bench_tmp floor
 
 NAMES=(nginx serve-uring serve-epoll floor-uring floor-epoll)

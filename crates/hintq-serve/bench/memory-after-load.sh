@@ -26,7 +26,7 @@ ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 . "$ROOT/bench/lib.sh"
 
 bench_tools
-bench_hintq memory
+bench_hintq
 BINARIES=${BINARIES:-$HINTQ}
 bench_tmp memory
 ulimit -n "$(ulimit -Hn)"

@@ -39,7 +39,7 @@ ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 . "$ROOT/bench/lib.sh"
 
 bench_tools
-bench_hintq openloop
+bench_hintq
 bench_tmp openloop-bench
 OURS=127.0.0.1:$PORT
 NGINX=127.0.0.1:$((PORT + 1))

@@ -24,7 +24,7 @@ ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 bench_tools
 command -v valgrind >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q valgrind; }
 if [ "$#" -eq 0 ]; then
-    bench_hintq instructions
+    bench_hintq
     set -- "$HINTQ"
 fi
 bench_tmp proxy-instructions

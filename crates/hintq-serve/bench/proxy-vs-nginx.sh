@@ -32,7 +32,7 @@ ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 . "$ROOT/bench/lib.sh"
 
 bench_tools
-bench_hintq proxy
+bench_hintq
 backend_flag=()
 if [ -n "$BACKEND" ]; then backend_flag=(--backend "$BACKEND"); fi
 

@@ -44,7 +44,7 @@ ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 . "$ROOT/bench/lib.sh"
 
 bench_tools
-bench_hintq serve
+bench_hintq
 bench_tmp serve-bench
 OURS=127.0.0.1:$PORT
 NGINX=127.0.0.1:$((PORT + 1))
