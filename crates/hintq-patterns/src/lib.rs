@@ -386,6 +386,9 @@ pub struct Config {
     /// The `rtsig` backend's hybrid signal/polling thresholds (ignored by other backends
     /// and by the `sharded-shared` group).
     pub rtsig_hybrid: hintq::Hybrid,
+    /// io_uring's coalescing window for the pattern's queues (zero: off); see
+    /// [`hintq::Builder::coalesce`].
+    pub coalesce: Duration,
 }
 
 impl Config {
@@ -409,6 +412,7 @@ impl Config {
             max_fds: 65_536,
             on_thread_start: None,
             rtsig_hybrid: hintq::Hybrid::default(),
+            coalesce: Duration::ZERO,
         }
     }
 }
@@ -423,6 +427,7 @@ impl fmt::Debug for Config {
             .field("reuseport", &self.reuseport)
             .field("array_max", &self.array_max)
             .field("adaptive", &self.adaptive)
+            .field("coalesce", &self.coalesce)
             .finish()
     }
 }

@@ -1135,7 +1135,7 @@ fn watch(q: &mut Queue, group: Option<&Group>, lfd: RawFd, interest: Interest) -
 
 /// Queues on the configured backend with its settings.
 fn builder(cfg: &Config) -> hintq::Builder {
-    hintq::Builder::new(cfg.backend).rtsig_hybrid(cfg.rtsig_hybrid)
+    hintq::Builder::new(cfg.backend).rtsig_hybrid(cfg.rtsig_hybrid).coalesce(cfg.coalesce)
 }
 
 /// A queue on the configured backend with its settings.

@@ -2,7 +2,8 @@
 # A/B of hintq serve (or, with WHAT=proxy, hintq proxy) against itself: two servers serving the
 # same 1 KB file, A and B, which
 # differ in binary ($A_HINTQ, $B_HINTQ: a build before a change and after) and/or in
-# environment ($A_ENV, $B_ENV: for example B_ENV=HINTQ_URING_RECV=0), loaded in turn by wrk,
+# environment ($A_ENV, $B_ENV: for example B_ENV=HINTQ_URING_RECV=0) and/or in flags ($A_ARGS,
+# $B_ARGS: for example A_ARGS=--coalesce=0), loaded in turn by wrk,
 # $RUNS times each, so drift falls on both alike. CPU per request is user + system of each
 # server from /proc/PID/stat across its wrk run, divided by the requests wrk completed.
 # Reported: every run, sorted, the medians' ratio A/B, and the median of each round's A/B.
@@ -14,6 +15,7 @@
 #
 # Usage: crates/hintq-serve/bench/ab.sh
 #   [env: A_HINTQ=path B_HINTQ=path (default: this tree's release build) A_ENV="K=V ..." B_ENV="K=V ..."
+#         A_ARGS="--flag ..." B_ARGS="--flag ..."
 #         WHAT=serve|proxy BACKEND=uring C=50 RUNS=14 DUR=2 PORT=18550 SRV_CPU=0 LOAD_CPU=1 UP_CPU=1
 #         OUT=rows.csv]
 set -euo pipefail
@@ -29,6 +31,8 @@ WHAT=${WHAT:-serve}
 UP_CPU=${UP_CPU:-1}
 A_ENV=${A_ENV:-}
 B_ENV=${B_ENV:-}
+A_ARGS=${A_ARGS:-}
+B_ARGS=${B_ARGS:-}
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 # shellcheck source=../../../bench/lib.sh
 . "$ROOT/bench/lib.sh"
@@ -51,22 +55,22 @@ if [ "$WHAT" = proxy ]; then
     what=(proxy --upstream "$UP")
 fi
 
-# start NAME BINARY "ENV" ADDR: one server (or proxy); sets the pid in PID_<NAME>.
+# start NAME BINARY "ENV" ADDR "ARGS": one server (or proxy); sets the pid in PID_<NAME>.
 start() {
-    # shellcheck disable=SC2086 # the environment is a list of words
+    # shellcheck disable=SC2086 # the environment and the flags are lists of words
     env $3 taskset -c "$SRV_CPU" "$2" "${what[@]}" --listen "$4" --backend "$BACKEND" \
-        --idle-timeout 3600s 2>"$TMP/logs/$1.log" &
+        --idle-timeout 3600s $5 2>"$TMP/logs/$1.log" &
     PIDS+=("$!")
     printf -v "PID_$1" '%s' "$!"
 }
-start A "$A_HINTQ" "$A_ENV" "$A"
-start B "$B_HINTQ" "$B_ENV" "$B"
+start A "$A_HINTQ" "$A_ENV" "$A" "$A_ARGS"
+start B "$B_HINTQ" "$B_ENV" "$B" "$B_ARGS"
 wait_port "$A"
 wait_port "$B"
 
 {
     rows_stamp
-    echo "# A: $A_HINTQ ($("$A_HINTQ" --version)) env [$A_ENV]; B: $B_HINTQ ($("$B_HINTQ" --version)) env [$B_ENV]"
+    echo "# A: $A_HINTQ ($("$A_HINTQ" --version)) env [$A_ENV] flags [$A_ARGS]; B: $B_HINTQ ($("$B_HINTQ" --version)) env [$B_ENV] flags [$B_ARGS]"
     echo "# both: ${what[*]} --backend $BACKEND on cpu $SRV_CPU, wrk -t1 -c$C -d${DUR}s on cpu $LOAD_CPU$([ "$WHAT" = proxy ] && echo ", upstream serve on cpu $UP_CPU"); 1 KB file; loadavg $(cat /proc/loadavg)"
     echo "server,rep,requests,cpu_us_per_req"
 } | tee "$OUT"

@@ -773,11 +773,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let (num, unit) = s.split_at(split);
     let n: f64 = num.parse().map_err(|_| format!("bad duration {s:?}: expected e.g. 500ms, 10s, 2m"))?;
     let scale = match unit {
+        "us" => 1e-6,
         "ms" => 1e-3,
         "" | "s" => 1.0,
         "m" => 60.0,
         "h" => 3600.0,
-        _ => return Err(format!("bad duration unit in {s:?}: use ms, s, m or h")),
+        _ => return Err(format!("bad duration unit in {s:?}: use us, ms, s, m or h")),
     };
     Duration::try_from_secs_f64(n * scale).map_err(|e| format!("bad duration {s:?}: {e}"))
 }
@@ -850,6 +851,14 @@ pub struct ServerArgs {
     /// says.
     #[arg(long, value_name = "N", default_value_t = Config::ARRAY_MAX, value_parser = parse_array_max)]
     pub array_max: usize,
+    /// io_uring: a thread that waits for events sleeps through this window for a batch
+    /// (returning early only once 64 completions are in), unless its first event comes after
+    /// the window. Fewer, larger batches cost less CPU per request while the server has idle
+    /// time, and each event waits up to the window longer: a trade of latency for CPU, which
+    /// loses throughput where few clients wait on each reply (see the README). Needs Linux
+    /// 6.12; ignored by other backends [default: 0, off].
+    #[arg(long, value_name = "D", default_value = "0", value_parser = parse_duration)]
+    pub coalesce: Duration,
     /// Measure the event API inside the server and write the runtime's counters per thread
     /// as JSON to FILE when it exits (after the drain; with --processes, one FILE.<pid> per
     /// worker): get_next_event calls, events and ns, split into waits whose first,
@@ -875,6 +884,7 @@ impl ServerArgs {
         cfg.reuseport = self.worker.is_some();
         cfg.rtsig_hybrid.enabled = !self.no_hybrid;
         cfg.array_max = self.array_max;
+        cfg.coalesce = self.coalesce;
         cfg.measure = self.stats.is_some();
         cfg.probe_waits = self.stats.is_some();
         Ok(cfg)
@@ -943,7 +953,7 @@ mod tests {
     }
 
     #[test]
-    fn array_max_and_stats_reach_the_runtime() {
+    fn array_max_stats_and_coalesce_reach_the_runtime() {
         use clap::Parser as _;
         let cfg = |extra: &[&str]| {
             let args = ["x", "--listen", "127.0.0.1:0", "--backend", "epoll"].iter().chain(extra);
@@ -952,9 +962,11 @@ mod tests {
         let plain = cfg(&[]);
         assert_eq!(plain.array_max, Config::ARRAY_MAX);
         assert!(!plain.measure && !plain.probe_waits);
-        let asked = cfg(&["--array-max", "4", "--stats", "s.json"]);
+        assert_eq!(plain.coalesce, Duration::ZERO, "coalescing is off unless asked for");
+        let asked = cfg(&["--array-max", "4", "--stats", "s.json", "--coalesce", "50us"]);
         assert_eq!(asked.array_max, 4);
         assert!(asked.measure && asked.probe_waits);
+        assert_eq!(asked.coalesce, Duration::from_micros(50));
         let bad = ["x", "--listen", "127.0.0.1:0", "--array-max", "0"];
         assert!(Cli::try_parse_from(bad).is_err());
         let c = Counters { waits: 3, ready_ns: 7, ..Counters::default() };
@@ -967,6 +979,7 @@ mod tests {
     #[test]
     fn durations() {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("50us"), Ok(Duration::from_micros(50)));
         assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
         assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));

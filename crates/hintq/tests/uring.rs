@@ -383,3 +383,63 @@ fn readiness_caused_while_the_thread_runs_user_code_is_reported_at_once() {
     }
     assert_eq!(missed, 0, "readiness already caused was not reported by a zero-timeout wait");
 }
+
+/// Coalescing (`Builder::coalesce`): a wait whose event is already there sleeps through the
+/// window for a batch and returns with it; an event that comes after the window is returned
+/// at once, not held for a window of its own; the caller's timeout still ends a wait that
+/// found nothing; a queue without it returns the pending event at once.
+#[test]
+fn coalescing_holds_a_wait_for_its_window_and_no_longer() {
+    if !uring_usable("coalescing_holds_a_wait_for_its_window_and_no_longer") {
+        return;
+    }
+    let window = Duration::from_millis(300);
+    let mut q = Builder::new(Backend::Uring).coalesce(window).build().unwrap();
+    let kernel = q.coalescing().map(drop).ok_or("this kernel has no minimum wait for io_uring (Linux 6.12)");
+    if !hintq_testkit::runs("coalescing_holds_a_wait_for_its_window_and_no_longer", kernel) {
+        return;
+    }
+    assert_eq!(q.coalescing(), Some(window));
+    assert_eq!(Queue::new(Backend::Uring).unwrap().coalescing(), None, "off unless asked for");
+    let (a, b) = UnixStream::pair().unwrap();
+    a.set_nonblocking(true).unwrap();
+    q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    let mut events = [Event::default(); 4];
+
+    // Nothing comes: the caller's timeout, shorter than the window, ends the wait.
+    let t = Instant::now();
+    assert_eq!(q.get_next_event(&mut events, Some(Duration::from_millis(50))).unwrap(), 0);
+    assert!(t.elapsed() < Duration::from_millis(250), "timeout not kept: {:?}", t.elapsed());
+
+    // Ready before the wait: held for the window (a batch may follow), then returned.
+    (&b).write_all(b"x").unwrap();
+    let t = Instant::now();
+    let n = q.get_next_event(&mut events, Some(PATIENCE)).unwrap();
+    let held = t.elapsed();
+    assert_eq!((n, events[0].fd()), (1, a.as_raw_fd()));
+    assert!(held >= window - Duration::from_millis(50) && held < PATIENCE, "held {held:?}");
+    common::drain(a.as_raw_fd());
+
+    // Comes after the window: returned as it comes, not after a window counted from it.
+    let late = Duration::from_millis(500);
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(late);
+        (&b).write_all(b"y").unwrap();
+        b
+    });
+    let t = Instant::now();
+    let n = q.get_next_event(&mut events, Some(PATIENCE)).unwrap();
+    let took = t.elapsed();
+    let b = writer.join().unwrap();
+    assert_eq!((n, events[0].fd()), (1, a.as_raw_fd()));
+    assert!(took >= late && took < late + window * 3 / 4, "took {took:?}");
+    common::drain(a.as_raw_fd());
+
+    // Without coalescing, the same pending event is returned at once.
+    let mut plain = Queue::new(Backend::Uring).unwrap();
+    plain.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    (&b).write_all(b"z").unwrap();
+    let t = Instant::now();
+    assert_eq!(plain.get_next_event(&mut events, Some(PATIENCE)).unwrap(), 1);
+    assert!(t.elapsed() < window / 2, "a plain wait was held: {:?}", t.elapsed());
+}

@@ -60,6 +60,12 @@ pub(crate) trait Poller: Send {
     /// the timeout (a spurious wake-up).
     fn wait(&mut self, out: &mut Vec<Ready>, max: usize, timeout: Option<Duration>) -> io::Result<()>;
 
+    /// The coalescing window in effect ([`crate::Builder::coalesce`]): io_uring on a kernel
+    /// with a minimum wait only.
+    fn coalescing(&self) -> Option<Duration> {
+        None
+    }
+
     /// The backend's own counters, merged into [`crate::Stats`].
     fn counters(&self) -> Counters {
         Counters::default()
@@ -208,6 +214,8 @@ pub(crate) struct Counters {
 pub(crate) struct Config {
     /// io_uring completion ring size (`None`: the backend's default).
     pub uring_cq: Option<u32>,
+    /// io_uring's coalescing window (`None`: off); see [`crate::Builder::coalesce`].
+    pub coalesce: Option<Duration>,
     pub hybrid: Hybrid,
     pub gooch: GoochPolicy,
 }
@@ -344,7 +352,7 @@ impl Backend {
             return Backend::Epoll.open(config);
         }
         let p: Box<dyn Poller> = match self {
-            Backend::Uring => Box::new(uring::Uring::new(config.uring_cq)?),
+            Backend::Uring => Box::new(uring::Uring::new(config.uring_cq, config.coalesce)?),
             Backend::Epoll => Box::new(epoll::Epoll::new(epoll::Mode::Level)?),
             Backend::EpollEt => Box::new(epoll::Epoll::new(epoll::Mode::Edge)?),
             Backend::EpollOneshot => Box::new(epoll::Epoll::new(epoll::Mode::Oneshot)?),
