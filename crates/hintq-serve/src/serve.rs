@@ -474,13 +474,15 @@ impl Files {
             if buf.is_empty() {
                 return false;
             }
-            match parse_request(buf, &self.cfg.limits) {
+            let parsed = parse_request(buf, &self.cfg.limits);
+            // The head is looked at where it is, not moved out (it is most of a kilobyte).
+            match parsed {
                 Ok(None) => {
                     c.head_since.get_or_insert_with(Instant::now);
                     return false;
                 }
                 Err(e) => self.fail(c, e.status()),
-                Ok(Some(head)) => {
+                Ok(Some(ref head)) => {
                     let used = head.head_len;
                     c.head_since = None;
                     if matches!(head.framing, Framing::Length(1..) | Framing::Chunked) {
@@ -489,11 +491,11 @@ impl Files {
                             c.out.push_bytes(b"HTTP/1.1 100 Continue\r\n\r\n");
                         }
                         let decoder = BodyDecoder::new(head.framing, Side::Request, &self.cfg.limits);
-                        c.body = Some(Box::new(Pending { decoder, head: head.into_owned() }));
+                        c.body = Some(Box::new(Pending { decoder, head: head.clone().into_owned() }));
                         c.pos += used;
                     } else {
                         // The head borrows the input: no copy on the common path.
-                        let keep = self.respond(&mut c.out, c.peer, &head);
+                        let keep = self.respond(&mut c.out, c.peer, head);
                         c.pos += used;
                         if !keep {
                             c.close = Some(c.pos < c.input.len());

@@ -572,7 +572,9 @@ impl Session {
             self.head_started = true;
             self.deadline = ctx.now + ctx.cfg.header_timeout;
         }
-        let head = match parse_request(self.cin.data(), &ctx.cfg.limits) {
+        // The head is looked at where it is, not moved out (it is most of a kilobyte).
+        let parsed = parse_request(self.cin.data(), &ctx.cfg.limits);
+        let head = match &parsed {
             Ok(Some(head)) => head,
             // A partial head and the client closed: nothing to answer (S19).
             Ok(None) if self.eof => return Err(End),
@@ -596,7 +598,7 @@ impl Session {
             }
         };
         ctx.pool.fill(&mut self.to_up);
-        write_request_head(&head, self.to_up.vec(), ctx.cfg);
+        write_request_head(head, self.to_up.vec(), ctx.cfg);
         let idempotent = matches!(&*head.method, "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE");
         let retry = idempotent && head.framing == Framing::None && up.reused;
         if retry {
@@ -886,7 +888,8 @@ impl Session {
         if self.uin.is_empty() {
             return Ok(false);
         }
-        let head = match parse_response(self.uin.data(), &ctx.cfg.limits, ex.is_head) {
+        let parsed = parse_response(self.uin.data(), &ctx.cfg.limits, ex.is_head);
+        let head = match &parsed {
             Ok(Some(head)) => head,
             Ok(None) => return Ok(false),
             // P2: invalid CL, CL+TE, bad TE, bad bytes (P7): discarded, 502.
@@ -931,7 +934,7 @@ impl Session {
         if ex.client_v10 && matches!(head.framing, Framing::Chunked | Framing::UntilClose) {
             ex.keep_client = false; // an HTTP/1.0 client learns the end from the close
         }
-        write_response_head(&head, enc, ex, self.to_client.vec());
+        write_response_head(head, enc, ex, self.to_client.vec());
         ex.resp = match head.framing {
             Framing::None => Resp::Done,
             f => Resp::Body(Body::new(f, Side::Response, enc, ctx.cfg)),
