@@ -589,7 +589,9 @@ impl Files {
             Err(Err(location)) => return short(out, 301, &[("Location", &location)]),
         };
         let len = f.len;
-        let now = second().unix;
+        // One look at the clock's second for the validators and the `Date` both.
+        let sec = second();
+        let now = sec.unix;
         let v = Validators {
             etag: &f.etag,
             last_modified: f.mtime as u64,
@@ -617,7 +619,7 @@ impl Files {
             None => (0, len),
         };
         let mut w = HeadWriter::response(out.buf(), Version::Http11, status);
-        w.date(&date());
+        w.date(&sec.date);
         match (status, range) {
             (200, _) => {
                 w.fields(&f.full);
