@@ -66,7 +66,8 @@ enum BenchCommand {
     WakeOne(WakeArgs),
     /// A measuring instrument, not a server: answers every request on --listen with one
     /// response prepared from --file, doing nothing else (receive, send), on epoll or
-    /// io_uring, until stopped: the floor under a static server's CPU per request.
+    /// io_uring, until stopped: the floor under a static server's CPU per request. With
+    /// --relay ADDR, relays each connection's bytes to ADDR and back: the floor under a proxy's.
     Floor(FloorArgs),
 }
 
@@ -79,8 +80,12 @@ struct FloorArgs {
     #[arg(long, default_value = "uring", value_name = "epoll|uring")]
     mechanism: hintq_bench::floor::Mechanism,
     /// The body of every response.
-    #[arg(long, value_name = "PATH")]
-    file: PathBuf,
+    #[arg(long, value_name = "PATH", required_unless_present = "relay", conflicts_with = "relay")]
+    file: Option<PathBuf>,
+    /// Instead of answering: relay each connection's bytes to a connection of its own to this
+    /// upstream and back, nothing parsed (the floor under a proxy's CPU per request).
+    #[arg(long, value_name = "ADDR")]
+    relay: Option<std::net::SocketAddr>,
 }
 
 #[derive(Args)]
@@ -160,19 +165,20 @@ fn main() -> ExitCode {
 
 fn bench_floor(args: FloorArgs) -> ExitCode {
     let run = || -> std::io::Result<()> {
-        let body = std::fs::read(&args.file)?;
-        let kind = if args.file.extension().is_some_and(|e| e == "html") {
+        let listener = std::net::TcpListener::bind(args.listen)?;
+        let at = listener.local_addr()?;
+        let (Some(file), None) = (&args.file, args.relay) else {
+            let upstream = args.relay.expect("clap: --file or --relay");
+            eprintln!("hintq bench floor: relaying http://{at} to {upstream} ({:?})", args.mechanism);
+            return hintq_bench::relay::relay(listener, args.mechanism, upstream);
+        };
+        let body = std::fs::read(file)?;
+        let kind = if file.extension().is_some_and(|e| e == "html") {
             "text/html"
         } else {
             "application/octet-stream"
         };
-        let listener = std::net::TcpListener::bind(args.listen)?;
-        eprintln!(
-            "hintq bench floor: {} on http://{} ({:?})",
-            args.file.display(),
-            listener.local_addr()?,
-            args.mechanism
-        );
+        eprintln!("hintq bench floor: {} on http://{at} ({:?})", file.display(), args.mechanism);
         hintq_bench::floor::serve(listener, args.mechanism, hintq_bench::floor::response(&body, kind))
     };
     match run() {

@@ -32,7 +32,9 @@
 //!
 //! `hintq bench floor` ([`floor`]) is no benchmark but a measuring instrument: the least a
 //! static server can do per request (receive it, send a response prepared once) on epoll or
-//! io_uring, to set `hintq serve`'s CPU per request against.
+//! io_uring, to set `hintq serve`'s CPU per request against; with `--relay UPSTREAM`
+//! ([`relay`]), the least a proxy can do (relay each connection's bytes to an upstream
+//! connection of its own and back), to set `hintq proxy`'s and nginx's against.
 //!
 //! `hintq bench wake-one` ([`wake`]) counts the threads woken per readiness of a descriptor
 //! shared by 1, 2, 4 and 8 blocked threads: a `Group` with `Delivery::One` on each backend,
@@ -47,6 +49,7 @@ pub mod micro;
 pub mod overflow;
 pub mod patterns;
 pub mod rec;
+pub mod relay;
 pub mod report;
 pub mod sys;
 pub mod wake;
