@@ -132,14 +132,22 @@ fn accept(listener: RawFd) -> io::Result<RawFd> {
     Ok(fd)
 }
 
-fn epoll(listener: &TcpListener, response: &[u8]) -> io::Result<()> {
+/// A new epoll instance (never closed: the loops end with the process).
+pub(crate) fn epoll_create() -> io::Result<RawFd> {
     // SAFETY: plain system call.
-    let ep = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
-    let add = |fd: RawFd| {
-        let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: fd as u64 };
-        // SAFETY: `ev` lives across the call.
-        cvt(unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) }).map(drop)
-    };
+    cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })
+}
+
+/// Watches `fd` for input, level-triggered, its number as the event's data.
+pub(crate) fn epoll_add(ep: RawFd, fd: RawFd) -> io::Result<()> {
+    let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: fd as u64 };
+    // SAFETY: `ev` lives across the call.
+    cvt(unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) }).map(drop)
+}
+
+fn epoll(listener: &TcpListener, response: &[u8]) -> io::Result<()> {
+    let ep = epoll_create()?;
+    let add = |fd: RawFd| epoll_add(ep, fd);
     let lfd = listener.as_raw_fd();
     add(lfd)?;
     let mut tails: Vec<u8> = Vec::new();
@@ -205,7 +213,11 @@ const RECV: u64 = 2 << 32;
 const SEND: u64 = 3 << 32;
 const BGID: u16 = 7;
 
-fn uring(listener: &TcpListener, response: &[u8]) -> io::Result<()> {
+/// The ring of the floor and the relay: `DEFER_TASKRUN` where the kernel has it, with a
+/// provided-buffer ring of group `bgid` for the receives (kept until the process ends: the
+/// loops return only on an error, and a receive of the ring's teardown could still take a
+/// buffer after the ring is dropped).
+pub(crate) fn ring(bgid: u16) -> io::Result<(IoUring, &'static mut BufRing)> {
     let build = |defer: bool| {
         let mut b = IoUring::builder();
         b.setup_cqsize(4096);
@@ -216,33 +228,50 @@ fn uring(listener: &TcpListener, response: &[u8]) -> io::Result<()> {
         }
         b.build(256)
     };
-    let mut ring = build(true).or_else(|_| build(false))?;
-    // Kept until the process ends: the loop below returns only on an error, and a receive
-    // of the ring's teardown could still take a buffer after the ring is dropped.
-    let bufs: &mut BufRing = Box::leak(Box::new(BufRing::new(&ring, 256, 4096, BGID)?));
+    let ring = build(true).or_else(|_| build(false))?;
+    let bufs = Box::leak(Box::new(BufRing::new(&ring, 256, 4096, bgid)?));
+    Ok((ring, bufs))
+}
+
+/// Queues `sqe`, submitting to make room when the queue is full.
+///
+/// # Safety
+/// Memory the entry points at stays valid until its completion is reaped.
+pub(crate) unsafe fn push(ring: &mut IoUring, sqe: &squeue::Entry) -> io::Result<()> {
+    loop {
+        // SAFETY: the caller's promise.
+        if unsafe { ring.submission().push(sqe) }.is_ok() {
+            return Ok(());
+        }
+        ring.submit()?;
+    }
+}
+
+/// One wait of the floor's and the relay's loops: submits, waits for a completion and
+/// appends every completion's `user_data`, result and flags to `done`.
+pub(crate) fn wait(ring: &mut IoUring, done: &mut Vec<(u64, i32, u32)>) -> io::Result<()> {
+    match ring.submit_and_wait(1) {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY | libc::ETIME)) => {}
+        r => drop(r?),
+    }
+    done.extend(ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+    Ok(())
+}
+
+fn uring(listener: &TcpListener, response: &[u8]) -> io::Result<()> {
+    let (mut ring, bufs) = ring(BGID)?;
     let lfd = listener.as_raw_fd();
     let mut tails: Vec<u8> = Vec::new();
-    let push = |ring: &mut IoUring, sqe: squeue::Entry| -> io::Result<()> {
-        loop {
-            // SAFETY: every entry points at memory that outlives the loop (the response, the
-            // buffer ring) or at nothing.
-            if unsafe { ring.submission().push(&sqe) }.is_ok() {
-                return Ok(());
-            }
-            ring.submit()?;
-        }
-    };
+    // SAFETY: every entry points at memory that outlives the loop (the response, the buffer
+    // ring) or at nothing.
+    let push = |ring: &mut IoUring, sqe: squeue::Entry| unsafe { push(ring, &sqe) };
     let accept =
         || opcode::AcceptMulti::new(types::Fd(lfd)).flags(libc::SOCK_CLOEXEC).build().user_data(ACCEPT);
     let recv = |fd: RawFd| opcode::RecvMulti::new(types::Fd(fd), BGID).build().user_data(RECV | fd as u64);
     push(&mut ring, accept())?;
     let mut done: Vec<(u64, i32, u32)> = Vec::with_capacity(4096);
     loop {
-        match ring.submit_and_wait(1) {
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY | libc::ETIME)) => {}
-            r => drop(r?),
-        }
-        done.extend(ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+        wait(&mut ring, &mut done)?;
         for (data, res, flags) in done.drain(..) {
             let fd = (data & 0xffff_ffff) as RawFd;
             match data & !0xffff_ffff {

@@ -19,8 +19,8 @@
 //! being finished later, so bytes are never reordered (the ring's sends carry `MSG_DONTWAIT`:
 //! one that would wait fails rather than waiting behind a later one).
 
-use crate::floor::Mechanism;
-use hintq_sys::{cvt, BufRing};
+use crate::floor::{self, Mechanism};
+use hintq_sys::cvt;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -96,13 +96,8 @@ fn short_send(fd: RawFd, sent: isize, want: usize, pairs: &mut Pairs) {
 }
 
 fn epoll(listener: &TcpListener, upstream: SocketAddr) -> io::Result<()> {
-    // SAFETY: plain system call.
-    let ep = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
-    let add = |fd: RawFd| {
-        let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: fd as u64 };
-        // SAFETY: `ev` lives across the call.
-        cvt(unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) }).map(drop)
-    };
+    let ep = floor::epoll_create()?;
+    let add = |fd: RawFd| floor::epoll_add(ep, fd);
     let lfd = listener.as_raw_fd();
     add(lfd)?;
     let mut pairs = Pairs::default();
@@ -170,46 +165,22 @@ fn close_sending(pairs: &mut Pairs, sending: &mut [Sending], fd: RawFd) {
 }
 
 fn uring(listener: &TcpListener, upstream: SocketAddr) -> io::Result<()> {
-    let build = |defer: bool| {
-        let mut b = IoUring::builder();
-        b.setup_cqsize(4096);
-        if defer {
-            b.setup_single_issuer().setup_defer_taskrun();
-        } else {
-            b.setup_coop_taskrun().setup_taskrun_flag();
-        }
-        b.build(256)
-    };
-    let mut ring = build(true).or_else(|_| build(false))?;
-    // Kept until the process ends, as the floor's: a receive of the ring's teardown could
-    // still take a buffer after the ring is dropped.
-    let bufs: &mut BufRing = Box::leak(Box::new(BufRing::new(&ring, 256, 4096, BGID)?));
+    let (mut ring, bufs) = floor::ring(BGID)?;
     let lfd = listener.as_raw_fd();
     let mut pairs = Pairs::default();
     // Sends in flight by slot; free slots (with their emptied buffers) for the next.
     let mut sending: Vec<Sending> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
-    let push = |ring: &mut IoUring, sqe: squeue::Entry| -> io::Result<()> {
-        loop {
-            // SAFETY: every entry points at memory that outlives its completion (the buffer
-            // ring, which is never freed, or a send's bytes, kept in `sending` until then).
-            if unsafe { ring.submission().push(&sqe) }.is_ok() {
-                return Ok(());
-            }
-            ring.submit()?;
-        }
-    };
+    // SAFETY: every entry points at memory that outlives its completion (the buffer ring,
+    // never freed, or a send's bytes, kept in `sending` until then) or at nothing.
+    let push = |ring: &mut IoUring, sqe: squeue::Entry| unsafe { floor::push(ring, &sqe) };
     let accept =
         || opcode::AcceptMulti::new(types::Fd(lfd)).flags(libc::SOCK_CLOEXEC).build().user_data(ACCEPT);
     let recv = |fd: RawFd| opcode::RecvMulti::new(types::Fd(fd), BGID).build().user_data(RECV | fd as u64);
     push(&mut ring, accept())?;
     let mut done: Vec<(u64, i32, u32)> = Vec::with_capacity(4096);
     loop {
-        match ring.submit_and_wait(1) {
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY | libc::ETIME)) => {}
-            r => drop(r?),
-        }
-        done.extend(ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+        floor::wait(&mut ring, &mut done)?;
         for (data, res, flags) in done.drain(..) {
             let low = (data & 0xffff_ffff) as usize;
             match data & !0xffff_ffff {
