@@ -762,7 +762,11 @@ impl Queue {
 
     /// Re-arms one-shot registrations delivered by the previous call.
     fn rearm_delivered(&mut self) -> io::Result<()> {
-        for (fd, gen) in std::mem::take(&mut self.rearm) {
+        // Drained and put back, not taken and dropped: a one-shot backend re-arms on every
+        // call, and the list's allocation is kept for the next (an error drops what is left,
+        // as before).
+        let mut rearm = std::mem::take(&mut self.rearm);
+        for (fd, gen) in rearm.drain(..) {
             let Some(slot) = self.slots.get_mut(fd as usize) else { continue };
             if slot.gen != gen || !slot.disarmed || slot.interest.is_empty() {
                 continue;
@@ -772,6 +776,7 @@ impl Queue {
             self.stats.rearms += 1;
             self.poller.rearm(fd, token(fd, gen), interest)?;
         }
+        self.rearm = rearm;
         if let Some(g) = &mut self.group {
             self.stats.rearms += g.rearm()?;
         }
