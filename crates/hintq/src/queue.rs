@@ -592,8 +592,10 @@ impl Queue {
         if self.poller.take_lost() {
             self.start_overflow();
         }
-        let mut ready = std::mem::take(&mut self.ready);
-        for r in ready.drain(..) {
+        // By index, not taken out and put back: the list stays where it is (its handling
+        // never touches it), which spares two moves of it per call.
+        for i in 0..self.ready.len() {
+            let r = self.ready[i];
             match r.token {
                 TOKEN_WAKER => {
                     if let Some(w) = &self.waker {
@@ -609,7 +611,7 @@ impl Queue {
                 tok => self.push(tok, r.state),
             }
         }
-        self.ready = ready;
+        self.ready.clear();
         Ok(())
     }
 
@@ -762,21 +764,22 @@ impl Queue {
 
     /// Re-arms one-shot registrations delivered by the previous call.
     fn rearm_delivered(&mut self) -> io::Result<()> {
-        // Drained and put back, not taken and dropped: a one-shot backend re-arms on every
-        // call, and the list's allocation is kept for the next (an error drops what is left,
-        // as before).
-        let mut rearm = std::mem::take(&mut self.rearm);
-        for (fd, gen) in rearm.drain(..) {
-            let Some(slot) = self.slots.get_mut(fd as usize) else { continue };
-            if slot.gen != gen || !slot.disarmed || slot.interest.is_empty() {
-                continue;
+        // Only one-shot backends fill the list. It is drained and put back, not taken and
+        // dropped, so its allocation is kept for the next call (an error drops what is left).
+        if !self.rearm.is_empty() {
+            let mut rearm = std::mem::take(&mut self.rearm);
+            for (fd, gen) in rearm.drain(..) {
+                let Some(slot) = self.slots.get_mut(fd as usize) else { continue };
+                if slot.gen != gen || !slot.disarmed || slot.interest.is_empty() {
+                    continue;
+                }
+                slot.disarmed = false;
+                let interest = slot.interest;
+                self.stats.rearms += 1;
+                self.poller.rearm(fd, token(fd, gen), interest)?;
             }
-            slot.disarmed = false;
-            let interest = slot.interest;
-            self.stats.rearms += 1;
-            self.poller.rearm(fd, token(fd, gen), interest)?;
+            self.rearm = rearm;
         }
-        self.rearm = rearm;
         if let Some(g) = &mut self.group {
             self.stats.rearms += g.rearm()?;
         }

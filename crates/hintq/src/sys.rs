@@ -15,9 +15,14 @@ pub(crate) use hintq_sys::{cvt, eventfd, poll};
 pub(crate) fn timeout_ms(timeout: Option<Duration>) -> libc::c_int {
     match timeout {
         None => -1,
+        // Rounded up, in 64-bit arithmetic: whole seconds are whole milliseconds (a 128-bit
+        // division of `as_nanos` ran on every wait, a zero timeout included).
         Some(d) => {
-            let ms = d.as_nanos().div_ceil(1_000_000);
-            ms.min(libc::c_int::MAX as u128) as libc::c_int
+            let ms = d
+                .as_secs()
+                .saturating_mul(1000)
+                .saturating_add(u64::from(d.subsec_nanos().div_ceil(1_000_000)));
+            ms.min(libc::c_int::MAX as u64) as libc::c_int
         }
     }
 }
@@ -382,4 +387,36 @@ pub(crate) fn set_disposition(signo: libc::c_int, d: Disposition) -> io::Result<
     };
     // SAFETY: `sa` is a valid sigaction.
     cvt(unsafe { libc::sigaction(signo, &sa, std::ptr::null_mut()) }).map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The milliseconds a wait is given: rounded up (a wait never ends before its timeout),
+    /// clamped to what `epoll_wait` and `poll` take, as the exact 128-bit arithmetic gives.
+    #[test]
+    fn timeouts_round_up_to_milliseconds_and_clamp() {
+        let exact =
+            |d: Duration| d.as_nanos().div_ceil(1_000_000).min(libc::c_int::MAX as u128) as libc::c_int;
+        let ms = Duration::from_millis;
+        let cases = [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_nanos(999_999),
+            ms(1),
+            ms(1) + Duration::from_nanos(1),
+            Duration::from_secs(1) + Duration::from_nanos(1),
+            Duration::from_millis(1500),
+            ms(libc::c_int::MAX as u64),
+            ms(libc::c_int::MAX as u64) + Duration::from_nanos(1),
+            Duration::from_secs(u64::MAX / 1000 + 1),
+            Duration::MAX,
+        ];
+        for d in cases {
+            assert_eq!(timeout_ms(Some(d)), exact(d), "{d:?}");
+        }
+        assert_eq!(timeout_ms(Some(Duration::from_nanos(1))), 1);
+        assert_eq!(timeout_ms(None), -1);
+    }
 }
