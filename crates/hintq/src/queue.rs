@@ -134,6 +134,7 @@ impl Builder {
         Ok(Queue {
             backend,
             oneshot: poller.needs_rearm(),
+            once: poller.reports_once(),
             poller,
             slots: Vec::new(),
             fifo: VecDeque::new(),
@@ -179,6 +180,9 @@ pub struct Queue {
     /// The backend disarms a registration as it reports it ([`Poller::needs_rearm`], fixed
     /// per backend): asked once here, not through the trait for every event.
     oneshot: bool,
+    /// The backend reports each registration at most once per wait
+    /// ([`Poller::reports_once`]), fixed per backend.
+    once: bool,
     slots: Vec<Slot>,
     fifo: VecDeque<Entry>,
     /// FIFO elements whose registration is still current.
@@ -583,15 +587,33 @@ impl Queue {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
-            self.absorb(events.len().max(HARVEST_MIN))?;
+            let n = self.absorb(events, events.len().max(HARVEST_MIN))?;
+            if n > 0 {
+                self.stats.delivered += n as u64;
+                self.poller.submit()?;
+                return Ok(n);
+            }
         }
     }
 
     /// Moves the backend's reports into the FIFO: drops stale ones, coalesces, overflows.
-    fn absorb(&mut self, max: usize) -> io::Result<()> {
+    ///
+    /// Or, in the common case, straight into `out`: where the backend reports a registration
+    /// at most once per wait (nothing to coalesce within the batch) and the FIFO is empty (no
+    /// earlier report waits, none is pending), with no overflow scan due, no group and no
+    /// bound on the queue, a report is delivered as the FIFO would deliver it next, without
+    /// the round trip through it; those past `out`'s length go to the FIFO. Returns how many
+    /// `out` got.
+    fn absorb(&mut self, out: &mut [Event], max: usize) -> io::Result<usize> {
         if self.poller.take_lost() {
             self.start_overflow();
         }
+        let direct = self.once
+            && self.fifo.is_empty()
+            && self.overflow.is_none()
+            && self.group.is_none()
+            && self.capacity == usize::MAX;
+        let mut n = 0;
         // By index, not taken out and put back: the list stays where it is (its handling
         // never touches it), which spares two moves of it per call.
         for i in 0..self.ready.len() {
@@ -608,11 +630,34 @@ impl Queue {
                     self.group_harvest(r.token, max)?;
                     self.rearm_internal(r.token)?;
                 }
+                tok if direct && n < out.len() => {
+                    if let Some(ev) = self.deliver_now(tok, r.state) {
+                        out[n] = ev;
+                        n += 1;
+                    }
+                }
                 tok => self.push(tok, r.state),
             }
         }
         self.ready.clear();
-        Ok(())
+        Ok(n)
+    }
+
+    /// [`Queue::push`] then [`Queue::deliver`] of a report, with nothing between (see
+    /// [`Queue::absorb`]): nothing is pending, so nothing coalesced into it.
+    fn deliver_now(&mut self, tok: u64, state: State) -> Option<Event> {
+        let (fd, gen) = untoken(tok);
+        let Some(slot) = self.slots.get_mut(fd as usize).filter(|s| s.gen == gen && !s.interest.is_empty())
+        else {
+            self.stats.stale += 1;
+            return None;
+        };
+        debug_assert!(!slot.pending && slot.extra.is_empty(), "a pending slot with the FIFO empty");
+        let state = state.visible(slot.interest);
+        if self.oneshot {
+            slot.disarmed = true;
+        }
+        self.handed(fd, gen, state)
     }
 
     /// Adds one hint for an own registration to the FIFO.
@@ -672,6 +717,12 @@ impl Queue {
         if self.oneshot {
             slot.disarmed = true;
         }
+        self.handed(fd, gen, state)
+    }
+
+    /// The end of a delivery: the event, or `None` when only bits the application no longer
+    /// asks for were left.
+    fn handed(&mut self, fd: RawFd, gen: u32, state: State) -> Option<Event> {
         if state.is_empty() {
             // Only bits the application no longer asks for (interest narrowed meanwhile).
             if self.oneshot {

@@ -129,6 +129,11 @@ impl Poller for Epoll {
         self.mode == Mode::Oneshot
     }
 
+    fn reports_once(&self) -> bool {
+        // `epoll_wait` returns each ready item once per call.
+        true
+    }
+
     fn handoff(&mut self) -> Option<Handoff> {
         Some(match self.mode {
             Mode::Edge => Handoff::Edge,

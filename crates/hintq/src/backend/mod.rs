@@ -53,6 +53,12 @@ pub(crate) trait Poller: Send {
         false
     }
 
+    /// True for backends whose one wait reports each registration at most once (`epoll`):
+    /// the queue may then hand a wait's reports out without coalescing them.
+    fn reports_once(&self) -> bool {
+        false
+    }
+
     /// Waits up to `timeout` (`None`: forever, zero: not at all) for readiness and appends
     /// reports to `out`, at most `max` where the mechanism lets the caller choose (a backend
     /// whose reports are already in memory, like io_uring's ring, may append more). Returns
