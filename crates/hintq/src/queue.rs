@@ -598,18 +598,17 @@ impl Queue {
 
     /// Moves the backend's reports into the FIFO: drops stale ones, coalesces, overflows.
     ///
-    /// Or, in the common case, straight into `out`: where the backend reports a registration
-    /// at most once per wait (nothing to coalesce within the batch) and the FIFO is empty (no
-    /// earlier report waits, none is pending), with no overflow scan due, no group and no
-    /// bound on the queue, a report is delivered as the FIFO would deliver it next, without
-    /// the round trip through it; those past `out`'s length go to the FIFO. Returns how many
+    /// Or, in the common case, straight into `out`: while the FIFO is empty (no earlier
+    /// report waits, none is pending), with no overflow scan due, no group and no bound on the
+    /// queue, a report is delivered as the FIFO would deliver it next, without the round trip
+    /// through it (a later report of the same registration in the batch coalesces into it, see
+    /// [`Queue::deliver_now`]); those past `out`'s length go to the FIFO. Returns how many
     /// `out` got.
     fn absorb(&mut self, out: &mut [Event], max: usize) -> io::Result<usize> {
         if self.poller.take_lost() {
             self.start_overflow();
         }
-        let direct = self.once
-            && self.fifo.is_empty()
+        let direct = self.fifo.is_empty()
             && self.overflow.is_none()
             && self.group.is_none()
             && self.capacity == usize::MAX;
@@ -640,11 +639,24 @@ impl Queue {
             }
         }
         self.ready.clear();
+        if !self.once {
+            // What later reports of the batch added to an event handed out (see
+            // `deliver_now`) joins it, and its registration is no longer pending.
+            for ev in &mut out[..n] {
+                let slot = &mut self.slots[ev.fd as usize];
+                slot.pending = false;
+                self.live -= 1;
+                ev.state |= std::mem::take(&mut slot.extra).visible(slot.interest);
+            }
+        }
         Ok(n)
     }
 
     /// [`Queue::push`] then [`Queue::deliver`] of a report, with nothing between (see
-    /// [`Queue::absorb`]): nothing is pending, so nothing coalesced into it.
+    /// [`Queue::absorb`]). Where the backend may report a registration again in the same
+    /// batch (io_uring's completions), the registration is marked pending while the batch is
+    /// absorbed, so that a later report coalesces into this event (`None` for it) as it
+    /// would into a FIFO entry; `absorb` then joins what it added.
     fn deliver_now(&mut self, tok: u64, state: State) -> Option<Event> {
         let (fd, gen) = untoken(tok);
         let Some(slot) = self.slots.get_mut(fd as usize).filter(|s| s.gen == gen && !s.interest.is_empty())
@@ -652,12 +664,21 @@ impl Queue {
             self.stats.stale += 1;
             return None;
         };
-        debug_assert!(!slot.pending && slot.extra.is_empty(), "a pending slot with the FIFO empty");
+        if slot.pending {
+            slot.extra |= state;
+            self.stats.coalesced += 1;
+            return None;
+        }
         let state = state.visible(slot.interest);
         if self.oneshot {
             slot.disarmed = true;
         }
-        self.handed(fd, gen, state)
+        let ev = self.handed(fd, gen, state)?;
+        if !self.once {
+            self.slots[fd as usize].pending = true;
+            self.live += 1;
+        }
+        Some(ev)
     }
 
     /// Adds one hint for an own registration to the FIFO.
