@@ -145,6 +145,13 @@ pub(crate) fn epoll_add(ep: RawFd, fd: RawFd) -> io::Result<()> {
     cvt(unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) }).map(drop)
 }
 
+/// Waits without limit for `events`, retrying on `EINTR`; returns how many came.
+pub(crate) fn epoll_wait(ep: RawFd, events: &mut [libc::epoll_event]) -> io::Result<usize> {
+    // SAFETY: `events` has the length passed.
+    hintq_sys::retry(|| cvt(unsafe { libc::epoll_wait(ep, events.as_mut_ptr(), events.len() as i32, -1) }))
+        .map(|n| n as usize)
+}
+
 fn epoll(listener: &TcpListener, response: &[u8]) -> io::Result<()> {
     let ep = epoll_create()?;
     let add = |fd: RawFd| epoll_add(ep, fd);
@@ -155,11 +162,7 @@ fn epoll(listener: &TcpListener, response: &[u8]) -> io::Result<()> {
     let mut buf = vec![0u8; 64 * 1024];
     let mut out = Vec::new();
     loop {
-        // SAFETY: `events` has the length passed.
-        let n = match cvt(unsafe { libc::epoll_wait(ep, events.as_mut_ptr(), events.len() as i32, -1) }) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            r => r? as usize,
-        };
+        let n = epoll_wait(ep, &mut events)?;
         for ev in &events[..n] {
             let fd = ev.u64 as RawFd;
             if fd == lfd {

@@ -20,7 +20,6 @@
 //! one that would wait fails rather than waiting behind a later one).
 
 use crate::floor::{self, Mechanism};
-use hintq_sys::cvt;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -104,11 +103,7 @@ fn epoll(listener: &TcpListener, upstream: SocketAddr) -> io::Result<()> {
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        // SAFETY: `events` has the length passed.
-        let n = match cvt(unsafe { libc::epoll_wait(ep, events.as_mut_ptr(), events.len() as i32, -1) }) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            r => r? as usize,
-        };
+        let n = floor::epoll_wait(ep, &mut events)?;
         for ev in &events[..n] {
             let fd = ev.u64 as RawFd;
             if fd == lfd {
