@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 pub(crate) mod epoll;
+mod fdmap;
 pub(crate) mod gooch;
 pub use gooch::GoochPolicy;
 pub use rtsig::Hybrid;

@@ -145,13 +145,12 @@
 //! registration's token with the bit set ([`SEND`]); its generation is never 0, so it equals
 //! neither `REMOVE` nor `CANCEL`.
 
+use super::fdmap::FdMap;
 use super::{Handoff, Poller, Ready};
 use crate::token::{is_internal, untoken, BACKEND_BIT};
 use crate::{sys, Interest, State};
 use hintq_sys::BufRing;
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::OnceLock;
@@ -442,36 +441,35 @@ struct Table {
     /// The result of our last `POLL_REMOVE`, once its CQE came.
     removed: Option<i32>,
     /// Sends by descriptor: in flight, or failed and not taken yet (quirk k).
-    sends: HashMap<RawFd, Send, BuildHasherDefault<FdHash>>,
+    sends: FdMap<Send>,
     /// Cleared buffers of completed sends, for [`Poller::send_buffer`].
     pool: Vec<Vec<u8>>,
     /// The result of our last `ASYNC_CANCEL`, once its CQE came.
     cancelled: Option<i32>,
     /// What receives brought and was not taken yet, by descriptor (quirk l).
-    inbox: HashMap<RawFd, Inbox, BuildHasherDefault<FdHash>>,
+    inbox: FdMap<Inbox>,
     /// The provided buffers of receives, made at the first registration that receives.
     bufs: Option<BufRing>,
     /// Receives over [`INBOX_MAX`] to stop (quirk l).
     throttle: Vec<u64>,
 }
 
-/// Maps of [`Table`] shrink once empty with room for more than this many entries, to room for
-/// about a quarter of it (see [`Table::shrink_idle`]; `std` rounds a map's room up, so the
-/// shrunk room stays under this and the check does not shrink again).
+/// The per-descriptor maps of [`Table`] give back their room once empty with more than this
+/// many entries' worth (see [`Table::shrink_idle`]).
 const IDLE_SLOTS: usize = 1024;
 
 impl Table {
-    /// Gives back the room of the per-descriptor maps once they are empty: each grows to the
-    /// most connections with bytes received or a send in flight at once, and 16,000 at once
-    /// left about 1 MB behind after they closed. Called before blocking, where an empty map
-    /// after a burst of more than [`IDLE_SLOTS`] is rare enough that growing again costs
-    /// nothing per request.
+    /// Gives back the room of the per-descriptor maps: each grows to the most connections
+    /// with bytes received or a send in flight at once, and 16,000 at once left about 1 MB
+    /// behind after they closed. Called before blocking, where an empty map after a burst of
+    /// more than [`IDLE_SLOTS`] is rare enough that growing again costs nothing per request;
+    /// their indexes are trimmed with the watches ([`Poller::trim`]).
     fn shrink_idle(&mut self) {
-        if self.inbox.is_empty() && self.inbox.capacity() > IDLE_SLOTS {
-            self.inbox.shrink_to(IDLE_SLOTS / 4);
+        if self.inbox.is_empty() {
+            self.inbox.shrink(IDLE_SLOTS);
         }
-        if self.sends.is_empty() && self.sends.capacity() > IDLE_SLOTS {
-            self.sends.shrink_to(IDLE_SLOTS / 4);
+        if self.sends.is_empty() {
+            self.sends.shrink(IDLE_SLOTS);
         }
     }
 }
@@ -516,26 +514,6 @@ struct Send {
     failed: Option<i32>,
 }
 
-/// Hashes a descriptor number for [`Table::sends`] (looked up twice a request): one
-/// multiplication (Fibonacci hashing), where the default SipHash costs about 1% of a
-/// request. Descriptor numbers are the kernel's, not an attacker's.
-#[derive(Default)]
-struct FdHash(u64);
-
-impl Hasher for FdHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_i32(&mut self, n: i32) {
-        self.0 = u64::from(n as u32).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
 /// Keeps `buf` in `pool` for a later send or receive, if the pool has room and it is not too
 /// large.
 fn recycle(pool: &mut Vec<Vec<u8>>, mut buf: Vec<u8>) {
@@ -566,13 +544,13 @@ impl Table {
         if user_data & SEND != 0 {
             let token = user_data & !SEND;
             let fd = untoken(token).0;
-            let Some(s) = self.sends.get_mut(&fd).filter(|s| s.token == token && s.failed.is_none()) else {
+            let Some(s) = self.sends.get_mut(fd).filter(|s| s.token == token && s.failed.is_none()) else {
                 return;
             };
             if res >= 0 && res as usize == s.buf.len() {
                 // Sent whole: the buffer goes back to the pool, and the application hears
                 // of it only if it asked.
-                let s = self.sends.remove(&fd).expect("found above");
+                let s = self.sends.remove(fd).expect("found above");
                 if s.notify {
                     self.pending.push(Ready { token, state: State::SENT });
                 }
@@ -615,12 +593,8 @@ impl Table {
 
     /// The inbox of `fd` for registration `token`; one left by another registration of the
     /// number is emptied first.
-    fn inbox_of(
-        inboxes: &mut HashMap<RawFd, Inbox, BuildHasherDefault<FdHash>>,
-        fd: RawFd,
-        token: u64,
-    ) -> &mut Inbox {
-        let inbox = inboxes.entry(fd).or_default();
+    fn inbox_of(inboxes: &mut FdMap<Inbox>, fd: RawFd, token: u64) -> &mut Inbox {
+        let inbox = inboxes.get_or_default(fd);
         if inbox.token != token {
             *inbox = Inbox { token, ..Inbox::default() };
         }
@@ -651,7 +625,7 @@ impl Table {
             }
             self.bufs.as_mut().expect("a receive completed: its buffer ring exists").give(bid);
         }
-        let inbox_throttled = self.inbox.get(&fd).is_some_and(|i| i.token == token && i.throttled);
+        let inbox_throttled = self.inbox.get(fd).is_some_and(|i| i.token == token && i.throttled);
         let mut state = State::READ;
         if res == 0 || (res < 0 && res != -libc::ENOBUFS && res != -libc::ECANCELED) {
             let inbox = Table::inbox_of(&mut self.inbox, fd, token);
@@ -921,7 +895,7 @@ impl Uring {
         let Some(w) = self.table.watches.get(token).filter(|w| w.keep && !w.live) else { return Ok(()) };
         let sqe = if w.receives() {
             let stopped = |i: &Inbox| i.token == token && (i.throttled || i.eof || i.err != 0);
-            if self.table.inbox.get(&w.fd).is_some_and(stopped) {
+            if self.table.inbox.get(w.fd).is_some_and(stopped) {
                 return Ok(());
             }
             opcode::RecvMulti::new(types::Fd(w.fd), BGID).build().user_data(token)
@@ -1012,7 +986,7 @@ impl Uring {
     /// Cancels the send in flight on `fd`, if any, waits for its CQE and forgets it with
     /// whatever completed and was not taken back (quirk k).
     fn cancel_send(&mut self, fd: RawFd) -> io::Result<()> {
-        let in_flight = |t: &Table| t.sends.get(&fd).is_some_and(|s| s.failed.is_none());
+        let in_flight = |t: &Table| t.sends.get(fd).is_some_and(|s| s.failed.is_none());
         if in_flight(&self.table) {
             self.claim()?;
         }
@@ -1021,7 +995,7 @@ impl Uring {
         while in_flight(&self.table) && !self.lost {
             if self.table.cancelled == Some(-libc::EALREADY) {
                 // Asked for the first time, or the send was running: ask (again).
-                let token = self.table.sends[&fd].token;
+                let token = self.table.sends.get(fd).expect("in flight").token;
                 self.table.cancelled = None;
                 self.push(&opcode::AsyncCancel::new(token | SEND).build().user_data(CANCEL))?;
             }
@@ -1032,7 +1006,7 @@ impl Uring {
             self.reap();
         }
         self.lost |= lost_before;
-        if let Some(s) = self.table.sends.remove(&fd) {
+        if let Some(s) = self.table.sends.remove(fd) {
             if s.failed.is_some() {
                 self.table.recycle(s.buf);
             }
@@ -1057,6 +1031,8 @@ impl Uring {
 impl Poller for Uring {
     fn trim(&mut self) {
         self.table.watches.trim();
+        self.table.inbox.trim();
+        self.table.sends.trim();
     }
 
     /// Arms at once (quirk g). `fresh` is not needed: the table knows what is watched (b).
@@ -1069,12 +1045,12 @@ impl Poller for Uring {
             events |= RECV;
         }
         // What the ring received for an earlier registration of the number is not this one's.
-        if self.table.inbox.get(&fd).is_some_and(|i| i.token != token) {
-            self.table.inbox.remove(&fd);
+        if self.table.inbox.get(fd).is_some_and(|i| i.token != token) {
+            self.table.inbox.remove(fd);
         }
         self.table.watches.insert(Watch { token, fd, events, keep: true, live: false });
         // Bytes the ring took before this change of interest: no poll will report them.
-        if let Some(i) = self.table.inbox.get(&fd).filter(|i| i.holds()) {
+        if let Some(i) = self.table.inbox.get(fd).filter(|i| i.holds()) {
             self.table.pending.push(Ready { token, state: i.state() });
         }
         self.arm(token)?;
@@ -1083,7 +1059,7 @@ impl Poller for Uring {
 
     fn delete(&mut self, fd: RawFd, _token: u64) -> io::Result<()> {
         self.forget(fd)?;
-        self.table.inbox.remove(&fd);
+        self.table.inbox.remove(fd);
         self.cancel_send(fd)
     }
 
@@ -1095,7 +1071,7 @@ impl Poller for Uring {
         max: usize,
     ) -> Option<io::Result<usize>> {
         let receiving = self.table.watches.get(token).is_some_and(Watch::receives);
-        let Some(inbox) = self.table.inbox.get_mut(&fd).filter(|i| i.token == token) else {
+        let Some(inbox) = self.table.inbox.get_mut(fd).filter(|i| i.token == token) else {
             return receiving.then(|| Err(io::Error::from(io::ErrorKind::WouldBlock)));
         };
         if inbox.data.is_empty() {
@@ -1130,7 +1106,7 @@ impl Poller for Uring {
             // it took never sees it.
             self.table.pending.push(Ready { token, state: inbox.state() });
         } else {
-            self.table.inbox.remove(&fd);
+            self.table.inbox.remove(fd);
         }
         if rearm && (self.claim().is_err() || self.arm(token).is_err()) {
             // The SQ ring could not take it now, or the queue moved between threads and its
@@ -1147,7 +1123,7 @@ impl Poller for Uring {
     }
 
     fn holds(&self, fd: RawFd) -> bool {
-        self.table.inbox.get(&fd).is_some_and(Inbox::holds)
+        self.table.inbox.get(fd).is_some_and(Inbox::holds)
     }
 
     fn sends(&self) -> bool {
@@ -1161,12 +1137,12 @@ impl Poller for Uring {
         if let Err(e) = self.claim() {
             return Err((e, buf));
         }
-        match self.table.sends.get(&fd) {
+        match self.table.sends.get(fd) {
             // A failed send of this registration: the failure is the answer.
             Some(s) if s.token == token => {
                 let failed = s.failed;
                 if let Some(res) = failed {
-                    let s = self.table.sends.remove(&fd).expect("found above");
+                    let s = self.table.sends.remove(fd).expect("found above");
                     self.table.recycle(s.buf);
                     let e = if res < 0 {
                         io::Error::from_raw_os_error(-res)
@@ -1179,7 +1155,7 @@ impl Poller for Uring {
             }
             // A failed send of a registration since replaced: forgotten.
             Some(s) if s.failed.is_some() => {
-                let s = self.table.sends.remove(&fd).expect("found above");
+                let s = self.table.sends.remove(fd).expect("found above");
                 self.table.recycle(s.buf);
             }
             Some(_) => return Err((io::Error::from(io::ErrorKind::WouldBlock), buf)),
@@ -1195,14 +1171,14 @@ impl Poller for Uring {
         self.table.sends.insert(fd, Send { token, buf, notify: false, failed: None });
         // SAFETY: see above.
         if let Err(e) = unsafe { self.push_entry(&sqe) } {
-            let s = self.table.sends.remove(&fd).expect("inserted above");
+            let s = self.table.sends.remove(fd).expect("inserted above");
             return Err((e, s.buf));
         }
         Ok(())
     }
 
     fn sending(&mut self, fd: RawFd, token: u64) -> bool {
-        match self.table.sends.get_mut(&fd) {
+        match self.table.sends.get_mut(fd) {
             Some(s) if s.token == token && s.failed.is_none() => {
                 s.notify = true;
                 true
@@ -1212,8 +1188,8 @@ impl Poller for Uring {
     }
 
     fn send_error(&mut self, fd: RawFd, token: u64) -> Option<io::Error> {
-        let res = self.table.sends.get(&fd).filter(|s| s.token == token)?.failed?;
-        let s = self.table.sends.remove(&fd).expect("found above");
+        let res = self.table.sends.get(fd).filter(|s| s.token == token)?.failed?;
+        let s = self.table.sends.remove(fd).expect("found above");
         let len = s.buf.len();
         self.table.recycle(s.buf);
         Some(if res < 0 {
