@@ -928,6 +928,23 @@ impl Uring {
         self.table.bufs.is_some()
     }
 
+    /// Takes in the CQEs in the ring, if any, and queues what is due: the re-arms of polls
+    /// that ended (quirk a) and the stops of receives over their bound (quirk l). Each part
+    /// only when it has work: a wait makes two of these calls, and with `DEFER_TASKRUN` the
+    /// first finds the ring empty (completions are posted in the kernel entry between them).
+    fn settle(&mut self) -> io::Result<()> {
+        if !self.ring.completion().is_empty() {
+            self.reap();
+        }
+        if !self.table.ended.is_empty() {
+            self.rearm_ended()?;
+        }
+        if !self.table.throttle.is_empty() {
+            self.stop_throttled()?;
+        }
+        Ok(())
+    }
+
     /// Re-arms the polls that ended (quirk a).
     fn rearm_ended(&mut self) -> io::Result<()> {
         while let Some(token) = self.table.ended.pop() {
@@ -1207,9 +1224,7 @@ impl Poller for Uring {
     /// submit, to flush overflow, or to block when there is nothing to hand out.
     fn wait(&mut self, out: &mut Vec<Ready>, _max: usize, timeout: Option<Duration>) -> io::Result<()> {
         self.claim()?;
-        self.reap();
-        self.rearm_ended()?;
-        self.stop_throttled()?;
+        self.settle()?;
         let block = self.table.pending.is_empty() && timeout != Some(Duration::ZERO);
         if block {
             self.table.shrink_idle();
@@ -1218,9 +1233,7 @@ impl Poller for Uring {
             // Quirk n: under load, wait for a batch, a window at most.
             let want = if self.window_us > 0 { COALESCE_WANT } else { 1 };
             self.enter_for(want, if block { timeout } else { Some(Duration::ZERO) })?;
-            self.reap();
-            self.rearm_ended()?;
-            self.stop_throttled()?;
+            self.settle()?;
         }
         out.append(&mut self.table.pending);
         Ok(())
