@@ -135,6 +135,9 @@ impl Pool {
     }
 
     /// Notes how full `b` is (for the peak), and takes its buffer back if it is empty.
+    /// Inlined: a session's four buffers are settled after each of its pumps, about a dozen
+    /// calls a proxied request, most of which find nothing to do.
+    #[inline]
     pub(crate) fn settle(&mut self, b: &mut Buf) {
         self.peak_len = self.peak_len.max(b.v.len());
         if b.allocated() && b.is_empty() && !b.pinned {
