@@ -437,7 +437,7 @@ impl Handler for Relay {
         let _ = set_nodelay(fd);
         self.stats.accepted.fetch_add(1, Relaxed);
         self.life.opened();
-        Some(Box::new(Session::new(fd, Instant::now() + self.cfg.idle_timeout)))
+        Some(Box::new(Session::new(fd, hintq_patterns::batch_time() + self.cfg.idle_timeout)))
     }
 
     fn event(&self, cx: &mut Cx<'_, Local>, s: &mut Box<Session>, fd: RawFd, state: State) -> Next {
@@ -497,7 +497,10 @@ impl Relay {
     ) -> Next {
         let (local, fds) = cx.split();
         let mut ctx = Ctx {
-            now: Instant::now(),
+            // One clock read per batch of events, as `hintq serve` does, not one per event
+            // (about three a proxied request): deadlines are set at most one batch's
+            // handling early.
+            now: hintq_patterns::batch_time(),
             pool: &mut local.pool,
             idle: &mut local.idle,
             released: &mut local.released,
