@@ -15,6 +15,9 @@
 # The server under test is pinned to $SRV_CPU, wrk and the idle-connection holder to
 # $LOAD_CPU. CPU is user + system of the server process from /proc/PID/stat (hintq: all its
 # threads; nginx: the worker) across the wrk run, divided by the requests wrk completed.
+# Rounds: one wrk run per server, the servers' order turned each round; the summary gives the
+# medians and each round's own ratio ours/nginx (their median is the figure least moved by the
+# machine's drift). At $IDLE idle both servers hold their idle connections at once.
 # Memory per idle connection: VmRSS of that process after the idle connections are open,
 # minus before, divided by their number (a Python helper holds them; with IDLE_ASK=1, the
 # default, each first makes one request and reads the reply, so that buffers a request left
@@ -113,31 +116,43 @@ echo "# hintq: serve --threads 1 --backend $BACKEND --idle-timeout 3600s, defaul
 echo "# loadavg before: $(cat /proc/loadavg)" | tee -a "$OUT"
 echo "server,idle,rep,requests,req_per_s,cpu_us_per_req,p99,errors" | tee -a "$OUT"
 
-for rep in $(seq "$RUNS"); do
-    run hintq "$OURS" "$OURS_PID" 0 "$rep"
-    run nginx "$NGINX" "$NGINX_PID" 0 "$rep"
-    run nginx-untuned "$NGINX_UNTUNED" "$NGINX_PID" 0 "$rep"
-done
+# rounds IDLE_COUNT SERVER... -> RUNS rounds of one wrk run per server, the servers' order
+# turned each round so that the machine's drift (phases of a quarter slower or faster are
+# seen here) falls on all alike.
+rounds() {
+    local idle=$1
+    shift
+    local names=("$@") rep k n
+    for rep in $(seq "$RUNS"); do
+        k=$(((rep - 1) % ${#names[@]}))
+        for n in "${names[@]:$k}" "${names[@]:0:$k}"; do
+            case $n in
+                hintq) run hintq "$OURS" "$OURS_PID" "$idle" "$rep" ;;
+                nginx) run nginx "$NGINX" "$NGINX_PID" "$idle" "$rep" ;;
+                nginx-untuned) run nginx-untuned "$NGINX_UNTUNED" "$NGINX_PID" "$idle" "$rep" ;;
+            esac
+        done
+    done
+}
 
+rounds 0 hintq nginx nginx-untuned
+
+# Both servers hold $IDLE idle connections at once (a holder process each), so that their
+# runs at $IDLE idle alternate too; each one's memory is read as its holder fills it.
 declare -A RSS_DELTA
 for srv in hintq nginx; do
     if [ "$srv" = hintq ]; then addr=$OURS pid=$OURS_PID; else addr=$NGINX pid=$NGINX_PID; fi
     before=$(rss_kb "$pid")
     rm -f "$TMP/ready.$srv"
     taskset -c "$LOAD_CPU" python3 "$TMP/idle.py" "${addr%:*}" "${addr#*:}" "$IDLE" "$TMP/ready.$srv" "$IDLE_ASK" &
-    holder=$!
-    PIDS+=("$holder")
+    PIDS+=("$!")
     for _ in $(seq 300); do [ -s "$TMP/ready.$srv" ] && break; sleep 0.2; done
     sleep 1
     after=$(rss_kb "$pid")
     RSS_DELTA[$srv]=$(awk -v a="$after" -v b="$before" -v n="$IDLE" 'BEGIN { printf "%.0f", (a - b) * 1024 / n }')
     echo "# $srv: RSS $before kB -> $after kB with $(cat "$TMP/ready.$srv" 2>/dev/null || echo '?') idle: ${RSS_DELTA[$srv]} bytes per idle connection ($IDLE_WHAT)" | tee -a "$OUT"
-    for rep in $(seq "$RUNS"); do
-        run "$srv" "$addr" "$pid" "$IDLE" "$rep"
-    done
-    kill "$holder"
-    wait "$holder" 2>/dev/null || true
 done
+rounds "$IDLE" hintq nginx
 echo "# loadavg after: $(cat /proc/loadavg)" | tee -a "$OUT"
 
 # syscalls NAME ADDR PID: strace -c -f attached for one 3 s wrk run; calls per request.
@@ -178,5 +193,12 @@ t = med("hintq", idle, 4)[0] / med("hintq", "0", 4)[0]
 print(f"CPU per request ours/nginx (tuned): {r0:.2f} at 0 idle, {r1:.2f} at {idle} idle (goals: <= 0.75 on uring, <= 0.85 on epoll)")
 print(f"CPU per request ours/nginx-untuned: {med('hintq', '0', 5)[0] / med('nginx-untuned', '0', 5)[0]:.2f} at 0 idle")
 print(f"our throughput at {idle} idle / at 0 idle: {t:.3f} (goal >= 0.95)")
+# Each round's own ratio: the servers of a round ran back to back, in the same phase of the machine.
+for n in ("0", idle):
+    ours = {r[2]: float(r[5]) for r in rows if r[0] == "hintq" and r[1] == n}
+    theirs = {r[2]: float(r[5]) for r in rows if r[0] == "nginx" and r[1] == n}
+    per = sorted(ours[k] / theirs[k] for k in ours if k in theirs)
+    if per:
+        print(f"CPU per request ours/nginx per round at {n} idle: {' '.join(f'{x:.3f}' for x in per)}; median {statistics.median(per):.3f}")
 EOF
 echo "raw rows: $OUT"
