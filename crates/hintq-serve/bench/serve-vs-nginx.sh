@@ -21,7 +21,8 @@
 # Memory per idle connection: VmRSS of that process after the idle connections are open,
 # minus before, divided by their number (a Python helper holds them; with IDLE_ASK=1, the
 # default, each first makes one request and reads the reply, so that buffers a request left
-# with its connection are counted; IDLE_ASK=0: they connect and never send a byte). Reported, not asserted: goals are CPU per request ours/tuned nginx
+# with its connection are counted; IDLE_ASK=0: they connect and never send a byte, and nginx
+# closes those after its client_header_timeout, 60 s: keep RUNS x 2 x DUR well under it). Reported, not asserted: goals are CPU per request ours/tuned nginx
 # <= 0.75 on uring and <= 0.85 on epoll, and our throughput at $IDLE idle >= 0.95 x ours at 0.
 #
 # nginx runs from a config of ours in a temporary directory (the system's config and
@@ -140,11 +141,13 @@ rounds 0 hintq nginx nginx-untuned
 # Both servers hold $IDLE idle connections at once (a holder process each), so that their
 # runs at $IDLE idle alternate too; each one's memory is read as its holder fills it.
 declare -A RSS_DELTA
+HOLDERS=()
 for srv in hintq nginx; do
     if [ "$srv" = hintq ]; then addr=$OURS pid=$OURS_PID; else addr=$NGINX pid=$NGINX_PID; fi
     before=$(rss_kb "$pid")
     rm -f "$TMP/ready.$srv"
     taskset -c "$LOAD_CPU" python3 "$TMP/idle.py" "${addr%:*}" "${addr#*:}" "$IDLE" "$TMP/ready.$srv" "$IDLE_ASK" &
+    HOLDERS+=("$!")
     PIDS+=("$!")
     for _ in $(seq 300); do [ -s "$TMP/ready.$srv" ] && break; sleep 0.2; done
     sleep 1
@@ -153,6 +156,9 @@ for srv in hintq nginx; do
     echo "# $srv: RSS $before kB -> $after kB with $(cat "$TMP/ready.$srv" 2>/dev/null || echo '?') idle: ${RSS_DELTA[$srv]} bytes per idle connection ($IDLE_WHAT)" | tee -a "$OUT"
 done
 rounds "$IDLE" hintq nginx
+# The idle connections end with their rounds (the system-call counts below are taken without).
+for h in "${HOLDERS[@]}"; do kill "$h" 2>/dev/null || true; done
+for h in "${HOLDERS[@]}"; do wait "$h" 2>/dev/null || true; done
 echo "# loadavg after: $(cat /proc/loadavg)" | tee -a "$OUT"
 
 # syscalls NAME ADDR PID: strace -c -f attached for one 3 s wrk run; calls per request.
@@ -193,7 +199,8 @@ t = med("hintq", idle, 4)[0] / med("hintq", "0", 4)[0]
 print(f"CPU per request ours/nginx (tuned): {r0:.2f} at 0 idle, {r1:.2f} at {idle} idle (goals: <= 0.75 on uring, <= 0.85 on epoll)")
 print(f"CPU per request ours/nginx-untuned: {med('hintq', '0', 5)[0] / med('nginx-untuned', '0', 5)[0]:.2f} at 0 idle")
 print(f"our throughput at {idle} idle / at 0 idle: {t:.3f} (goal >= 0.95)")
-# Each round's own ratio: the servers of a round ran back to back, in the same phase of the machine.
+# Each round's own ratio: the servers of a round ran within one round (at 0 idle the untuned
+# nginx may run between them), in the same phase of the machine.
 for n in ("0", idle):
     ours = {r[2]: float(r[5]) for r in rows if r[0] == "hintq" and r[1] == n}
     theirs = {r[2]: float(r[5]) for r in rows if r[0] == "nginx" and r[1] == n}

@@ -91,8 +91,8 @@ impl<V> FdMap<V> {
         self.items.iter().map(|(_, v)| v)
     }
 
-    /// Gives back the room of the entries past `max / 4`, if it exceeds `max` (`std` may round
-    /// a shrunk room up, so the shrunk room stays under `max` and a second call does nothing).
+    /// Gives back the room of the entries past `max / 4`, if it exceeds `max` (so a second
+    /// call does nothing).
     pub(crate) fn shrink(&mut self, max: usize) {
         if self.items.capacity() > max {
             self.items.shrink_to(max / 4);
@@ -117,8 +117,8 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    /// Any sequence of inserts, removals and lookups agrees with a hash map, and the index
-    /// points every number at its own entry after each step.
+    /// Any sequence of inserts, removals and lookups agrees with a hash map, and after each
+    /// step the index and the entries point at each other.
     #[test]
     fn agrees_with_a_hash_map() {
         let mut m = FdMap::default();
@@ -140,15 +140,26 @@ mod tests {
             }
             assert_eq!(m.get(fd), reference.get(&fd));
             assert_eq!(m.is_empty(), reference.is_empty());
-        }
-        for (i, &(fd, _)) in m.items.iter().enumerate() {
-            assert_eq!(m.index[fd as usize] as usize, i);
+            // Each entry's number points at it, and every number that points somewhere
+            // points at an entry of its own.
+            for (i, &(fd, _)) in m.items.iter().enumerate() {
+                assert_eq!(m.index[fd as usize] as usize, i);
+            }
+            for (fd, &i) in m.index.iter().enumerate().filter(|(_, &i)| i != NONE) {
+                assert_eq!(m.items[i as usize].0 as usize, fd);
+            }
         }
         let mut got: Vec<_> = m.values().copied().collect();
         let mut want: Vec<_> = reference.values().copied().collect();
         got.sort_unstable();
         want.sort_unstable();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    #[should_panic(expected = "a descriptor number")]
+    fn a_negative_number_cannot_be_given_an_entry() {
+        FdMap::default().insert(-1, 0u8);
     }
 
     #[test]
@@ -162,8 +173,8 @@ mod tests {
         assert_eq!(m.get_mut(3), Some(&mut 1));
     }
 
-    /// A burst at high numbers leaves neither its entries' room nor its index behind once
-    /// trimmed and shrunk; an entry still there keeps the index up to its number.
+    /// A burst at high numbers leaves neither its entries' room nor its index's pages behind
+    /// once trimmed and shrunk; an entry still there keeps the index up to its number.
     #[test]
     fn trim_gives_back_what_a_burst_left() {
         let mut m = FdMap::default();
@@ -173,8 +184,18 @@ mod tests {
         for fd in 1..5000 {
             m.remove(fd);
         }
+        let resident = |m: &FdMap<[u8; 48]>| {
+            // The whole pages of the burst's index past the one number 0 keeps.
+            let page = hintq_sys::page_size();
+            let start = m.index.as_ptr() as usize;
+            let from = (start + 4).next_multiple_of(page);
+            let end = (start + 5000 * 4) / page * page;
+            hintq_sys::resident_pages(from as *const u8, end.saturating_sub(from)).expect("mincore")
+        };
+        assert!(resident(&m) > 0, "the burst wrote its index");
         m.trim();
         assert_eq!(m.room().0, 1, "the index ends after number 0, the one left");
+        assert_eq!(resident(&m), 0, "the pages of the dropped numbers are given back");
         m.remove(0);
         m.trim();
         m.shrink(1024);

@@ -932,8 +932,16 @@ impl Uring {
     /// that ended (quirk a) and the stops of receives over their bound (quirk l). Each part
     /// only when it has work: a wait makes two of these calls, and with `DEFER_TASKRUN` the
     /// first finds the ring empty (completions are posted in the kernel entry between them).
+    /// An empty ring is still reaped when the kernel's drop counter moved (quirk d): a CQE
+    /// can be dropped while the ring looks empty to us (one that could not join the
+    /// overflow list, or one dropped while the last reap read the ring), and only the
+    /// counter tells.
     fn settle(&mut self) -> io::Result<()> {
-        if !self.ring.completion().is_empty() {
+        let due = {
+            let cq = self.ring.completion();
+            !cq.is_empty() || cq.overflow() != self.dropped
+        };
+        if due {
             self.reap();
         }
         if !self.table.ended.is_empty() {
