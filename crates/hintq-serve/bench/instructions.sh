@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Instructions per request of the whole hintq serve or hintq proxy process, counted by
+# callgrind: a figure that does not move with the machine's noise (the same build gives about
+# the same count, where CPU time per request moves by ±5% between runs here), for telling
+# apart changes of 1-10% to the user-space path, such as a build setting. Counted: every
+# instruction of the process's threads (the event loop, parsing, responses, the queue and its
+# backend), not the kernel's. `proxy-instructions.sh` counts the proxy's handler alone.
+#
+# For each binary given (default: this tree's release build): the server under callgrind
+# (WHAT=serve) or the proxy under callgrind in front of a hintq serve run natively
+# (WHAT=proxy), `wrk -t1 -c10 -d${DUR}s` against it, then instructions ÷ requests.
+# hintq serve opens files with openat2, which valgrind knows from 3.20 on (Debian bookworm
+# ships 3.19: serve then fails at its first request, reported below); $VALGRIND names
+# another build. io_uring runs under valgrind 3.24 (the ring's memory is the kernel's; only
+# instructions are counted here). Only processes started here are stopped.
+#
+# Usage: crates/hintq-serve/bench/instructions.sh [BINARY...]
+#   [env: WHAT=serve|proxy BACKEND=uring|epoll DUR=4 PORT=18480 VALGRIND=valgrind]
+set -euo pipefail
+
+WHAT=${WHAT:-serve}
+BACKEND=${BACKEND:-uring}
+DUR=${DUR:-4}
+PORT=${PORT:-18480}
+VALGRIND=${VALGRIND:-valgrind}
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+# shellcheck source=../../../bench/lib.sh
+. "$ROOT/bench/lib.sh"
+
+bench_tools
+if [ "$VALGRIND" = valgrind ] && ! command -v valgrind >/dev/null; then
+    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q valgrind
+fi
+if [ "$#" -eq 0 ]; then
+    bench_hintq
+    set -- "$HINTQ"
+fi
+bench_tmp instructions
+UP=127.0.0.1:$PORT
+AT=127.0.0.1:$((PORT + 1))
+echo "# $("$VALGRIND" --version); $WHAT on $BACKEND; wrk -t1 -c10 -d${DUR}s; 1 KB file"
+if [ "$WHAT" = proxy ]; then
+    "$1" serve --root "$TMP/www" --listen "$UP" --backend "$BACKEND" 2>"$TMP/logs/up.log" &
+    PIDS+=("$!")
+    wait_port "$UP"
+fi
+
+for bin in "$@"; do
+    case $WHAT in
+        serve) args=(serve --root "$TMP/www" --listen "$AT" --backend "$BACKEND") ;;
+        proxy) args=(proxy --listen "$AT" --upstream "$UP" --backend "$BACKEND") ;;
+        *) echo "WHAT=$WHAT: expected serve or proxy" >&2; exit 2 ;;
+    esac
+    "$VALGRIND" --tool=callgrind --callgrind-out-file="$TMP/cg.out" "$bin" "${args[@]}" \
+        2>"$TMP/logs/valgrind.log" &
+    pid=$!
+    PIDS+=("$pid")
+    # Under valgrind the server takes seconds to start (it reads the binary's debug info).
+    for _ in $(seq 150); do curl -sf -o /dev/null "http://$AT/1k.html" && break; sleep 0.2; done
+    if ! curl -sf -o /dev/null "http://$AT/1k.html"; then
+        echo "$bin: no reply under $VALGRIND (serve needs a valgrind that knows openat2):" >&2
+        tail -5 "$TMP/logs/valgrind.log" >&2
+        exit 1
+    fi
+    wrk -t1 -c10 -d"${DUR}s" "http://$AT/1k.html" >"$TMP/wrk.txt"
+    kill -INT "$pid"
+    wait "$pid" || true
+    requests=$(awk '/requests in/ { print $1 }' "$TMP/wrk.txt")
+    ir=$(awk '/^summary:/ { print $2 }' "$TMP/cg.out")
+    echo "$bin: $requests requests, $ir instructions, $((ir / requests)) per request"
+done
