@@ -4,7 +4,11 @@
 # the same count, where CPU time per request moves by ±5% between runs here), for telling
 # apart changes of 1-10% to the user-space path, such as a build setting. Counted: every
 # instruction of the process's threads (the event loop, parsing, responses, the queue and its
-# backend), not the kernel's. `proxy-instructions.sh` counts the proxy's handler alone.
+# backend), not the kernel's. With SCOPE=handler (WHAT=proxy only) just what runs under the
+# runtime's call of the proxy's handler (`Core::call`, callgrind's `--toggle-collect`):
+# parsing, relaying, head writing, the queue's calls made from there and the runtime's
+# bookkeeping around the call, not the wait. (The handler's own `event` is no boundary:
+# release builds, with link-time optimisation, inline it into `Core::call`.)
 #
 # For each binary given (default: this tree's release build): the server under callgrind
 # (WHAT=serve) or the proxy under callgrind in front of a hintq serve run natively
@@ -15,7 +19,8 @@
 # instructions are counted here). Only processes started here are stopped.
 #
 # Usage: crates/hintq-serve/bench/instructions.sh [BINARY...]
-#   [env: WHAT=serve|proxy BACKEND=uring|epoll DUR=4 PORT=18480 VALGRIND=valgrind]
+#   [env: WHAT=serve|proxy SCOPE=process|handler BACKEND=uring|epoll DUR=4 PORT=18480
+#         VALGRIND=valgrind]
 set -euo pipefail
 
 WHAT=${WHAT:-serve}
@@ -23,6 +28,12 @@ BACKEND=${BACKEND:-uring}
 DUR=${DUR:-4}
 PORT=${PORT:-18480}
 VALGRIND=${VALGRIND:-valgrind}
+SCOPE=${SCOPE:-process}
+case $WHAT/$SCOPE in
+    serve/process | proxy/process) toggle=() ;;
+    proxy/handler) toggle=(--toggle-collect='hintq_patterns::run::Core<H>::call') ;;
+    *) echo "WHAT=$WHAT SCOPE=$SCOPE: expected serve or proxy, and process (or handler for proxy)" >&2; exit 2 ;;
+esac
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 # shellcheck source=../../../bench/lib.sh
 . "$ROOT/bench/lib.sh"
@@ -38,7 +49,7 @@ fi
 bench_tmp instructions
 UP=127.0.0.1:$PORT
 AT=127.0.0.1:$((PORT + 1))
-echo "# $("$VALGRIND" --version); $WHAT on $BACKEND; wrk -t1 -c10 -d${DUR}s; 1 KB file"
+echo "# $("$VALGRIND" --version); $WHAT on $BACKEND, counting the $SCOPE; wrk -t1 -c10 -d${DUR}s; 1 KB file"
 if [ "$WHAT" = proxy ]; then
     "$1" serve --root "$TMP/www" --listen "$UP" --backend "$BACKEND" 2>"$TMP/logs/up.log" &
     PIDS+=("$!")
@@ -49,9 +60,8 @@ for bin in "$@"; do
     case $WHAT in
         serve) args=(serve --root "$TMP/www" --listen "$AT" --backend "$BACKEND") ;;
         proxy) args=(proxy --listen "$AT" --upstream "$UP" --backend "$BACKEND") ;;
-        *) echo "WHAT=$WHAT: expected serve or proxy" >&2; exit 2 ;;
     esac
-    "$VALGRIND" --tool=callgrind --callgrind-out-file="$TMP/cg.out" "$bin" "${args[@]}" \
+    "$VALGRIND" --tool=callgrind --callgrind-out-file="$TMP/cg.out" "${toggle[@]}" "$bin" "${args[@]}" \
         2>"$TMP/logs/valgrind.log" &
     pid=$!
     PIDS+=("$pid")
