@@ -147,9 +147,7 @@ pub(crate) fn epoll_add(ep: RawFd, fd: RawFd) -> io::Result<()> {
 
 /// Waits without limit for `events`, retrying on `EINTR`; returns how many came.
 pub(crate) fn epoll_wait(ep: RawFd, events: &mut [libc::epoll_event]) -> io::Result<usize> {
-    // SAFETY: `events` has the length passed.
-    hintq_sys::retry(|| cvt(unsafe { libc::epoll_wait(ep, events.as_mut_ptr(), events.len() as i32, -1) }))
-        .map(|n| n as usize)
+    hintq_sys::retry(|| hintq_sys::epoll_wait(ep, events, -1))
 }
 
 fn epoll(listener: &TcpListener, response: &[u8]) -> io::Result<()> {

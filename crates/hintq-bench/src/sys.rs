@@ -71,10 +71,8 @@ impl RawEpoll {
     /// One blocking `epoll_wait`; returns the descriptors it reported.
     #[inline]
     pub fn wait(&mut self) -> io::Result<impl Iterator<Item = RawFd> + '_> {
-        let max = self.buf.len() as libc::c_int;
-        // SAFETY: the kernel writes at most `max` entries into the exclusively borrowed buffer.
-        let n = cvt(unsafe { libc::epoll_wait(self.epfd.as_raw_fd(), self.buf.as_mut_ptr(), max, -1) })?;
-        Ok(self.buf[..n as usize].iter().map(|ev| ev.u64 as RawFd))
+        let n = hintq_sys::epoll_wait(self.epfd.as_raw_fd(), &mut self.buf, -1)?;
+        Ok(self.buf[..n].iter().map(|ev| ev.u64 as RawFd))
     }
 }
 
@@ -151,10 +149,8 @@ pub fn epoll_add(epfd: RawFd, fd: RawFd, events: u32, data: u64) -> io::Result<(
 /// One blocking `epoll_wait` on `epfd` (no timeout); returns the reports' data. `EINTR` is an
 /// empty return.
 pub fn epoll_wait_data(epfd: RawFd, buf: &mut [libc::epoll_event]) -> io::Result<Vec<u64>> {
-    // SAFETY: the kernel writes at most `buf.len()` entries into the live buffer.
-    let n = unsafe { libc::epoll_wait(epfd, buf.as_mut_ptr(), buf.len() as libc::c_int, -1) };
-    match cvt(n) {
-        Ok(n) => Ok(buf[..n as usize].iter().map(|e| e.u64).collect()),
+    match hintq_sys::epoll_wait(epfd, buf, -1) {
+        Ok(n) => Ok(buf[..n].iter().map(|e| e.u64).collect()),
         Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(Vec::new()),
         Err(e) => Err(e),
     }

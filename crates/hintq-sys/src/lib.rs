@@ -225,6 +225,18 @@ pub fn poll(fds: &mut [libc::pollfd], timeout_ms: libc::c_int) -> io::Result<usi
     cvt(unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) }).map(|n| n as usize)
 }
 
+/// `epoll_wait(2)` into `buf`, `timeout_ms` as the kernel takes it (-1: no limit); returns the
+/// number of entries filled. `EINTR` is returned, not retried (wrap in [`retry`] to retry).
+///
+/// # Errors
+/// `epoll_wait(2)`'s (`EINTR`, `EBADF`, ...).
+#[inline]
+pub fn epoll_wait(epfd: RawFd, buf: &mut [libc::epoll_event], timeout_ms: libc::c_int) -> io::Result<usize> {
+    let max = buf.len().min(libc::c_int::MAX as usize) as libc::c_int;
+    // SAFETY: the kernel writes at most `max` entries into the exclusively borrowed buffer.
+    cvt(unsafe { libc::epoll_wait(epfd, buf.as_mut_ptr(), max, timeout_ms) }).map(|n| n as usize)
+}
+
 /// A connected, non-blocking, close-on-exec `AF_UNIX` stream pair.
 ///
 /// # Errors

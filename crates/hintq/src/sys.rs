@@ -8,7 +8,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-pub(crate) use hintq_sys::{cvt, eventfd, poll};
+pub(crate) use hintq_sys::{cvt, epoll_wait, eventfd, poll};
 
 /// A timeout in milliseconds for `epoll_wait`/`poll`: `None` blocks, and a partial
 /// millisecond is rounded *up* so that a wait never returns before its deadline.
@@ -131,18 +131,6 @@ pub(crate) fn epoll_ctl(epfd: RawFd, op: libc::c_int, fd: RawFd, events: u32, da
     let mut ev = libc::epoll_event { events, u64: data };
     // SAFETY: `ev` is a live epoll_event; the kernel only reads it.
     cvt(unsafe { libc::epoll_ctl(epfd, op, fd, &mut ev) }).map(drop)
-}
-
-/// `epoll_wait(2)` into a buffer; returns the number of entries filled.
-pub(crate) fn epoll_wait(
-    epfd: RawFd,
-    buf: &mut [libc::epoll_event],
-    timeout: libc::c_int,
-) -> io::Result<usize> {
-    let max = buf.len().min(libc::c_int::MAX as usize) as libc::c_int;
-    // SAFETY: the kernel writes at most `max` entries into the exclusively borrowed buffer.
-    let n = unsafe { libc::epoll_wait(epfd, buf.as_mut_ptr(), max, timeout) };
-    cvt(n).map(|n| n as usize)
 }
 
 /// Maps epoll event bits to a [`State`].
