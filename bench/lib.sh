@@ -127,6 +127,15 @@ cpu_of() {
 # Resident memory of process $1, in kB.
 rss_kb() { awk '/VmRSS/ { print $2 }' "/proc/$1/status"; }
 
+# Prints the names $2... in round $1's order: turned left by one place a round, so that the
+# machine's drift (phases of a quarter slower or faster are seen here) falls on all alike.
+turned() {
+    local k=$((($1 - 1) % ($# - 1)))
+    shift
+    local names=("$@")
+    echo "${names[@]:$k}" "${names[@]:0:$k}"
+}
+
 # Stops what the script started (by pid), then waits for it.
 bench_cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done

@@ -59,9 +59,7 @@ for n in "${NAMES[@]}"; do wait_port "${ADDR[$n]}"; done
 } | tee "$OUT"
 
 for rep in $(seq "$RUNS"); do
-    # Turn the order each round.
-    k=$(((rep - 1) % ${#NAMES[@]}))
-    for n in "${NAMES[@]:$k}" "${NAMES[@]:0:$k}"; do
+    for n in $(turned "$rep" "${NAMES[@]}"); do
         echo "$n,$rep,$(wrk_cpu_per_request "${PID[$n]}" "${ADDR[$n]}")" | tee -a "$OUT"
     done
 done

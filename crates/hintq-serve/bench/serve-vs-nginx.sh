@@ -118,15 +118,13 @@ echo "# loadavg before: $(cat /proc/loadavg)" | tee -a "$OUT"
 echo "server,idle,rep,requests,req_per_s,cpu_us_per_req,p99,errors" | tee -a "$OUT"
 
 # rounds IDLE_COUNT SERVER... -> RUNS rounds of one wrk run per server, the servers' order
-# turned each round so that the machine's drift (phases of a quarter slower or faster are
-# seen here) falls on all alike.
+# turned each round (`turned`).
 rounds() {
     local idle=$1
     shift
-    local names=("$@") rep k n
+    local rep n
     for rep in $(seq "$RUNS"); do
-        k=$(((rep - 1) % ${#names[@]}))
-        for n in "${names[@]:$k}" "${names[@]:0:$k}"; do
+        for n in $(turned "$rep" "$@"); do
             case $n in
                 hintq) run hintq "$OURS" "$OURS_PID" "$idle" "$rep" ;;
                 nginx) run nginx "$NGINX" "$NGINX_PID" "$idle" "$rep" ;;
