@@ -143,13 +143,13 @@ bench_cleanup() {
 }
 trap bench_cleanup EXIT
 
-# Loads http://$2/1k.html with wrk -t1 -c$C -d${DUR}s pinned to $LOAD_CPU and prints
-# "REQUESTS,CPU_US_PER_REQ": the requests wrk completed and the user + system CPU of process
-# $1 across the run, per request.
+# Loads http://$2/$3 (default 1k.html) with wrk -t1 -c$C -d${DUR}s pinned to $LOAD_CPU and
+# prints "REQUESTS,CPU_US_PER_REQ": the requests wrk completed and the user + system CPU of
+# process $1 across the run, per request.
 wrk_cpu_per_request() {
     local c0 c1 reqs
     c0=$(cpu_of "$1")
-    reqs=$(taskset -c "$LOAD_CPU" wrk -t1 -c"$C" -d"${DUR}s" "http://$2/1k.html" | awk '/requests in/ { print $1 }')
+    reqs=$(taskset -c "$LOAD_CPU" wrk -t1 -c"$C" -d"${DUR}s" "http://$2/${3:-1k.html}" | awk '/requests in/ { print $1 }')
     c1=$(cpu_of "$1")
     echo "$reqs,$(awk -v a="$c0" -v b="$c1" -v n="$reqs" 'BEGIN { printf "%.3f", (b - a) * 1e6 / n }')"
 }

@@ -74,6 +74,7 @@ mod path;
 use crate::common::{
     self, read_into, send_now, set_nodelay, shutdown_write, AccessLog, Lifecycle, Out, Read, ServerArgs,
 };
+pub use cache::HOLD_MAX;
 use cache::{Content, Entry, FileCache};
 use hintq::State;
 use hintq_http::{
@@ -112,8 +113,8 @@ Serves GET and HEAD of regular files under --root (nothing outside it is ever op
   Range: one bytes range -> 206 with Content-Range; past the end -> 416; several ranges,
     an invalid Range or a non-matching If-Range -> the whole file (200)
   /dir -> 301 to /dir/; /dir/ -> its index.html, else 403 (no listings)
-  an open-file cache (--file-cache-valid, --file-cache-entries): small files from memory
-    in one sendmsg with their head, larger ones with sendfile
+  an open-file cache (--file-cache-valid, --file-cache-entries, --file-cache-hold): small
+    files from memory in one sendmsg with their head, larger ones with sendfile
   keep-alive, pipelining, header/idle/send timeouts, graceful SIGINT/SIGTERM";
 
 /// `hintq serve`'s flags.
@@ -133,6 +134,11 @@ pub struct ServeArgs {
     /// Open-file cache: most paths held.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub file_cache_entries: usize,
+    /// Open-file cache: the largest file whose bytes are held in memory and sent with its
+    /// head in one system call; larger files go by `sendfile` (0: every file). 64 MiB of
+    /// bodies in all.
+    #[arg(long, value_name = "BYTES", default_value_t = HOLD_MAX)]
+    pub file_cache_hold: u64,
 }
 
 /// What the static server needs besides the pattern configuration.
@@ -155,11 +161,13 @@ pub struct ServeConfig {
     pub file_cache_valid: Duration,
     /// Most paths the open-file cache holds.
     pub file_cache_entries: usize,
+    /// The largest file whose body the open-file cache holds in memory.
+    pub file_cache_hold: u64,
 }
 
 impl ServeConfig {
     /// Defaults: idle 60 s, header 10 s, send 30 s, `Limits::default()`, no access log, an
-    /// open-file cache of 1,024 paths trusted for 1 s.
+    /// open-file cache of 1,024 paths trusted for 1 s, holding files up to [`HOLD_MAX`].
     pub fn new(root: impl Into<PathBuf>) -> ServeConfig {
         ServeConfig {
             root: root.into(),
@@ -170,6 +178,7 @@ impl ServeConfig {
             access_log: None,
             file_cache_valid: Duration::from_secs(1),
             file_cache_entries: 1024,
+            file_cache_hold: HOLD_MAX,
         }
     }
 }
@@ -435,7 +444,7 @@ impl Files {
             }
             _ => e,
         })?;
-        let cache = FileCache::new(cfg.file_cache_entries, cfg.file_cache_valid);
+        let cache = FileCache::new(cfg.file_cache_entries, cfg.file_cache_valid, cfg.file_cache_hold);
         Ok(Files { root, cfg, life: Lifecycle::default(), cache })
     }
 
@@ -657,7 +666,7 @@ impl Files {
         let (fd, st, ctype) = self.open(rel, dir_form).map_err(Miss::Status)?.ok_or(Miss::Redirect)?;
         let (tag, tag_len) = etag(&st);
         let last_modified = http_date(st.st_mtime.max(0));
-        Ok(Entry::new(fd, &st, ctype, tag[..tag_len].into(), last_modified, self.cache.budget()))
+        Ok(Entry::new(fd, &st, ctype, tag[..tag_len].into(), last_modified, self.cache.hold()))
     }
 
     /// Opens a regular file (or, for a path ending in `/`, a directory's `index.html`)
@@ -956,6 +965,7 @@ pub fn run(args: &ServeArgs) -> io::Result<bool> {
             access_log: s.open_access_log()?,
             file_cache_valid: args.file_cache_valid,
             file_cache_entries: args.file_cache_entries,
+            file_cache_hold: args.file_cache_hold,
         };
         start(cfg, pattern)
     })

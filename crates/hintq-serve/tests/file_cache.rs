@@ -27,7 +27,8 @@ fn after_validity() {
     std::thread::sleep(FILE_VALID + Duration::from_millis(100));
 }
 
-/// Over `INLINE_MAX` (64 KiB): cached by descriptor and sent with `sendfile`.
+/// Over the default hold limit (`HOLD_MAX`, 64 KiB): cached by descriptor and sent with
+/// `sendfile`.
 fn large(fill: u8) -> Vec<u8> {
     vec![fill; 100 * 1024]
 }
@@ -95,6 +96,42 @@ fn within_the_validity_period_the_cached_file_is_served_and_zero_turns_the_cache
     assert_eq!(get(&mut c, "/f.txt"), (200, b"first\n".to_vec()));
     std::fs::write(root.join("f.txt"), "second\n").unwrap();
     assert_eq!(get(&mut c, "/f.txt"), (200, b"second\n".to_vec()), "no cache: every request opens");
+}
+
+#[test]
+fn the_hold_limit_decides_which_bodies_are_served_from_memory() {
+    // Within a long validity period a file rewritten in place shows its old bytes if its body
+    // is held, its new ones if it is sent from the descriptor: that tells the two apart.
+    let long = Duration::from_secs(30);
+    for backend in [Backend::Epoll, Backend::Uring] {
+        for (hold, held) in [(16, [true, false]), (0, [false, false])] {
+            let Some(srv) = Srv::start_with(backend, Pattern::Reactor, "cache hold", |c| {
+                c.file_cache_valid = long;
+                c.file_cache_hold = hold;
+            }) else {
+                continue;
+            };
+            let root = srv.root.path();
+            let files = [("at.txt", 16), ("over.txt", 17)];
+            for (name, len) in files {
+                std::fs::write(root.join(name), vec![b'a'; len]).unwrap();
+            }
+            let mut c = srv.client();
+            let t0 = Instant::now();
+            for (name, len) in files {
+                assert_eq!(get(&mut c, &format!("/{name}")), (200, vec![b'a'; len]), "{backend:?} {name}");
+                std::fs::write(root.join(name), vec![b'b'; len]).unwrap();
+            }
+            for ((name, len), held) in files.into_iter().zip(held) {
+                let r = get(&mut c, &format!("/{name}"));
+                if t0.elapsed() < long {
+                    let fill = if held { b'a' } else { b'b' };
+                    assert_eq!(r, (200, vec![fill; len]), "{backend:?} hold {hold}: {name} held {held}");
+                }
+            }
+            c.assert_kept();
+        }
+    }
 }
 
 #[test]

@@ -6,8 +6,9 @@
 //! * **Bounded.** At most `max_entries` paths (spread over [`SHARDS`] locks, so threads do
 //!   not queue on one); a full shard drops an entry (the hash map's arbitrary first, which
 //!   SipHash's random keys make unpredictable to clients) before taking a new one. Bodies held
-//!   in memory are bounded too: files up to [`INLINE_MAX`] bytes, [`INLINE_BUDGET`] bytes in all;
-//!   past the budget a file is cached without its body and sent with `sendfile`.
+//!   in memory are bounded too: files up to the cache's hold limit (`--file-cache-hold`,
+//!   [`HOLD_MAX`] by default), [`INLINE_BUDGET`] bytes in all; a larger file, or one past the
+//!   budget, is cached without its body and sent with `sendfile`.
 //! * **Revalidated.** An entry older than the validity period (`--file-cache-valid`, as nginx's
 //!   `open_file_cache_valid`) is opened again through the `openat2` fence before it is used:
 //!   a file replaced, changed or deleted is never served longer than that period after the
@@ -31,10 +32,11 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Files up to this size are held in memory and sent with their head in one `sendmsg`.
-/// Measured (see the crate README): below it, one gathered send from memory costs less than
-/// the head's send plus a `sendfile`.
-pub(crate) const INLINE_MAX: u64 = 64 * 1024;
+/// Files up to this size are held in memory by default and sent with their head in one
+/// `sendmsg`; larger ones with the head's send and then `sendfile`. Measured by
+/// `crates/hintq-serve/bench/hold-threshold.sh` (the README gives the figures): up to here,
+/// one gathered send from memory costs less CPU per request than the head plus `sendfile`.
+pub const HOLD_MAX: u64 = 64 * 1024;
 /// Bytes of file bodies held in memory by one cache, in all.
 pub(crate) const INLINE_BUDGET: usize = 64 * 1024 * 1024;
 /// Independent locks the entries are spread over.
@@ -43,7 +45,7 @@ const SHARDS: usize = 16;
 /// Where a cached file's bytes come from.
 #[derive(Debug)]
 pub(crate) enum Content {
-    /// The whole file, of at most [`INLINE_MAX`] bytes, taken from the budget. No descriptor
+    /// The whole file, of at most the hold limit, taken from the budget. No descriptor
     /// is kept: nothing reads the file.
     Held(Arc<[u8]>),
     /// The file open read-only, for `sendfile`.
@@ -72,20 +74,20 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    /// An entry for `file`, whose `fstat` is `st`; `body` is read here when the file is small
-    /// and `budget` allows (`None` for no cache, which never holds bodies).
+    /// An entry for `file`, whose `fstat` is `st`; the body is read here when `hold` allows
+    /// (`None` for no cache, which never holds bodies).
     pub(crate) fn new(
         file: OwnedFd,
         st: &libc::stat,
         ctype: &'static [u8],
         etag: Box<[u8]>,
         last_modified: [u8; 29],
-        budget: Option<&AtomicUsize>,
+        hold: Option<Hold<'_>>,
     ) -> Entry {
         let len = st.st_size.max(0) as u64;
         let file = File::from(file);
-        let content = match budget {
-            Some(b) if len <= INLINE_MAX && take(b, len as usize) => {
+        let content = match hold.map(|h| (h.budget, h.max)) {
+            Some((b, max)) if len <= max && take(b, len as usize) => {
                 let mut buf = vec![0u8; len as usize];
                 match file.read_exact_at(&mut buf, 0) {
                     Ok(()) => Content::Held(buf.into()),
@@ -137,6 +139,14 @@ impl Entry {
 }
 
 /// Takes `n` bytes from the budget if it has them.
+/// What an entry may take for its body: a file of up to `max` bytes, from what is left of
+/// the cache's `budget`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Hold<'a> {
+    budget: &'a AtomicUsize,
+    max: u64,
+}
+
 fn take(budget: &AtomicUsize, n: usize) -> bool {
     budget.fetch_update(Relaxed, Relaxed, |left| left.checked_sub(n)).is_ok()
 }
@@ -153,12 +163,14 @@ pub(crate) struct FileCache {
     per_shard: usize,
     valid: Duration,
     budget: AtomicUsize,
+    hold_max: u64,
 }
 
 impl FileCache {
-    /// A cache of at most `max_entries` paths, each trusted for `valid` after it was opened.
-    /// Zero for either turns caching off.
-    pub(crate) fn new(max_entries: usize, valid: Duration) -> FileCache {
+    /// A cache of at most `max_entries` paths, each trusted for `valid` after it was opened,
+    /// holding the bodies of files up to `hold_max` bytes. Zero for either of the first two
+    /// turns caching off; a `hold_max` of zero sends every body with `sendfile`.
+    pub(crate) fn new(max_entries: usize, valid: Duration, hold_max: u64) -> FileCache {
         let per_shard = if valid.is_zero() { 0 } else { max_entries.div_ceil(SHARDS) };
         FileCache {
             shards: (0..SHARDS).map(|_| Mutex::new(HashTable::new())).collect(),
@@ -166,13 +178,14 @@ impl FileCache {
             per_shard,
             valid,
             budget: AtomicUsize::new(INLINE_BUDGET),
+            hold_max,
         }
     }
 
-    /// The budget entries made for this cache take their bodies from (`None`: caching is off,
+    /// What entries made for this cache may take for their bodies (`None`: caching is off,
     /// so no body is worth reading).
-    pub(crate) fn budget(&self) -> Option<&AtomicUsize> {
-        (self.per_shard > 0).then_some(&self.budget)
+    pub(crate) fn hold(&self) -> Option<Hold<'_>> {
+        (self.per_shard > 0).then_some(Hold { budget: &self.budget, max: self.hold_max })
     }
 
     /// The entry for `key` if it is still within its validity period at `now`; else `open` is
@@ -249,7 +262,7 @@ mod tests {
     use super::*;
     use std::os::fd::{AsRawFd, OwnedFd};
 
-    fn entry(contents: &[u8], budget: Option<&AtomicUsize>) -> Entry {
+    fn entry(contents: &[u8], hold: Option<Hold<'_>>) -> Entry {
         static N: AtomicUsize = AtomicUsize::new(0);
         let n = N.fetch_add(1, Relaxed);
         let path = std::env::temp_dir().join(format!("hintq-cache-{}-{n}", std::process::id()));
@@ -260,17 +273,23 @@ mod tests {
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: `file` is open and `st` a live stat.
         assert_eq!(unsafe { libc::fstat(file.as_raw_fd(), &mut st) }, 0);
-        Entry::new(file, &st, b"text/plain", b"\"t\"".to_vec().into(), [b' '; 29], budget)
+        Entry::new(file, &st, b"text/plain", b"\"t\"".to_vec().into(), [b' '; 29], hold)
     }
 
     #[test]
-    fn small_bodies_are_held_within_the_budget() {
+    fn small_bodies_are_held_within_the_budget_and_the_limit() {
         let budget = AtomicUsize::new(10);
-        assert_eq!(entry(b"12345678", Some(&budget)).held(), Some(&b"12345678"[..]));
+        let hold = Some(Hold { budget: &budget, max: 8 });
+        assert_eq!(entry(b"12345678", hold).held(), Some(&b"12345678"[..]));
         assert_eq!(budget.load(Relaxed), 2);
         // Over what is left of the budget: cached without its body.
-        assert!(entry(b"123", Some(&budget)).held().is_none());
+        assert!(entry(b"123", hold).held().is_none());
         assert_eq!(budget.load(Relaxed), 2);
+        // Over the limit, however much budget is left: without its body, nothing taken.
+        let budget = AtomicUsize::new(100);
+        assert!(entry(b"123456789", Some(Hold { budget: &budget, max: 8 })).held().is_none());
+        assert!(entry(b"1", Some(Hold { budget: &budget, max: 0 })).held().is_none());
+        assert_eq!(budget.load(Relaxed), 100);
         // No cache: never a body.
         assert!(entry(b"1", None).held().is_none());
     }
@@ -282,7 +301,7 @@ mod tests {
             cache
                 .get::<()>(b"a", Instant::now(), || {
                     opens += 1;
-                    Ok(entry(b"abc", cache.budget()))
+                    Ok(entry(b"abc", cache.hold()))
                 })
                 .unwrap();
         }
@@ -291,11 +310,11 @@ mod tests {
 
     #[test]
     fn entries_are_reused_until_they_expire_and_bounded() {
-        let cache = FileCache::new(SHARDS, Duration::from_millis(200));
+        let cache = FileCache::new(SHARDS, Duration::from_millis(200), HOLD_MAX);
         let opens = opens_for_three_gets(&cache);
         assert_eq!(opens, 1, "within the validity period the entry is reused");
         std::thread::sleep(Duration::from_millis(250));
-        cache.get::<()>(b"a", Instant::now(), || Ok(entry(b"abd", cache.budget()))).unwrap();
+        cache.get::<()>(b"a", Instant::now(), || Ok(entry(b"abd", cache.hold()))).unwrap();
         assert_eq!(cache.get::<()>(b"a", Instant::now(), || Err(())).unwrap().held(), Some(&b"abd"[..]));
         // A failed revalidation drops the entry and returns its body to the budget.
         std::thread::sleep(Duration::from_millis(250));
@@ -304,7 +323,7 @@ mod tests {
         assert_eq!(cache.budget.load(Relaxed), INLINE_BUDGET);
         // Never more entries than asked for (one per shard here).
         for i in 0..200u32 {
-            cache.get::<()>(&i.to_le_bytes(), Instant::now(), || Ok(entry(b"x", cache.budget()))).unwrap();
+            cache.get::<()>(&i.to_le_bytes(), Instant::now(), || Ok(entry(b"x", cache.hold()))).unwrap();
         }
         assert!(cache.len() <= SHARDS, "{} entries", cache.len());
         assert_eq!(cache.budget.load(Relaxed), INLINE_BUDGET - cache.len());
@@ -312,7 +331,7 @@ mod tests {
 
     #[test]
     fn zero_validity_opens_every_time() {
-        let cache = FileCache::new(100, Duration::ZERO);
+        let cache = FileCache::new(100, Duration::ZERO, HOLD_MAX);
         let opens = opens_for_three_gets(&cache);
         assert_eq!(opens, 3);
         assert_eq!(cache.len(), 0);
