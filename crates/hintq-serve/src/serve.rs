@@ -74,8 +74,8 @@ mod path;
 use crate::common::{
     self, read_into, send_now, set_nodelay, shutdown_write, AccessLog, Lifecycle, Out, Read, ServerArgs,
 };
-pub use cache::HOLD_MAX;
 use cache::{Content, Entry, FileCache};
+pub use cache::{HOLD_MAX, HOLD_MAX_RING};
 use hintq::State;
 use hintq_http::{
     error_body, parse_request, write_error_response, BodyDecoder, Framing, HeadWriter, Limits, RequestHead,
@@ -136,9 +136,9 @@ pub struct ServeArgs {
     pub file_cache_entries: usize,
     /// Open-file cache: the largest file whose bytes are held in memory and sent with its
     /// head in one system call; larger files go by `sendfile` (0: every file). 64 MiB of
-    /// bodies in all.
-    #[arg(long, value_name = "BYTES", default_value_t = HOLD_MAX)]
-    pub file_cache_hold: u64,
+    /// bodies in all [default: 32768 on io_uring, 16384 on the other backends].
+    #[arg(long, value_name = "BYTES")]
+    pub file_cache_hold: Option<u64>,
 }
 
 /// What the static server needs besides the pattern configuration.
@@ -161,13 +161,15 @@ pub struct ServeConfig {
     pub file_cache_valid: Duration,
     /// Most paths the open-file cache holds.
     pub file_cache_entries: usize,
-    /// The largest file whose body the open-file cache holds in memory.
-    pub file_cache_hold: u64,
+    /// The largest file whose body the open-file cache holds in memory (`None`: by the
+    /// backend, [`default_hold`]).
+    pub file_cache_hold: Option<u64>,
 }
 
 impl ServeConfig {
     /// Defaults: idle 60 s, header 10 s, send 30 s, `Limits::default()`, no access log, an
-    /// open-file cache of 1,024 paths trusted for 1 s, holding files up to [`HOLD_MAX`].
+    /// open-file cache of 1,024 paths trusted for 1 s, holding files up to the backend's
+    /// [`default_hold`].
     pub fn new(root: impl Into<PathBuf>) -> ServeConfig {
         ServeConfig {
             root: root.into(),
@@ -178,7 +180,7 @@ impl ServeConfig {
             access_log: None,
             file_cache_valid: Duration::from_secs(1),
             file_cache_entries: 1024,
-            file_cache_hold: HOLD_MAX,
+            file_cache_hold: None,
         }
     }
 }
@@ -444,7 +446,8 @@ impl Files {
             }
             _ => e,
         })?;
-        let cache = FileCache::new(cfg.file_cache_entries, cfg.file_cache_valid, cfg.file_cache_hold);
+        let hold = cfg.file_cache_hold.unwrap_or(HOLD_MAX);
+        let cache = FileCache::new(cfg.file_cache_entries, cfg.file_cache_valid, hold);
         Ok(Files { root, cfg, life: Lifecycle::default(), cache })
     }
 
@@ -892,13 +895,27 @@ pub struct Serving {
     files: Arc<Files>,
 }
 
+/// The open-file cache's hold limit for `backend` when none was given: [`HOLD_MAX_RING`]
+/// where the io_uring ring sends the replies (a held body leaves with the batch's one kernel
+/// entry), [`HOLD_MAX`] elsewhere (a `sendmsg` of head and body); measured by
+/// `crates/hintq-serve/bench/hold-threshold.sh`. A ring this kernel refuses falls back to
+/// epoll, and so does the limit.
+pub fn default_hold(backend: hintq::Backend) -> u64 {
+    if backend == hintq::Backend::Uring && backend.probe().is_ok() {
+        HOLD_MAX_RING
+    } else {
+        HOLD_MAX
+    }
+}
+
 /// Starts the static server on `pattern` (its backend, threads and address).
 ///
 /// # Errors
 /// The root (see [`Files::new`]) or the pattern failing to start (see
 /// [`hintq_patterns::start`]: Leader/Followers and Half-Sync refuse some backends).
-pub fn start(cfg: ServeConfig, pattern: Config) -> io::Result<Serving> {
+pub fn start(mut cfg: ServeConfig, pattern: Config) -> io::Result<Serving> {
     common::ignore_sigpipe();
+    cfg.file_cache_hold.get_or_insert_with(|| default_hold(pattern.backend));
     let files = Arc::new(Files::new(cfg)?);
     let server = hintq_patterns::start(pattern, Arc::clone(&files))?;
     Ok(Serving { server, files })

@@ -6,9 +6,10 @@
 //! * **Bounded.** At most `max_entries` paths (spread over [`SHARDS`] locks, so threads do
 //!   not queue on one); a full shard drops an entry (the hash map's arbitrary first, which
 //!   SipHash's random keys make unpredictable to clients) before taking a new one. Bodies held
-//!   in memory are bounded too: files up to the cache's hold limit (`--file-cache-hold`,
-//!   [`HOLD_MAX`] by default), [`INLINE_BUDGET`] bytes in all; a larger file, or one past the
-//!   budget, is cached without its body and sent with `sendfile`.
+//!   in memory are bounded too: files up to the cache's hold limit (`--file-cache-hold`;
+//!   by default [`HOLD_MAX_RING`] where the io_uring ring sends, else [`HOLD_MAX`]),
+//!   [`INLINE_BUDGET`] bytes in all; a larger file, or one past the budget, is cached without
+//!   its body and sent with `sendfile`.
 //! * **Revalidated.** An entry older than the validity period (`--file-cache-valid`, as nginx's
 //!   `open_file_cache_valid`) is opened again through the `openat2` fence before it is used:
 //!   a file replaced, changed or deleted is never served longer than that period after the
@@ -34,9 +35,14 @@ use std::time::{Duration, Instant};
 
 /// Files up to this size are held in memory by default and sent with their head in one
 /// `sendmsg`; larger ones with the head's send and then `sendfile`. Measured by
-/// `crates/hintq-serve/bench/hold-threshold.sh` (the README gives the figures): up to here,
-/// one gathered send from memory costs less CPU per request than the head plus `sendfile`.
-pub const HOLD_MAX: u64 = 64 * 1024;
+/// `crates/hintq-serve/bench/hold-threshold.sh` on epoll (the README gives the figures): up
+/// to here one gathered send from memory costs less CPU per request than the head plus
+/// `sendfile` (16 KiB: 0.99 of it), above it more (24 KiB: 1.06, 64 KiB: 1.30).
+pub const HOLD_MAX: u64 = 16 * 1024;
+/// The same where the io_uring ring sends: a held body is copied into the ring's buffer and
+/// leaves with the batch's one kernel entry, where `sendfile` is a system call of its own
+/// after the head's send completes. Held costs 0.86 of `sendfile` at 32 KiB, 1.09 at 48 KiB.
+pub const HOLD_MAX_RING: u64 = 32 * 1024;
 /// Bytes of file bodies held in memory by one cache, in all.
 pub(crate) const INLINE_BUDGET: usize = 64 * 1024 * 1024;
 /// Independent locks the entries are spread over.
