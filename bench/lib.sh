@@ -145,11 +145,18 @@ trap bench_cleanup EXIT
 
 # Loads http://$2/$3 (default 1k.html) with wrk -t1 -c$C -d${DUR}s pinned to $LOAD_CPU and
 # prints "REQUESTS,CPU_US_PER_REQ": the requests wrk completed and the user + system CPU of
-# process $1 across the run, per request.
+# process $1 across the run, per request. Stops the script when wrk completed no request or
+# got an answer other than 2xx (a missing file would otherwise be timed as a cheap request).
 wrk_cpu_per_request() {
-    local c0 c1 reqs
+    local c0 c1 out reqs
     c0=$(cpu_of "$1")
-    reqs=$(taskset -c "$LOAD_CPU" wrk -t1 -c"$C" -d"${DUR}s" "http://$2/${3:-1k.html}" | awk '/requests in/ { print $1 }')
+    out=$(taskset -c "$LOAD_CPU" wrk -t1 -c"$C" -d"${DUR}s" "http://$2/${3:-1k.html}")
     c1=$(cpu_of "$1")
+    reqs=$(awk '/requests in/ { print $1 }' <<<"$out")
+    if ! [[ $reqs =~ ^[1-9][0-9]*$ ]] || grep -q "Non-2xx" <<<"$out"; then
+        echo "wrk against http://$2/${3:-1k.html} failed:" >&2
+        echo "$out" >&2
+        exit 1
+    fi
     echo "$reqs,$(awk -v a="$c0" -v b="$c1" -v n="$reqs" 'BEGIN { printf "%.3f", (b - a) * 1e6 / n }')"
 }

@@ -81,7 +81,8 @@ done
 for rep in $(seq "$RUNS"); do
     for s in A B; do
         if [ "$s" = A ]; then addr=$A pid=$PID_A; else addr=$B pid=$PID_B; fi
-        echo "$s,$rep,$(wrk_cpu_per_request "$pid" "$addr")" | tee -a "$OUT"
+        r=$(wrk_cpu_per_request "$pid" "$addr")
+        echo "$s,$rep,$r" | tee -a "$OUT"
     done
 done
 

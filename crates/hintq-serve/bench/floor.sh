@@ -60,7 +60,8 @@ for n in "${NAMES[@]}"; do wait_port "${ADDR[$n]}"; done
 
 for rep in $(seq "$RUNS"); do
     for n in $(turned "$rep" "${NAMES[@]}"); do
-        echo "$n,$rep,$(wrk_cpu_per_request "${PID[$n]}" "${ADDR[$n]}")" | tee -a "$OUT"
+        r=$(wrk_cpu_per_request "${PID[$n]}" "${ADDR[$n]}")
+        echo "$n,$rep,$r" | tee -a "$OUT"
     done
 done
 echo "# loadavg after: $(cat /proc/loadavg)" | tee -a "$OUT"

@@ -4,7 +4,8 @@
 # head and body leave in one gathered send) and from the descriptor (`--file-cache-hold 0`:
 # the head's send, then `sendfile`), the two servers side by side in the same rounds. The
 # size at which the ratio held / sendfile passes 1 is the threshold the default
-# (`HOLD_MAX` in crates/hintq-serve/src/serve/cache.rs) should sit under.
+# (`HOLD_MAX_RING` for io_uring, `HOLD_MAX` for the others, in
+# crates/hintq-serve/src/serve/cache.rs) should sit under.
 #
 # Both servers run one thread on $SRV_CPU with backend $BACKEND (one is loaded at a time);
 # wrk -t1 -c$C on $LOAD_CPU, $DUR s a run. Rounds: for each size, one run of each server, the
@@ -59,7 +60,8 @@ for n in "${NAMES[@]}"; do wait_port "${ADDR[$n]}"; done
 for rep in $(seq "$RUNS"); do
     for k in $SIZES; do
         for n in $(turned "$rep" "${NAMES[@]}"); do
-            echo "$n,$k,$rep,$(wrk_cpu_per_request "${PID[$n]}" "${ADDR[$n]}" "$k.bin")" | tee -a "$OUT"
+            r=$(wrk_cpu_per_request "${PID[$n]}" "${ADDR[$n]}" "$k.bin")
+            echo "$n,$k,$rep,$r" | tee -a "$OUT"
         done
     done
 done

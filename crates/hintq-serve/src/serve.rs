@@ -81,7 +81,7 @@ use hintq_http::{
     error_body, parse_request, write_error_response, BodyDecoder, Framing, HeadWriter, Limits, RequestHead,
     Selected, Side, Validators, Version,
 };
-use hintq_patterns::{Config, Cx, Fds, Handler, Next, Server, Why};
+use hintq_patterns::{Config, Cx, Fds, Handler, Next, Pattern, Server, Why};
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::net::SocketAddr;
@@ -135,8 +135,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub file_cache_entries: usize,
     /// Open-file cache: the largest file whose bytes are held in memory and sent with its
-    /// head in one system call; larger files go by `sendfile` (0: every file). 64 MiB of
-    /// bodies in all [default: 32768 on io_uring, 16384 on the other backends].
+    /// head in one system call; larger files go by `sendfile` (0: every non-empty file).
+    /// 64 MiB of bodies in all [default: 32768 where io_uring sends the replies (reactor and
+    /// sharded patterns), else 16384].
     #[arg(long, value_name = "BYTES")]
     pub file_cache_hold: Option<u64>,
 }
@@ -162,7 +163,8 @@ pub struct ServeConfig {
     /// Most paths the open-file cache holds.
     pub file_cache_entries: usize,
     /// The largest file whose body the open-file cache holds in memory (`None`: by the
-    /// backend, [`default_hold`]).
+    /// backend and pattern, [`default_hold`], when the server is made by [`start`]; a
+    /// [`Files::new`] of its own takes [`HOLD_MAX`]).
     pub file_cache_hold: Option<u64>,
 }
 
@@ -895,13 +897,14 @@ pub struct Serving {
     files: Arc<Files>,
 }
 
-/// The open-file cache's hold limit for `backend` when none was given: [`HOLD_MAX_RING`]
+/// The open-file cache's hold limit for `pattern` when none was given: [`HOLD_MAX_RING`]
 /// where the io_uring ring sends the replies (a held body leaves with the batch's one kernel
-/// entry), [`HOLD_MAX`] elsewhere (a `sendmsg` of head and body); measured by
-/// `crates/hintq-serve/bench/hold-threshold.sh`. A ring this kernel refuses falls back to
-/// epoll, and so does the limit.
-pub fn default_hold(backend: hintq::Backend) -> u64 {
-    if backend == hintq::Backend::Uring && backend.probe().is_ok() {
+/// entry: io_uring with ring sends, on a pattern whose queues are not in hand-off mode, so not
+/// Leader/Followers or Half-Sync), [`HOLD_MAX`] elsewhere (a `sendmsg` of head and body);
+/// measured by `crates/hintq-serve/bench/hold-threshold.sh`.
+pub fn default_hold(pattern: &Config) -> u64 {
+    let handoff = matches!(pattern.pattern, Pattern::LeaderFollowers | Pattern::HalfSync);
+    if pattern.backend.sends() && !handoff {
         HOLD_MAX_RING
     } else {
         HOLD_MAX
@@ -915,7 +918,7 @@ pub fn default_hold(backend: hintq::Backend) -> u64 {
 /// [`hintq_patterns::start`]: Leader/Followers and Half-Sync refuse some backends).
 pub fn start(mut cfg: ServeConfig, pattern: Config) -> io::Result<Serving> {
     common::ignore_sigpipe();
-    cfg.file_cache_hold.get_or_insert_with(|| default_hold(pattern.backend));
+    cfg.file_cache_hold.get_or_insert_with(|| default_hold(&pattern));
     let files = Arc::new(Files::new(cfg)?);
     let server = hintq_patterns::start(pattern, Arc::clone(&files))?;
     Ok(Serving { server, files })

@@ -102,42 +102,50 @@ fn within_the_validity_period_the_cached_file_is_served_and_zero_turns_the_cache
 fn the_hold_limit_decides_which_bodies_are_served_from_memory() {
     // Within a long validity period a file rewritten in place shows its old bytes if its body
     // is held, its new ones if it is sent from the descriptor: that tells the two apart.
-    // Without a limit given, the backend's: a 20 KiB file is held where the ring sends
-    // (io_uring, 32 KiB), not on epoll (16 KiB).
+    // Without a limit given, the backend's and pattern's: a 20 KiB file is held where the
+    // ring sends the replies (io_uring, 32 KiB), not on epoll nor on io_uring in hand-off mode
+    // (Leader/Followers), where replies go by `sendmsg` (16 KiB).
     let long = Duration::from_secs(30);
-    for backend in [Backend::Epoll, Backend::Uring] {
-        let by_backend = backend == Backend::Uring;
-        for (hold, sizes, held) in [
-            (Some(16), [16, 17], [true, false]),
-            (Some(0), [16, 17], [false, false]),
-            (None, [20 * 1024, 40 * 1024], [by_backend, false]),
-        ] {
-            let Some(srv) = Srv::start_with(backend, Pattern::Reactor, "cache hold", |c| {
-                c.file_cache_valid = long;
-                c.file_cache_hold = hold;
-            }) else {
-                continue;
-            };
-            let root = srv.root.path();
-            let files = [("h1.bin", sizes[0]), ("h2.bin", sizes[1])];
-            for (name, len) in files {
-                std::fs::write(root.join(name), vec![b'a'; len]).unwrap();
-            }
-            let mut c = srv.client();
-            let t0 = Instant::now();
-            for (name, len) in files {
-                assert_eq!(get(&mut c, &format!("/{name}")), (200, vec![b'a'; len]), "{backend:?} {name}");
-                std::fs::write(root.join(name), vec![b'b'; len]).unwrap();
-            }
-            for ((name, len), held) in files.into_iter().zip(held) {
-                let r = get(&mut c, &format!("/{name}"));
-                if t0.elapsed() < long {
-                    let fill = if held { b'a' } else { b'b' };
-                    assert_eq!(r, (200, vec![fill; len]), "{backend:?} hold {hold:?}: {name} held {held}");
-                }
-            }
-            c.assert_kept();
+    let uring_sends = Backend::Uring.sends();
+    let cases = [
+        (Backend::Epoll, Pattern::Reactor, Some(16), [16, 17], [true, false]),
+        (Backend::Epoll, Pattern::Reactor, Some(0), [16, 17], [false, false]),
+        (Backend::Epoll, Pattern::Reactor, None, [20 * 1024, 40 * 1024], [false, false]),
+        (Backend::Uring, Pattern::Reactor, Some(16), [16, 17], [true, false]),
+        (Backend::Uring, Pattern::Reactor, Some(0), [16, 17], [false, false]),
+        (Backend::Uring, Pattern::Reactor, None, [20 * 1024, 40 * 1024], [uring_sends, false]),
+        (Backend::Uring, Pattern::LeaderFollowers, None, [20 * 1024, 40 * 1024], [false, false]),
+    ];
+    for (backend, pattern, hold, sizes, held) in cases {
+        let Some(srv) = Srv::start_with(backend, pattern, "cache hold", |c| {
+            c.file_cache_valid = long;
+            c.file_cache_hold = hold;
+        }) else {
+            continue;
+        };
+        let root = srv.root.path();
+        let files = [("h1.bin", sizes[0]), ("h2.bin", sizes[1])];
+        for (name, len) in files {
+            std::fs::write(root.join(name), vec![b'a'; len]).unwrap();
         }
+        let mut c = srv.client();
+        let t0 = Instant::now();
+        for (name, len) in files {
+            assert_eq!(get(&mut c, &format!("/{name}")), (200, vec![b'a'; len]), "{backend:?} {name}");
+            std::fs::write(root.join(name), vec![b'b'; len]).unwrap();
+        }
+        for ((name, len), held) in files.into_iter().zip(held) {
+            let r = get(&mut c, &format!("/{name}"));
+            if t0.elapsed() < long {
+                let fill = if held { b'a' } else { b'b' };
+                assert_eq!(
+                    r,
+                    (200, vec![fill; len]),
+                    "{backend:?}/{pattern:?} hold {hold:?}: {name} held {held}"
+                );
+            }
+        }
+        c.assert_kept();
     }
 }
 

@@ -346,15 +346,6 @@ fn launches(rows: &[Row]) -> Option<String> {
     Some(s)
 }
 
-/// `and_list` of pair counts with "pairs" after the last, or "none".
-fn pairs(items: &[String]) -> String {
-    if items.is_empty() {
-        "none".into()
-    } else {
-        format!("{} pairs", and_list(items))
-    }
-}
-
 /// `a`, `a and b`, `a, b and c`.
 fn and_list(items: &[String]) -> String {
     match items {
@@ -391,31 +382,38 @@ fn ranking(rows: &[Row], lines: &[Line]) -> Option<String> {
             .filter_map(|(&(_, _, k), v)| Some((k, Spread::of(v)?.median)))
             .collect()
     };
-    // In how many of the launches both ran `a`'s median was below `b`'s, of how many; `None`
-    // for fewer than two such launches.
-    let wins = |a: &str, b: &str, x: f64| -> Option<(usize, usize)> {
+    // Of the launches both ran, in how many `a`'s median was below `b`'s, in how many above,
+    // and how many there were; `None` for fewer than two such launches.
+    let wins = |a: &str, b: &str, x: f64| -> Option<(usize, usize, usize)> {
         let (a, b) = (launch_medians(a, x), launch_medians(b, x));
         let both: Vec<u32> = a.keys().filter(|k| b.contains_key(k)).copied().collect();
-        (both.len() > 1).then(|| (both.iter().filter(|k| a[k] < b[k]).count(), both.len()))
+        let count = |f: fn(f64, f64) -> bool| both.iter().filter(|k| f(a[k], b[k])).count();
+        (both.len() > 1).then(|| (count(|p, q| p < q), count(|p, q| p > q), both.len()))
     };
     let behind = |a: f64, b: f64| format!("{:.1}%", (b / a - 1.0) * 100.0);
     let (mut parts, mut first, mut not) = (Vec::new(), Vec::new(), Vec::new());
-    // Pair counts by how hintq's best did against the best peer in the launches both ran.
-    let mut sides: [Vec<String>; 3] = Default::default();
+    // Pair counts by how hintq's best did against the best peer in the launches both ran:
+    // ahead in every one, split, behind in every one, not compared (fewer than two).
+    let mut sides: [Vec<String>; 4] = Default::default();
     for x in xs {
         let mut at: Vec<(&str, f64)> =
             lines.iter().filter_map(|l| Some((l.name.as_str(), l.median(x)?))).collect();
         at.sort_by(|a, b| a.1.total_cmp(&b.1));
         let best = |ours: bool| at.iter().find(|(n, _)| is_hintq(n) == ours).map(|&(n, _)| n);
         if let (Some(h), Some(p)) = (best(true), best(false)) {
-            if let Some((won, of)) = wins(h, p, x) {
-                let (side, label) = match won {
-                    0 => (2, num(x)),
-                    w if w == of => (0, num(x)),
-                    w => (1, format!("{} pairs ({h} ahead of {p} in {w} of {of} launches)", num(x))),
-                };
-                sides[side].push(label);
-            }
+            let (side, label) = match wins(h, p, x) {
+                None => (3, format!("{} pairs", num(x))),
+                Some((won, _, of)) if won == of => (0, format!("{} pairs ({of} of {of})", num(x))),
+                Some((_, lost, of)) if lost == of => (2, format!("{} pairs ({of} of {of})", num(x))),
+                Some((won, lost, of)) => (
+                    1,
+                    format!(
+                        "{} pairs ({h} ahead of {p} in {won}, behind in {lost} of {of} launches)",
+                        num(x)
+                    ),
+                ),
+            };
+            sides[side].push(label);
         }
         let Some(&(top, m)) = at.first() else { continue };
         let mut part = format!("{} pairs: {top} {} µs", num(x), num(m));
@@ -423,7 +421,7 @@ fn ranking(rows: &[Row], lines: &[Line]) -> Option<String> {
             None => part.push_str(", the only series measured"),
             Some(&(second, m2)) => {
                 part.push_str(&format!(", {} ahead of {second} ({} µs)", behind(m, m2), num(m2)));
-                if let Some((won, of)) = wins(top, second, x) {
+                if let Some((won, _, of)) = wins(top, second, x) {
                     part.push_str(&format!(", ahead in {won} of {of} launches"));
                 }
                 if is_hintq(second) == is_hintq(top) {
@@ -455,16 +453,22 @@ fn ranking(rows: &[Row], lines: &[Line]) -> Option<String> {
         format!("hintq is first at {} pairs, not at {}.", and_list(&first), and_list(&not))
     };
     let mut s = format!("Fastest at each pair count (lowest median): {}. {verdict}", parts.join("; "));
-    if sides.iter().any(|v| !v.is_empty()) {
-        let [ahead, split, lost] = sides;
-        s.push_str(&format!(
-            " hintq's best against the best peer, launch by launch: ahead in every launch at {}; \
-             split at {}; behind in every launch at {}. A split is inside this machine's \
-             launch-to-launch spread: neither loop is shown faster there.",
-            pairs(&ahead),
-            if split.is_empty() { "none".into() } else { and_list(&split) },
-            pairs(&lost)
-        ));
+    let phrases = ["ahead in every launch at", "split at", "behind in every launch at", "not compared at"];
+    let said: Vec<String> = sides
+        .iter()
+        .zip(phrases)
+        .filter(|(v, _)| !v.is_empty())
+        .map(|(v, phrase)| format!("{phrase} {}", and_list(v)))
+        .collect();
+    // Rows without launches (one process per point) compare nothing: no sentence.
+    if sides[..3].iter().any(|v| !v.is_empty()) {
+        s.push_str(&format!(" hintq's best against the best peer, launch by launch: {}.", said.join("; ")));
+        if !sides[1].is_empty() {
+            s.push_str(
+                " A split is inside this machine's launch-to-launch spread: neither loop is shown \
+                 faster there.",
+            );
+        }
     }
     Some(s)
 }
@@ -769,8 +773,9 @@ mod tests {
              1000 pairs: mio 200 µs, 5.0% ahead of libev-epoll (210 µs), ahead in 3 of 3 launches; best hintq hintq-epoll, 10.0% behind; \
              5000 pairs: hintq-epoll 300 µs, 3.3% ahead of hintq-uring (310 µs), ahead in 3 of 3 launches; best peer mio, 10.0% behind. \
              hintq is first at 100 and 5000 pairs, not at 1000 (mio first). \
-             hintq's best against the best peer, launch by launch: ahead in every launch at 5000 pairs; \
-             split at 100 pairs (hintq-epoll ahead of mio in 2 of 3 launches); behind in every launch at 1000 pairs. \
+             hintq's best against the best peer, launch by launch: ahead in every launch at 5000 pairs (3 of 3); \
+             split at 100 pairs (hintq-epoll ahead of mio in 2, behind in 1 of 3 launches); \
+             behind in every launch at 1000 pairs (3 of 3). \
              A split is inside this machine's launch-to-launch spread: neither loop is shown faster there."
         );
         // hintq first everywhere, and rows of one process per point (no launch in the note).

@@ -7,7 +7,8 @@
 //!   not queue on one); a full shard drops an entry (the hash map's arbitrary first, which
 //!   SipHash's random keys make unpredictable to clients) before taking a new one. Bodies held
 //!   in memory are bounded too: files up to the cache's hold limit (`--file-cache-hold`;
-//!   by default [`HOLD_MAX_RING`] where the io_uring ring sends, else [`HOLD_MAX`]),
+//!   by default [`HOLD_MAX_RING`] where the io_uring ring sends, else [`HOLD_MAX`]: see
+//!   `serve::default_hold`),
 //!   [`INLINE_BUDGET`] bytes in all; a larger file, or one past the budget, is cached without
 //!   its body and sent with `sendfile`.
 //! * **Revalidated.** An entry older than the validity period (`--file-cache-valid`, as nginx's
@@ -36,8 +37,9 @@ use std::time::{Duration, Instant};
 /// Files up to this size are held in memory by default and sent with their head in one
 /// `sendmsg`; larger ones with the head's send and then `sendfile`. Measured by
 /// `crates/hintq-serve/bench/hold-threshold.sh` on epoll (the README gives the figures): up
-/// to here one gathered send from memory costs less CPU per request than the head plus
-/// `sendfile` (16 KiB: 0.99 of it), above it more (24 KiB: 1.06, 64 KiB: 1.30).
+/// to here one gathered send from memory costs no more CPU per request than the head plus
+/// `sendfile` (16 KiB: 0.99 of it, about the same), above it more (24 KiB: 1.06, 64 KiB:
+/// 1.30).
 pub const HOLD_MAX: u64 = 16 * 1024;
 /// The same where the io_uring ring sends: a held body is copied into the ring's buffer and
 /// leaves with the batch's one kernel entry, where `sendfile` is a system call of its own
@@ -144,7 +146,6 @@ impl Entry {
     }
 }
 
-/// Takes `n` bytes from the budget if it has them.
 /// What an entry may take for its body: a file of up to `max` bytes, from what is left of
 /// the cache's `budget`.
 #[derive(Clone, Copy, Debug)]
@@ -153,6 +154,7 @@ pub(crate) struct Hold<'a> {
     max: u64,
 }
 
+/// Takes `n` bytes from the budget if it has them.
 fn take(budget: &AtomicUsize, n: usize) -> bool {
     budget.fetch_update(Relaxed, Relaxed, |left| left.checked_sub(n)).is_ok()
 }

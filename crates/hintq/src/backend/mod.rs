@@ -324,6 +324,13 @@ impl Backend {
         }
     }
 
+    /// True if a queue on this backend makes sends itself ([`crate::Queue::send`]): `uring`
+    /// where this kernel runs it with `IORING_OP_SEND` and `HINTQ_URING_SENDS=0` does not
+    /// turn that off. A queue in hand-off mode still does not ([`crate::Queue::can_send`]).
+    pub fn sends(self) -> bool {
+        self == Backend::Uring && self.probe().is_ok() && uring::sends()
+    }
+
     /// The backends this kernel supports.
     pub fn supported() -> Vec<Backend> {
         Backend::ALL.into_iter().filter(|b| b.probe().is_ok()).collect()

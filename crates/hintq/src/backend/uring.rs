@@ -303,6 +303,11 @@ fn multishot_recv_works() -> bool {
 /// `IORING_OP_ASYNC_CANCEL`, and `HINTQ_URING_SENDS=0` did not turn them off. Set by the probe.
 static SENDS: OnceLock<bool> = OnceLock::new();
 
+/// What the probe found about sends ([`SENDS`]); false before it ran.
+pub(crate) fn sends() -> bool {
+    SENDS.get().copied().unwrap_or(false)
+}
+
 /// `io_uring_setup`'s error in words, naming the usual culprits (quirk h).
 fn refusal(e: &io::Error) -> String {
     match e.raw_os_error() {
@@ -1152,7 +1157,7 @@ impl Poller for Uring {
     }
 
     fn sends(&self) -> bool {
-        SENDS.get().copied().unwrap_or(false)
+        sends()
     }
 
     fn send(&mut self, fd: RawFd, token: u64, buf: Vec<u8>) -> Result<(), (io::Error, Vec<u8>)> {
