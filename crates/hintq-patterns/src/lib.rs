@@ -151,6 +151,13 @@ impl Pattern {
         Pattern::ShardedShared,
     ];
 
+    /// True for the patterns whose threads share one queue and pass connections on through
+    /// hand-off ([`hintq::Rearm`]): Leader/Followers and Half-Sync. Their queues do not make
+    /// sends themselves ([`hintq::Queue::can_send`]).
+    pub fn hands_off(self) -> bool {
+        matches!(self, Pattern::LeaderFollowers | Pattern::HalfSync)
+    }
+
     /// The name used by `--pattern`.
     pub fn name(self) -> &'static str {
         match self {
@@ -394,6 +401,12 @@ pub struct Config {
 impl Config {
     /// The default [`Config::array_max`].
     pub const ARRAY_MAX: usize = 64;
+
+    /// True if the threads' queues make the replies' sends themselves ([`crate::Fds::send`]):
+    /// a backend that sends ([`Backend::sends`]) on a pattern that does not hand off.
+    pub fn ring_sends(&self) -> bool {
+        self.backend.sends() && !self.pattern.hands_off()
+    }
 
     /// A configuration with defaults: no measuring, fixed thread count, 100 ms tick,
     /// 65,536 descriptors, 64 events per call.

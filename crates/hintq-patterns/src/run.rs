@@ -933,10 +933,8 @@ pub fn start<H: Handler>(cfg: Config, handler: Arc<H>) -> io::Result<Server> {
         draining: AtomicBool::new(false),
         stats: (0..nstats).map(|_| ThreadStats::default()).collect(),
     });
-    let mut server = match cfg.pattern {
-        Pattern::Reactor | Pattern::Sharded | Pattern::ShardedShared => start_shards(&cfg, n, &core)?,
-        Pattern::LeaderFollowers | Pattern::HalfSync => start_pool(&cfg, n, &core)?,
-    };
+    let mut server =
+        if cfg.pattern.hands_off() { start_pool(&cfg, n, &core)? } else { start_shards(&cfg, n, &core)? };
     let c = Arc::clone(&core);
     server.stats = Box::new(move || c.stats.iter().map(ThreadStats::snapshot).collect());
     let c = Arc::clone(&core);

@@ -81,7 +81,7 @@ use hintq_http::{
     error_body, parse_request, write_error_response, BodyDecoder, Framing, HeadWriter, Limits, RequestHead,
     Selected, Side, Validators, Version,
 };
-use hintq_patterns::{Config, Cx, Fds, Handler, Next, Pattern, Server, Why};
+use hintq_patterns::{Config, Cx, Fds, Handler, Next, Server, Why};
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::net::SocketAddr;
@@ -898,13 +898,11 @@ pub struct Serving {
 }
 
 /// The open-file cache's hold limit for `pattern` when none was given: [`HOLD_MAX_RING`]
-/// where the io_uring ring sends the replies (a held body leaves with the batch's one kernel
-/// entry: io_uring with ring sends, on a pattern whose queues are not in hand-off mode, so not
-/// Leader/Followers or Half-Sync), [`HOLD_MAX`] elsewhere (a `sendmsg` of head and body);
+/// where the io_uring ring sends the replies ([`Config::ring_sends`]: a held body leaves with
+/// the batch's one kernel entry), [`HOLD_MAX`] elsewhere (a `sendmsg` of head and body);
 /// measured by `crates/hintq-serve/bench/hold-threshold.sh`.
 pub fn default_hold(pattern: &Config) -> u64 {
-    let handoff = matches!(pattern.pattern, Pattern::LeaderFollowers | Pattern::HalfSync);
-    if pattern.backend.sends() && !handoff {
+    if pattern.ring_sends() {
         HOLD_MAX_RING
     } else {
         HOLD_MAX

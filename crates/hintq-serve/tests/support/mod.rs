@@ -110,7 +110,7 @@ impl Srv {
             // The thread pools hand a descriptor between threads, which poll, select-classic,
             // gooch and rtsig cannot re-activate: that combination does not exist, and starting it must say
             // so. Checked, not skipped: the case has nothing else to run.
-            Err(e) if matches!(pattern, Pattern::LeaderFollowers | Pattern::HalfSync) => {
+            Err(e) if pattern.hands_off() => {
                 let refused =
                     matches!(
                         backend,
