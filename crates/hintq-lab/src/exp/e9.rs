@@ -359,77 +359,69 @@ fn is_hintq(series: &str) -> bool {
     series.starts_with("hintq-")
 }
 
+/// Each launch's median, by series, pair count and launch.
+struct ByLaunch<'a>(BTreeMap<(&'a str, u64, u32), f64>);
+
+impl<'a> ByLaunch<'a> {
+    fn of(rows: &'a [Row]) -> ByLaunch<'a> {
+        let mut runs: BTreeMap<(&str, u64, u32), Vec<f64>> = BTreeMap::new();
+        for r in counted(rows) {
+            if let (Some(k), Some(v)) = (launch_of(r), r.value) {
+                runs.entry((r.series.as_str(), r.x.to_bits(), k)).or_default().push(v);
+            }
+        }
+        ByLaunch(runs.into_iter().filter_map(|(key, v)| Some((key, Spread::of(&v)?.median))).collect())
+    }
+
+    fn medians(&self, series: &str, x: f64) -> BTreeMap<u32, f64> {
+        let range = (series, x.to_bits(), 0)..=(series, x.to_bits(), u32::MAX);
+        self.0.range(range).map(|(&(_, _, k), &m)| (k, m)).collect()
+    }
+
+    /// Of the launches both ran, in how many `a`'s median was below `b`'s, in how many above,
+    /// and how many there were; `None` for fewer than two such launches.
+    fn wins(&self, a: &str, b: &str, x: f64) -> Option<(usize, usize, usize)> {
+        let (a, b) = (self.medians(a, x), self.medians(b, x));
+        let both: Vec<u32> = a.keys().filter(|k| b.contains_key(k)).copied().collect();
+        let count = |f: fn(f64, f64) -> bool| both.iter().filter(|k| f(a[k], b[k])).count();
+        (both.len() > 1).then(|| (count(|p, q| p < q), count(|p, q| p > q), both.len()))
+    }
+}
+
+/// The series measured at `x`, fastest (lowest median) first.
+fn ranked(lines: &[Line], x: f64) -> Vec<(&str, f64)> {
+    let mut at: Vec<(&str, f64)> =
+        lines.iter().filter_map(|l| Some((l.name.as_str(), l.median(x)?))).collect();
+    at.sort_by(|a, b| a.1.total_cmp(&b.1));
+    at
+}
+
 /// The fastest series (lowest median over every launch's runs) at each pair count, by how
 /// much over the second and in how many launches it was ahead of it, the best of the other
 /// side (hintq or its peers) when the second is on the same side, and at which pair counts
-/// hintq is first. Then hintq's best series against the best peer's, launch by launch: a
-/// lead by the medians that some launches reverse is inside the machine's launch-to-launch
-/// spread, and the reading says so rather than crown it.
+/// hintq is first; then [`head_to_head`].
 fn ranking(rows: &[Row], lines: &[Line]) -> Option<String> {
     let mut xs: Vec<f64> = lines.iter().flat_map(|l| l.points.iter().map(|p| p.x)).collect();
     xs.sort_by(f64::total_cmp);
     xs.dedup();
-    // The median of each launch, by series, pair count and launch.
-    let mut by_launch: BTreeMap<(&str, u64, u32), Vec<f64>> = BTreeMap::new();
-    for r in counted(rows) {
-        if let (Some(k), Some(v)) = (launch_of(r), r.value) {
-            by_launch.entry((r.series.as_str(), r.x.to_bits(), k)).or_default().push(v);
-        }
-    }
-    let launch_medians = |series: &str, x: f64| -> BTreeMap<u32, f64> {
-        by_launch
-            .range((series, x.to_bits(), 0)..=(series, x.to_bits(), u32::MAX))
-            .filter_map(|(&(_, _, k), v)| Some((k, Spread::of(v)?.median)))
-            .collect()
-    };
-    // Of the launches both ran, in how many `a`'s median was below `b`'s, in how many above,
-    // and how many there were; `None` for fewer than two such launches.
-    let wins = |a: &str, b: &str, x: f64| -> Option<(usize, usize, usize)> {
-        let (a, b) = (launch_medians(a, x), launch_medians(b, x));
-        let both: Vec<u32> = a.keys().filter(|k| b.contains_key(k)).copied().collect();
-        let count = |f: fn(f64, f64) -> bool| both.iter().filter(|k| f(a[k], b[k])).count();
-        (both.len() > 1).then(|| (count(|p, q| p < q), count(|p, q| p > q), both.len()))
-    };
+    let by = ByLaunch::of(rows);
     let behind = |a: f64, b: f64| format!("{:.1}%", (b / a - 1.0) * 100.0);
     let (mut parts, mut first, mut not) = (Vec::new(), Vec::new(), Vec::new());
-    // Pair counts by how hintq's best did against the best peer in the launches both ran:
-    // ahead in every one, split, behind in every one, not compared (fewer than two).
-    let mut sides: [Vec<String>; 4] = Default::default();
-    for x in xs {
-        let mut at: Vec<(&str, f64)> =
-            lines.iter().filter_map(|l| Some((l.name.as_str(), l.median(x)?))).collect();
-        at.sort_by(|a, b| a.1.total_cmp(&b.1));
-        let best = |ours: bool| at.iter().find(|(n, _)| is_hintq(n) == ours).map(|&(n, _)| n);
-        if let (Some(h), Some(p)) = (best(true), best(false)) {
-            let (side, label) = match wins(h, p, x) {
-                None => (3, format!("{} pairs", num(x))),
-                Some((won, _, of)) if won == of => (0, format!("{} pairs ({of} of {of})", num(x))),
-                Some((_, lost, of)) if lost == of => (2, format!("{} pairs ({of} of {of})", num(x))),
-                Some((won, lost, of)) => (
-                    1,
-                    format!(
-                        "{} pairs ({h} ahead of {p} in {won}, behind in {lost} of {of} launches)",
-                        num(x)
-                    ),
-                ),
-            };
-            sides[side].push(label);
-        }
+    for &x in &xs {
+        let at = ranked(lines, x);
         let Some(&(top, m)) = at.first() else { continue };
         let mut part = format!("{} pairs: {top} {} µs", num(x), num(m));
         match at.get(1) {
             None => part.push_str(", the only series measured"),
             Some(&(second, m2)) => {
                 part.push_str(&format!(", {} ahead of {second} ({} µs)", behind(m, m2), num(m2)));
-                if let Some((won, _, of)) = wins(top, second, x) {
+                if let Some((won, _, of)) = by.wins(top, second, x) {
                     part.push_str(&format!(", ahead in {won} of {of} launches"));
                 }
-                if is_hintq(second) == is_hintq(top) {
-                    let other = at.iter().find(|(n, _)| is_hintq(n) != is_hintq(top));
-                    if let Some(&(o, mo)) = other {
-                        let side = if is_hintq(top) { "peer" } else { "hintq" };
-                        part.push_str(&format!("; best {side} {o}, {} behind", behind(m, mo)));
-                    }
+                let other = at.iter().find(|(n, _)| is_hintq(n) != is_hintq(top));
+                if let (true, Some(&(o, mo))) = (is_hintq(second) == is_hintq(top), other) {
+                    let side = if is_hintq(top) { "peer" } else { "hintq" };
+                    part.push_str(&format!("; best {side} {o}, {} behind", behind(m, mo)));
                 }
             }
         }
@@ -453,6 +445,35 @@ fn ranking(rows: &[Row], lines: &[Line]) -> Option<String> {
         format!("hintq is first at {} pairs, not at {}.", and_list(&first), and_list(&not))
     };
     let mut s = format!("Fastest at each pair count (lowest median): {}. {verdict}", parts.join("; "));
+    s.extend(head_to_head(lines, &xs, &by));
+    Some(s)
+}
+
+/// hintq's best series against the best peer's at each pair count, launch by launch: ahead
+/// in every launch, split, behind in every launch, or not compared (fewer than two launches
+/// in common). A lead by the medians that some launches reverse is inside the machine's
+/// launch-to-launch spread, and the sentence says so rather than crown it. `None` for rows
+/// without launches (one process per point).
+fn head_to_head(lines: &[Line], xs: &[f64], by: &ByLaunch<'_>) -> Option<String> {
+    let mut sides: [Vec<String>; 4] = Default::default();
+    for &x in xs {
+        let at = ranked(lines, x);
+        let best = |ours: bool| at.iter().find(|(n, _)| is_hintq(n) == ours).map(|&(n, _)| n);
+        let (Some(h), Some(p)) = (best(true), best(false)) else { continue };
+        let (side, label) = match by.wins(h, p, x) {
+            None => (3, format!("{} pairs", num(x))),
+            Some((won, _, of)) if won == of => (0, format!("{} pairs ({of} of {of})", num(x))),
+            Some((_, lost, of)) if lost == of => (2, format!("{} pairs ({of} of {of})", num(x))),
+            Some((won, lost, of)) => (
+                1,
+                format!("{} pairs ({h} ahead of {p} in {won}, behind in {lost} of {of} launches)", num(x)),
+            ),
+        };
+        sides[side].push(label);
+    }
+    if sides[..3].iter().all(Vec::is_empty) {
+        return None;
+    }
     let phrases = ["ahead in every launch at", "split at", "behind in every launch at", "not compared at"];
     let said: Vec<String> = sides
         .iter()
@@ -460,15 +481,11 @@ fn ranking(rows: &[Row], lines: &[Line]) -> Option<String> {
         .filter(|(v, _)| !v.is_empty())
         .map(|(v, phrase)| format!("{phrase} {}", and_list(v)))
         .collect();
-    // Rows without launches (one process per point) compare nothing: no sentence.
-    if sides[..3].iter().any(|v| !v.is_empty()) {
-        s.push_str(&format!(" hintq's best against the best peer, launch by launch: {}.", said.join("; ")));
-        if !sides[1].is_empty() {
-            s.push_str(
-                " A split is inside this machine's launch-to-launch spread: neither loop is shown \
-                 faster there.",
-            );
-        }
+    let mut s = format!(" hintq's best against the best peer, launch by launch: {}.", said.join("; "));
+    if !sides[1].is_empty() {
+        s.push_str(
+            " A split is inside this machine's launch-to-launch spread: neither loop is shown faster there.",
+        );
     }
     Some(s)
 }
