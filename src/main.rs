@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use hintq::Backend;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -330,9 +331,15 @@ struct LoadArgs {
     /// a wake-up from sleep is slow (see the report's self-check).
     #[arg(long, value_parser = hintq_load::parse_duration, value_name = "D")]
     spin: Option<std::time::Duration>,
-    /// Write every figure and the exact settings as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
+    /// Write every figure and the exact settings as JSON to FILE, or to standard output with
+    /// - (the summary then goes to standard error).
+    #[arg(long, value_name = "FILE|-")]
     json: Option<PathBuf>,
+    /// The run fails (exit status 1) when more than this share of the hot requests and
+    /// connects ended in an error: a fraction (0.05) or a percentage (5%). A run in which no
+    /// request succeeded fails whatever this says.
+    #[arg(long, default_value = "1%", value_parser = hintq_load::parse_error_rate, value_name = "RATE")]
+    max_error_rate: f64,
     /// No progress bar (there is none anyway when stderr is not a terminal).
     #[arg(long)]
     quiet: bool,
@@ -358,6 +365,8 @@ fn load(a: LoadArgs) -> ExitCode {
         progress: !a.quiet,
         spin: a.spin,
         stall_hot_turns: None,
+        max_error_rate: a.max_error_rate,
+        stall_hot_connects: None,
     };
     let spawner = std::env::current_exe()
         .ok()
@@ -369,17 +378,45 @@ fn load(a: LoadArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    print!("{}", report.summary());
+    let json_to_stdout = a.json.as_deref().is_some_and(is_stdout);
+    if json_to_stdout {
+        eprint!("{}", report.summary());
+    } else {
+        print!("{}", report.summary());
+    }
     if let Some(path) = a.json {
-        let written = std::fs::File::create(&path).map_err(|e| e.to_string()).and_then(|f| {
-            serde_json::to_writer_pretty(std::io::BufWriter::new(f), &report).map_err(|e| e.to_string())
+        let written = output(&path).and_then(|mut w| {
+            serde_json::to_writer_pretty(&mut w, &report)?;
+            writeln!(w)?;
+            w.flush()
         });
         if let Err(e) = written {
-            eprintln!("hintq load: writing {}: {e}", path.display());
+            eprintln!("hintq load: --json {}: {e}", path.display());
             return ExitCode::FAILURE;
         }
     }
-    ExitCode::SUCCESS
+    for rule in &report.failed {
+        eprintln!("hintq load: failed: {rule}");
+    }
+    if report.failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// `-`, which stands for standard output (or input) wherever a file is asked for.
+fn is_stdout(path: &std::path::Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// A buffered writer to `path`, or to standard output for `-`.
+fn output(path: &std::path::Path) -> std::io::Result<Box<dyn Write>> {
+    Ok(if is_stdout(path) {
+        Box::new(std::io::BufWriter::new(std::io::stdout().lock()))
+    } else {
+        Box::new(std::io::BufWriter::new(std::fs::File::create(path)?))
+    })
 }
 
 fn load_worker() -> ExitCode {

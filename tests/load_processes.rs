@@ -4,63 +4,13 @@
 //! request and every connection of every process arrives once, and the merged report says
 //! so, with the workers' own shares included.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+mod common;
+
+use common::server;
+use std::net::SocketAddr;
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::Arc;
+use std::sync::atomic::Ordering::SeqCst;
 use std::time::Duration;
-
-#[derive(Default)]
-struct Counts {
-    connections: AtomicUsize,
-    requests: AtomicUsize,
-    /// Connections accepted and not yet closed by the client.
-    open: AtomicUsize,
-}
-
-/// A thread-per-connection HTTP/1.1 server answering every request with 200 and 5 bytes.
-fn server() -> (SocketAddr, Arc<Counts>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    // A deep accept queue (std's is 128): beyond it the kernel drops the handshake's last
-    // ACK, and the client holds a connection the server never accepted.
-    // SAFETY: listen(2) again on a listening socket only changes its backlog.
-    assert_eq!(unsafe { libc::listen(std::os::fd::AsRawFd::as_raw_fd(&l), 4096) }, 0);
-    let addr = l.local_addr().unwrap();
-    let counts = Arc::new(Counts::default());
-    let c = Arc::clone(&counts);
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(s) = s else { continue };
-            c.connections.fetch_add(1, SeqCst);
-            c.open.fetch_add(1, SeqCst);
-            let c = Arc::clone(&c);
-            std::thread::spawn(move || {
-                answer(s, &c);
-                c.open.fetch_sub(1, SeqCst);
-            });
-        }
-    });
-    (addr, counts)
-}
-
-fn answer(mut s: TcpStream, c: &Counts) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            buf.drain(..end + 4);
-            c.requests.fetch_add(1, SeqCst);
-            if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello").is_err() {
-                return;
-            }
-        }
-        match s.read(&mut chunk) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-}
 
 /// Runs `hintq load` with `args` (and `--duration 30s` unless they set one) against `addr`;
 /// returns its JSON report.

@@ -166,6 +166,22 @@ pub struct Config {
     /// ([`crate::report::SelfCheck`]) notices; `None` in every real run.
     #[serde(default)]
     pub stall_hot_turns: Option<Duration>,
+    /// The run fails (see [`crate::Report::failed`]) when more than this fraction of the hot
+    /// requests and connects ended in an error; a run with no success fails whatever this is.
+    #[serde(default = "default_max_error_rate")]
+    pub max_error_rate: f64,
+    /// Test hook, not on the command line: every hot worker sleeps this long after each hot
+    /// connect it starts, so that a connect time measured from anything but the connect's own
+    /// start would show the sleeps; `None` in every real run.
+    #[serde(default)]
+    pub stall_hot_connects: Option<Duration>,
+}
+
+/// [`Config::max_error_rate`] unless told: 1%.
+pub const MAX_ERROR_RATE: f64 = 0.01;
+
+fn default_max_error_rate() -> f64 {
+    MAX_ERROR_RATE
 }
 
 impl Default for Config {
@@ -189,6 +205,8 @@ impl Default for Config {
             progress: false,
             spin: None,
             stall_hot_turns: None,
+            max_error_rate: MAX_ERROR_RATE,
+            stall_hot_connects: None,
         }
     }
 }
@@ -231,6 +249,9 @@ impl Config {
         if self.threads == 0 || self.processes == Some(0) || self.sources == Some(0) {
             return Err("--threads, --processes and --sources must be at least 1".into());
         }
+        if !(0.0..=1.0).contains(&self.max_error_rate) {
+            return Err("--max-error-rate must be between 0 and 1 (or 0% and 100%)".into());
+        }
         if let Some((lo, hi)) = self.port_range {
             if lo == 0 || lo > hi {
                 return Err(format!("bad port range {lo}-{hi}"));
@@ -257,6 +278,20 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         _ => return Err(format!("bad duration unit in {s:?}: use us, ms, s, m or h")),
     };
     Duration::try_from_secs_f64(n * scale).map_err(|e| format!("bad duration {s:?}: {e}"))
+}
+
+/// Parses an error rate: a fraction (`0.01`) or a percentage (`1%`), from 0 to 1 (100%).
+///
+/// # Errors
+/// A message naming the accepted forms.
+pub fn parse_error_rate(s: &str) -> Result<f64, String> {
+    let bad = || format!("bad error rate {s:?}: expected a fraction from 0 to 1 (0.01) or a percentage (1%)");
+    let (num, scale) = match s.trim().strip_suffix('%') {
+        Some(pct) => (pct, 0.01),
+        None => (s.trim(), 1.0),
+    };
+    let r = num.trim().parse::<f64>().map_err(|_| bad())? * scale;
+    (0.0..=1.0).contains(&r).then_some(r).ok_or_else(bad)
 }
 
 #[cfg(test)]
@@ -296,6 +331,17 @@ mod tests {
         assert_eq!(Config { spin, rate: Some(100.0), ..base.clone() }.validate(), Ok(()));
         let long = Some(Duration::from_secs(1));
         assert!(Config { spin: long, rate: Some(100.0), ..base }.validate().is_err());
+    }
+
+    #[test]
+    fn error_rates_are_fractions_or_percentages() {
+        assert_eq!(parse_error_rate("0.05"), Ok(0.05));
+        assert_eq!(parse_error_rate("5%"), Ok(0.05));
+        assert_eq!(parse_error_rate("0"), Ok(0.0));
+        assert_eq!(parse_error_rate("100%"), Ok(1.0));
+        for bad in ["1.5", "-1%", "101%", "x", "%", "NaN"] {
+            assert!(parse_error_rate(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -71,7 +71,7 @@ pub mod stats;
 mod sys;
 pub mod worker;
 
-pub use config::{parse_duration, ColdLifetime, ColdMode, Config, Target};
+pub use config::{parse_duration, parse_error_rate, ColdLifetime, ColdMode, Config, Target};
 pub use plan::Plan;
 pub use report::Report;
 

@@ -96,6 +96,10 @@ pub struct SelfCheck {
     pub generator_lagged: bool,
     /// Why, in words (empty when it kept up).
     pub reasons: Vec<String>,
+    /// No request succeeded, so there was no latency to compare the generator's own delay
+    /// with: `generator_lagged` then speaks of its busy threads only.
+    #[serde(default)]
+    pub no_latency: bool,
 }
 
 impl SelfCheck {
@@ -125,7 +129,9 @@ impl SelfCheck {
         let server_time_us = Percentiles::of(&server);
         let mut reasons = Vec::new();
         let (p, s) = (latency.p99, server_time_us.p99);
-        if l >= LAG_FLOOR_US && l as f64 >= LAG_SHARE * p as f64 {
+        if latency.count == 0 {
+            // No success, no latency: nothing the generator's delay could be compared with.
+        } else if l >= LAG_FLOOR_US && l as f64 >= LAG_SHARE * p as f64 {
             reasons.push(format!(
                 "{what} p99 {} is {:.0}% of latency p99 {}",
                 ms(l),
@@ -154,6 +160,7 @@ impl SelfCheck {
             hot_spun_mean_pct: 100.0 * spun / f64::from(hot_n.max(1)),
             generator_lagged: !reasons.is_empty(),
             reasons,
+            no_latency: latency.count == 0,
         }
     }
 }
@@ -195,6 +202,44 @@ pub struct Report {
     pub cpu: Cpu,
     /// Whether the generator kept up ([`SelfCheck`]).
     pub self_check: SelfCheck,
+    /// Errors over successes plus errors: of the hot requests and connects, or of the cold
+    /// connects in a run with no hot connection.
+    #[serde(default)]
+    pub error_rate: f64,
+    /// The rules the run broke, in words (empty: the run passed); `hintq load` exits non-zero
+    /// when there is any. See [`verdict`].
+    #[serde(default)]
+    pub failed: Vec<String>,
+}
+
+/// Whether a run passed: the rules it broke, and its error rate. A run fails when nothing
+/// succeeded, or when its error rate (errors over successes plus errors) is above
+/// `max_error_rate`. The hot requests are judged; a run with no hot connection (cold only)
+/// is judged on its cold connects. Connect errors count: a server that is not there fails a
+/// run as surely as one answering 404.
+pub fn verdict(settings: &Config, hot: &Hot, cold: &Cold) -> (f64, Vec<String>) {
+    let (what, ok, errors) = match settings.connections {
+        0 => ("cold connection opened", cold.opened, &cold.errors),
+        _ => ("request succeeded", hot.successes, &hot.errors),
+    };
+    let bad = errors.total();
+    let rate = if ok + bad > 0 { bad as f64 / (ok + bad) as f64 } else { 0.0 };
+    let mut failed = Vec::new();
+    if ok == 0 {
+        failed.push(format!("no {what} (errors: {})", fmt_errors(errors)));
+    }
+    if rate > settings.max_error_rate {
+        failed.push(format!(
+            "error rate {} ({bad} errors, {ok} successes) is above --max-error-rate {}",
+            pct(rate),
+            pct(settings.max_error_rate)
+        ));
+    }
+    (rate, failed)
+}
+
+fn pct(f: f64) -> String {
+    format!("{}%", (f * 1e6).round() / 1e4)
 }
 
 impl Report {
@@ -221,6 +266,7 @@ impl Report {
             warmup_seconds = warmup_seconds.max(r.warmup_seconds);
         }
         let latency_us = Percentiles::of(&latency);
+        let (error_rate, failed) = verdict(cfg, &hot, &cold);
         let completed = hot.successes + hot.errors.request_errors();
         let busy = cpu.0 + cpu.1;
         Report {
@@ -249,6 +295,8 @@ impl Report {
                 per_request_us: if completed > 0 { busy * 1e6 / completed as f64 } else { 0.0 },
                 cores_busy: if wall_seconds > 0.0 { busy / wall_seconds } else { 0.0 },
             },
+            error_rate,
+            failed,
         }
     }
 
@@ -331,6 +379,12 @@ impl Report {
                  not the server's (spread the load: --threads, --processes; or lower --rate)",
                 k.reasons.join("; ")
             );
+        } else if k.no_latency {
+            let _ = writeln!(
+                o,
+                "  self-check: cannot say whether the generator kept up: no request succeeded, so there \
+                 is no latency to compare its own delay with"
+            );
         } else {
             let _ = writeln!(
                 o,
@@ -374,6 +428,15 @@ impl Report {
             "  load CPU: {:.2} s user + {:.2} s system over {:.2} s ({:.2} cores busy), {:.2} us per request",
             c.user_s, c.system_s, self.wall_seconds, c.cores_busy, c.per_request_us
         );
+        let _ = match self.failed.as_slice() {
+            [] => writeln!(
+                o,
+                "  passed: error rate {}, at most {}",
+                pct(self.error_rate),
+                pct(s.max_error_rate)
+            ),
+            f => writeln!(o, "  FAILED: {}", f.join("; ")),
+        };
         o
     }
 }
@@ -452,7 +515,44 @@ fn fmt_errors(e: &Errors) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::ReplyRate;
+    use super::{verdict, ReplyRate};
+    use crate::stats::{Cold, Hot};
+    use crate::Config;
+
+    fn hot(successes: u64, status: u64, connect: u64) -> Hot {
+        let mut h = Hot { successes, ..Hot::default() };
+        (h.errors.status, h.errors.connect) = (status, connect);
+        h
+    }
+
+    #[test]
+    fn a_run_fails_above_its_error_rate_and_passes_at_it() {
+        let cfg = Config { max_error_rate: 0.01, ..Config::default() };
+        let cold = Cold::default();
+        let (rate, failed) = verdict(&cfg, &hot(99, 1, 0), &cold);
+        assert_eq!((rate, failed.len()), (0.01, 0), "{failed:?}");
+        let (rate, failed) = verdict(&cfg, &hot(98, 1, 1), &cold);
+        assert_eq!(rate, 0.02);
+        assert_eq!(failed, ["error rate 2% (2 errors, 98 successes) is above --max-error-rate 1%"]);
+        let lenient = Config { max_error_rate: 0.5, ..cfg.clone() };
+        assert!(verdict(&lenient, &hot(98, 1, 1), &cold).1.is_empty());
+        let strict = Config { max_error_rate: 0.0, ..cfg.clone() };
+        assert!(verdict(&strict, &hot(100, 0, 0), &cold).1.is_empty());
+        assert_eq!(verdict(&strict, &hot(100, 1, 0), &cold).1.len(), 1);
+    }
+
+    #[test]
+    fn a_run_without_a_success_fails_whatever_the_error_rate() {
+        let all = Config { max_error_rate: 1.0, ..Config::default() };
+        let (_, failed) = verdict(&all, &hot(0, 0, 100), &Cold::default());
+        assert_eq!(failed, ["no request succeeded (errors: connect 100)"]);
+        let (_, failed) = verdict(&all, &hot(0, 0, 0), &Cold::default());
+        assert_eq!(failed, ["no request succeeded (errors: none)"]);
+        let cold_only = Config { connections: 0, cold: 5, ..all };
+        let opened = Cold { opened: 5, ..Cold::default() };
+        assert!(verdict(&cold_only, &Hot::default(), &opened).1.is_empty());
+        assert_eq!(verdict(&cold_only, &Hot::default(), &Cold::default()).1.len(), 1);
+    }
 
     #[test]
     fn reply_rate_sums_workers_by_second_and_drops_the_partial_last_second() {

@@ -286,7 +286,9 @@ pub struct Worker<'a> {
     this_second: ColdSecond,
     next_second: Option<Instant>,
     scratch: Box<[u8]>,
-    again: Vec<(Slot, u32, State)>,
+    /// States returned by `declare_interest`, handled after the batch of events, with when
+    /// they were learned.
+    again: Vec<(Slot, u32, State, Instant)>,
 }
 
 fn micros(d: Duration) -> u64 {
@@ -404,7 +406,7 @@ impl<'a> Worker<'a> {
         let (mut next, mut progress) = (0, (begin, 0));
         loop {
             while next < self.cold.len() && next - self.cold_settled < WARMUP_IN_FLIGHT {
-                self.open(Slot::Cold(next), Instant::now())?;
+                self.open(Slot::Cold(next))?;
                 next += 1;
             }
             let now = Instant::now();
@@ -420,7 +422,7 @@ impl<'a> Worker<'a> {
         }
         // Stuck (nothing settled for --timeout): the rest are tried anyway, and counted.
         for i in next..self.cold.len() {
-            self.open(Slot::Cold(i), Instant::now())?;
+            self.open(Slot::Cold(i))?;
         }
         let warmup = begin.elapsed();
         start.wait();
@@ -435,7 +437,7 @@ impl<'a> Worker<'a> {
             self.next_send = Some(self.t0);
         }
         for i in 0..self.hot.len() {
-            self.open(Slot::Hot(i), self.t0)?;
+            self.open(Slot::Hot(i))?;
         }
         loop {
             if let Some(d) = self.cfg.stall_hot_turns.filter(|_| self.role == Role::Hot) {
@@ -531,23 +533,23 @@ impl<'a> Worker<'a> {
                 continue;
             }
             if let Some(&v) = self.by_fd.get(ev.fd() as usize).filter(|&&v| v != NONE) {
-                self.dispatch(Slot::decode(v), ev.state())?;
+                self.dispatch(Slot::decode(v), ev.state(), self.woke)?;
             }
         }
-        while let Some((slot, gen, state)) = self.again.pop() {
+        while let Some((slot, gen, state, seen)) = self.again.pop() {
             if self.conn(slot).gen == gen {
-                self.dispatch(slot, state)?;
+                self.dispatch(slot, state, seen)?;
             }
         }
         let now = Instant::now();
         self.woke = now;
         while let Some((_, t)) = self.timers.pop_expired(now) {
             match t {
-                Timer::Retry(slot, gen) if self.conn(slot).gen == gen => self.open(slot, now)?,
+                Timer::Retry(slot, gen) if self.conn(slot).gen == gen => self.open(slot)?,
                 Timer::Expire(i, gen) if self.cold[i].gen == gen => {
                     self.stats_cold.expired += 1;
                     self.this_second.closed += 1;
-                    self.reopen(Slot::Cold(i), now)?;
+                    self.reopen(Slot::Cold(i))?;
                 }
                 _ => {}
             }
@@ -570,12 +572,13 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn dispatch(&mut self, slot: Slot, state: State) -> io::Result<()> {
+    /// Handles `state` of `slot`, learned at `seen`.
+    fn dispatch(&mut self, slot: Slot, state: State, seen: Instant) -> io::Result<()> {
         let c = self.conn(slot);
         let (phase, gen) = (c.phase, c.gen);
         match (phase, slot) {
             (Phase::Connecting, _) if state.intersects(State::WRITE | State::ERR | State::HUP) => {
-                self.connected(slot)
+                self.connected(slot, seen)
             }
             (Phase::Up, Slot::Hot(i)) => {
                 if state.is_readable() {
@@ -593,13 +596,20 @@ impl<'a> Worker<'a> {
     }
 
     /// Starts a connection. Failures are counted and retried after [`RETRY_AFTER`].
-    fn open(&mut self, slot: Slot, now: Instant) -> io::Result<()> {
+    ///
+    /// The connect time runs from here, just before this connection's own `connect(2)`, to
+    /// the moment its writability is seen (`connected`): not from the start of the batch of
+    /// connects it was opened with, which would count the wait behind the others.
+    fn open(&mut self, slot: Slot) -> io::Result<()> {
         let index = self.conn(slot).index;
         let to = self.cfg.targets[index % self.cfg.targets.len()].addr;
         let from = self.plan.source(to, index);
+        if let (Some(d), Slot::Hot(_)) = (self.cfg.stall_hot_connects, slot) {
+            std::thread::sleep(d);
+        }
         let c = self.conn(slot);
         c.gen = c.gen.wrapping_add(1);
-        c.since = now;
+        c.since = Instant::now();
         match sys::connect(to, from, self.cfg.port_range) {
             Ok((fd, how)) => {
                 if matches!(slot, Slot::Hot(_)) {
@@ -618,7 +628,7 @@ impl<'a> Worker<'a> {
                 }
                 self.by_fd[i] = slot.encode();
                 match how {
-                    Connect::Done => self.connected(slot),
+                    Connect::Done => self.connected(slot, Instant::now()),
                     Connect::InProgress => self.declare(slot, Interest::WRITE),
                 }
             }
@@ -661,13 +671,14 @@ impl<'a> Worker<'a> {
         let (fd, gen) = (c.fd, c.gen);
         let state = self.q.declare_interest(fd, interest)?;
         if !state.is_empty() {
-            self.again.push((slot, gen, state));
+            self.again.push((slot, gen, state, Instant::now()));
         }
         Ok(())
     }
 
-    /// The connect finished: check `SO_ERROR`, then start using the connection.
-    fn connected(&mut self, slot: Slot) -> io::Result<()> {
+    /// The connect finished (seen at `seen`): check `SO_ERROR`, then start using the
+    /// connection.
+    fn connected(&mut self, slot: Slot, seen: Instant) -> io::Result<()> {
         let fd = self.conn(slot).fd;
         if let Err(e) = sys::take_error(fd) {
             self.close(slot);
@@ -683,7 +694,7 @@ impl<'a> Worker<'a> {
         match slot {
             Slot::Hot(i) => {
                 self.stats_hot.connects += 1;
-                self.connect.saturating_record(micros(now - since));
+                self.connect.saturating_record(micros(seen.saturating_duration_since(since)));
                 self.hot_ready(i, now)
             }
             Slot::Cold(i) => self.cold_up(i, now),
@@ -718,7 +729,7 @@ impl<'a> Worker<'a> {
                 _ => {
                     self.stats_cold.closed_by_server += 1;
                     self.this_second.closed += 1;
-                    return self.reopen(Slot::Cold(i), Instant::now());
+                    return self.reopen(Slot::Cold(i));
                 }
             }
         }
@@ -748,9 +759,9 @@ impl<'a> Worker<'a> {
         let _ = self.q.close(unsafe { OwnedFd::from_raw_fd(fd) });
     }
 
-    fn reopen(&mut self, slot: Slot, now: Instant) -> io::Result<()> {
+    fn reopen(&mut self, slot: Slot) -> io::Result<()> {
         self.close(slot);
-        self.open(slot, now)
+        self.open(slot)
     }
 
     /// A hot connection is up with nothing in flight: give it the next request.
@@ -845,7 +856,7 @@ impl<'a> Worker<'a> {
             Feed::Bad => self.hot_end(i, End::Parse),
             Feed::Unsolicited => {
                 self.stats_hot.errors.unsolicited += 1;
-                self.reopen(Slot::Hot(i), Instant::now())
+                self.reopen(Slot::Hot(i))
             }
             Feed::Complete { status, keep_alive, extra } => {
                 let now = Instant::now();
@@ -871,12 +882,12 @@ impl<'a> Worker<'a> {
                 }
                 if extra {
                     self.stats_hot.errors.unsolicited += 1;
-                    self.reopen(Slot::Hot(i), now)
+                    self.reopen(Slot::Hot(i))
                 } else if !keep_alive {
                     self.stats_hot.connection_close += 1;
-                    self.reopen(Slot::Hot(i), now)
+                    self.reopen(Slot::Hot(i))
                 } else if self.cfg.new_conn_per_request {
-                    self.reopen(Slot::Hot(i), now)
+                    self.reopen(Slot::Hot(i))
                 } else {
                     self.hot_ready(i, now)
                 }
@@ -888,7 +899,7 @@ impl<'a> Worker<'a> {
         let c = &mut self.hot[i];
         if c.req.is_none() {
             self.stats_hot.closed_idle += 1;
-            return self.reopen(Slot::Hot(i), Instant::now());
+            return self.reopen(Slot::Hot(i));
         }
         if let Resp::Body { dec, status, .. } = &mut c.resp {
             if dec.finish().is_ok() {
@@ -915,7 +926,7 @@ impl<'a> Worker<'a> {
                 End::Timeout => e.timeout += 1,
             }
         }
-        self.reopen(Slot::Hot(i), Instant::now())
+        self.reopen(Slot::Hot(i))
     }
 
     /// Open loop: requests due by now join the backlog; idle connections take them.
@@ -957,7 +968,7 @@ impl<'a> Worker<'a> {
         for i in 0..self.hot.len() {
             let c = &self.hot[i];
             if c.phase == Phase::Connecting && late(c.since) {
-                self.connect_timeout(Slot::Hot(i), now)?;
+                self.connect_timeout(Slot::Hot(i))?;
             } else if c.req.is_some_and(late) {
                 self.hot_end(i, End::Timeout)?;
             }
@@ -969,7 +980,7 @@ impl<'a> Worker<'a> {
                 continue;
             }
             if late(c.since) {
-                self.connect_timeout(Slot::Cold(i), now)?;
+                self.connect_timeout(Slot::Cold(i))?;
             } else {
                 self.connecting.push(i);
             }
@@ -980,11 +991,11 @@ impl<'a> Worker<'a> {
     }
 
     /// A connect older than `--timeout`: counted, and tried again.
-    fn connect_timeout(&mut self, slot: Slot, now: Instant) -> io::Result<()> {
+    fn connect_timeout(&mut self, slot: Slot) -> io::Result<()> {
         self.errors(slot).connect_timeout += 1;
         self.close(slot);
         self.settle(slot);
-        self.open(slot, now)
+        self.open(slot)
     }
 }
 
