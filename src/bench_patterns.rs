@@ -12,7 +12,7 @@ pub struct PatternsArgs {
     #[arg(long)]
     quick: bool,
     /// CSV file for the raw rows [default: hintq-patterns-<time>.csv].
-    #[arg(long, value_name = "FILE.csv")]
+    #[arg(long, value_name = "FILE.csv", value_parser = crate::csv_file)]
     out: Option<PathBuf>,
     /// Busy-wait per request in microseconds (the paper's simulated work).
     #[arg(long, default_value_t = 0, value_name = "US")]

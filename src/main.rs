@@ -80,8 +80,8 @@ struct FloorArgs {
     /// epoll (recv and send system calls) or uring (multishot receive, sends in the ring).
     #[arg(long, default_value = "uring", value_name = "epoll|uring")]
     mechanism: hintq_bench::floor::Mechanism,
-    /// The body of every response.
-    #[arg(long, value_name = "PATH", required_unless_present = "relay", conflicts_with = "relay")]
+    /// The body of every response (- reads it from standard input).
+    #[arg(long, value_name = "PATH|-", required_unless_present = "relay", conflicts_with = "relay")]
     file: Option<PathBuf>,
     /// Instead of answering: relay each connection's bytes to a connection of its own to this
     /// upstream and back, nothing parsed (the floor under a proxy's CPU per request).
@@ -95,7 +95,7 @@ struct WakeArgs {
     #[arg(long)]
     quick: bool,
     /// CSV file for the raw rows [default: hintq-wake-one-<date>.csv].
-    #[arg(long, value_name = "FILE.csv")]
+    #[arg(long, value_name = "FILE.csv", value_parser = csv_file)]
     out: Option<PathBuf>,
     /// Group backends to measure, comma-separated [default: all; the raw epoll ones always run].
     #[arg(long, value_name = "a,b", value_delimiter = ',')]
@@ -117,7 +117,7 @@ struct HistArgs {
     #[arg(long)]
     quick: bool,
     /// CSV file for the raw rows [default: hintq-<rtsig|gooch>-<date>.csv].
-    #[arg(long, value_name = "FILE.csv")]
+    #[arg(long, value_name = "FILE.csv", value_parser = csv_file)]
     out: Option<PathBuf>,
     /// Repetitions of every point [default: 3 with --quick, else 5].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -133,7 +133,7 @@ struct MicroArgs {
     #[arg(long)]
     quick: bool,
     /// CSV file for the raw rows [default: hintq-micro-<date>.csv].
-    #[arg(long, value_name = "FILE.csv")]
+    #[arg(long, value_name = "FILE.csv", value_parser = csv_file)]
     out: Option<PathBuf>,
     /// Backends to measure, comma-separated [default: all; the raw epoll loop always runs].
     #[arg(long, value_name = "a,b", value_delimiter = ',')]
@@ -166,14 +166,22 @@ fn main() -> ExitCode {
 
 fn bench_floor(args: FloorArgs) -> ExitCode {
     let run = || -> std::io::Result<()> {
-        let listener = std::net::TcpListener::bind(args.listen)?;
+        let listener = std::net::TcpListener::bind(args.listen)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("--listen {}: {e}", args.listen)))?;
         let at = listener.local_addr()?;
         let (Some(file), None) = (&args.file, args.relay) else {
             let upstream = args.relay.expect("clap: --file or --relay");
             eprintln!("hintq bench floor: relaying http://{at} to {upstream} ({:?})", args.mechanism);
             return hintq_bench::relay::relay(listener, args.mechanism, upstream);
         };
-        let body = std::fs::read(file)?;
+        let body = if is_dash(file) {
+            let mut body = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut body)?;
+            body
+        } else {
+            std::fs::read(file)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("--file {}: {e}", file.display())))?
+        };
         let kind = if file.extension().is_some_and(|e| e == "html") {
             "text/html"
         } else {
@@ -378,7 +386,7 @@ fn load(a: LoadArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let json_to_stdout = a.json.as_deref().is_some_and(is_stdout);
+    let json_to_stdout = a.json.as_deref().is_some_and(is_dash);
     if json_to_stdout {
         eprint!("{}", report.summary());
     } else {
@@ -405,14 +413,23 @@ fn load(a: LoadArgs) -> ExitCode {
     }
 }
 
+/// `--out` of the benchmarks: a file for the raw rows. `-` is refused rather than taken for
+/// a file name: standard output carries the summary.
+fn csv_file(s: &str) -> Result<PathBuf, String> {
+    match s {
+        "-" => Err("the raw rows need a file (standard output carries the summary)".into()),
+        _ => Ok(PathBuf::from(s)),
+    }
+}
+
 /// `-`, which stands for standard output (or input) wherever a file is asked for.
-fn is_stdout(path: &std::path::Path) -> bool {
+fn is_dash(path: &std::path::Path) -> bool {
     path.as_os_str() == "-"
 }
 
 /// A buffered writer to `path`, or to standard output for `-`.
 fn output(path: &std::path::Path) -> std::io::Result<Box<dyn Write>> {
-    Ok(if is_stdout(path) {
+    Ok(if is_dash(path) {
         Box::new(std::io::BufWriter::new(std::io::stdout().lock()))
     } else {
         Box::new(std::io::BufWriter::new(std::fs::File::create(path)?))

@@ -752,13 +752,17 @@ pub fn run<R: Running>(
         say(&format!("{who}: closed {forced} connections still busy after the grace period"));
     }
     if let Some(file) = &args.stats {
-        // A worker process writes its own file beside the others'.
+        // A worker process writes its own file beside the others' (or to standard output).
         let path = match &args.worker {
-            Some(_) => format!("{file}.{}", std::process::id()),
-            None => file.clone(),
+            Some(_) if file != "-" => format!("{file}.{}", std::process::id()),
+            _ => file.clone(),
         };
-        std::fs::write(&path, stats_json(args.array_max, &counters))
-            .map_err(|e| io::Error::new(e.kind(), format!("--stats {path}: {e}")))?;
+        let json = stats_json(args.array_max, &counters);
+        let written = match path.as_str() {
+            "-" => io::Write::write_all(&mut io::stdout().lock(), json.as_bytes()),
+            _ => std::fs::write(&path, json),
+        };
+        written.map_err(|e| io::Error::new(e.kind(), format!("--stats {path}: {e}")))?;
     }
     Ok(true)
 }
@@ -865,8 +869,8 @@ pub struct ServerArgs {
     /// zero-timeout call found events (ready_*: no blocking, Banga's Fig. 6) and the others
     /// (blocked_*: sleep included); declares (declares_new: descriptors added to the interest
     /// set) and revokes with their ns (Fig. 7). Costs two clock reads per operation and one
-    /// more get_next_event call per wait that blocks [default: off].
-    #[arg(long, value_name = "FILE")]
+    /// more get_next_event call per wait that blocks; - for standard output [default: off].
+    #[arg(long, value_name = "FILE|-")]
     pub stats: Option<String>,
 }
 
