@@ -143,7 +143,7 @@ pub fn run_micro(cfg: &Config) -> io::Result<Outcome> {
     drop(fds);
     let secs = finish(&mut meta, started);
     let csv = csv_path(cfg, "micro", started);
-    let mut w = BufWriter::new(File::create(&csv)?);
+    let mut w = create_csv(&csv)?;
     report::write_csv(&mut w, &meta, &out.skips, &out.rows)?;
     io::Write::flush(&mut w)?;
 
@@ -339,7 +339,7 @@ pub fn run_wake(cfg: &Config, rounds: Option<usize>) -> io::Result<Vec<wake::Row
     meta.extend(notes.iter().map(|n| ("note".to_string(), n.clone())));
     let secs = finish(&mut meta, started);
     let csv = csv_path(cfg, "wake-one", started);
-    let mut w = BufWriter::new(File::create(&csv)?);
+    let mut w = create_csv(&csv)?;
     wake::write_csv(&mut w, &meta, &rows)?;
     io::Write::flush(&mut w)?;
     print!("{}", wake::summary(&rows));
@@ -352,13 +352,19 @@ pub fn run_wake(cfg: &Config, rounds: Option<usize>) -> io::Result<Vec<wake::Row
     Ok(rows)
 }
 
+/// Creates the file for the raw rows; its error names it.
+pub(crate) fn create_csv(csv: &std::path::Path) -> io::Result<BufWriter<File>> {
+    let f = File::create(csv).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", csv.display())))?;
+    Ok(BufWriter::new(f))
+}
+
 fn write_rows(
     csv: &std::path::Path,
     meta: &[(String, String)],
     notes: &[String],
     rows: &[rec::Rec],
 ) -> io::Result<()> {
-    let mut w = BufWriter::new(File::create(csv)?);
+    let mut w = create_csv(csv)?;
     rec::write_csv(&mut w, meta, notes, rows)?;
     io::Write::flush(&mut w)
 }

@@ -525,7 +525,7 @@ pub fn run(bc: &BenchConfig) -> io::Result<Vec<Row>> {
         ("loadavg before".into(), loadavg()),
     ];
     // Rows are written as they are measured, so an interrupted run keeps what it measured.
-    let mut w = io::BufWriter::new(std::fs::File::create(&csv)?);
+    let mut w = crate::create_csv(&csv)?;
     write_head(&mut w, &meta)?;
     w.flush()?;
     let mut rows = Vec::new();

@@ -108,8 +108,9 @@ struct Shard {
 /// or when a worker failed.
 pub fn run(cfg: &Config, spawner: Option<&Spawner>) -> Result<Report, String> {
     cfg.validate()?;
-    if let Some(name) = &cfg.backend {
-        name.parse::<hintq::Backend>().map_err(|e| format!("--backend: {e}"))?;
+    match &cfg.backend {
+        Some(name) => name.parse::<hintq::Backend>().map(drop).map_err(|e| format!("--backend: {e}"))?,
+        None => hintq::Backend::from_env().map(drop).map_err(|e| format!("HINTQ_BACKEND: {e}"))?,
     }
     // The soft descriptor limit is raised to the hard one before any decision.
     let nofile = hintq_sys::raise_nofile().map_err(|e| format!("raising RLIMIT_NOFILE: {e}"))?;

@@ -264,14 +264,21 @@ pub enum Backend {
     Gooch,
 }
 
-/// An unknown backend name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An unknown backend name. Its `Debug` says what its `Display` says, so that a `main`
+/// returning the error (which prints `Debug`) names the valid backends too.
+#[derive(Clone, PartialEq, Eq)]
 pub struct ParseBackendError(String);
 
 impl fmt::Display for ParseBackendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<&str> = Backend::ALL.iter().map(|b| b.name()).collect();
-        write!(f, "unknown backend {:?}; expected one of: {}", self.0, names.join(", "))
+        write!(f, "unknown backend {:?}; valid: {}", self.0, names.join(", "))
+    }
+}
+
+impl fmt::Debug for ParseBackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 impl std::error::Error for ParseBackendError {}
