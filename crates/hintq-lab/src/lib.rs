@@ -32,6 +32,7 @@ pub mod plot;
 pub mod progress;
 pub mod report;
 pub mod runner;
+pub mod verdict;
 
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
