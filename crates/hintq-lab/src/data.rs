@@ -240,6 +240,55 @@ pub fn counts(rows: &[Row]) -> (usize, usize) {
     (failed, disturbed)
 }
 
+/// A series that failed at one or more points of an experiment: which points, and the
+/// error of the first (as the runner recorded it, `failed: ` left off).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Failure {
+    /// `E9`.
+    pub experiment: String,
+    /// The series.
+    pub series: String,
+    /// The swept values where it failed, ascending.
+    pub xs: Vec<f64>,
+    /// The first failure's error.
+    pub error: String,
+}
+
+impl Failure {
+    /// `mio failed at 100 and 1000: <error>`.
+    pub fn said(&self) -> String {
+        let xs: Vec<String> = self.xs.iter().map(|x| num(*x)).collect();
+        format!("{} failed at {}: {}", self.series, xs.join(", "), self.error)
+    }
+}
+
+/// The series of `rows` that failed at some point, in order of first failure.
+pub fn failures(rows: &[Row]) -> Vec<Failure> {
+    let mut out: Vec<Failure> = Vec::new();
+    for r in rows.iter().filter(|r| r.status == Status::Failed) {
+        let i = match out.iter().position(|f| f.experiment == r.experiment && f.series == r.series) {
+            Some(i) => i,
+            None => {
+                let error = r.note.strip_prefix("failed: ").unwrap_or(&r.note).to_string();
+                out.push(Failure {
+                    experiment: r.experiment.clone(),
+                    series: r.series.clone(),
+                    xs: Vec::new(),
+                    error,
+                });
+                out.len() - 1
+            }
+        };
+        if !out[i].xs.contains(&r.x) {
+            out[i].xs.push(r.x);
+        }
+    }
+    for f in &mut out {
+        f.xs.sort_by(f64::total_cmp);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,6 +341,26 @@ mod tests {
             (p.spread.median, p.spread.min, p.spread.max, p.spread.n, p.disturbed),
             (2.0, 1.0, 3.0, 3, 1)
         );
+    }
+
+    #[test]
+    fn failures_name_each_failed_series_once_with_its_points_and_first_error() {
+        let mut bad = row("libevent-epoll", 1000.0, 0, None, Status::Failed);
+        bad.note = "failed: exit status: 3: peer crashed".into();
+        let mut bad2 = bad.clone();
+        bad2.x = 100.0;
+        bad2.note = "failed: timed out after 30 s".into();
+        let rows = vec![
+            row("mio", 100.0, 0, Some(1.0), Status::Ok),
+            bad,
+            bad2.clone(),
+            bad2,
+            row("mio", 1000.0, 0, Some(2.0), Status::Ok),
+        ];
+        let f = failures(&rows);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].said(), "libevent-epoll failed at 100, 1000: exit status: 3: peer crashed");
+        assert!(failures(&rows[..1]).is_empty());
     }
 
     #[test]

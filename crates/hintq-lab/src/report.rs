@@ -1,6 +1,6 @@
 //! REPORT.md and SETUP.md.
 
-use crate::data::{self, num};
+use crate::data::{self, num, Failure};
 use crate::exp::{figure_rank, Experiment, Lab, Outcome};
 use crate::machine;
 use crate::LabArgs;
@@ -32,19 +32,43 @@ struct Cells {
     holds: String,
 }
 
+/// The series of every experiment that ran which failed at some point, from its rows.
+pub fn failures(outcomes: &[(&dyn Experiment, Outcome)]) -> Vec<Failure> {
+    outcomes
+        .iter()
+        .filter_map(|(_, o)| match o {
+            Outcome::Ran { rows, .. } => Some(data::failures(rows)),
+            Outcome::NotRun(_) => None,
+        })
+        .flatten()
+        .collect()
+}
+
+/// A verdict, unless a series of the experiment failed: then "cannot say" with each failure,
+/// never a verdict over the series that remain.
+fn judged(holds: &str, failed: &[Failure]) -> String {
+    if failed.is_empty() {
+        return holds.to_string();
+    }
+    let said: Vec<String> = failed.iter().map(Failure::said).collect();
+    format!("cannot say: {}", said.join("; "))
+}
+
 /// The first table's rows, in paper order: each experiment's figure rows (an experiment that
 /// did not run gives its rows, from an analysis of no rows, with why; one without figure rows
 /// gives one row for itself).
 fn figure_rows(outcomes: &[(&dyn Experiment, Outcome)]) -> Vec<(String, &'static str, Cells)> {
     let mut out = Vec::new();
     for (e, o) in outcomes {
-        let (figures, not_run) = match o {
-            Outcome::Ran { analysis, .. } => (analysis.figures.clone(), None),
-            Outcome::NotRun(why) => (e.analyse(&[]).figures, Some(format!("not run: {why}"))),
+        let (figures, not_run, failed) = match o {
+            Outcome::Ran { analysis, rows } => (analysis.figures.clone(), None, data::failures(rows)),
+            Outcome::NotRun(why) => (e.analyse(&[]).figures, Some(format!("not run: {why}")), Vec::new()),
         };
         if figures.is_empty() {
             let (ours, holds) = match (o, &not_run) {
-                (Outcome::Ran { analysis, .. }, _) => (analysis.ours.clone(), analysis.holds.clone()),
+                (Outcome::Ran { analysis, .. }, _) => {
+                    (analysis.ours.clone(), judged(&analysis.holds, &failed))
+                }
                 (_, why) => ("—".into(), why.clone().unwrap_or_default()),
             };
             let cells =
@@ -66,7 +90,7 @@ fn figure_rows(outcomes: &[(&dyn Experiment, Outcome)]) -> Vec<(String, &'static
                     paper,
                     ratio: f.ratio_text(),
                     ours: f.ours,
-                    holds: f.holds,
+                    holds: judged(&f.holds, &failed),
                 },
             };
             out.push((f.figure, e.id(), cells));
@@ -76,10 +100,19 @@ fn figure_rows(outcomes: &[(&dyn Experiment, Outcome)]) -> Vec<(String, &'static
     out
 }
 
+/// The prefix of the lines that name a failed series (in the report's first lines and in
+/// "Not measured in this run"): made from the rows, so `--reanalyse` makes them again.
+const FAILED: &str = "failed: ";
+
+/// `failed: E9: mio failed at 100: <error>`.
+fn failed_line(f: &Failure) -> String {
+    format!("{FAILED}{}: {}", f.experiment, f.said())
+}
+
 /// The peers' lines and the points not measured, as a report written by [`report`] lists
-/// them (for `--reanalyse`).
+/// them (for `--reanalyse`), the failures left out (they come from the rows).
 pub fn notes_of(report: &str) -> (Vec<String>, Vec<String>) {
-    let item = |l: &str| l.strip_prefix("- ").map(String::from);
+    let item = |l: &str| l.strip_prefix("- ").filter(|i| !i.starts_with(FAILED)).map(String::from);
     let peers = report.lines().skip(1).take_while(|l| !l.starts_with('|')).filter_map(item).collect();
     let missing = report
         .lines()
@@ -103,6 +136,10 @@ pub fn report(outcomes: &[(&dyn Experiment, Outcome)], lab: &Lab) -> String {
     for line in &lab.peer_setup {
         let _ = writeln!(s, "- {line}");
     }
+    let failed = failures(outcomes);
+    for f in &failed {
+        let _ = writeln!(s, "- {}", failed_line(f));
+    }
     // A blank line first: Markdown starts no table right after a list item.
     s.push('\n');
     s.push_str(FIGURES_HEADER);
@@ -120,8 +157,11 @@ pub fn report(outcomes: &[(&dyn Experiment, Outcome)], lab: &Lab) -> String {
         );
     }
     let missing = lab.missing.borrow();
-    if !missing.is_empty() {
+    if !missing.is_empty() || !failed.is_empty() {
         s.push_str("\n## Not measured in this run\n\n");
+        for f in &failed {
+            let _ = writeln!(s, "- {}", failed_line(f));
+        }
         for m in missing.iter() {
             let _ = writeln!(s, "- {m}");
         }
@@ -143,7 +183,7 @@ fn section(s: &mut String, id: &str, rows: &[data::Row], a: &crate::exp::Analysi
     let (failed, disturbed) = data::counts(rows);
     let repeated = rows.iter().filter(|r| r.status == data::Status::Repeated).count();
     let _ = writeln!(s, "![{id}]({id}.svg)\n\n([PNG]({id}.png), raw rows: [{id}.csv]({id}.csv))\n");
-    let _ = writeln!(s, "**Holds here?** {}. {}\n", a.holds, a.ours);
+    let _ = writeln!(s, "**Holds here?** {}. {}\n", judged(&a.holds, &data::failures(rows)), a.ours);
     for r in &a.reading {
         let _ = writeln!(s, "- {r}");
     }
@@ -179,19 +219,41 @@ fn section(s: &mut String, id: &str, rows: &[data::Row], a: &crate::exp::Analysi
 }
 
 /// The peers found, one line each: every experiment that finds a peer records it, so the same
-/// (name, version) is said once.
-fn peer_lines(peers: &[(String, String)]) -> String {
+/// (name, version) is said once; a peer whose series (`libevent`, `libevent-epoll`...) failed
+/// is said to have failed, with the error, not listed as if measured.
+fn peer_lines(peers: &[(String, String)], failed: &[Failure]) -> String {
     let mut said: Vec<&(String, String)> = Vec::new();
     for peer in peers {
         if !said.contains(&peer) {
             said.push(peer);
         }
     }
-    said.iter().map(|(name, version)| format!("- {name}: {version}\n")).collect()
+    let mut s = String::new();
+    for (name, version) in said {
+        let prefix = format!("{name}-");
+        let its: Vec<String> = failed
+            .iter()
+            .filter(|f| f.series == *name || f.series.starts_with(&prefix))
+            .map(|f| format!("{}: {}", f.experiment, f.said()))
+            .collect();
+        if its.is_empty() {
+            let _ = writeln!(s, "- {name}: {version}");
+        } else {
+            let _ = writeln!(s, "- {name}: {version}, NOT MEASURED where it failed: {}", its.join("; "));
+        }
+    }
+    s
 }
 
 /// SETUP.md.
-pub fn setup(lab: &Lab, commands: &[String], nofile: (u64, u64), args: &LabArgs, took: Duration) -> String {
+pub fn setup(
+    lab: &Lab,
+    commands: &[String],
+    nofile: (u64, u64),
+    args: &LabArgs,
+    took: Duration,
+    failed: &[Failure],
+) -> String {
     let mut s = String::from("# Setup of this lab run\n\n| what | value |\n|---|---|\n");
     let rows: Vec<(&str, String)> = vec![
         ("command", std::env::args().collect::<Vec<_>>().join(" ")),
@@ -236,9 +298,12 @@ pub fn setup(lab: &Lab, commands: &[String], nofile: (u64, u64), args: &LabArgs,
     if peers.is_empty() {
         s.push_str("None found.\n");
     }
-    s.push_str(&peer_lines(&peers));
+    s.push_str(&peer_lines(&peers, failed));
     for line in &lab.peer_setup {
         let _ = writeln!(s, "- before the run: {line}");
+    }
+    for f in failed {
+        let _ = writeln!(s, "- {}", failed_line(f));
     }
     let missing = lab.missing.borrow();
     for m in missing.iter() {
@@ -264,7 +329,18 @@ mod tests {
         let nginx = ("nginx".to_string(), "nginx version: nginx/1.22.1".to_string());
         let libev = ("libev".to_string(), "4.33".to_string());
         let peers = [nginx.clone(), nginx.clone(), libev, nginx];
-        assert_eq!(peer_lines(&peers), "- nginx: nginx version: nginx/1.22.1\n- libev: 4.33\n");
+        assert_eq!(peer_lines(&peers, &[]), "- nginx: nginx version: nginx/1.22.1\n- libev: 4.33\n");
+        let failed = crate::data::Failure {
+            experiment: "E9".into(),
+            series: "libev-poll".into(),
+            xs: vec![100.0],
+            error: "No such file or directory".into(),
+        };
+        assert_eq!(
+            peer_lines(&peers, &[failed]),
+            "- nginx: nginx version: nginx/1.22.1\n- libev: 4.33, NOT MEASURED where it failed: E9: \
+             libev-poll failed at 100: No such file or directory\n"
+        );
     }
 
     /// `--reanalyse` keeps what the run said of its peers and of the points it could not
@@ -272,8 +348,9 @@ mod tests {
     #[test]
     fn notes_come_back_from_a_written_report() {
         let text = "# hintq lab report\n\nA full run on this machine.\n\n- peers present: nginx\n- libuv: \
-                    not installed\n\n| paper figure | exp |\n|---|---|\n| Banga Fig. 6 | E3 |\n\n## Not \
-                    measured in this run\n\n- E9: mio missing\n\n## E1: throughput\n\n- a bullet of E1\n";
+                    not installed\n- failed: E9: mio failed at 100: gone\n\n| paper figure | exp |\n|---|---|\n| Banga Fig. 6 | E3 |\n\n## Not \
+                    measured in this run\n\n- failed: E9: mio failed at 100: gone\n- E9: mio missing\n\n## E1: \
+                    throughput\n\n- a bullet of E1\n";
         let (peers, missing) = notes_of(text);
         assert_eq!(peers, ["peers present: nginx", "libuv: not installed"]);
         assert_eq!(missing, ["E9: mio missing"]);

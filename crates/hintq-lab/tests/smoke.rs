@@ -243,3 +243,41 @@ fn e6_claims_quote_the_table(report: &str) {
     }
     assert!(quoted > 0, "no claim quotes a peak:\n{section}");
 }
+
+/// A relative output directory, and a series whose every point fails (its program exits with
+/// status 3, as a crashing peer's benchmark): the run says so in its last lines, REPORT.md in
+/// its first lines, in its first table (E9's row cannot be judged, and says why), in "Not
+/// measured in this run" with the real error, and SETUP.md too.
+#[test]
+fn a_failing_series_under_a_relative_output_directory_is_said_everywhere() {
+    let bin = hintq();
+    let cwd = tempfile::tempdir().unwrap();
+    let run = Command::new(&bin)
+        .args(["lab", "--quick", "--smoke", "--no-install", "--only", "E9", "--break-series", "mio"])
+        .args(["--out", "rel/out"])
+        .current_dir(cwd.path())
+        .output()
+        .expect("running hintq lab");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "hintq lab failed:\n{stderr}");
+    let error = "mio failed at 100: exit status: 3: peer crashed (--break-series)";
+    assert!(stderr.contains(&format!("FAILED: E9: {error}")), "the run's last lines:\n{stderr}");
+    let dir = cwd.path().join("rel/out");
+    let report = std::fs::read_to_string(dir.join("REPORT.md")).expect("REPORT.md");
+    let head: Vec<&str> = report.lines().take_while(|l| !l.starts_with("| paper figure |")).collect();
+    assert!(head.contains(&format!("- failed: E9: {error}").as_str()), "first lines:\n{}", head.join("\n"));
+    let first = first_table(&report);
+    let e9 = first.iter().find(|c| c[1] == "E9").expect("an E9 row");
+    assert_eq!(e9[6], format!("cannot say: {error}"), "{e9:?}");
+    let not_measured = report.split("## Not measured in this run").nth(1).expect("a Not measured section");
+    assert!(not_measured.contains(&format!("- failed: E9: {error}")), "{not_measured}");
+    let section = report.split("\n## E9:").nth(1).expect("an E9 section");
+    assert!(section.contains(&format!("**Holds here?** cannot say: {error}")), "{section}");
+    // hintq-epoll, the series that did not fail, was measured all the same.
+    let rows = data::read_csv(&std::fs::read_to_string(dir.join("E9.csv")).unwrap()).unwrap();
+    assert!(rows
+        .iter()
+        .any(|r| r.series == "hintq-epoll" && r.status != Status::Failed && r.value.is_some()));
+    let setup = std::fs::read_to_string(dir.join("SETUP.md")).expect("SETUP.md");
+    assert!(setup.contains(&format!("- failed: E9: {error}")), "{setup}");
+}

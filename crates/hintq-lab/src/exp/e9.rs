@@ -8,13 +8,12 @@
 //! every pair count), nor the re-registration before each run (`--keep` leaves it out and the
 //! growth stays), but the kernel memory the 1000 writes of a run touch.
 
-use super::e3::growth;
-use super::{panel, Analysis, Experiment, FigureRow, Lab, UNMEASURED};
-use crate::data::{num, Line, Row, Spread, Status};
+use super::{panel, Analysis, Experiment, FigureRow, Lab};
+use crate::data::{num, Row, Status};
 use crate::peers::{self, C_PEERS};
 use crate::runner::{Cmd, Point};
+use crate::verdict::{self, Figure, Verdict};
 use hintq::Backend;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// E9.
@@ -171,7 +170,7 @@ impl Experiment for E9 {
         let method = Method {
             writes: lab.pick(1000, 1000, 100),
             runs: lab.pick(3, 2, 2),
-            launches: lab.pick(5, 2, 1),
+            launches: lab.pick(5, 3, 1),
         };
         points(lab, &series(lab), &pairs, method, soft)
     }
@@ -184,57 +183,70 @@ impl Experiment for E9 {
             "µs per run",
             (true, true),
         );
-        let mut reading = Vec::new();
-        reading.extend(launches(rows));
-        reading.extend(ranking(rows, &p.lines));
-        for l in &p.lines {
-            if let Some((x0, m0, x1, m1, g)) = growth(l) {
+        let mut xs: Vec<f64> = p.lines.iter().flat_map(|l| l.points.iter().map(|p| p.x)).collect();
+        xs.sort_by(f64::total_cmp);
+        xs.dedup();
+        let fig = |series: &str, x: f64| verdict::launches(rows, series, x, METRIC);
+        let mut reading = vec![METHOD.to_string()];
+        for &x in &xs {
+            // The best of each side by the median of its launches.
+            let best = |ours: bool| {
+                p.lines
+                    .iter()
+                    .filter(|l| l.name.starts_with("hintq-") == ours)
+                    .filter_map(|l| Some((l.name.as_str(), fig(&l.name, x)?)))
+                    .min_by(|a, b| a.1.median().total_cmp(&b.1.median()))
+            };
+            if let (Some(h), Some(q)) = (best(true), best(false)) {
                 reading.push(format!(
-                    "{}: {} µs at {x0} pairs, {} µs at {x1} ({}x).",
+                    "{} pairs, hintq's best against the best peer (µs per run): {}.",
+                    num(x),
+                    verdict::compare((h.0, &h.1), (q.0, &q.1))
+                ));
+            }
+        }
+        let ends = |series: &str| {
+            let (x0, x1) = (*xs.first()?, *xs.last()?);
+            (x0 != x1).then_some(())?;
+            Some((x0, fig(series, x0)?, x1, fig(series, x1)?))
+        };
+        for l in &p.lines {
+            if let Some((x0, f0, x1, f1)) = ends(&l.name) {
+                reading.push(format!(
+                    "{} from {} to {} pairs ({}x by the medians): {}.",
                     l.name,
-                    num(m0),
-                    num(m1),
-                    num(g)
+                    num(x0),
+                    num(x1),
+                    num(f1.median() / f0.median()),
+                    verdict::compare((&format!("at {}", num(x1)), &f1), (&format!("at {}", num(x0)), &f0))
                 ));
             }
         }
         reading.push(GROWTH.into());
-        let get = |name: &str| p.lines.iter().find(|l| l.name == name).and_then(growth);
-        let flat = get("hintq-epoll");
-        let scan = get("hintq-poll").or_else(|| get("libevent-poll"));
-        let (ours, holds) = match (flat, scan) {
-            (Some(f), Some(s)) => {
-                let mut ours = format!(
-                    "hintq-epoll {} µs at {} pairs, {} at {} ({}x); poll {}x",
-                    num(f.1),
-                    f.0,
-                    num(f.3),
-                    f.2,
-                    num(f.4),
-                    num(s.4)
-                );
-                if let Some(le) = get("libevent-epoll").filter(|le| le.2 == f.2) {
-                    ours.push_str(&format!("; libevent-epoll {} µs at {} pairs", num(le.3), le.2));
-                }
-                let holds = match (f.4 < 1.5, s.4 > 5.0) {
-                    (true, true) => "yes",
-                    (false, false) => "no",
-                    _ => "partly",
-                };
-                (ours, holds.to_string())
-            }
-            (Some(f), None) => (
-                format!(
-                    "hintq-epoll {} µs at {} pairs, {} at {} (poll not measured)",
-                    num(f.1),
-                    f.0,
-                    num(f.3),
-                    f.2
-                ),
-                "partly measured: epoll only".into(),
-            ),
-            _ => ("hintq-epoll not measured at two pair counts".into(), UNMEASURED.into()),
+        let flat = ends("hintq-epoll");
+        let scan = ends("hintq-poll")
+            .map(|e| ("hintq-poll", e))
+            .or_else(|| ends("libevent-poll").map(|e| ("libevent-poll", e)));
+        let flat_v =
+            flat.as_ref().map_or(Verdict::unmeasured("hintq-epoll at two pair counts"), |(_, f0, _, f1)| {
+                Verdict::same(f1, f0)
+            });
+        let scan_v =
+            scan.as_ref().map_or(Verdict::unmeasured("poll at two pair counts"), |(_, (_, f0, _, f1))| {
+                Verdict::above(f1, f0)
+            });
+        let holds = Verdict::all(&[flat_v, scan_v]).to_string();
+        let said = |name: &str, (x0, f0, x1, f1): &(f64, Figure, f64, Figure)| {
+            format!("{name} {f0} µs at {} pairs, {f1} at {}", num(*x0), num(*x1))
         };
+        let mut parts: Vec<String> = flat.iter().map(|e| said("hintq-epoll", e)).collect();
+        parts.extend(scan.iter().map(|(name, e)| said(name, e)));
+        let ours = if parts.is_empty() {
+            "hintq-epoll and poll not measured at two pair counts".into()
+        } else {
+            parts.join("; ")
+        };
+        reading.push(RULE.into());
         let figures = vec![FigureRow {
             figure: "libevent test/bench.c".into(),
             claim: "With 1 active pair, epoll-based loops take the same time whatever the number of idle \
@@ -248,247 +260,19 @@ impl Experiment for E9 {
     }
 }
 
-/// The rows the summaries count (as [`crate::data::lines`] does): E9's metric, a value, ok or
-/// disturbed.
-fn counted(rows: &[Row]) -> impl Iterator<Item = &Row> {
-    rows.iter().filter(|r| {
-        r.metric == METRIC && r.value.is_some() && matches!(r.status, Status::Ok | Status::Disturbed)
-    })
-}
+/// How a point is timed and read, for the reading.
+const METHOD: &str = "Each point: separate launches (processes) of a few runs each, launch k of every \
+    series before launch k+1 of any and the series' order turned at each launch, so that where a \
+    process's memory and descriptors fall, and the machine's drift, weigh on every series alike. A \
+    point's figure is the median of each launch's runs, one value per launch, shown as median \
+    (min–max, n launches); two figures are ordered only with at least 3 launches each and ranges \
+    that do not overlap, else they are within noise.";
 
-/// The launch a row came from, from its note (`launch 2; quiet: ...`); `None` for the rows
-/// of a run made before E9 had launches (one process per point).
-fn launch_of(r: &Row) -> Option<u32> {
-    let rest = r.note.strip_prefix("launch ")?;
-    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
-}
-
-/// Runs by launch (`None`: rows without a launch) of one point.
-type Launches = BTreeMap<Option<u32>, usize>;
-
-/// Runs per launch of each point: the series in order of first appearance, each one's pair
-/// counts ascending.
-fn shapes(rows: &[Row]) -> Vec<(String, f64, Launches)> {
-    let mut order: Vec<&str> = Vec::new();
-    let mut by: BTreeMap<(usize, u64), (f64, Launches)> = BTreeMap::new();
-    for r in counted(rows) {
-        let i = order.iter().position(|s| *s == r.series).unwrap_or_else(|| {
-            order.push(&r.series);
-            order.len() - 1
-        });
-        // Pair counts are positive: their bits sort as the numbers do.
-        let e = by.entry((i, r.x.to_bits())).or_insert_with(|| (r.x, BTreeMap::new()));
-        *e.1.entry(launch_of(r)).or_default() += 1;
-    }
-    by.into_iter().map(|((i, _), (x, l))| (order[i].to_string(), x, l)).collect()
-}
-
-/// "L launches × R runs", or the launches and runs in all when the launches differ.
-fn shape(launches: &Launches) -> String {
-    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "es" });
-    let runs: Vec<usize> = launches.values().copied().collect();
-    let l = plural(launches.len(), "launch");
-    if runs.iter().all(|&r| r == runs[0]) {
-        format!("{l} × {} run{}", runs[0], if runs[0] == 1 { "" } else { "s" })
-    } else {
-        format!("{l}, {} runs in all", runs.iter().sum::<usize>())
-    }
-}
-
-/// How many launches × runs each point took, for the reading: the usual shape, and the
-/// points that differ (a launch failed, or ran fewer runs).
-fn launches(rows: &[Row]) -> Option<String> {
-    let shapes = shapes(rows);
-    let labels: Vec<(&str, f64, String)> =
-        shapes.iter().map(|(s, x, l)| (s.as_str(), *x, shape(l))).collect();
-    let mut tally: Vec<(&str, usize)> = Vec::new();
-    for (_, _, label) in &labels {
-        match tally.iter_mut().find(|(t, _)| *t == label) {
-            Some(t) => t.1 += 1,
-            None => tally.push((label, 1)),
-        }
-    }
-    let usual = tally.iter().max_by_key(|t| t.1)?.0;
-    let (l, total) =
-        shapes.iter().find(|v| shape(&v.2) == usual).map(|v| (v.2.len(), v.2.values().sum::<usize>()))?;
-    let mut s = if l > 1 {
-        format!(
-            "Each point: {usual}, the launches separate processes started in turn across the series \
-             (launch k of every series before launch k+1 of any, the series' order turned at each \
-             launch), so that where a process's memory and descriptors fall, and the machine's drift, \
-             weigh on every series alike; medians are over all {total} runs."
-        )
-    } else {
-        format!("Each point: {usual} (one process); medians are over its {total} runs.")
-    };
-    // The other points: by shape, then the series of the same pair counts together.
-    let mut per: Vec<(&str, &str, Vec<String>)> = Vec::new();
-    for (series, x, label) in labels.iter().filter(|l| l.2 != usual) {
-        match per.iter_mut().find(|p| p.0 == label && p.1 == *series) {
-            Some(p) => p.2.push(num(*x)),
-            None => per.push((label, series, vec![num(*x)])),
-        }
-    }
-    let mut groups: Vec<(&str, Vec<String>, Vec<String>)> = Vec::new();
-    for (label, series, xs) in per {
-        match groups.iter_mut().find(|g| g.0 == label && g.1 == xs) {
-            Some(g) => g.2.push(series.to_string()),
-            None => groups.push((label, xs, vec![series.to_string()])),
-        }
-    }
-    if !groups.is_empty() {
-        let odd: Vec<String> = groups
-            .iter()
-            .map(|(label, xs, series)| format!("{label} for {} at {} pairs", and_list(series), and_list(xs)))
-            .collect();
-        s.push_str(&format!(" Except: {}.", odd.join("; ")));
-    }
-    Some(s)
-}
-
-/// `a`, `a and b`, `a, b and c`.
-fn and_list(items: &[String]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [init @ .., last] => format!("{} and {last}", init.join(", ")),
-    }
-}
-
-fn is_hintq(series: &str) -> bool {
-    series.starts_with("hintq-")
-}
-
-/// Each launch's median, by series, pair count and launch.
-struct ByLaunch<'a>(BTreeMap<(&'a str, u64, u32), f64>);
-
-impl<'a> ByLaunch<'a> {
-    fn of(rows: &'a [Row]) -> ByLaunch<'a> {
-        let mut runs: BTreeMap<(&str, u64, u32), Vec<f64>> = BTreeMap::new();
-        for r in counted(rows) {
-            if let (Some(k), Some(v)) = (launch_of(r), r.value) {
-                runs.entry((r.series.as_str(), r.x.to_bits(), k)).or_default().push(v);
-            }
-        }
-        ByLaunch(runs.into_iter().filter_map(|(key, v)| Some((key, Spread::of(&v)?.median))).collect())
-    }
-
-    fn medians(&self, series: &str, x: f64) -> BTreeMap<u32, f64> {
-        let range = (series, x.to_bits(), 0)..=(series, x.to_bits(), u32::MAX);
-        self.0.range(range).map(|(&(_, _, k), &m)| (k, m)).collect()
-    }
-
-    /// Of the launches both ran, in how many `a`'s median was below `b`'s, in how many above,
-    /// and how many there were; `None` for fewer than two such launches.
-    fn wins(&self, a: &str, b: &str, x: f64) -> Option<(usize, usize, usize)> {
-        let (a, b) = (self.medians(a, x), self.medians(b, x));
-        let both: Vec<u32> = a.keys().filter(|k| b.contains_key(k)).copied().collect();
-        let count = |f: fn(f64, f64) -> bool| both.iter().filter(|k| f(a[k], b[k])).count();
-        (both.len() > 1).then(|| (count(|p, q| p < q), count(|p, q| p > q), both.len()))
-    }
-}
-
-/// The series measured at `x`, fastest (lowest median) first.
-fn ranked(lines: &[Line], x: f64) -> Vec<(&str, f64)> {
-    let mut at: Vec<(&str, f64)> =
-        lines.iter().filter_map(|l| Some((l.name.as_str(), l.median(x)?))).collect();
-    at.sort_by(|a, b| a.1.total_cmp(&b.1));
-    at
-}
-
-/// The fastest series (lowest median over every launch's runs) at each pair count, by how
-/// much over the second and in how many launches it was ahead of it, the best of the other
-/// side (hintq or its peers) when the second is on the same side, and at which pair counts
-/// hintq is first; then [`head_to_head`].
-fn ranking(rows: &[Row], lines: &[Line]) -> Option<String> {
-    let mut xs: Vec<f64> = lines.iter().flat_map(|l| l.points.iter().map(|p| p.x)).collect();
-    xs.sort_by(f64::total_cmp);
-    xs.dedup();
-    let by = ByLaunch::of(rows);
-    let behind = |a: f64, b: f64| format!("{:.1}%", (b / a - 1.0) * 100.0);
-    let (mut parts, mut first, mut not) = (Vec::new(), Vec::new(), Vec::new());
-    for &x in &xs {
-        let at = ranked(lines, x);
-        let Some(&(top, m)) = at.first() else { continue };
-        let mut part = format!("{} pairs: {top} {} µs", num(x), num(m));
-        match at.get(1) {
-            None => part.push_str(", the only series measured"),
-            Some(&(second, m2)) => {
-                part.push_str(&format!(", {} ahead of {second} ({} µs)", behind(m, m2), num(m2)));
-                if let Some((won, _, of)) = by.wins(top, second, x) {
-                    part.push_str(&format!(", ahead in {won} of {of} launches"));
-                }
-                let other = at.iter().find(|(n, _)| is_hintq(n) != is_hintq(top));
-                if let (true, Some(&(o, mo))) = (is_hintq(second) == is_hintq(top), other) {
-                    let side = if is_hintq(top) { "peer" } else { "hintq" };
-                    part.push_str(&format!("; best {side} {o}, {} behind", behind(m, mo)));
-                }
-            }
-        }
-        parts.push(part);
-        if is_hintq(top) {
-            first.push(num(x));
-        } else {
-            not.push(format!("{} ({top} first)", num(x)));
-        }
-    }
-    if parts.is_empty() {
-        return None;
-    }
-    let verdict = if !lines.iter().any(|l| is_hintq(&l.name)) {
-        "hintq was not measured.".to_string()
-    } else if not.is_empty() {
-        "hintq is first at every pair count.".to_string()
-    } else if first.is_empty() {
-        "hintq is first at no pair count.".to_string()
-    } else {
-        format!("hintq is first at {} pairs, not at {}.", and_list(&first), and_list(&not))
-    };
-    let mut s = format!("Fastest at each pair count (lowest median): {}. {verdict}", parts.join("; "));
-    s.extend(head_to_head(lines, &xs, &by));
-    Some(s)
-}
-
-/// hintq's best series against the best peer's at each pair count, launch by launch: ahead
-/// in every launch, split, behind in every launch, or not compared (fewer than two launches
-/// in common). A lead by the medians that some launches reverse is inside the machine's
-/// launch-to-launch spread, and the sentence says so rather than crown it. `None` for rows
-/// without launches (one process per point).
-fn head_to_head(lines: &[Line], xs: &[f64], by: &ByLaunch<'_>) -> Option<String> {
-    let mut sides: [Vec<String>; 4] = Default::default();
-    for &x in xs {
-        let at = ranked(lines, x);
-        let best = |ours: bool| at.iter().find(|(n, _)| is_hintq(n) == ours).map(|&(n, _)| n);
-        let (Some(h), Some(p)) = (best(true), best(false)) else { continue };
-        let (side, label) = match by.wins(h, p, x) {
-            None => (3, format!("{} pairs", num(x))),
-            Some((won, _, of)) if won == of => (0, format!("{} pairs ({of} of {of})", num(x))),
-            Some((_, lost, of)) if lost == of => (2, format!("{} pairs ({of} of {of})", num(x))),
-            Some((won, lost, of)) => (
-                1,
-                format!("{} pairs ({h} ahead of {p} in {won}, behind in {lost} of {of} launches)", num(x)),
-            ),
-        };
-        sides[side].push(label);
-    }
-    if sides[..3].iter().all(Vec::is_empty) {
-        return None;
-    }
-    let phrases = ["ahead in every launch at", "split at", "behind in every launch at", "not compared at"];
-    let said: Vec<String> = sides
-        .iter()
-        .zip(phrases)
-        .filter(|(v, _)| !v.is_empty())
-        .map(|(v, phrase)| format!("{phrase} {}", and_list(v)))
-        .collect();
-    let mut s = format!(" hintq's best against the best peer, launch by launch: {}.", said.join("; "));
-    if !sides[1].is_empty() {
-        s.push_str(
-            " A split is inside this machine's launch-to-launch spread: neither loop is shown faster there.",
-        );
-    }
-    Some(s)
-}
+/// The rule of E9's verdict.
+const RULE: &str = "Rule: yes when hintq-epoll's launches at the most pairs overlap its launches at the \
+    fewest (the same time, within noise) and poll's (hintq-poll, else libevent-poll) at the most pairs \
+    are all above its launches at the fewest (grows); no when epoll's are apart or poll's are not \
+    above; cannot say with fewer than 3 launches.";
 
 /// How E9 times a point.
 #[derive(Clone, Copy, Debug)]
@@ -756,54 +540,64 @@ mod tests {
     }
 
     #[test]
-    fn the_reading_ranks_the_series_at_each_pair_count_and_counts_launches() {
+    fn the_reading_orders_hintq_and_the_peers_by_launches_and_judges_growth_by_spread() {
         let mut csv = String::new();
-        // 100 pairs: hintq-epoll first (median 100), mio 105 (but faster in launch 2), libev-epoll 120.
+        // 100 pairs: launch medians hintq-epoll 99.5, 100.5, 101; mio 106, 105.5, 97.5: overlap.
         rows(&mut csv, "hintq-epoll", 100, &[&[99.0, 100.0], &[100.0, 101.0], &[98.0, 104.0]]);
         rows(&mut csv, "mio", 100, &[&[105.0, 107.0], &[105.0, 106.0], &[95.0, 100.0]]);
         rows(&mut csv, "libev-epoll", 100, &[&[120.0, 120.0], &[120.0, 120.0], &[120.0, 120.0]]);
-        // 1000 pairs: mio first (200), libev-epoll second (210), hintq-epoll 220.
-        rows(&mut csv, "hintq-epoll", 1000, &[&[220.0, 220.0], &[220.0, 220.0], &[220.0, 220.0]]);
-        rows(&mut csv, "mio", 1000, &[&[200.0, 200.0], &[200.0, 200.0], &[200.0, 200.0]]);
-        rows(&mut csv, "libev-epoll", 1000, &[&[210.0, 210.0], &[210.0, 210.0], &[210.0, 210.0]]);
-        // 5000 pairs: two hintq backends before the peers; libev-epoll lost a launch.
-        rows(&mut csv, "hintq-epoll", 5000, &[&[300.0, 300.0], &[300.0, 300.0], &[300.0, 300.0]]);
-        rows(&mut csv, "hintq-uring", 5000, &[&[310.0, 310.0], &[310.0, 310.0], &[310.0, 310.0]]);
-        rows(&mut csv, "mio", 5000, &[&[330.0, 330.0], &[330.0, 330.0], &[330.0, 330.0]]);
-        rows(&mut csv, "libev-epoll", 5000, &[&[400.0, 400.0], &[400.0, 400.0]]);
+        // 1000 pairs: mio's launches all below hintq-epoll's.
+        rows(&mut csv, "hintq-epoll", 1000, &[&[220.0, 220.0], &[221.0, 221.0], &[222.0, 222.0]]);
+        rows(&mut csv, "mio", 1000, &[&[200.0, 200.0], &[201.0, 201.0], &[202.0, 202.0]]);
+        // 5000 pairs: hintq-epoll below mio; libev-epoll lost a launch (2 left).
+        rows(&mut csv, "hintq-epoll", 5000, &[&[100.0, 100.0], &[104.0, 104.0], &[103.0, 103.0]]);
+        rows(&mut csv, "mio", 5000, &[&[330.0, 330.0], &[331.0, 331.0], &[332.0, 332.0]]);
+        rows(&mut csv, "libev-epoll", 5000, &[&[90.0, 90.0], &[91.0, 91.0]]);
+        rows(&mut csv, "hintq-poll", 100, &[&[500.0], &[510.0], &[505.0]]);
+        rows(&mut csv, "hintq-poll", 5000, &[&[5000.0], &[5100.0], &[5050.0]]);
         let a = E9.analyse(&read_csv(&csv).unwrap());
-        let launches = &a.reading[0];
-        assert!(
-            launches.starts_with("Each point: 3 launches × 2 runs, the launches separate processes"),
-            "{launches}"
-        );
-        assert!(launches.contains("medians are over all 6 runs"), "{launches}");
-        assert!(
-            launches.ends_with(" Except: 2 launches × 2 runs for libev-epoll at 5000 pairs."),
-            "{launches}"
-        );
-        let rank = &a.reading[1];
+        let r = &a.reading;
         assert_eq!(
-            rank.as_str(),
-            "Fastest at each pair count (lowest median): \
-             100 pairs: hintq-epoll 100 µs, 5.0% ahead of mio (105 µs), ahead in 2 of 3 launches; \
-             1000 pairs: mio 200 µs, 5.0% ahead of libev-epoll (210 µs), ahead in 3 of 3 launches; best hintq hintq-epoll, 10.0% behind; \
-             5000 pairs: hintq-epoll 300 µs, 3.3% ahead of hintq-uring (310 µs), ahead in 3 of 3 launches; best peer mio, 10.0% behind. \
-             hintq is first at 100 and 5000 pairs, not at 1000 (mio first). \
-             hintq's best against the best peer, launch by launch: ahead in every launch at 5000 pairs (3 of 3); \
-             split at 100 pairs (hintq-epoll ahead of mio in 2, behind in 1 of 3 launches); \
-             behind in every launch at 1000 pairs (3 of 3). \
-             A split is inside this machine's launch-to-launch spread: neither loop is shown faster there."
+            r[1],
+            "100 pairs, hintq's best against the best peer (µs per run): hintq-epoll 100 (99.5–101, n=3) \
+             within noise of mio 106 (97.5–106, n=3)."
         );
-        // hintq first everywhere, and rows of one process per point (no launch in the note).
-        let old = "E9,hintq-epoll,100,0,us_per_run,1,ok,quiet: busy 1%\nE9,hintq-epoll,100,1,us_per_run,2,ok,quiet\n\
-                   E9,mio,100,0,us_per_run,3,ok,quiet\nE9,mio,100,1,us_per_run,4,ok,quiet\n";
-        let a = E9.analyse(&read_csv(old).unwrap());
-        assert_eq!(a.reading[0], "Each point: 1 launch × 2 runs (one process); medians are over its 2 runs.");
-        assert_eq!(
-            a.reading[1],
-            "Fastest at each pair count (lowest median): 100 pairs: hintq-epoll 1.50 µs, 133.3% ahead of mio (3.50 µs). \
-             hintq is first at every pair count."
+        assert!(r[2].contains("hintq-epoll 221 (220–222, n=3) above mio 201 (200–202, n=3)"), "{}", r[2]);
+        // libev-epoll's median is lowest at 5000, from two launches: compared, too few to order.
+        assert!(
+            r[3].contains(
+                "hintq-epoll 103 (100–104, n=3) against libev-epoll 90.5 (90.0–91.0, n=2): too few"
+            ),
+            "{}",
+            r[3]
         );
+        assert!(
+            r.iter()
+                .any(|l| l.starts_with("hintq-poll from 100 to 5000 pairs (10.0x by the medians): at 5000")
+                    && l.contains(" above at 100 ")),
+            "{r:?}"
+        );
+        // epoll flat within noise (100-101 against 100-104), poll grew apart: yes.
+        assert_eq!(a.holds, "yes");
+        assert_eq!(a.figures[0].holds, "yes");
+        assert!(
+            a.ours.starts_with("hintq-epoll 100 (99.5–101, n=3) µs at 100 pairs, 103 (100–104, n=3) at 5000"),
+            "{}",
+            a.ours
+        );
+        // Two launches a point: cannot say, whatever the medians.
+        let mut two = String::new();
+        rows(&mut two, "hintq-epoll", 100, &[&[100.0], &[101.0]]);
+        rows(&mut two, "hintq-epoll", 5000, &[&[300.0], &[301.0]]);
+        rows(&mut two, "hintq-poll", 100, &[&[500.0], &[501.0]]);
+        rows(&mut two, "hintq-poll", 5000, &[&[5000.0], &[5001.0]]);
+        assert_eq!(E9.analyse(&read_csv(&two).unwrap()).holds, "cannot say: fewer than 3 launches");
+        // epoll's launches at 5000 all above those at 100: not the same time.
+        let mut grown = String::new();
+        rows(&mut grown, "hintq-epoll", 100, &[&[100.0], &[101.0], &[102.0]]);
+        rows(&mut grown, "hintq-epoll", 5000, &[&[137.0], &[138.0], &[139.0]]);
+        rows(&mut grown, "hintq-poll", 100, &[&[500.0], &[501.0], &[502.0]]);
+        rows(&mut grown, "hintq-poll", 5000, &[&[5000.0], &[5001.0], &[5002.0]]);
+        assert_eq!(E9.analyse(&read_csv(&grown).unwrap()).holds, "no");
     }
 }

@@ -267,6 +267,9 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
     }
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("lab-{}", report::stamp())));
     std::fs::create_dir_all(out.join("raw")).map_err(|e| format!("{}: {e}", out.display()))?;
+    // Absolute from here on: each point's processes start in their own directory, where a
+    // path relative to the lab's (a peer's binary under `raw/E9/bin`) names nothing.
+    let out = std::fs::canonicalize(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let cores = Cores::pick();
     // The lab waits on the load core so it never shares the measured one.
     let _ = machine::pin_self(cores.load);
@@ -316,12 +319,21 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
                 progress.println(&format!("{}: not run: {why}", e.id()));
                 Outcome::NotRun(why)
             }
-            Ok(points) => run_experiment(e.as_ref(), &points, &lab, &mut runner, &progress)?,
+            Ok(mut points) => {
+                if let Some(series) = &args.break_series {
+                    break_series(&mut points, series, &lab.raw(e.id()))?;
+                }
+                run_experiment(e.as_ref(), &points, &lab, &mut runner, &progress)?
+            }
         };
         outcomes.push((e.as_ref(), outcome));
     }
     progress.finish();
-    let setup = report::setup(&lab, &runner.commands, nofile, args, started.elapsed());
+    let failed = report::failures(&outcomes);
+    for f in &failed {
+        eprintln!("hintq lab: FAILED: {}: {} (its comparisons: cannot say)", f.experiment, f.said());
+    }
+    let setup = report::setup(&lab, &runner.commands, nofile, args, started.elapsed(), &failed);
     std::fs::write(out.join("SETUP.md"), setup).map_err(|e| e.to_string())?;
     let text = report::report(&outcomes, &lab);
     std::fs::write(out.join("REPORT.md"), text).map_err(|e| e.to_string())?;
@@ -330,6 +342,26 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
         out.join("REPORT.md").display(),
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// `--break-series`: the points of `series` run a script under `raw` that says it crashed on
+/// its standard error and exits with status 3.
+fn break_series(points: &mut [Point], series: &str, raw: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    if !points.iter().any(|p| p.series == series) {
+        return Ok(());
+    }
+    let script = raw.join("bin").join(format!("broken-{series}"));
+    let write = || -> std::io::Result<()> {
+        std::fs::create_dir_all(raw.join("bin"))?;
+        std::fs::write(&script, "#!/bin/sh\necho 'peer crashed (--break-series)' >&2\nexit 3\n")?;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
+    };
+    write().map_err(|e| format!("{}: {e}", script.display()))?;
+    for p in points.iter_mut().filter(|p| p.series == series) {
+        p.cmd.program = script.clone();
+    }
     Ok(())
 }
 
@@ -392,7 +424,11 @@ fn from_csv(e: &dyn Experiment, dir: &std::path::Path, say: impl Fn(&str)) -> Re
     let text = std::fs::read_to_string(&csv).map_err(|err| format!("{}: {err}", csv.display()))?;
     let rows = data::read_csv(&text)?;
     let analysis = e.analyse(&rows);
-    let title = format!("{}: {} (after {})", e.id(), e.title(), e.paper());
+    let mut title = format!("{}: {} (after {})", e.id(), e.title(), e.paper());
+    let failed: Vec<String> = data::failures(&rows).into_iter().map(|f| f.series).collect();
+    if !failed.is_empty() {
+        title.push_str(&format!("; FAILED, not drawn: {}", failed.join(", ")));
+    }
     let (svg, png) = (dir.join(format!("{}.svg", e.id())), dir.join(format!("{}.png", e.id())));
     if let Err(err) = plot::render(&title, &analysis.panels, &svg, &png) {
         say(&format!("{}: plot failed: {err}", e.id()));

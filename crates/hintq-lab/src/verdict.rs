@@ -1,0 +1,306 @@
+//! Verdicts from statistics, in one place for every experiment.
+//!
+//! A compared figure is a [`Figure`]: one value per independent launch (a separate process),
+//! shown with its spread (median, min–max, n). Two figures are ordered ([`order`]) only when
+//! each has at least [`MIN_LAUNCHES`] launches and their ranges do not overlap; otherwise
+//! they are "within noise", or there are too few launches to say. A claim's verdict
+//! ([`Verdict`]) is made from such orders, so that a run with too few launches says "cannot
+//! say" rather than guess, and a quick run's verdict is never the opposite of a full run's.
+
+use crate::data::{num, Row, Status};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Launches a figure needs before it is compared.
+pub const MIN_LAUNCHES: usize = 3;
+
+/// One value per independent launch, ascending.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Figure(Vec<f64>);
+
+impl Figure {
+    /// The figure of these launches' values; `None` when there is none.
+    pub fn new(mut values: Vec<f64>) -> Option<Figure> {
+        values.retain(|v| v.is_finite());
+        values.sort_by(f64::total_cmp);
+        (!values.is_empty()).then_some(Figure(values))
+    }
+
+    /// Launches.
+    pub fn n(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The smallest launch's value.
+    pub fn min(&self) -> f64 {
+        self.0[0]
+    }
+
+    /// The largest launch's value.
+    pub fn max(&self) -> f64 {
+        self.0[self.0.len() - 1]
+    }
+
+    /// The median of the launches' values.
+    pub fn median(&self) -> f64 {
+        median(&self.0)
+    }
+
+    /// Every value times `k` (a change of unit; `k` > 0).
+    pub fn scaled(&self, k: f64) -> Figure {
+        Figure(self.0.iter().map(|v| v * k).collect())
+    }
+}
+
+/// `1114 (1054–1173, n=5)`: median, range, launches.
+impl fmt::Display for Figure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.n() == 1 {
+            write!(f, "{} (n=1)", num(self.median()))
+        } else {
+            write!(f, "{} ({}–{}, n={})", num(self.median()), num(self.min()), num(self.max()), self.n())
+        }
+    }
+}
+
+fn median(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+/// The launch a row came from: `launch k` at the start of its note (E9's launches of several
+/// runs each), else its repetition (experiments that start one process per repetition).
+pub fn launch_of(r: &Row) -> u32 {
+    let from_note = r
+        .note
+        .strip_prefix("launch ")
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok());
+    from_note.unwrap_or(r.rep)
+}
+
+/// The figure of `series` at `x` for `metric`: each launch's median of its counted values (ok
+/// and disturbed), one value per launch. Only for experiments whose launches are told apart
+/// by [`launch_of`].
+pub fn launches(rows: &[Row], series: &str, x: f64, metric: &str) -> Option<Figure> {
+    let mut by: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.series == series && r.x == x && r.metric == metric) {
+        if let (Some(v), Status::Ok | Status::Disturbed) = (r.value, r.status) {
+            by.entry(launch_of(r)).or_default().push(v);
+        }
+    }
+    Figure::new(
+        by.into_values()
+            .map(|mut v| {
+                v.sort_by(f64::total_cmp);
+                median(&v)
+            })
+            .collect(),
+    )
+}
+
+/// How `a` stands to `b`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// Every launch of `a` below every launch of `b`.
+    Below,
+    /// Every launch of `a` above every launch of `b`.
+    Above,
+    /// The ranges overlap.
+    Within,
+    /// One of them has fewer than [`MIN_LAUNCHES`] launches.
+    TooFew,
+}
+
+/// `a` against `b`: apart only when both have [`MIN_LAUNCHES`] launches and the ranges do
+/// not overlap.
+pub fn order(a: &Figure, b: &Figure) -> Order {
+    if a.n() < MIN_LAUNCHES || b.n() < MIN_LAUNCHES {
+        Order::TooFew
+    } else if a.max() < b.min() {
+        Order::Below
+    } else if a.min() > b.max() {
+        Order::Above
+    } else {
+        Order::Within
+    }
+}
+
+/// `a` against `b` in words, both figures shown: "hintq-epoll 900 (…) below mio 1000 (…)",
+/// "… within noise of …", "… against … : too few launches (3 needed)".
+pub fn compare(a: (&str, &Figure), b: (&str, &Figure)) -> String {
+    let word = match order(a.1, b.1) {
+        Order::Below => "below",
+        Order::Above => "above",
+        Order::Within => "within noise of",
+        Order::TooFew => "against",
+    };
+    let mut s = format!("{} {} {word} {} {}", a.0, a.1, b.0, b.1);
+    if order(a.1, b.1) == Order::TooFew {
+        s.push_str(&format!(": too few launches ({MIN_LAUNCHES} needed)"));
+    }
+    s
+}
+
+/// A claim's verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The claim holds: every comparison it needs came out as it says, apart.
+    Yes,
+    /// A comparison came out apart, the other way.
+    No,
+    /// No comparison contradicts it, but one is within noise: not shown either way.
+    WithinNoise,
+    /// Too few launches, or a figure not measured: why.
+    CannotSay(String),
+}
+
+impl Verdict {
+    /// The verdict of a claim that `a` is below `b` (Below: yes, Above: no).
+    pub fn below(a: &Figure, b: &Figure) -> Verdict {
+        match order(a, b) {
+            Order::Below => Verdict::Yes,
+            Order::Above => Verdict::No,
+            Order::Within => Verdict::WithinNoise,
+            Order::TooFew => Verdict::CannotSay(format!("fewer than {MIN_LAUNCHES} launches")),
+        }
+    }
+
+    /// The verdict of a claim that `a` is above `b`.
+    pub fn above(a: &Figure, b: &Figure) -> Verdict {
+        Verdict::below(b, a)
+    }
+
+    /// The verdict of a claim that `a` and `b` are the same ("flat", "does not grow"): yes
+    /// when their ranges overlap, no when apart. Within noise is all a measurement can show
+    /// of equality.
+    pub fn same(a: &Figure, b: &Figure) -> Verdict {
+        match order(a, b) {
+            Order::Within => Verdict::Yes,
+            Order::Below | Order::Above => Verdict::No,
+            Order::TooFew => Verdict::CannotSay(format!("fewer than {MIN_LAUNCHES} launches")),
+        }
+    }
+
+    /// The verdict of a claim made of parts that must all hold: cannot say if one cannot be
+    /// said, no if one is contradicted, yes if all hold, else within noise.
+    pub fn all(parts: &[Verdict]) -> Verdict {
+        let why: Vec<&str> = parts
+            .iter()
+            .filter_map(|v| match v {
+                Verdict::CannotSay(w) => Some(w.as_str()),
+                _ => None,
+            })
+            .collect();
+        if !why.is_empty() {
+            let mut why: Vec<&str> = why;
+            why.dedup();
+            return Verdict::CannotSay(why.join("; "));
+        }
+        if parts.contains(&Verdict::No) {
+            Verdict::No
+        } else if parts.iter().all(|v| *v == Verdict::Yes) {
+            Verdict::Yes
+        } else {
+            Verdict::WithinNoise
+        }
+    }
+
+    /// The verdict when a figure it needs is missing.
+    pub fn unmeasured(what: &str) -> Verdict {
+        Verdict::CannotSay(format!("{what} not measured"))
+    }
+}
+
+/// `yes`, `no`, `within noise`, `cannot say: why`.
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Verdict::Yes => f.write_str("yes"),
+            Verdict::No => f.write_str("no"),
+            Verdict::WithinNoise => f.write_str("within noise"),
+            Verdict::CannotSay(why) => write!(f, "cannot say: {why}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fig(v: &[f64]) -> Figure {
+        Figure::new(v.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn a_figure_shows_median_range_and_launches() {
+        assert_eq!(fig(&[1173.0, 1054.0, 1114.0]).to_string(), "1114 (1054–1173, n=3)");
+        assert_eq!(fig(&[5.0]).to_string(), "5.00 (n=1)");
+        assert_eq!(fig(&[1.0, 2.0, 3.0, 10.0]).median(), 2.5);
+        assert!(Figure::new(vec![]).is_none());
+    }
+
+    #[test]
+    fn apart_only_with_three_launches_each_and_ranges_that_do_not_overlap() {
+        // Issue 26's E8: 1114 (1054–1173) against 1127 (1097–1157) is no order.
+        let hybrid = fig(&[1054.0, 1114.0, 1173.0]);
+        let rtsig = fig(&[1097.0, 1127.0, 1157.0]);
+        assert_eq!(order(&hybrid, &rtsig), Order::Within);
+        assert_eq!(Verdict::below(&hybrid, &rtsig), Verdict::WithinNoise);
+        assert_eq!(
+            compare(("hybrid", &hybrid), ("rtsig", &rtsig)),
+            "hybrid 1114 (1054–1173, n=3) within noise of rtsig 1127 (1097–1157, n=3)"
+        );
+        let fast = fig(&[900.0, 950.0, 1000.0]);
+        assert_eq!(order(&fast, &rtsig), Order::Below);
+        assert_eq!(order(&rtsig, &fast), Order::Above);
+        assert_eq!(Verdict::below(&fast, &rtsig), Verdict::Yes);
+        assert_eq!(Verdict::above(&fast, &rtsig), Verdict::No);
+        // Two launches, however far apart, are too few.
+        let two = fig(&[1.0, 2.0]);
+        assert_eq!(order(&two, &rtsig), Order::TooFew);
+        assert_eq!(Verdict::below(&two, &rtsig).to_string(), "cannot say: fewer than 3 launches");
+        assert!(compare(("a", &two), ("b", &rtsig)).ends_with("too few launches (3 needed)"));
+    }
+
+    #[test]
+    fn the_same_is_overlap_and_a_claim_of_parts_needs_them_all() {
+        let a = fig(&[100.0, 110.0, 120.0]);
+        let b = fig(&[115.0, 130.0, 140.0]);
+        let c = fig(&[137.0, 150.0, 160.0]);
+        assert_eq!(Verdict::same(&a, &b), Verdict::Yes);
+        assert_eq!(Verdict::same(&a, &c), Verdict::No, "1.37x apart is not flat");
+        assert_eq!(Verdict::all(&[Verdict::Yes, Verdict::Yes]), Verdict::Yes);
+        assert_eq!(Verdict::all(&[Verdict::Yes, Verdict::WithinNoise]), Verdict::WithinNoise);
+        assert_eq!(Verdict::all(&[Verdict::WithinNoise, Verdict::No]), Verdict::No);
+        assert_eq!(
+            Verdict::all(&[Verdict::No, Verdict::unmeasured("poll"), Verdict::unmeasured("poll")])
+                .to_string(),
+            "cannot say: poll not measured"
+        );
+    }
+
+    #[test]
+    fn a_launch_is_its_note_s_launch_or_its_repetition_and_its_value_the_median_of_its_runs() {
+        let row = |rep: u32, note: &str, v: f64| Row {
+            note: note.into(),
+            rep,
+            ..Row::ok("E9", "mio", 100.0, "us_per_run", v)
+        };
+        let rows = [
+            row(0, "launch 0; quiet", 10.0),
+            row(1, "launch 0; quiet", 12.0),
+            row(2, "launch 1", 20.0),
+            row(3, "launch 1", 30.0),
+            row(4, "launch 2", 5.0),
+            Row { status: Status::Repeated, ..row(5, "launch 3", 1000.0) },
+        ];
+        assert_eq!(launches(&rows, "mio", 100.0, "us_per_run"), Some(fig(&[5.0, 11.0, 25.0])));
+        let by_rep = [row(0, "quiet", 1.0), row(1, "quiet", 2.0)];
+        assert_eq!(launches(&by_rep, "mio", 100.0, "us_per_run").map(|f| f.n()), Some(2));
+        assert_eq!(launches(&by_rep, "epoll", 100.0, "us_per_run"), None);
+    }
+}
