@@ -228,7 +228,7 @@ fn drop_with_a_send_stuck(case: &str, elsewhere: bool) -> Option<usize> {
     // The socket buffers, filled: the send below cannot go.
     let mut filled = 0usize;
     loop {
-        // SAFETY (test): a live buffer and its length.
+        // SAFETY: (test) a live buffer and its length.
         let n = unsafe { libc::send(fd, [b'F'; 4096].as_ptr().cast(), 4096, libc::MSG_NOSIGNAL) };
         if n < 0 {
             assert_eq!(std::io::Error::last_os_error().kind(), ErrorKind::WouldBlock);
@@ -241,7 +241,7 @@ fn drop_with_a_send_stuck(case: &str, elsewhere: bool) -> Option<usize> {
     let mut evs = [Event::default(); 4];
     q.get_next_event(&mut evs, Some(Duration::ZERO)).unwrap();
     assert!(q.sending(fd), "a send to full socket buffers completed");
-    // SAFETY (test): duplicates a descriptor this process holds.
+    // SAFETY: (test) duplicates a descriptor this process holds.
     let held = unsafe { libc::dup(ring) };
     assert!(held >= 0, "dup: {}", std::io::Error::last_os_error());
     if elsewhere {
@@ -262,7 +262,7 @@ fn drop_with_a_send_stuck(case: &str, elsewhere: bool) -> Option<usize> {
     });
     // The send's deferred work runs on the ring's owner thread (this one) when it enters.
     while !reader.is_finished() {
-        // SAFETY (test): io_uring_enter on a ring descriptor we hold, submitting nothing and
+        // SAFETY: (test) io_uring_enter on a ring descriptor we hold, submitting nothing and
         // waiting for nothing (GETEVENTS with no minimum): it only runs the ring's work.
         unsafe { libc::syscall(libc::SYS_io_uring_enter, held, 0, 0, 1u32, std::ptr::null::<u8>(), 0usize) };
         std::thread::sleep(Duration::from_millis(5));
@@ -274,7 +274,7 @@ fn drop_with_a_send_stuck(case: &str, elsewhere: bool) -> Option<usize> {
     let fs = got.iter().take_while(|&&b| b == b'F').count();
     assert_eq!(fs, filled, "the filler did not arrive whole and first");
     assert!(got.len() - fs <= LEN, "more of the send arrived than it held");
-    // SAFETY (test): our duplicate, closed once.
+    // SAFETY: (test) our duplicate, closed once.
     unsafe { libc::close(held) };
     drop(sock);
     Some(got.len() - fs)
