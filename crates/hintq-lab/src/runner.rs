@@ -528,6 +528,7 @@ mod tests {
     fn a_server_s_cpu_and_memory_are_its_own_and_its_descendants_summed() {
         // 10 supervises workers 11 and 12; 12 has a child 13; 20 (a sibling) and 1 are not
         // in the tree.
+        // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
         let proc = fake_proc(&[
             (1, 0, 1000, 1000),
@@ -545,6 +546,7 @@ mod tests {
         assert!((stat_cpu(proc.path(), 10).unwrap() - 3.0 / hz).abs() < 1e-9, "one pid alone: 3 ticks");
         assert_eq!(tree_cpu(proc.path(), 99), None);
         let s = Sample::take(proc.path(), 10, 1.5);
+        // SAFETY: sysconf has no memory effects.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
         assert_eq!(
             s,

@@ -31,6 +31,7 @@ struct Lead {
 // SAFETY: `value` is only reached through a `Leader`, and `Lead::leader` (under the mutex)
 // lets at most one exist at a time; so `T: Send` suffices, as for a `Mutex<T>`.
 unsafe impl<T: Send> Sync for Leadership<T> {}
+// SAFETY: moving it moves the `T` (Send) and the mutex that guards it.
 unsafe impl<T: Send> Send for Leadership<T> {}
 
 /// Proof of leadership: access to the value. Dropping it hands leadership to one follower.

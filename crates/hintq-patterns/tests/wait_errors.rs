@@ -22,11 +22,12 @@ impl Handler for Ok1 {
 
     fn ready(&self, _conn: &mut (), fd: RawFd, _state: State) -> Next {
         let mut buf = [0u8; 64];
-        // SAFETY (test): reads into, then writes from, live local buffers.
+        // SAFETY: (test) reads into, then writes from, live local buffers.
         match unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) } {
             0 => Next::Close,
             n if n < 0 => Next::Read,
             _ => {
+                // SAFETY: (test) two bytes from a static buffer.
                 unsafe { libc::write(fd, b"ok".as_ptr().cast(), 2) };
                 Next::Read
             }
@@ -62,7 +63,7 @@ fn a_wait_that_keeps_failing_stops_the_thread_and_closes_its_connections() {
     let epolls = epoll_fds();
     assert_eq!(epolls.len(), 1, "the reactor's queue is the only epoll instance: {epolls:?}");
     let null = std::fs::File::open("/dev/null").unwrap();
-    // SAFETY (test): replaces the queue's descriptor behind its back, which is the point.
+    // SAFETY: (test) replaces the queue's descriptor behind its back, which is the point.
     assert_eq!(unsafe { libc::dup2(null.as_raw_fd(), epolls[0]) }, epolls[0]);
 
     // The thread stops and closes its connections: the client sees the end of the stream

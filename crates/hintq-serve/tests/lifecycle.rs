@@ -239,6 +239,7 @@ fn without_descriptors(label: &str, addr: std::net::SocketAddr) {
 }
 
 fn cpu_time() -> Duration {
+    // SAFETY: rusage is plain integers, for which all zeroes is valid.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `ru` is a live rusage.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };

@@ -521,7 +521,7 @@ mod tests {
 
     #[test]
     fn cvt_keeps_errno() {
-        // SAFETY (test): closing a number that is not open fails with EBADF.
+        // SAFETY: (test) closing a number that is not open fails with EBADF.
         let e = cvt(unsafe { libc::close(-1) }).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::EBADF));
         assert_eq!(cvt(5isize).unwrap(), 5);
@@ -550,7 +550,7 @@ mod tests {
         match connect(fd.as_raw_fd(), to) {
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
                 let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
-                // SAFETY (test): one live pollfd.
+                // SAFETY: (test) one live pollfd.
                 assert_eq!(unsafe { libc::poll(&mut p, 1, 5000) }, 1);
                 assert_eq!(take_error(fd.as_raw_fd()).unwrap_err().raw_os_error(), Some(libc::ECONNREFUSED));
             }
@@ -576,7 +576,7 @@ mod tests {
         let last = v.len() - 1;
         v[last] = 5;
         assert!(super::resident_pages(v.as_ptr().cast(), bytes).unwrap() >= 31);
-        // SAFETY (test): a Vec's block, from the global allocator: anonymous memory.
+        // SAFETY: (test) a Vec's block, from the global allocator: anonymous memory.
         let given = unsafe { super::release_zero_pages(&mut v) };
         assert!(given >= 28 * page, "{given} bytes given back");
         assert!(super::resident_pages(v.as_ptr().cast(), bytes).unwrap() <= 4);

@@ -1123,7 +1123,7 @@ mod tests {
             // meanwhile).
             let file = std::fs::File::open("/proc/self/exe").unwrap();
             let above = pairs.last().unwrap().0.as_raw_fd() + 1;
-            // SAFETY (test): duplicates a live descriptor; the copy is owned below.
+            // SAFETY: (test) duplicates a live descriptor; the copy is owned below.
             let high = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, above) };
             assert!(high >= above, "{}", io::Error::last_os_error());
             // SAFETY: `high` was just made and is owned by nothing else.
@@ -1168,7 +1168,7 @@ mod tests {
     }
 
     fn write_byte(fd: &OwnedFd) {
-        // SAFETY (test): one byte from a live buffer to a live socket.
+        // SAFETY: (test) one byte from a live buffer to a live socket.
         assert_eq!(unsafe { libc::write(fd.as_raw_fd(), b"x".as_ptr().cast(), 1) }, 1);
     }
 }

@@ -359,8 +359,9 @@ extern "C" fn noop_handler(_: libc::c_int) {}
 
 /// The current handler of `signo` is the default or hintq's own no-op one.
 pub(crate) fn signal_is_free(signo: libc::c_int) -> io::Result<bool> {
-    // SAFETY: sigaction with a null new action only reads the current one into `old`.
+    // SAFETY: a sigaction is plain data, for which all zeroes is valid.
     let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: sigaction with a null new action only reads the current one into `old`.
     cvt(unsafe { libc::sigaction(signo, std::ptr::null(), &mut old) })?;
     Ok(old.sa_sigaction == libc::SIG_DFL || old.sa_sigaction == noop_handler as *const () as usize)
 }

@@ -223,14 +223,14 @@ fn stale_after_revoke_and_reuse(b: Backend) {
     // installs the new one atomically (a close-then-open would race with other threads).
     q.declare_interest(num, Interest::empty()).unwrap();
     let (fresh, _pf) = pair();
-    // SAFETY (test): `num` is ours; dup2 replaces it.
+    // SAFETY: (test) `num` is ours; dup2 replaces it.
     assert_eq!(unsafe { libc::dup2(fresh.as_raw_fd(), num) }, num);
     let state = q.declare_interest(num, Interest::READ).unwrap();
     assert!(!state.contains(State::READ));
     let evs = collect(&mut q, 8, MS(300));
     assert!(evs.iter().all(|e| e.fd() != num), "stale event delivered to the new owner of fd {num}: {evs:?}");
     drain(first.as_raw_fd());
-    // SAFETY (test): `num` is ours (the dup2 above made it a descriptor of its own).
+    // SAFETY: (test) `num` is ours (the dup2 above made it a descriptor of its own).
     q.close(unsafe { OwnedFd::from_raw_fd(num) }).unwrap();
 }
 
@@ -253,12 +253,12 @@ fn stale_within_batch(b: Backend) {
     let victim = owned.into_raw_fd();
     q.declare_interest(victim, Interest::empty()).unwrap();
     let (fresh, _pf) = pair();
-    // SAFETY (test): `victim` is ours; dup2 closes it and reuses the number atomically.
+    // SAFETY: (test) `victim` is ours; dup2 closes it and reuses the number atomically.
     assert_eq!(unsafe { libc::dup2(fresh.as_raw_fd(), victim) }, victim);
     q.declare_interest(victim, Interest::READ).unwrap();
     assert!(q.is_current(&evs[0]));
     assert!(!q.is_current(&evs[1]), "the batch's event for the closed descriptor is stale");
-    // SAFETY (test): `victim` is ours (the dup2 above made it a descriptor of its own).
+    // SAFETY: (test) `victim` is ours (the dup2 above made it a descriptor of its own).
     q.close(unsafe { OwnedFd::from_raw_fd(victim) }).unwrap();
 }
 
@@ -318,7 +318,7 @@ extern "C" fn noop(_: libc::c_int) {}
 
 /// A signal storm during the wait neither surfaces EINTR nor cuts the timeout (E6).
 fn eintr_storm(b: Backend) {
-    // SAFETY (test): installs a no-op handler without SA_RESTART for SIGUSR2.
+    // SAFETY: (test) installs a no-op handler without SA_RESTART for SIGUSR2.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = noop as *const () as usize;
@@ -327,13 +327,13 @@ fn eintr_storm(b: Backend) {
     let mut q = queue(b);
     let (a, mut peer) = pair();
     q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
-    // SAFETY (test): pthread_self of this thread.
+    // SAFETY: (test) pthread_self of this thread.
     let me = unsafe { libc::pthread_self() };
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = Arc::clone(&stop);
     let storm = thread::spawn(move || {
         while !s2.load(Ordering::Relaxed) {
-            // SAFETY (test): the target thread outlives the storm (joined below).
+            // SAFETY: (test) the target thread outlives the storm (joined below).
             unsafe { libc::pthread_kill(me, libc::SIGUSR2) };
             thread::sleep(MS(1));
         }
@@ -374,7 +374,7 @@ fn hangup_and_error(b: Backend) {
     }
     // A refused non-blocking connect ends in an error.
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    // SAFETY (test): plain socket calls on a fresh socket.
+    // SAFETY: (test) plain socket calls on a fresh socket.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0) };
     let sa = libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,
@@ -382,7 +382,7 @@ fn hangup_and_error(b: Backend) {
         sin_addr: libc::in_addr { s_addr: u32::from_be_bytes([127, 0, 0, 1]).to_be() },
         sin_zero: [0; 8],
     };
-    // SAFETY (test): `sa` is a valid sockaddr_in.
+    // SAFETY: (test) `sa` is a valid sockaddr_in.
     unsafe { libc::connect(fd, (&sa as *const libc::sockaddr_in).cast(), std::mem::size_of_val(&sa) as u32) };
     let declared = q.declare_interest(fd, Interest::WRITE).unwrap();
     // The failure may predate the declaration: then it is in the returned state.
@@ -392,7 +392,7 @@ fn hangup_and_error(b: Backend) {
     if !is_select(b) {
         assert!(s.contains(State::ERR) || s.contains(State::HUP), "{s:?}");
     }
-    // SAFETY (test): `fd` is the socket made above, owned by nobody else.
+    // SAFETY: (test) `fd` is the socket made above, owned by nobody else.
     q.close(unsafe { OwnedFd::from_raw_fd(fd) }).unwrap();
 }
 
@@ -437,7 +437,7 @@ fn high_descriptor(b: Backend) {
         return;
     }
     let (a, mut peer) = pair();
-    // SAFETY (test): F_DUPFD takes the lowest free number >= HIGH (dup2 could close another
+    // SAFETY: (test) F_DUPFD takes the lowest free number >= HIGH (dup2 could close another
     // test's descriptor); we own the dup.
     let high = unsafe { OwnedFd::from_raw_fd(libc::fcntl(a.as_raw_fd(), libc::F_DUPFD_CLOEXEC, HIGH)) };
     assert!(high.as_raw_fd() >= HIGH, "F_DUPFD: {}", io::Error::last_os_error());
@@ -497,19 +497,19 @@ fn emfile_body(b: Backend) {
     let mut acc = Acceptor::new(listener.as_raw_fd()).unwrap();
     let client = TcpStream::connect(addr).unwrap();
     let mut old = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY (test, own process): lower the soft limit and fill the table up to it.
+    // SAFETY: (test, own process) lower the soft limit and fill the table up to it.
     unsafe {
         libc::getrlimit(libc::RLIMIT_NOFILE, &mut old);
         libc::setrlimit(libc::RLIMIT_NOFILE, &libc::rlimit { rlim_cur: 128, rlim_max: old.rlim_max });
     }
     let mut hogs = Vec::new();
     loop {
-        // SAFETY (test): dup of the open listener.
+        // SAFETY: (test) dup of the open listener.
         let fd = unsafe { libc::dup(listener.as_raw_fd()) };
         if fd < 0 {
             break;
         }
-        // SAFETY (test): we own the dup.
+        // SAFETY: (test) we own the dup.
         hogs.push(unsafe { OwnedFd::from_raw_fd(fd) });
     }
     let (mut shed, mut wakeups) = (0, 0);
@@ -525,7 +525,7 @@ fn emfile_body(b: Backend) {
         }
     }
     hogs.clear();
-    // SAFETY (test): restore the old limit.
+    // SAFETY: (test) restore the old limit.
     unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &old) };
     assert_eq!(shed, 1, "the pending connection is shed");
     assert!(wakeups < 20, "the listener must not stay ready and spin: {wakeups} wake-ups");
@@ -542,10 +542,10 @@ fn emfile_body(b: Backend) {
     let _c3 = TcpStream::connect(addr).unwrap();
     assert!(wait_for(&mut q, listener.as_raw_fd(), MS(2000)).is_some());
     let none = libc::rlimit { rlim_cur: 3, rlim_max: old.rlim_max };
-    // SAFETY (test): below every descriptor but the standard three; restored just after.
+    // SAFETY: (test) below every descriptor but the standard three; restored just after.
     unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &none) };
     let (first, second) = (acc.accept().unwrap(), acc.accept().unwrap());
-    // SAFETY (test): restore the old limit.
+    // SAFETY: (test) restore the old limit.
     unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &old) };
     assert!(matches!(first, Accepted::Exhausted), "no spare to shed with: {first:?}");
     assert!(matches!(second, Accepted::Exhausted), "the spare stays lost: {second:?}");
@@ -562,7 +562,7 @@ fn reset_before_accept(b: Backend) {
     q.declare_interest(listener.as_raw_fd(), Interest::READ).unwrap();
     let rst = TcpStream::connect(addr).unwrap();
     let linger = libc::linger { l_onoff: 1, l_linger: 0 };
-    // SAFETY (test): setsockopt with a live linger struct.
+    // SAFETY: (test) setsockopt with a live linger struct.
     unsafe {
         libc::setsockopt(
             rst.as_raw_fd(),
@@ -582,7 +582,7 @@ fn reset_before_accept(b: Backend) {
         wait_for(&mut q, listener.as_raw_fd(), MS(200));
         while let Accepted::Conn(c) = acc.accept().unwrap() {
             let mut buf = [0u8; 2];
-            // SAFETY (test): read into a live buffer.
+            // SAFETY: (test) read into a live buffer.
             let n = unsafe { libc::recv(c.as_raw_fd(), buf.as_mut_ptr().cast(), 2, libc::MSG_WAITALL) };
             if n == 2 && &buf == b"ok" {
                 served += 1;
@@ -899,7 +899,7 @@ fn close_from_other_thread(b: Backend) {
     q.declare_interest(num, Interest::READ).unwrap();
     let closer = thread::spawn(move || {
         thread::sleep(MS(50));
-        // SAFETY (test): this thread owns `num` now.
+        // SAFETY: (test) this thread owns `num` now.
         unsafe { libc::close(num) };
     });
     let mut evs = [Event::default(); 4];
@@ -1081,14 +1081,14 @@ fn receive_in_order(b: Backend) {
     assert!(wait_for(&mut q, num, MS(2000)).is_some());
     q.declare(num, Interest::empty()).unwrap();
     let (fresh, fpeer) = pair();
-    // SAFETY (test): `num` is ours; dup2 replaces it.
+    // SAFETY: (test) `num` is ours; dup2 replaces it.
     assert_eq!(unsafe { libc::dup2(fresh.as_raw_fd(), num) }, num);
     q.declare(num, Interest::READ | Interest::RECEIVE).unwrap();
     write_fully(&fpeer, b"new");
     let mut got = Vec::new();
     take_until(&mut q, num, &mut got, 3);
     assert_eq!(got, b"new", "{b}: the reused number's own bytes only");
-    // SAFETY (test): `num` is ours (the dup2 above made it a descriptor of its own).
+    // SAFETY: (test) `num` is ours (the dup2 above made it a descriptor of its own).
     q.close(unsafe { OwnedFd::from_raw_fd(num) }).unwrap();
     drop((fresh, cpeer, a));
 }

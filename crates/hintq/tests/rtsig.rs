@@ -49,15 +49,15 @@ fn user_signals_queued() -> u64 {
 /// otherwise the limit is set `limit` above what the user holds queued now.
 fn with_sigpending(name: &str, limit: u64, body: impl FnOnce()) {
     common::in_child(name, &[], || {
-        // SAFETY (test, own process): geteuid has no preconditions.
+        // SAFETY: (test, own process) geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {
             let uid = 60_000 + name.bytes().map(u32::from).sum::<u32>() % 5_000;
-            // SAFETY (test, own process): drops this child's privileges for good.
+            // SAFETY: (test, own process) drops this child's privileges for good.
             assert_eq!(unsafe { libc::setresuid(uid, uid, uid) }, 0, "setresuid({uid})");
         }
         let limit = user_signals_queued() + limit;
         let r = libc::rlimit { rlim_cur: limit, rlim_max: limit };
-        // SAFETY (test, own process): lowers a limit of this process only.
+        // SAFETY: (test, own process) lowers a limit of this process only.
         assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_SIGPENDING, &r) }, 0);
         body();
     });
@@ -188,7 +188,7 @@ fn e10_queued_signal_of_closed_fd_is_discarded() {
             q.declare_interest(num, Interest::empty()).unwrap();
         }
         let (fresh, _p2) = pair();
-        // SAFETY (test): `num` is ours; dup2 closes the old file and reuses the number.
+        // SAFETY: (test) `num` is ours; dup2 closes the old file and reuses the number.
         assert_eq!(unsafe { libc::dup2(fresh.as_raw_fd(), num) }, num);
         let state = q.declare_interest(num, Interest::READ).unwrap();
         assert!(!state.contains(State::READ), "the new file has nothing to read");
@@ -198,7 +198,7 @@ fn e10_queued_signal_of_closed_fd_is_discarded() {
             None,
             "revoke_first={revoke_first}: stale signal delivered to the new owner"
         );
-        // SAFETY (test): `num` is ours (the dup2 above made it a descriptor of its own).
+        // SAFETY: (test) `num` is ours (the dup2 above made it a descriptor of its own).
         q.close(unsafe { OwnedFd::from_raw_fd(num) }).unwrap();
     }
 }
@@ -267,21 +267,21 @@ fn dropping_a_queue_leaves_a_reused_number_alone() {
     stale.declare_interest(num, Interest::READ).unwrap();
     let mut live = Builder::new(Backend::Rtsig).rtsig_hybrid(hybrid_off()).build().unwrap();
     let (fresh, mut peer) = pair();
-    // SAFETY (test): `num` is ours; dup2 closes the old file behind `stale`'s back.
+    // SAFETY: (test) `num` is ours; dup2 closes the old file behind `stale`'s back.
     assert_eq!(unsafe { libc::dup2(fresh.as_raw_fd(), num) }, num);
     live.declare_interest(num, Interest::READ).unwrap();
     stale.declare_interest(num, Interest::empty()).unwrap();
     drop(stale);
     peer.write_all(b"mine").unwrap();
     assert_eq!(serve(&mut live, MS(2000)).get(&num), Some(&1), "the live queue lost its signals");
-    // SAFETY (test): `num` is ours (the dup2 above made it a descriptor of its own).
+    // SAFETY: (test) `num` is ours (the dup2 above made it a descriptor of its own).
     live.close(unsafe { OwnedFd::from_raw_fd(num) }).unwrap();
 }
 
 /// The real-time signals pending on the calling thread (which blocks them all first, so a
 /// signal sent to it stays there to be seen).
 fn rt_signals_pending() -> Vec<libc::c_int> {
-    // SAFETY (test): sigset and mask calls on live, exclusively borrowed sets.
+    // SAFETY: (test) sigset and mask calls on live, exclusively borrowed sets.
     unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut all);

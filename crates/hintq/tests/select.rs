@@ -29,9 +29,9 @@ fn reported(q: &mut Queue) -> BTreeMap<RawFd, State> {
 
 /// A descriptor numbered at or above `at`, a duplicate of `fd`.
 fn dup_at(fd: RawFd, at: RawFd) -> Option<OwnedFd> {
-    // SAFETY (test): F_DUPFD takes the lowest free number >= `at`; we own the result.
+    // SAFETY: (test) F_DUPFD takes the lowest free number >= `at`; we own the result.
     let high = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, at) };
-    // SAFETY (test): a fresh descriptor nobody else owns.
+    // SAFETY: (test) a fresh descriptor nobody else owns.
     (high >= 0).then(|| unsafe { OwnedFd::from_raw_fd(high) })
 }
 
@@ -81,7 +81,7 @@ fn classic_and_improved_report_the_same_events_on_a_mixed_workload() {
     }
     const HUNG_UP: usize = 10; // read and write interest, no data
     pairs[HUNG_UP].1 = None;
-    // SAFETY (test): one byte of urgent data on a connected socket.
+    // SAFETY: (test) one byte of urgent data on a connected socket.
     let sent = unsafe { libc::send(urgent_peer.as_raw_fd(), b"!".as_ptr().cast(), 1, libc::MSG_OOB) };
     assert_eq!(sent, 1);
     urgent_peer.flush().unwrap();

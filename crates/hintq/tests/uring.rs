@@ -233,7 +233,7 @@ fn deny_io_uring_setup() {
         op(ret, libc::SECCOMP_RET_ALLOW),
     ];
     let prog = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_mut_ptr() };
-    // SAFETY (test): prctl with the documented arguments; `prog` and `filter` outlive the call.
+    // SAFETY: (test) prctl with the documented arguments; `prog` and `filter` outlive the call.
     unsafe {
         assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
         let r =

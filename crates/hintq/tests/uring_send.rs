@@ -193,3 +193,113 @@ fn queues_that_cannot_send_say_so_and_give_the_buffer_back() {
         drop(sock);
     }
 }
+
+/// The descriptors of this process that are io_uring instances.
+fn rings() -> Vec<RawFd> {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let link = std::fs::read_link(e.path()).ok()?;
+            (link.to_string_lossy() == "anon_inode:[io_uring]")
+                .then(|| e.file_name().to_str()?.parse().ok())?
+        })
+        .collect()
+}
+
+/// Drops a queue (on this thread, or on another when `elsewhere`) while a 64 KiB send of
+/// `S` bytes is stuck behind socket buffers filled with `F` bytes, then reuses the freed
+/// memory for buffers of `0xEE` and lets the peer read everything. The peer must receive the
+/// `F`s, then at most the `S`s, and nothing else. Returns the bytes of the send that arrived.
+///
+/// To see what the kernel does with the send after the drop, the test holds a duplicate of
+/// the ring's descriptor, as a child forked meanwhile would: the ring's teardown then never
+/// cancels the send, and entering the duplicate runs the send's deferred work (the peer's
+/// reads make the socket writable). A send the drop did not cancel is so carried out
+/// deterministically, from whatever its buffer's memory holds by then.
+fn drop_with_a_send_stuck(case: &str, elsewhere: bool) -> Option<usize> {
+    // The probe's rings are gone once it answered (it answers once per process).
+    let _ = Backend::Uring.probe();
+    let before = rings();
+    let mut q = ring_queue(case)?;
+    let (sock, fd, mut client) = tcp();
+    q.declare(fd, Interest::READ).unwrap();
+    let ring = *rings().iter().find(|r| !before.contains(r)).expect("the queue's ring among the descriptors");
+    // The socket buffers, filled: the send below cannot go.
+    let mut filled = 0usize;
+    loop {
+        // SAFETY: (test) a live buffer and its length.
+        let n = unsafe { libc::send(fd, [b'F'; 4096].as_ptr().cast(), 4096, libc::MSG_NOSIGNAL) };
+        if n < 0 {
+            assert_eq!(std::io::Error::last_os_error().kind(), ErrorKind::WouldBlock);
+            break;
+        }
+        filled += n as usize;
+    }
+    const LEN: usize = 64 << 10;
+    q.send(fd, vec![b'S'; LEN]).unwrap();
+    let mut evs = [Event::default(); 4];
+    q.get_next_event(&mut evs, Some(Duration::ZERO)).unwrap();
+    assert!(q.sending(fd), "a send to full socket buffers completed");
+    // SAFETY: (test) duplicates a descriptor this process holds.
+    let held = unsafe { libc::dup(ring) };
+    assert!(held >= 0, "dup: {}", std::io::Error::last_os_error());
+    if elsewhere {
+        std::thread::spawn(move || drop(q)).join().unwrap();
+    } else {
+        drop(q);
+    }
+    // The freed memory reused: blocks of the send buffer's size, filled with a marker.
+    let reuse: Vec<Vec<u8>> = (0..256).map(|_| vec![0xEE; LEN]).collect();
+    let reader = std::thread::spawn(move || {
+        client.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 1 << 16];
+        while let Ok(n @ 1..) = client.read(&mut buf) {
+            got.extend_from_slice(&buf[..n]);
+        }
+        got
+    });
+    // The send's deferred work runs on the ring's owner thread (this one) when it enters.
+    while !reader.is_finished() {
+        // SAFETY: (test) io_uring_enter on a ring descriptor we hold, submitting nothing and
+        // waiting for nothing (GETEVENTS with no minimum): it only runs the ring's work.
+        unsafe { libc::syscall(libc::SYS_io_uring_enter, held, 0, 0, 1u32, std::ptr::null::<u8>(), 0usize) };
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let got = reader.join().unwrap();
+    drop(reuse);
+    let foreign = got.iter().filter(|&&b| b != b'F' && b != b'S').count();
+    assert_eq!(foreign, 0, "the peer received {foreign} bytes the program never sent");
+    let fs = got.iter().take_while(|&&b| b == b'F').count();
+    assert_eq!(fs, filled, "the filler did not arrive whole and first");
+    assert!(got.len() - fs <= LEN, "more of the send arrived than it held");
+    // SAFETY: (test) our duplicate, closed once.
+    unsafe { libc::close(held) };
+    drop(sock);
+    Some(got.len() - fs)
+}
+
+#[test]
+fn dropping_a_queue_cancels_its_send_before_the_buffer_is_freed() {
+    let case = "dropping_a_queue_cancels_its_send_before_the_buffer_is_freed";
+    common::in_child(case, &[], || {
+        if drop_with_a_send_stuck(case, false).is_some() {
+            assert_eq!(hintq::leaked_buffers(), 0, "the send was left to the kernel, not cancelled");
+        }
+    });
+}
+
+#[test]
+fn a_send_a_drop_cannot_cancel_keeps_its_buffer() {
+    let case = "a_send_a_drop_cannot_cancel_keeps_its_buffer";
+    common::in_child(case, &[], || {
+        // Dropped on another thread, a one-thread ring cannot be entered to cancel: the
+        // buffer is left allocated, counted, and sent intact.
+        if let Some(sent) = drop_with_a_send_stuck(case, true) {
+            if hintq::leaked_buffers() > 0 {
+                assert_eq!(sent, 64 << 10, "the leaked send did not complete from its intact buffer");
+            }
+        }
+    });
+}

@@ -24,6 +24,15 @@ pub(crate) mod rtsig;
 mod select;
 mod uring;
 
+/// How many buffers the library left allocated for the rest of the process because the
+/// kernel might still read or write them: io_uring sends and receives that could not be
+/// cancelled and reaped before their ring closed (a queue dropped on a thread other than the
+/// one that ran it, or completions the kernel dropped). Freeing them could send bytes the
+/// program never sent, or let a receive write into reused memory. 0 on other backends.
+pub fn leaked_buffers() -> u64 {
+    uring::leaked()
+}
+
 /// One readiness report from a backend.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Ready {

@@ -153,6 +153,7 @@ use hintq_sys::BufRing;
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -426,6 +427,11 @@ impl Watches {
         hintq_sys::truncate_release(&mut self.by_fd, used);
     }
 
+    /// Every watch (when the ring is dropped, not per event).
+    fn iter(&self) -> impl Iterator<Item = &Watch> {
+        self.by_fd.iter().flatten().chain(self.internal.iter())
+    }
+
     /// Every watch (when the ring is replaced, not per event).
     fn iter_mut(&mut self) -> impl Iterator<Item = &mut Watch> {
         self.by_fd.iter_mut().flatten().chain(self.internal.iter_mut())
@@ -694,18 +700,63 @@ pub(crate) struct Uring {
 /// machine, so that under load a wait takes the whole window.
 const COALESCE_WANT: usize = 64;
 
+/// Buffers left allocated, for the life of the process, because the kernel might still
+/// read or write them: sends and receives that a dropped ring could not cancel (a
+/// [`Run::Deferred`] ring dropped on a thread other than its owner, or completions lost,
+/// quirk d), and cancelled sends whose completion was lost. See [`crate::leaked_buffers`].
+static LEAKED: AtomicU64 = AtomicU64::new(0);
+
+/// The count behind [`crate::leaked_buffers`].
+pub(crate) fn leaked() -> u64 {
+    LEAKED.load(Ordering::Relaxed)
+}
+
+/// Leaks `v` and counts it in [`LEAKED`]: the kernel may still use its memory.
+fn leak<T>(v: T) {
+    std::mem::forget(v);
+    LEAKED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// How long dropping a ring waits for its cancelled sends and receives to complete.
+const DROP_PATIENCE: Duration = Duration::from_secs(1);
+
 impl Drop for Uring {
-    /// The kernel unregisters a ring's buffer group only when the ring's teardown, which runs
-    /// after its descriptor is closed, gets to it: a receive run meanwhile would write into
-    /// buffers already freed. Unregistered first, none is taken; if the kernel refuses (a
-    /// one-thread ring dropped on another thread), the buffers are left allocated.
+    /// A ring's teardown runs asynchronously after its descriptor is closed (and not at all
+    /// while another descriptor of it is open, as a child forked meanwhile holds one): a send
+    /// still armed then would be carried out from a buffer already freed and reused, sending
+    /// bytes the program never sent; a receive would write into freed buffers. So before the
+    /// ring closes, every send and receive in flight is cancelled and its completion reaped
+    /// ([`Uring::quiesce`], bounded by [`DROP_PATIENCE`]); what cannot be (a one-thread ring
+    /// dropped on another thread, or completions lost) keeps its buffers allocated for good
+    /// and counted ([`crate::leaked_buffers`]). The buffer group is unregistered too, after
+    /// which no receive can take its buffers.
     fn drop(&mut self) {
+        let quiet = self.quiesce(DROP_PATIENCE);
         if let Some(bufs) = self.table.bufs.take() {
-            if let Err(kept) = bufs.release(&self.ring, BGID) {
-                std::mem::forget(kept);
+            if !quiet.receives {
+                // A receive still running may hold one of its buffers, unregistered or not.
+                leak(bufs);
+            } else if let Err(kept) = bufs.release(&self.ring, BGID) {
+                leak(kept);
+            }
+        }
+        if !quiet.sends {
+            let fds: Vec<RawFd> = self.table.sends.values().map(|s| untoken(s.token).0).collect();
+            for fd in fds {
+                if let Some(s) = self.table.sends.remove(fd) {
+                    if s.failed.is_none() {
+                        leak(s.buf);
+                    }
+                }
             }
         }
     }
+}
+
+/// What [`Uring::quiesce`] left in flight: true where nothing is.
+struct Quiet {
+    sends: bool,
+    receives: bool,
 }
 
 impl Uring {
@@ -819,6 +870,41 @@ impl Uring {
             }
         }
         Ok(())
+    }
+
+    /// Cancels every send and receive in flight and reaps their completions, for up to
+    /// `patience` (see [`Drop for Uring`](Uring)); polls are left to the ring's teardown, as
+    /// they point at no memory of ours. Says what is still in flight after that: all of it
+    /// when only another thread may enter the ring ([`Run::Deferred`], quirk m).
+    fn quiesce(&mut self, patience: Duration) -> Quiet {
+        let busy = |t: &Table| -> (Vec<u64>, Vec<u64>) {
+            let sends = t.sends.values().filter(|s| s.failed.is_none()).map(|s| s.token | SEND).collect();
+            let recvs = t.watches.iter().filter(|w| w.live && w.receives()).map(|w| w.token).collect();
+            (sends, recvs)
+        };
+        // Nothing is re-armed once cancelled.
+        for w in self.table.watches.iter_mut() {
+            w.keep = false;
+        }
+        let may_enter = self.run != Run::Deferred || self.owner.is_none_or(|t| t == thread_id());
+        let end = std::time::Instant::now() + patience;
+        loop {
+            let (sends, recvs) = busy(&self.table);
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            if (sends.is_empty() && recvs.is_empty()) || !may_enter || left.is_zero() {
+                return Quiet { sends: sends.is_empty(), receives: recvs.is_empty() };
+            }
+            // Asked again each round: a cancel that met its request running (`-EALREADY`)
+            // did not take. The cancels' own completions say nothing we need.
+            for token in sends.into_iter().chain(recvs) {
+                if self.push(&opcode::AsyncCancel::new(token).build().user_data(THROTTLE)).is_err() {
+                    break;
+                }
+            }
+            // An error (EINTR) is a round like any other, within the patience.
+            let _ = self.enter(Some(left.min(Duration::from_millis(50))));
+            self.reap();
+        }
     }
 
     /// Takes every CQE in the ring, without a system call.
@@ -1043,7 +1129,7 @@ impl Uring {
             // Otherwise the CQE was lost (quirk d) and the kernel may still read the buffer:
             // it is leaked, never freed under the kernel.
             else {
-                std::mem::forget(s.buf);
+                leak(s.buf);
             }
         }
         Ok(())

@@ -12,7 +12,7 @@ pub const MS: fn(u64) -> Duration = Duration::from_millis;
 pub fn reset(s: std::net::TcpStream) {
     use std::os::fd::AsRawFd;
     let lin = libc::linger { l_onoff: 1, l_linger: 0 };
-    // SAFETY (test): a live linger struct and its size.
+    // SAFETY: (test) a live linger struct and its size.
     let r = unsafe {
         libc::setsockopt(
             s.as_raw_fd(),
