@@ -7,6 +7,9 @@ use common::{assert_success, backends, compile, pkg_config, Checker};
 /// The default queue on each `HINTQ_BACKEND`, and an `hq_queue` on the same backend.
 #[test]
 fn contract_holds_on_every_backend() {
+    if !common::can_build_c() {
+        return;
+    }
     let exe = compile("api.c", "api", Checker::Plain, &["-pthread"], &[]);
     for backend in backends() {
         let out = Checker::Plain.command(&exe).arg(backend).env("HINTQ_BACKEND", backend).output().unwrap();
@@ -21,6 +24,9 @@ fn contract_holds_on_every_backend() {
 /// An unknown name in `HINTQ_BACKEND` is `EINVAL` from the calls that create a queue from it.
 #[test]
 fn unknown_backend_in_environment_is_einval() {
+    if !common::can_build_c() {
+        return;
+    }
     let exe = compile("api.c", "api-bad-env", Checker::Plain, &["-pthread"], &[]);
     let out = Checker::Plain.command(&exe).arg("--bad-env").env("HINTQ_BACKEND", "no-such-backend").output();
     assert_success("api --bad-env", &out.unwrap());
@@ -31,6 +37,9 @@ fn unknown_backend_in_environment_is_einval() {
 /// queue dropped at thread exit.
 #[test]
 fn contract_under_memory_checker() {
+    if !common::can_build_c() {
+        return;
+    }
     let checker = match Checker::available() {
         Ok(c) => c,
         Err(why) => return hintq_testkit::skip("C tests under the memory checker", why),
@@ -43,6 +52,9 @@ fn contract_under_memory_checker() {
 /// `libhintq.a` links with the libraries `pkg-config --static` names.
 #[test]
 fn static_library_links() {
+    if !common::can_build_c() {
+        return;
+    }
     let libs = pkg_config(&["--static", "--libs"])
         .into_iter()
         .map(|w| if w == "-lhintq" { "-l:libhintq.a".to_string() } else { w })

@@ -24,11 +24,17 @@ fn run(checker: Checker) {
 
 #[test]
 fn close_revokes_on_every_backend() {
+    if !common::can_build_c() {
+        return;
+    }
     run(Checker::Plain);
 }
 
 #[test]
 fn close_revokes_under_memory_checker() {
+    if !common::can_build_c() {
+        return;
+    }
     match Checker::available() {
         Ok(checker) => run(checker),
         Err(why) => eprintln!("SKIP close under the memory checker: {why}"),
@@ -38,6 +44,9 @@ fn close_revokes_under_memory_checker() {
 /// Linked with `libhintq.a`, the program's `close` is the library's too.
 #[test]
 fn close_revokes_in_a_statically_linked_program() {
+    if !common::can_build_c() {
+        return;
+    }
     let libs = pkg_config(&["--static", "--libs"])
         .into_iter()
         .map(|w| if w == "-lhintq" { "-l:libhintq.a".to_string() } else { w })

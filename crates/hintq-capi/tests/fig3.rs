@@ -67,6 +67,9 @@ fn serve(exe: &Path, checker: Checker, backend: &str) {
 
 #[test]
 fn figure_3_serves_clients_on_every_backend() {
+    if !common::can_build_c() {
+        return;
+    }
     let exe = build("fig3", Checker::Plain);
     for backend in backends() {
         serve(&exe, Checker::Plain, backend);
@@ -75,6 +78,9 @@ fn figure_3_serves_clients_on_every_backend() {
 
 #[test]
 fn figure_3_under_memory_checker() {
+    if !common::can_build_c() {
+        return;
+    }
     let checker = match Checker::available() {
         Ok(c) => c,
         Err(why) => return hintq_testkit::skip("C tests under the memory checker", why),

@@ -29,11 +29,17 @@ fn run(checker: Checker) {
 
 #[test]
 fn library_from_c_on_every_backend() {
+    if !common::can_build_c() {
+        return;
+    }
     run(Checker::Plain);
 }
 
 #[test]
 fn library_from_c_under_memory_checker() {
+    if !common::can_build_c() {
+        return;
+    }
     match Checker::available() {
         Ok(checker) => run(checker),
         Err(why) => eprintln!("SKIP server under the memory checker: {why}"),

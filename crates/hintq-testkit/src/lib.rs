@@ -1,8 +1,9 @@
 //! What the workspace's tests share: how a case that this machine cannot run is skipped.
 //!
-//! A skip prints one line, `SKIP <case>: <why>`, on standard error; `.ci/run` runs the tests
-//! with `--nocapture` and counts those lines at the end, so a skip is never invisible (a
-//! message the harness captures is no skip report at all).
+//! A skip prints one line, `SKIP <case>: <why>`, on standard error, which the test harness
+//! captures for a test that passes. So that a skip is never invisible, it is also appended to
+//! the file named by [`LOG`] when that is set: `./test.sh` at the repository's root sets it,
+//! runs the tests and ends its output with every case not run, why, and what to install.
 //!
 //! Under `HINTQ_REQUIRE_TOOLS` (which `.ci/run` sets after installing what the tests need)
 //! nothing may be skipped: an outside program (curl, httperf, python3 with h11, valgrind) and
@@ -14,6 +15,11 @@ use std::fmt::Display;
 
 /// The variable that turns skips into failures.
 pub const REQUIRE: &str = "HINTQ_REQUIRE_TOOLS";
+
+/// The variable naming a file every skip is appended to, one line each: the case (prefixed
+/// with the test that skipped it), the reason and the remedy, separated by tabs (see
+/// [`record`]).
+pub const LOG: &str = "HINTQ_SKIP_LOG";
 
 /// Whether skips are failures in this run ([`REQUIRE`] is set).
 pub fn required() -> bool {
@@ -27,10 +33,73 @@ pub fn required() -> bool {
 /// without checking anything.
 #[track_caller]
 pub fn skip(case: &str, why: impl Display) {
-    match verdict(case, &why, required()) {
+    let case = match std::thread::current().name() {
+        // The harness names each test's thread after the test; a helper thread has no name.
+        Some(test) if test != "main" && test != case => format!("{}{test}: {case}", binary()),
+        _ => format!("{}{case}", binary()),
+    };
+    let why = why.to_string();
+    if let Some(path) = std::env::var_os(LOG) {
+        append(std::path::Path::new(&path), &record(&case, &why));
+    }
+    match verdict(&case, &why, required()) {
         Ok(line) => eprintln!("{line}"),
         Err(failure) => panic!("{failure}"),
     }
+}
+
+/// `<test binary>::`, the name cargo gave this test program without its hash
+/// (`clients-0123abcd` is `clients::`), or nothing if that cannot be read.
+fn binary() -> String {
+    let exe = std::env::current_exe().ok();
+    let stem = exe.as_deref().and_then(|e| e.file_stem()).and_then(|s| s.to_str()).unwrap_or("");
+    match stem.rsplit_once('-') {
+        Some((name, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            format!("{name}::")
+        }
+        _ => String::new(),
+    }
+}
+
+/// Appends one line to the skip log, in one `write` (so that lines of test threads and test
+/// programs writing at once never interleave). A log that cannot be written is said on
+/// standard error and does not fail the test.
+fn append(path: &std::path::Path, line: &str) {
+    use std::io::Write;
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = written {
+        eprintln!("hintq-testkit: cannot append to the skip log {}: {e}", path.display());
+    }
+}
+
+/// The skip log's line for `case`: `<case>\t<why>\t<remedy>\n`, tabs and line ends in the
+/// texts made spaces; the remedy is empty when [`remedy`] knows none.
+fn record(case: &str, why: &str) -> String {
+    let clean = |s: &str| s.replace(['\t', '\n', '\r'], " ");
+    format!("{}\t{}\t{}\n", clean(case), clean(why), remedy(why).unwrap_or(""))
+}
+
+/// What would let a case skipped for `why` run: the command installing the program it names
+/// (Debian's packages, pip for h11), or what the kernel must allow. The reasons are the
+/// workspace's own texts, so a program's name in them is what the case needed.
+pub fn remedy(why: &str) -> Option<&'static str> {
+    const REMEDIES: [(&str, &str); 10] = [
+        ("h11", "python3 -m pip install h11"),
+        ("httperf", "apt-get install httperf"),
+        ("valgrind", "apt-get install valgrind"),
+        ("curl", "apt-get install curl"),
+        ("python3", "apt-get install python3"),
+        ("pkg-config", "apt-get install pkg-config"),
+        ("C compiler", "apt-get install gcc"),
+        ("HINTQ_URING_DISABLE", "unset HINTQ_URING_DISABLE"),
+        ("io_uring", "a kernel that lets this process use io_uring: Linux 6.1 or later, sysctl kernel.io_uring_disabled=0, no container seccomp profile refusing io_uring_setup"),
+        ("RLIMIT_NOFILE", "a higher hard limit on open files (ulimit -Hn; LimitNOFILE= for a systemd service; nofile in /etc/security/limits.conf)"),
+    ];
+    REMEDIES.iter().find(|(word, _)| why.contains(word)).map(|&(_, fix)| fix)
 }
 
 /// What skipping `case` comes to: the line to print, or, when skips are `required` to fail,
@@ -69,5 +138,43 @@ mod tests {
         let failure = verdict("e13", &"io_uring refused", true).unwrap_err();
         assert!(failure.starts_with("e13 cannot run here: io_uring refused"), "{failure}");
         assert!(runs::<String>("e13", Ok(())));
+    }
+
+    #[test]
+    fn a_record_is_one_line_of_case_reason_and_remedy() {
+        assert_eq!(
+            record("clients::httperf_loads", "httperf is not available (httperf --version)"),
+            "clients::httperf_loads\thttperf is not available (httperf --version)\tapt-get install httperf\n"
+        );
+        assert_eq!(record("a\tb", "line\nbreak"), "a b\tline break\t\n");
+    }
+
+    #[test]
+    fn remedies_name_what_to_install() {
+        // h11 is looked for before python3: its reason names both.
+        assert_eq!(remedy("python3 with h11 is not available"), Some("python3 -m pip install h11"));
+        assert_eq!(remedy("python3 is not installed"), Some("apt-get install python3"));
+        assert_eq!(
+            remedy("neither valgrind nor AddressSanitizer (cc -fsanitize=address) is available"),
+            Some("apt-get install valgrind")
+        );
+        assert_eq!(remedy("no C compiler (cc --version failed)"), Some("apt-get install gcc"));
+        assert!(remedy("io_uring_setup: Operation not permitted").unwrap().contains("io_uring_disabled"));
+        assert_eq!(remedy("something else"), None);
+    }
+
+    #[test]
+    fn a_skip_names_its_test_and_lands_in_the_log() {
+        let dir = std::env::temp_dir().join(format!("hintq-testkit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("skips.tsv");
+        append(&log, &record("first", "curl is not installed"));
+        append(&log, &record("second", "nothing known"));
+        let text = std::fs::read_to_string(&log).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(text, "first\tcurl is not installed\tapt-get install curl\nsecond\tnothing known\t\n");
+        // This test's own thread carries its name, which `skip` puts before the case.
+        let me = std::thread::current().name().map(str::to_string);
+        assert_eq!(me.as_deref(), Some("tests::a_skip_names_its_test_and_lands_in_the_log"));
     }
 }

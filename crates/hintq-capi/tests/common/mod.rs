@@ -42,6 +42,22 @@ fn build_library() -> PathBuf {
     dir
 }
 
+/// Whether this machine can build the C tests: a C compiler (`cc`) and `pkg-config`. When
+/// one is missing, the calling test is skipped with the reason through `hintq-testkit` (a
+/// failure under `HINTQ_REQUIRE_TOOLS`), and this returns false.
+pub fn can_build_c() -> bool {
+    static FOUND: OnceLock<Result<(), String>> = OnceLock::new();
+    let found = FOUND.get_or_init(|| {
+        for (tool, what) in [("cc", "a C compiler (cc)"), ("pkg-config", "pkg-config")] {
+            if !Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success()) {
+                return Err(format!("{what} is not installed"));
+            }
+        }
+        Ok(())
+    });
+    hintq_testkit::runs("the C program", found.clone())
+}
+
 /// `pkg-config ARGS hintq` with `PKG_CONFIG_PATH` set to [`lib_dir`], split into words.
 pub fn pkg_config(args: &[&str]) -> Vec<String> {
     let out = Command::new("pkg-config")
