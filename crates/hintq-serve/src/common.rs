@@ -62,6 +62,9 @@ pub struct Out {
     /// Bytes of this output were given to the queue's ring ([`Out::flush_via`]) and may not
     /// be sent yet.
     in_ring: bool,
+    /// [`Out::settled`] found the ring's send still in flight and asked for its completion:
+    /// until it comes the connection waits on its peer to take bytes ([`Out::stalled`]).
+    awaited: bool,
 }
 
 /// What [`Out::flush`] achieved.
@@ -129,6 +132,14 @@ impl Out {
         self.in_ring
     }
 
+    /// The output waits on the peer to take bytes (the send timeout's case): some are queued
+    /// here, or [`Out::settled`] found the ring's send still in flight. Bytes given to the
+    /// ring and not asked about since are not counted: a send that succeeds is silent, so
+    /// whether they left is known only by asking ([`Out::settled`]).
+    pub fn stalled(&self) -> bool {
+        !self.items.is_empty() || self.awaited
+    }
+
     /// True once nothing of this output is in flight in the ring; otherwise asks for the
     /// send's completion to call the handler.
     ///
@@ -137,9 +148,10 @@ impl Out {
     pub fn settled(&mut self, fds: &mut Fds<'_>, fd: RawFd) -> io::Result<bool> {
         if self.in_ring {
             if fds.sending(fd) {
+                self.awaited = true;
                 return Ok(false);
             }
-            self.in_ring = false;
+            (self.in_ring, self.awaited) = (false, false);
             if let Some(e) = fds.send_error(fd) {
                 return Err(e);
             }
@@ -558,19 +570,35 @@ impl Lifecycle {
     /// waits until none is open or `grace` has passed, shuts the server down, and returns
     /// the connections that were still open and got closed by force.
     pub fn drain(&self, server: Server, grace: Duration) -> usize {
-        self.drain_counted(server, grace).0
+        self.drain_counted(server, grace, &mut Lifecycle::sleep).0
     }
 
-    /// [`Lifecycle::drain`], with the runtime's final counters per thread.
-    pub fn drain_counted(&self, server: Server, grace: Duration) -> (usize, Vec<Counters>) {
+    /// [`Lifecycle::drain`], with the runtime's final counters per thread, cut short when
+    /// `stop` says so: it is called with how long to wait at most (10 ms at a time), and
+    /// returns true to close every connection now (a second SIGINT or SIGTERM, say).
+    pub fn drain_counted(
+        &self,
+        server: Server,
+        grace: Duration,
+        stop: &mut dyn FnMut(Duration) -> bool,
+    ) -> (usize, Vec<Counters>) {
         self.draining.store(true, SeqCst);
         server.drain();
         let end = Instant::now() + grace;
-        while self.open() > 0 && Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(10));
+        while self.open() > 0 {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() || stop(left.min(Duration::from_millis(10))) {
+                break;
+            }
         }
         let left = self.open();
         (left, server.shutdown())
+    }
+
+    /// [`Lifecycle::drain_counted`]'s `stop` that only waits.
+    pub fn sleep(d: Duration) -> bool {
+        std::thread::sleep(d);
+        false
     }
 }
 
@@ -642,6 +670,15 @@ impl ShutdownSignals {
         while unsafe { libc::sigwait(&self.set, &mut sig) } != 0 {}
         sig
     }
+
+    /// [`ShutdownSignals::wait`] for at most `limit`: `None` when none came.
+    pub fn wait_for(&self, limit: Duration) -> Option<i32> {
+        let ts =
+            libc::timespec { tv_sec: limit.as_secs() as libc::time_t, tv_nsec: limit.subsec_nanos() as _ };
+        // SAFETY: `set` is initialised, `ts` a live timespec; no siginfo wanted.
+        let sig = unsafe { libc::sigtimedwait(&self.set, std::ptr::null_mut(), &ts) };
+        (sig > 0).then_some(sig)
+    }
 }
 
 /// Writes `line` and a newline to standard error in one `write(2)`, so that the lines of
@@ -654,9 +691,10 @@ pub fn say(line: &str) {
 pub trait Running {
     /// The listening address.
     fn local_addr(&self) -> SocketAddr;
-    /// Graceful shutdown for up to `grace`; returns the connections closed by force and the
+    /// Graceful shutdown for up to `grace`, cut short when `stop` says so (see
+    /// [`Lifecycle::drain_counted`]); returns the connections closed by force and the
     /// runtime's final counters per thread.
-    fn drain(self, grace: Duration) -> (usize, Vec<Counters>);
+    fn drain(self, grace: Duration, stop: &mut dyn FnMut(Duration) -> bool) -> (usize, Vec<Counters>);
 }
 
 /// The runtime's counters per thread as JSON (`--stats`): `threads`, one object per thread
@@ -705,17 +743,19 @@ pub fn stats_json(array_max: usize, counters: &[Counters]) -> String {
 
 /// How `hintq serve` and `hintq proxy` run (`name` is `serve` or `proxy`): as one process,
 /// start the server (`start`), announce `describe(address)` on standard error, serve until
-/// SIGINT or SIGTERM, drain for up to `grace`. With `--processes N`, supervise N worker
-/// processes instead ([`Supervisor`]), each of which runs this same function as a worker:
-/// it starts, tells the supervisor it is ready, and drains on SIGTERM. Returns whether
-/// everything ended cleanly (with workers: every one exited with status 0).
+/// SIGINT or SIGTERM, then drain: no new connection, responses in flight finish (with
+/// `Connection: close`), idle keep-alive connections close at once, and what is still open
+/// after `--drain-timeout`, or when a second SIGINT or SIGTERM comes, is closed by force.
+/// With `--processes N`, supervise N worker processes instead ([`Supervisor`]), each of
+/// which runs this same function as a worker: it starts, tells the supervisor it is ready,
+/// and drains on SIGTERM. Returns whether everything ended cleanly: nothing closed by force
+/// (with workers: every one exited with status 0).
 ///
 /// # Errors
 /// Blocking the signals, starting the server, or starting the workers.
 pub fn run<R: Running>(
     name: &'static str,
     args: &ServerArgs,
-    grace: Duration,
     describe: impl Fn(SocketAddr) -> String,
     start: impl FnOnce() -> io::Result<R>,
 ) -> io::Result<bool> {
@@ -746,10 +786,21 @@ pub fn run<R: Running>(
         }
     };
     let sig = signals.wait();
-    say(&format!("{who}: signal {sig}: finishing responses in flight"));
-    let (forced, counters) = server.drain(grace);
-    if forced > 0 {
-        say(&format!("{who}: closed {forced} connections still busy after the grace period"));
+    let grace = args.drain_timeout;
+    say(&format!(
+        "{who}: signal {sig}: finishing responses in flight (at most {grace:?}; signal again to stop now)"
+    ));
+    let mut again = None;
+    let (forced, counters) = server.drain(grace, &mut |d| {
+        again = signals.wait_for(d);
+        again.is_some()
+    });
+    match again {
+        Some(sig) => say(&format!("{who}: signal {sig} again: closed {forced} connections still busy")),
+        None if forced > 0 => {
+            say(&format!("{who}: closed {forced} connections still busy after the drain timeout ({grace:?})"))
+        }
+        None => {}
     }
     if let Some(file) = &args.stats {
         // A worker process writes its own file beside the others' (or to standard output).
@@ -764,7 +815,7 @@ pub fn run<R: Running>(
         };
         written.map_err(|e| io::Error::new(e.kind(), format!("--stats {path}: {e}")))?;
     }
-    Ok(true)
+    Ok(forced == 0)
 }
 
 /// `500ms`, `10s`, `2m`, `1h`, or a bare number of seconds.
@@ -845,6 +896,11 @@ pub struct ServerArgs {
     /// Close a connection whose response made no progress for this long.
     #[arg(long, value_name = "D", default_value = "30s", value_parser = parse_duration)]
     pub send_timeout: Duration,
+    /// On SIGINT/SIGTERM: no new connections, idle keep-alive connections closed at once,
+    /// responses in flight finished for up to this long; then what is left is closed. A
+    /// second SIGINT/SIGTERM closes everything at once.
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = parse_duration)]
+    pub drain_timeout: Duration,
     /// rtsig only: RT signals alone, as Provos & Lever's phhttpd, never switching to
     /// polling under load (a signal-queue overflow still recovers with one poll scan). By
     /// default rtsig is their hybrid, which polls while the load is heavy.

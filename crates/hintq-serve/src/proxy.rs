@@ -277,9 +277,14 @@ impl Proxy {
         self.relay.life.drain(self.server, grace)
     }
 
-    /// [`Proxy::drain`], with the runtime's final counters per thread.
-    pub fn drain_counted(self, grace: Duration) -> (usize, Vec<hintq_patterns::Counters>) {
-        self.relay.life.drain_counted(self.server, grace)
+    /// [`Proxy::drain`], with the runtime's final counters per thread, cut short when `stop`
+    /// says so ([`Lifecycle::drain_counted`]).
+    pub fn drain_counted(
+        self,
+        grace: Duration,
+        stop: &mut dyn FnMut(Duration) -> bool,
+    ) -> (usize, Vec<hintq_patterns::Counters>) {
+        self.relay.life.drain_counted(self.server, grace, stop)
     }
 }
 
@@ -385,25 +390,28 @@ impl crate::common::Running for Proxy {
         Proxy::local_addr(self)
     }
 
-    fn drain(self, grace: Duration) -> (usize, Vec<hintq_patterns::Counters>) {
-        Proxy::drain_counted(self, grace)
+    fn drain(
+        self,
+        grace: Duration,
+        stop: &mut dyn FnMut(Duration) -> bool,
+    ) -> (usize, Vec<hintq_patterns::Counters>) {
+        Proxy::drain_counted(self, grace, stop)
     }
 }
 
 /// Runs the proxy until SIGINT or SIGTERM, then drains it gracefully ([`Proxy::drain`]) for
-/// up to the longest of the send, header and upstream timeouts: an exchange in flight makes
-/// progress within those or is ended by them anyway. With `--processes`, the same over
-/// worker processes ([`crate::common::run`]). Returns whether everything ended cleanly.
+/// up to `--drain-timeout` (a second signal closes everything at once). With `--processes`,
+/// the same over worker processes ([`crate::common::run`]). Returns whether everything
+/// ended cleanly.
 ///
 /// # Errors
 /// As [`start`] and [`ProxyArgs::config`], and starting the worker processes.
 pub fn run(args: &ProxyArgs) -> io::Result<bool> {
     let cfg = args.config()?;
-    let grace = cfg.send_timeout.max(cfg.header_timeout).max(cfg.upstream_timeout);
     let threads = if cfg.pattern == Pattern::Reactor { 1 } else { cfg.threads.max(1) };
     let shape = args.server.shape(cfg.backend, cfg.pattern, threads);
     let describe = |addr| format!("listening on {addr}, upstream {} ({shape})", args.upstream);
-    crate::common::run("proxy", &args.server, grace, describe, || start(cfg))
+    crate::common::run("proxy", &args.server, describe, || start(cfg))
 }
 
 /// The proxy as a handler of the runtime: a connection is a [`Session`], its upstream

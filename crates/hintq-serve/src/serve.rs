@@ -65,8 +65,10 @@
 //! # Graceful shutdown
 //!
 //! [`Serving::drain`] (SIGINT/SIGTERM in [`run`]) stops accepting, lets responses in flight
-//! finish with `Connection: close`, closes idle connections at the next tick, then shuts
-//! the pattern down.
+//! finish with `Connection: close`, closes idle connections at the next tick (on io_uring
+//! too: the ring is asked whether a connection's last reply left, see
+//! [`Handler::deadline`]), then shuts the pattern down. From the command line the drain
+//! lasts at most `--drain-timeout`, and a second signal ends it at once.
 
 mod cache;
 mod path;
@@ -115,7 +117,8 @@ Serves GET and HEAD of regular files under --root (nothing outside it is ever op
   /dir -> 301 to /dir/; /dir/ -> its index.html, else 403 (no listings)
   an open-file cache (--file-cache-valid, --file-cache-entries, --file-cache-hold): small
     files from memory in one sendmsg with their head, larger ones with sendfile
-  keep-alive, pipelining, header/idle/send timeouts, graceful SIGINT/SIGTERM";
+  keep-alive, pipelining, header/idle/send timeouts, graceful SIGINT/SIGTERM (bounded by
+    --drain-timeout; a second signal stops at once)";
 
 /// `hintq serve`'s flags.
 #[derive(clap::Args, Clone, Debug)]
@@ -784,6 +787,15 @@ impl Handler for Files {
             c.drained = false;
         }
         let fds = cx.fds();
+        if state.contains(State::SENT) && c.out.in_ring() {
+            // The ring's send whose completion was asked for completed: progress, and what
+            // the connection waits for changed (its deadline is asked again after this call).
+            match c.out.settled(fds, fd) {
+                Ok(true) => c.last = now,
+                Ok(false) => {}
+                Err(_) => return Next::Close,
+            }
+        }
         if c.linger_until.is_some() {
             return self.linger(fds, c, fd);
         }
@@ -843,11 +855,14 @@ impl Handler for Files {
         }
     }
 
-    /// A send deadline passed while bytes were given to the ring: if they have left since
-    /// (a successful send is silent), the connection was only idle, and its idle deadline
-    /// (from the same last progress) decides at the next tick.
+    /// A deadline passed while bytes given to the ring were not known to have left (see
+    /// [`Handler::deadline`]): the ring is asked now. Sent: the connection waits for its
+    /// next request, whose deadline (idle, header, body, drain) decides. Still in flight:
+    /// the peer does not read, the send timeout decides, and the send's completion calls
+    /// the handler (asked for by `settled`), which moves the deadline again.
     fn expire(&self, cx: &mut Cx<'_, ()>, c: &mut Conn, fd: RawFd) -> Next {
-        if c.out.in_ring() && c.out.pieces() == 0 && matches!(c.out.settled(cx.fds(), fd), Ok(true)) {
+        let asked = c.out.in_ring() && c.out.pieces() == 0 && c.out.settled(cx.fds(), fd).is_ok();
+        if asked && self.deadline(c).is_some_and(|d| d > Instant::now()) {
             return Next::Read;
         }
         Next::Close
@@ -872,13 +887,23 @@ impl Handler for Files {
         }
     }
 
+    /// What the connection waits for decides: the linger's end; the peer taking bytes (send
+    /// timeout from the last progress); the rest of a body or of a head (header timeout); its
+    /// next request (idle timeout, or at once while draining). Bytes given to the ring and
+    /// not known to have left may be either of the first and the last (a send that
+    /// succeeds is silent): the sooner of the two deadlines, when [`Handler::expire`] asks
+    /// the ring which it is. So an idle timeout shorter than the send timeout holds on
+    /// io_uring as with `sendmsg`, and so does a drain.
     fn deadline(&self, c: &Conn) -> Option<Instant> {
         let cfg = &self.cfg;
-        Some(if let Some(t) = c.linger_until {
-            t
-        } else if !c.out.is_empty() {
-            c.last + cfg.send_timeout
-        } else if c.body.is_some() {
+        if let Some(t) = c.linger_until {
+            return Some(t);
+        }
+        let send = c.last + cfg.send_timeout;
+        if c.out.stalled() {
+            return Some(send);
+        }
+        let next = if c.body.is_some() {
             c.last + cfg.header_timeout
         } else if let Some(t) = c.head_since {
             t + cfg.header_timeout
@@ -886,7 +911,8 @@ impl Handler for Files {
             c.last // already past: closed at the next tick
         } else {
             c.last + cfg.idle_timeout
-        })
+        };
+        Some(if c.out.in_ring() { next.min(send) } else { next })
     }
 }
 
@@ -940,9 +966,14 @@ impl Serving {
         self.files.life.drain(self.server, grace)
     }
 
-    /// [`Serving::drain`], with the runtime's final counters per thread.
-    pub fn drain_counted(self, grace: Duration) -> (usize, Vec<hintq_patterns::Counters>) {
-        self.files.life.drain_counted(self.server, grace)
+    /// [`Serving::drain`], with the runtime's final counters per thread, cut short when
+    /// `stop` says so ([`Lifecycle::drain_counted`]).
+    pub fn drain_counted(
+        self,
+        grace: Duration,
+        stop: &mut dyn FnMut(Duration) -> bool,
+    ) -> (usize, Vec<hintq_patterns::Counters>) {
+        self.files.life.drain_counted(self.server, grace, stop)
     }
 
     /// Immediate shutdown: every connection is closed now.
@@ -956,8 +987,12 @@ impl common::Running for Serving {
         Serving::local_addr(self)
     }
 
-    fn drain(self, grace: Duration) -> (usize, Vec<hintq_patterns::Counters>) {
-        Serving::drain_counted(self, grace)
+    fn drain(
+        self,
+        grace: Duration,
+        stop: &mut dyn FnMut(Duration) -> bool,
+    ) -> (usize, Vec<hintq_patterns::Counters>) {
+        Serving::drain_counted(self, grace, stop)
     }
 }
 
@@ -972,8 +1007,7 @@ pub fn run(args: &ServeArgs) -> io::Result<bool> {
     let pattern = s.pattern_config()?;
     let shape = s.shape(pattern.backend, pattern.pattern, pattern.threads);
     let describe = |addr| format!("{} on http://{addr} ({shape})", args.root.display());
-    let grace = s.send_timeout.max(s.header_timeout);
-    common::run("serve", s, grace, describe, || {
+    common::run("serve", s, describe, || {
         let cfg = ServeConfig {
             root: args.root.clone(),
             idle_timeout: s.idle_timeout,
