@@ -159,7 +159,8 @@ fn bench_floor_says_relay_needs_listen() {
 /// The checks see what they look for (else the tests above could not fail).
 #[test]
 fn the_checks_find_their_faults() {
-    let text = "About --nope and keep-alive, see `--yes`\n\nOptions:\n      --yes <N>  Yes [default: 1]\n          \
+    let text =
+        "About --nope and keep-alive, see `--yes`\n\nOptions:\n      --yes <N>  Yes [default: 1]\n          \
                 [default: 1]\n  -h, --help  Print help\n";
     assert_eq!(defined(text), ["--help", "--yes"].map(String::from).into());
     assert_eq!(mentioned(&own_text(text)), ["--help", "--nope", "--yes"].map(String::from).into());
