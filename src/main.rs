@@ -1,6 +1,6 @@
 //! `hintq`: one command line for the library's tools.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use hintq::Backend;
 use std::io::Write;
 use std::path::PathBuf;
@@ -30,51 +30,75 @@ enum Command {
         #[command(subcommand)]
         what: BenchCommand,
     },
-    /// Load generator: hot (closed-loop or fixed-rate) and cold HTTP/1.1 connections to
-    /// loopback targets, with latency from the intended send time and errors by kind.
+    /// HTTP/1.1 load generator for loopback servers: hot and cold connections, honest latency.
+    ///
+    /// Hot connections run closed-loop or at a fixed rate (--rate), with latency from the
+    /// intended send time and errors by kind; cold connections are held idle beside them. The
+    /// exit status is 1 when no request succeeded or the error rate is above --max-error-rate.
     Load(Box<LoadArgs>),
-    /// Non-caching HTTP/1.1 reverse proxy (the one Banga et al. measured) in front of one
-    /// upstream server; graceful drain on SIGINT/SIGTERM. Patterns: reactor, sharded and
-    /// sharded-shared only (a proxied connection has two descriptors; the pool patterns would
-    /// hand them to two threads, needing a per-session lock and a cross-core wake-up per request).
+    /// Non-caching HTTP/1.1 reverse proxy in front of one upstream server.
+    ///
+    /// The proxy Banga et al. measured; graceful drain on SIGINT/SIGTERM. Patterns: reactor,
+    /// sharded and sharded-shared only (a proxied connection has two descriptors; the pool
+    /// patterns would hand them to two threads, needing a per-session lock and a cross-core
+    /// wake-up per request).
     Proxy(hintq_serve::proxy::ProxyArgs),
-    /// Static HTTP/1.1 server: GET and HEAD of files under --root, keep-alive and pipelining,
-    /// sendfile, ETag and Last-Modified validators, byte ranges, directory index.html,
-    /// timeouts, graceful shutdown on SIGINT/SIGTERM.
+    /// Static HTTP/1.1 server for the files under a directory.
+    ///
+    /// GET and HEAD of files under --root, keep-alive and pipelining, sendfile, ETag and
+    /// Last-Modified validators, byte ranges, directory index.html, timeouts, graceful
+    /// shutdown on SIGINT/SIGTERM.
     Serve(hintq_serve::serve::ServeArgs),
     /// Internal: a worker process of `hintq load` (reads its share on stdin).
     #[command(name = "__load-worker", hide = true)]
     LoadWorker,
+    /// Internal: every subcommand, hidden ones included, one a line (`bench floor`), for the
+    /// test that reads every help text.
+    #[command(name = "__commands", hide = true)]
+    Commands,
 }
 
 #[derive(Subcommand)]
 enum BenchCommand {
-    /// Micro-benchmarks after Banga et al. Figs. 6 and 7: get_next_event and declare_interest
-    /// costs per backend, against a raw epoll loop in the same run.
+    /// Costs of get_next_event and declare_interest per backend (Banga et al. Figs. 6, 7).
+    ///
+    /// Against a raw epoll loop in the same run.
     Micro(MicroArgs),
-    /// The rtsig overflow path: readiness cycles with the RT signal queue below and above
-    /// RLIMIT_SIGPENDING (hybrid off and on), the cost of one recovery scan, poll/epoll/uring beside.
+    /// The rtsig overflow path: readiness cycles below and above RLIMIT_SIGPENDING.
+    ///
+    /// With the hybrid off and on, the cost of one recovery scan, and poll, epoll and io_uring
+    /// beside.
     Rtsig(HistArgs),
-    /// Gooch's figure: poll(2) cost per idle fd, the active/inactive split with 1% active, and
-    /// the wake-up latency of a quiet fd.
+    /// Gooch's figure: poll(2) cost per idle descriptor, active/inactive sets, wake-up latency.
+    ///
+    /// The active/inactive split with 1% active, and the wake-up latency of a quiet descriptor.
     Gooch(HistArgs),
-    /// Strebelow & Prehofer: reactor, Leader/Followers, Half-Sync, sharded x backend x
-    /// threads over 512 request/response connections.
+    /// Strebelow & Prehofer: threading patterns x backend x threads, 512 connections.
+    ///
+    /// Reactor, Leader/Followers, Half-Sync and sharded, over 512 request/response
+    /// connections.
     Patterns(bench_patterns::PatternsArgs),
-    /// Wake-ups per readiness of a descriptor shared by 1, 2, 4 and 8 blocked threads: a
-    /// Group with Delivery::One per backend, beside plain shared epoll and EPOLLEXCLUSIVE.
+    /// Wake-ups per readiness of a descriptor shared by 1, 2, 4 and 8 blocked threads.
+    ///
+    /// A Group with Delivery::One per backend, beside plain shared epoll and EPOLLEXCLUSIVE.
     #[command(name = "wake-one")]
     WakeOne(WakeArgs),
-    /// A measuring instrument, not a server: answers every request on --listen with one
-    /// response prepared from --file, doing nothing else (receive, send), on epoll or
-    /// io_uring, until stopped: the floor under a static server's CPU per request. With
-    /// --relay ADDR, relays each connection's bytes to ADDR and back: the floor under a proxy's.
+    /// The floor under a server's CPU per request: answers (or relays) and does nothing else.
+    ///
+    /// A measuring instrument, not a server. With --file, answers every request on --listen
+    /// with one response prepared from the file, doing nothing else (receive, send), on epoll
+    /// or io_uring, until stopped: the floor under a static server's CPU per request. With
+    /// --relay UPSTREAM instead, relays each connection's bytes to UPSTREAM and back: the floor
+    /// under a proxy's. --listen is needed either way:
+    ///
+    ///   hintq bench floor --listen 127.0.0.1:8081 --file 1k.html
+    ///   hintq bench floor --listen 127.0.0.1:8081 --relay 127.0.0.1:8080
     Floor(FloorArgs),
 }
 
 #[derive(Args)]
 struct FloorArgs {
-    /// Address to listen on (loopback).
+    /// Address to listen on (loopback), with --file and with --relay alike.
     #[arg(long, value_name = "ADDR")]
     listen: std::net::SocketAddr,
     /// epoll (recv and send system calls) or uring (multishot receive, sends in the ring).
@@ -85,7 +109,7 @@ struct FloorArgs {
     file: Option<PathBuf>,
     /// Instead of answering: relay each connection's bytes to a connection of its own to this
     /// upstream and back, nothing parsed (the floor under a proxy's CPU per request).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "UPSTREAM")]
     relay: Option<std::net::SocketAddr>,
 }
 
@@ -153,6 +177,10 @@ fn main() -> ExitCode {
         Command::Lab(args) => hintq_lab::main(args),
         Command::Load(args) => load(*args),
         Command::LoadWorker => load_worker(),
+        Command::Commands => {
+            print_commands(&Cli::command(), "");
+            ExitCode::SUCCESS
+        }
         Command::Proxy(args) => proxy(args),
         Command::Serve(args) => serve(&args),
         Command::Bench { what: BenchCommand::Micro(args) } => bench_micro(args),
@@ -251,6 +279,15 @@ fn bench_hist(what: &str, args: HistArgs) -> ExitCode {
             eprintln!("hintq bench {what}: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The subcommands under `cmd`, depth first, each as its path after `hintq`.
+fn print_commands(cmd: &clap::Command, path: &str) {
+    for sub in cmd.get_subcommands() {
+        let p = format!("{path}{}", sub.get_name());
+        println!("{p}");
+        print_commands(sub, &format!("{p} "));
     }
 }
 

@@ -3,7 +3,8 @@
 //! and writes, beside the libraries in target/<profile>/, the link `<SONAME> -> libhintq.so`
 //! that programs linked there look for at run time, and `hintq.pc`, so that
 //! `PKG_CONFIG_PATH=target/<profile> pkg-config --cflags --libs hintq` gives a C program
-//! in this tree the header directory of this crate and `-L<that dir> -lhintq`.
+//! in this tree the header directory of this crate and `-L<that dir> -lhintq`; and
+//! `hintq-static.pc`, whose `pkg-config --static --libs hintq-static` links `libhintq.a`.
 //!
 //! That `.pc` is for the tests of this tree: `install.sh` installs the libraries, the header
 //! and a `.pc` naming the install prefix, from the same template.
@@ -14,6 +15,10 @@
 use std::path::{Path, PathBuf};
 use std::{env, fs};
 
+/// The two `.pc` files made from `hintq.pc.in` (install.sh makes the same): their names and
+/// how each links the library.
+const PC_FILES: [(&str, &str); 2] = [("hintq", "-lhintq"), ("hintq-static", "-l:libhintq.a")];
+
 fn main() {
     println!("cargo:rerun-if-changed=hintq.pc.in");
     println!("cargo:rerun-if-changed=build.rs");
@@ -21,11 +26,15 @@ fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("set by cargo"));
     let libdir = out.ancestors().nth(3).expect("OUT_DIR is target/<profile>/build/<pkg>/out");
     let template = fs::read_to_string(manifest.join("hintq.pc.in")).expect("hintq.pc.in");
-    let pc = template
-        .replace("@LIBDIR@", &path_str(libdir))
-        .replace("@INCLUDEDIR@", &path_str(&manifest.join("include")))
-        .replace("@VERSION@", &env::var("CARGO_PKG_VERSION").expect("set by cargo"));
-    fs::write(libdir.join("hintq.pc"), pc).expect("writing hintq.pc");
+    for (name, link) in PC_FILES {
+        let pc = template
+            .replace("@NAME@", name)
+            .replace("@LINK@", link)
+            .replace("@LIBDIR@", &path_str(libdir))
+            .replace("@INCLUDEDIR@", &path_str(&manifest.join("include")))
+            .replace("@VERSION@", &env::var("CARGO_PKG_VERSION").expect("set by cargo"));
+        fs::write(libdir.join(format!("{name}.pc")), pc).expect("writing the .pc files");
+    }
 
     let soname = soname();
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{soname}");

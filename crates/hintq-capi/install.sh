@@ -7,6 +7,7 @@
 #   <prefix>/lib/libhintq.a                     the static library
 #   <prefix>/include/hintq.h                    the header
 #   <prefix>/lib/pkgconfig/hintq.pc             for pkg-config --cflags --libs hintq
+#   <prefix>/lib/pkgconfig/hintq-static.pc      for pkg-config --static --cflags --libs hintq-static
 #
 # Usage: crates/hintq-capi/install.sh --prefix DIR [--libdir DIR] [--profile release|dev]
 # DESTDIR, if set, is put before every installed path (for packagers); the .pc names the
@@ -14,7 +15,7 @@
 set -euo pipefail
 
 usage() {
-    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
     exit "${1:-2}"
 }
 
@@ -61,6 +62,10 @@ ln -sfn "libhintq.so.$version" "$destdir$libdir/$soname"
 ln -sfn "$soname" "$destdir$libdir/libhintq.so"
 install -m 0644 "$built/libhintq.a" "$destdir$libdir/libhintq.a"
 install -m 0644 "$here/include/hintq.h" "$destdir$includedir/hintq.h"
-sed -e "s|@LIBDIR@|$libdir|" -e "s|@INCLUDEDIR@|$includedir|" -e "s|@VERSION@|$version|" \
-    "$here/hintq.pc.in" >"$destdir$libdir/pkgconfig/hintq.pc"
+# Two .pc files from one template (as build.rs makes them): shared and static linking.
+for pc in "hintq -lhintq" "hintq-static -l:libhintq.a"; do
+    read -r name link <<<"$pc"
+    sed -e "s|@NAME@|$name|" -e "s|@LINK@|$link|" -e "s|@LIBDIR@|$libdir|" -e "s|@INCLUDEDIR@|$includedir|" \
+        -e "s|@VERSION@|$version|" "$here/hintq.pc.in" >"$destdir$libdir/pkgconfig/$name.pc"
+done
 echo "installed hintq $version under $destdir$prefix"

@@ -1,7 +1,8 @@
 //! `install.sh` installs a library a C program can use without this source tree: the
 //! program is compiled with the flags `pkg-config` finds under the prefix, runs against the
 //! installed shared library found through its SONAME, and the installed `.pc` names only
-//! the prefix.
+//! the prefix; linked with `pkg-config --static --libs hintq-static`, it needs no
+//! `libhintq.so` at all.
 
 mod common;
 
@@ -35,16 +36,26 @@ fn installed_copy_serves_a_c_program_through_pkg_config() {
         .env("CARGO_TARGET_DIR", built.parent().unwrap()));
 
     let libdir = prefix.join("lib");
-    for f in ["libhintq.so.0.1.0", "libhintq.so.0.1", "libhintq.so", "libhintq.a", "pkgconfig/hintq.pc"] {
+    let installed = [
+        "libhintq.so.0.1.0",
+        "libhintq.so.0.1",
+        "libhintq.so",
+        "libhintq.a",
+        "pkgconfig/hintq.pc",
+        "pkgconfig/hintq-static.pc",
+    ];
+    for f in installed {
         assert!(libdir.join(f).exists(), "{f} not installed");
     }
     assert!(prefix.join("include/hintq.h").exists(), "hintq.h not installed");
-    let pc = std::fs::read_to_string(libdir.join("pkgconfig/hintq.pc")).unwrap();
-    let target = built.parent().unwrap().to_str().unwrap();
-    assert!(
-        !pc.replace(prefix.to_str().unwrap(), "PREFIX").contains(target),
-        "the .pc points into {target}:\n{pc}"
-    );
+    for pc in ["hintq.pc", "hintq-static.pc"] {
+        let pc = std::fs::read_to_string(libdir.join("pkgconfig").join(pc)).unwrap();
+        let target = built.parent().unwrap().to_str().unwrap();
+        assert!(
+            !pc.replace(prefix.to_str().unwrap(), "PREFIX").contains(target),
+            "the .pc points into {target}:\n{pc}"
+        );
+    }
 
     // Compiled with only what pkg-config says, and an rpath to the installed libraries.
     let flags: Vec<String> = run(Command::new("pkg-config")
@@ -73,5 +84,28 @@ fn installed_copy_serves_a_c_program_through_pkg_config() {
     let out =
         Checker::Plain.command(&exe).args(["epoll", "poll"]).env_remove("LD_LIBRARY_PATH").output().unwrap();
     assert_success("api against the installed library", &out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ok hq_queue poll"));
+
+    // Statically, with the documented command: the same program, and no libhintq.so.
+    let flags: Vec<String> = run(Command::new("pkg-config")
+        .args(["--static", "--cflags", "--libs", "hintq-static"])
+        .env("PKG_CONFIG_PATH", libdir.join("pkgconfig")))
+    .split_whitespace()
+    .map(String::from)
+    .collect();
+    let exe = prefix.join("api-static");
+    run(Command::new("cc")
+        .args(["-g", "-Wall", "-Wextra", "-Werror", "-pthread"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .args(&flags));
+    let needed = run(Command::new("readelf").arg("-d").arg(&exe));
+    assert!(!needed.contains("libhintq"), "a static link needs no libhintq:\n{needed}");
+    let ldd = run(Command::new("ldd").arg(&exe).env_remove("LD_LIBRARY_PATH"));
+    assert!(!ldd.contains("libhintq"), "{ldd}");
+    let out =
+        Checker::Plain.command(&exe).args(["epoll", "poll"]).env_remove("LD_LIBRARY_PATH").output().unwrap();
+    assert_success("api linked statically", &out);
     assert!(String::from_utf8_lossy(&out.stdout).contains("ok hq_queue poll"));
 }

@@ -74,11 +74,15 @@ pub struct LabArgs {
     pub internal: Option<Internal>,
 }
 
-/// Programs of the lab itself, run by it as separate processes (hidden from `--help`).
+/// Programs of the lab itself, which it runs as separate processes; a person can run them too
+/// to repeat one point by hand.
 #[derive(Subcommand, Debug, Clone)]
 pub enum Internal {
-    /// libevent's bench.c method, over hintq or mio: prints µs per run, one per line.
-    #[command(hide = true)]
+    /// E9's point by hand: libevent's bench.c method over hintq or mio, µs per run.
+    ///
+    /// Socket pairs, a few written to at the start of each run, every write passed on to the
+    /// next pair until the run's writes are done; prints the microseconds of each run, one a
+    /// line. The lab runs it for E9 beside libevent, libev and libuv's own bench.c.
     PeerBench(peers::bench::BenchArgs),
 }
 

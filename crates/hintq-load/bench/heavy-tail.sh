@@ -56,7 +56,7 @@ for run in $(seq "$RUNS"); do
         if [ "$srv" = hintq ]; then addr=$OURS; else addr=$NGINX; fi
         j="$TMP/$srv.$run.json"
         taskset -c "$LOAD_CPU" "$HINTQ" load "http://$addr/1k.html" --rate "$RATE" --connections "$C" --cold "$COLD" \
-            --cold-lifetime heavy-tail --duration "${DUR}s" --quiet --json "$j" >"$j.txt" 2>&1
+            --cold-lifetime heavy-tail --duration "${DUR}s" --max-error-rate 100% --quiet --json "$j" >"$j.txt" 2>&1
         python3 - "$j" "$srv" "$run" <<'PY' | tee -a "$OUT"
 import json, sys
 r = json.load(open(sys.argv[1]))

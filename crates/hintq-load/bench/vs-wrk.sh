@@ -89,11 +89,11 @@ wrk -t1 -c"$N" -d2s "$URL" >/dev/null # warm-up
 for i in $(seq "$RUNS"); do
     measure wrk wrk -t1 -c"$N" -d"${DUR}s" "$URL"
     row wrk "$i" 0
-    measure hintq "$HINTQ" load "${backend_flag[@]}" --threads 1 --connections "$N" --duration "${DUR}s" --quiet --json "$TMP/load.json" "$URL"
+    measure hintq "$HINTQ" load "${backend_flag[@]}" --threads 1 --connections "$N" --duration "${DUR}s" --max-error-rate 100% --quiet --json "$TMP/load.json" "$URL"
     row hintq "$i" 0
 done
 echo "with $COLD cold connections held:"
-measure hintq "$HINTQ" load "${backend_flag[@]}" --threads 1 --connections "$N" --cold "$COLD" --duration "${DUR}s" --quiet --json "$TMP/load.json" "$URL"
+measure hintq "$HINTQ" load "${backend_flag[@]}" --threads 1 --connections "$N" --cold "$COLD" --duration "${DUR}s" --max-error-rate 100% --quiet --json "$TMP/load.json" "$URL"
 row hintq-cold 1 "$COLD"
 python3 -c '
 import json, sys

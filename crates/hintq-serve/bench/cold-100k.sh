@@ -97,7 +97,7 @@ hot() {
     c0=$(cpu)
     t0=$(date +%s.%N)
     taskset -c "$LOAD_CPU" "$HINTQ" load "$URL" --connections "$HOT" --cold "$cold" --duration "${DUR}s" \
-        --processes "$LOAD_PROCS" --quiet --json "$TMP/$name.json" >"$TMP/$name.txt" 2>&1
+        --processes "$LOAD_PROCS" --max-error-rate 100% --quiet --json "$TMP/$name.json" >"$TMP/$name.txt" 2>&1
     c1=$(cpu)
     python3 - "$TMP/$name.json" "$name" "$cold" "$c0" "$c1" "$SETTLE" "$t0" "$TMP/$name.cpu" >>"$OUT" <<'PY'
 import json, statistics, sys

@@ -54,7 +54,7 @@ nginx_start "$SRV_CPU" "$NGINX"
 # load ADDR RATE(or "") JSON: one hintq load run.
 load() {
     local addr=$1 rate=$2 json=$3 dur=$4
-    local args=(--connections "$C" --cold "$COLD" --duration "${dur}s" --threads 1 --processes 1 --quiet --json "$json")
+    local args=(--connections "$C" --cold "$COLD" --duration "${dur}s" --threads 1 --processes 1 --max-error-rate 100% --quiet --json "$json")
     [ -n "$rate" ] && args+=(--rate "$rate")
     [ -n "$rate" ] && [ -n "$SPIN" ] && args+=(--spin "$SPIN")
     taskset -c "$LOAD_CPU" "$HINTQ" load "http://$addr/1k.html" "${args[@]}" >"$json.txt" 2>&1

@@ -199,12 +199,14 @@ pub fn proxy(lab: &Lab, series: &str, port: u16, upstream_port: u16) -> Result<(
     Ok((Server { upstream: Some(Box::new(upstream)), ..Server::new(cmd, ready) }, note))
 }
 
-/// `hintq load` on the load core, writing `load.json` into the point's directory.
+/// `hintq load` on the load core, writing `load.json` into the point's directory. Errors are
+/// one of the figures a point records (`--max-error-rate 100%`): the point fails only when no
+/// request succeeded.
 pub fn load(lab: &Lab, port: u16, file: &str, hot: usize, cold: usize, rate: Option<f64>, secs: f64) -> Cmd {
     let url = format!("http://127.0.0.1:{port}/{file}");
     let (hot, cold, dur) = (hot.to_string(), cold.to_string(), format!("{secs}s"));
-    let mut args =
-        vec!["load", &url, "--connections", &hot, "--cold", &cold, "--duration", &dur, "--json", "load.json"];
+    let mut args = vec!["load", &url, "--connections", &hot, "--cold", &cold, "--duration", &dur];
+    args.extend(["--max-error-rate", "100%", "--json", "load.json"]);
     let rate = rate.map(|r| format!("{r}"));
     if let Some(r) = &rate {
         args.extend(["--rate", r.as_str()]);

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 /// `hintq lab peer-bench`.
 #[derive(Args, Debug, Clone)]
 pub struct BenchArgs {
-    /// `hintq` or `mio`.
-    #[arg(long)]
+    /// The library under the method: `hintq` or `mio`.
+    #[arg(long, value_name = "hintq|mio")]
     pub lib: String,
     /// The hintq backend (ignored for mio, which is epoll).
-    #[arg(long, default_value = "epoll")]
+    #[arg(long, default_value = "epoll", value_name = "NAME")]
     pub backend: String,
     /// Socket pairs.
     #[arg(short = 'n', default_value_t = 100)]
