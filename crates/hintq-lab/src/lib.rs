@@ -51,6 +51,10 @@ pub struct LabArgs {
     /// Experiments to run, comma-separated (E1..E12) [default: all].
     #[arg(long, value_name = "E1,E3,...", value_delimiter = ',')]
     pub only: Option<Vec<String>>,
+    /// Measure nothing: print each experiment's points and estimated time, and the total
+    /// (never installs).
+    #[arg(long)]
+    pub plan: bool,
     /// Do not install missing peers. By default the lab first installs what is missing of
     /// nginx, libevent-dev, libev-dev and libuv1-dev with apt-get when it runs as root and
     /// apt-get is there; a peer still missing is named, with why, in the run's first lines.

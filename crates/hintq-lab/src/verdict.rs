@@ -102,6 +102,32 @@ pub fn launches(rows: &[Row], series: &str, x: f64, metric: &str) -> Option<Figu
     )
 }
 
+/// A series at its smallest and its largest x: `(x0, figure at x0, x1, figure at x1)`.
+pub type Ends = (f64, Figure, f64, Figure);
+
+/// `series`'s figures of `metric` at the smallest and the largest x it was measured at
+/// ([`launches`]); `None` unless at two x.
+pub fn ends(rows: &[Row], series: &str, metric: &str) -> Option<Ends> {
+    let xs =
+        rows.iter().filter(|r| r.series == series && r.metric == metric && r.value.is_some()).map(|r| r.x);
+    let (x0, x1) =
+        xs.fold(None, |m: Option<(f64, f64)>, x| Some(m.map_or((x, x), |(a, b)| (a.min(x), b.max(x)))))?;
+    (x0 != x1).then_some(())?;
+    Some((x0, launches(rows, series, x0, metric)?, x1, launches(rows, series, x1, metric)?))
+}
+
+/// How a series went from its first x to its last: "epoll from 0 to 2000 idle (1.37x by
+/// the medians): at 2000 137 (…) above at 0 100 (…)".
+pub fn growth(series: &str, unit: &str, (x0, f0, x1, f1): &Ends) -> String {
+    format!(
+        "{series} from {} to {} {unit} ({}x by the medians): {}",
+        num(*x0),
+        num(*x1),
+        num(f1.median() / f0.median()),
+        compare((&format!("at {}", num(*x1)), f1), (&format!("at {}", num(*x0)), f0))
+    )
+}
+
 /// How `a` stands to `b`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Order {
@@ -182,6 +208,20 @@ impl Verdict {
             Order::Within => Verdict::Yes,
             Order::Below | Order::Above => Verdict::No,
             Order::TooFew => Verdict::CannotSay(format!("fewer than {MIN_LAUNCHES} launches")),
+        }
+    }
+
+    /// The verdict of a claim that `a` is under a number `bound` (the paper's): yes when
+    /// every launch is under it, no when every launch is over it, else within noise.
+    pub fn under(a: &Figure, bound: f64) -> Verdict {
+        if a.n() < MIN_LAUNCHES {
+            Verdict::CannotSay(format!("fewer than {MIN_LAUNCHES} launches"))
+        } else if a.max() < bound {
+            Verdict::Yes
+        } else if a.min() > bound {
+            Verdict::No
+        } else {
+            Verdict::WithinNoise
         }
     }
 
@@ -273,6 +313,9 @@ mod tests {
         let c = fig(&[137.0, 150.0, 160.0]);
         assert_eq!(Verdict::same(&a, &b), Verdict::Yes);
         assert_eq!(Verdict::same(&a, &c), Verdict::No, "1.37x apart is not flat");
+        assert_eq!(Verdict::under(&a, 121.0), Verdict::Yes);
+        assert_eq!(Verdict::under(&a, 99.0), Verdict::No);
+        assert_eq!(Verdict::under(&a, 110.0), Verdict::WithinNoise);
         assert_eq!(Verdict::all(&[Verdict::Yes, Verdict::Yes]), Verdict::Yes);
         assert_eq!(Verdict::all(&[Verdict::Yes, Verdict::WithinNoise]), Verdict::WithinNoise);
         assert_eq!(Verdict::all(&[Verdict::WithinNoise, Verdict::No]), Verdict::No);

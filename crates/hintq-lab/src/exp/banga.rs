@@ -2,7 +2,8 @@
 //! on the static server (E1, E2, E5) and on the proxy Banga measured (E11).
 
 use super::{FigureRow, PaperNumber, UNMEASURED};
-use crate::data::{num, Line};
+use crate::data::{num, Line, Row};
+use crate::verdict::{self, Figure, Verdict};
 
 /// Where a figure was measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,10 +28,44 @@ fn median(lines: &[Line], name: &str, x: f64) -> Option<f64> {
     lines.iter().find(|l| l.name == name)?.median(x)
 }
 
+/// The series that stands for select in Fig. 8's rule at `x` cold: classical select, else
+/// improved select, else poll, the first measured at 0 and at `x`.
+fn fig8_scan(rows: &[Row], metric: &str, x: f64) -> Option<(&'static str, Figure, Figure)> {
+    [CLASSICAL, IMPROVED, POLL].into_iter().find_map(|(series, name)| {
+        Some((
+            name,
+            verdict::launches(rows, series, 0.0, metric)?,
+            verdict::launches(rows, series, x, metric)?,
+        ))
+    })
+}
+
+/// The rule of Fig. 8, printed beside its verdict.
+pub const FIG8_RULE: &str = "rule: epoll's throughput launches at N cold overlap its launches at 0 cold \
+    (does not depend on cold connections) and select's (classical, else improved; poll stands in) at N \
+    cold are all below its at 0 (falls), 3 launches or more each";
+
+/// Banga Fig. 8's rule between 0 cold and `x` cold, on the launches of `metric` (a
+/// throughput): the verdict and our figures.
+pub fn fig8_verdict(rows: &[Row], metric: &str, x: f64) -> (Verdict, String) {
+    let epoll = |at: f64| verdict::launches(rows, "hintq-epoll", at, metric);
+    match (epoll(0.0), epoll(x), fig8_scan(rows, metric, x)) {
+        (Some(e0), Some(ex), Some((name, s0, sx))) => (
+            Verdict::all(&[Verdict::same(&ex, &e0), Verdict::below(&sx, &s0)]),
+            format!("req/s at 0 and {} cold: epoll {e0}, {ex}; {name} {s0}, {sx}", num(x)),
+        ),
+        _ => (
+            Verdict::unmeasured(&format!("epoll and select or poll at 0 and {} cold", num(x))),
+            format!("epoll and a select or poll line not both measured at 0 and {} cold", num(x)),
+        ),
+    }
+}
+
 /// Fig. 8: the event API's throughput (epoll) over select's at 2000 cold, against Banga's
-/// +28%. Classical select, else improved select; poll stands in (no ratio) when neither was
-/// measured there. `throughput` is the Fig. 8 panel's lines (x: cold connections).
-pub fn fig8(setting: Setting, throughput: &[Line], holds: &str) -> FigureRow {
+/// +28%, judged by [`fig8_verdict`] at 2000 cold. Classical select, else improved select;
+/// poll stands in (no ratio) when neither was measured there. `throughput` is the Fig. 8
+/// panel's lines (x: cold connections) of `metric` in `rows`.
+pub fn fig8(setting: Setting, rows: &[Row], metric: &str, throughput: &[Line]) -> FigureRow {
     let figure = match setting {
         Setting::Server => "Banga Fig. 8 (server)",
         Setting::Proxy => "Banga Fig. 8 (proxy)",
@@ -49,6 +84,7 @@ pub fn fig8(setting: Setting, throughput: &[Line], holds: &str) -> FigureRow {
             Err("not measured".into()),
         ),
     };
+    let (holds, figures) = fig8_verdict(rows, metric, FIG8_COLD);
     FigureRow {
         figure: figure.into(),
         claim: "The event API's throughput does not depend on cold connections, select's falls \
@@ -57,9 +93,9 @@ pub fn fig8(setting: Setting, throughput: &[Line], holds: &str) -> FigureRow {
             words: "+28% maximum throughput with 2000 connections (§1): event API ÷ select = 1.28",
             value: 1.28,
         }),
-        ours,
+        ours: format!("{ours}; {figures}"),
         ratio,
-        holds: holds.into(),
+        holds: format!("{holds} ({FIG8_RULE})"),
     }
 }
 

@@ -4,6 +4,7 @@
 use super::{micro, panel, Analysis, Experiment, FigureRow, Lab, PaperNumber, UNMEASURED};
 use crate::data::{self, num, Row};
 use crate::runner::Point;
+use crate::verdict::{self, Verdict};
 use hintq_bench::report::Experiment as Fig;
 
 /// E3.
@@ -46,7 +47,7 @@ impl Experiment for E3 {
             "ns per cycle",
             (false, true),
         );
-        let (ours, holds, reading) = verdict(&a.lines, &b.lines);
+        let (ours, holds, reading) = verdict(rows, &b.lines);
         let figures = vec![fig6_row(rows, &holds)];
         Analysis {
             panels: vec![a, b],
@@ -97,59 +98,45 @@ fn find<'a>(lines: &'a [data::Line], name: &str) -> Option<&'a data::Line> {
     lines.iter().find(|l| l.name == name)
 }
 
-fn verdict(per_event: &[data::Line], cycle: &[data::Line]) -> (String, String, Vec<String>) {
+/// The rule of E3's verdict.
+const RULE: &str = "Rule: yes when epoll's cost per event at the largest array_max is below its cost at \
+    array_max 1 (batching), its readiness cycle at the most idle descriptors within noise of its cycle \
+    at the fewest (flat), and poll's cycle at the most idle above its cycle at the fewest (grows), each \
+    by launches' ranges apart or overlapping, 3 launches or more.";
+
+fn verdict(rows: &[Row], cycle: &[data::Line]) -> (String, String, Vec<String>) {
     let mut reading = Vec::new();
-    let batching = find(per_event, "epoll").and_then(growth);
-    if let Some((x0, m0, x1, m1, r)) = batching {
-        reading.push(format!(
-            "Batching: with the epoll backend one event costs {} ns when get_next_event returns {x0} \
-             per call and {} ns at {x1} per call ({}x).",
-            num(m0),
-            num(m1),
-            num(r)
-        ));
+    let batching = verdict::ends(rows, "epoll", "fig6a_ns_per_event");
+    if let Some(b) = &batching {
+        reading.push(format!("Batching, ns per event: {}.", verdict::growth("epoll", "events per call", b)));
     }
-    let flat = find(cycle, "epoll").and_then(growth);
-    let scan = find(cycle, "poll").and_then(growth);
     for l in cycle {
-        if let Some((x0, m0, x1, m1, r)) = growth(l) {
-            reading.push(format!(
-                "{}: {} ns per cycle with {x0} idle, {} ns with {x1} idle ({}x).",
-                l.name,
-                num(m0),
-                num(m1),
-                num(r)
-            ));
+        if let Some(e) = verdict::ends(rows, &l.name, "fig6b_ns_per_cycle") {
+            reading.push(format!("ns per cycle: {}.", verdict::growth(&l.name, "idle", &e)));
         }
     }
+    let flat = verdict::ends(rows, "epoll", "fig6b_ns_per_cycle");
+    let scan = verdict::ends(rows, "poll", "fig6b_ns_per_cycle");
+    reading.push(RULE.into());
     let (Some(b), Some(f), Some(s)) = (batching, flat, scan) else {
         return ("epoll or poll missing from the rows".into(), UNMEASURED.into(), reading);
     };
     let ours = format!(
-        "epoll: {} ns/event at array_max {} vs {} at {}; cycle {} ns at {} idle vs {} at {} ({}x); poll {}x",
-        num(b.1),
-        b.0,
-        num(b.3),
-        b.2,
-        num(f.1),
-        f.0,
-        num(f.3),
-        f.2,
-        num(f.4),
-        num(s.4)
+        "epoll: {} ns/event at array_max {} vs {} at {}; cycle {} ns at {} idle vs {} at {}; poll cycle {} vs {}",
+        b.1,
+        num(b.0),
+        b.3,
+        num(b.2),
+        f.1,
+        num(f.0),
+        f.3,
+        num(f.2),
+        s.1,
+        s.3
     );
-    let holds = match (b.4 < 0.9, f.4 < 1.5, s.4 > 3.0) {
-        (true, true, true) => "yes",
-        (false, false, _) | (_, false, false) => "no",
-        _ => "partly",
-    };
-    reading.push(format!(
-        "Verdict: batching {} per-event cost; epoll's cycle {} with idle descriptors; poll's {}.",
-        if b.4 < 0.9 { "lowers" } else { "does not lower" },
-        if f.4 < 1.5 { "stays flat" } else { "grows" },
-        if s.4 > 3.0 { "grows with them, as the paper found for select" } else { "does not grow much here" }
-    ));
-    (ours, holds.into(), reading)
+    let holds =
+        Verdict::all(&[Verdict::below(&b.3, &b.1), Verdict::same(&f.3, &f.1), Verdict::above(&s.3, &s.1)]);
+    (ours, holds.to_string(), reading)
 }
 
 #[cfg(test)]
@@ -176,5 +163,37 @@ mod tests {
         // Without array_max 1 there is no like-for-like number.
         let b = E3.analyse(&[row("fig6a_ns_per_call", 64.0, 9000.0)]);
         assert!(b.figures[0].ratio.is_err());
+    }
+
+    /// Three launches (repetitions) of each point: `values[rep]`.
+    fn reps(series: &str, metric: &str, x: f64, values: [f64; 3]) -> Vec<Row> {
+        (0..3).map(|rep| Row { rep, ..Row::ok("E3", series, x, metric, values[rep as usize]) }).collect()
+    }
+
+    #[test]
+    fn an_epoll_cycle_that_grew_1_37x_apart_is_not_flat_and_two_launches_say_nothing() {
+        let mut rows = Vec::new();
+        rows.extend(reps("epoll", "fig6a_ns_per_event", 1.0, [400.0, 410.0, 420.0]));
+        rows.extend(reps("epoll", "fig6a_ns_per_event", 64.0, [100.0, 101.0, 102.0]));
+        rows.extend(reps("poll", "fig6b_ns_per_cycle", 0.0, [1000.0, 1010.0, 1020.0]));
+        rows.extend(reps("poll", "fig6b_ns_per_cycle", 2000.0, [9000.0, 9100.0, 9200.0]));
+        let mut flat = rows.clone();
+        flat.extend(reps("epoll", "fig6b_ns_per_cycle", 0.0, [1000.0, 1100.0, 1200.0]));
+        flat.extend(reps("epoll", "fig6b_ns_per_cycle", 2000.0, [1150.0, 1160.0, 1170.0]));
+        assert_eq!(E3.analyse(&flat).holds, "yes");
+        let mut grew = rows.clone();
+        grew.extend(reps("epoll", "fig6b_ns_per_cycle", 0.0, [1000.0, 1000.0, 1010.0]));
+        grew.extend(reps("epoll", "fig6b_ns_per_cycle", 2000.0, [1370.0, 1370.0, 1380.0]));
+        let a = E3.analyse(&grew);
+        assert_eq!(a.holds, "no");
+        assert!(
+            a.reading.iter().any(|r| r.contains(
+                "epoll from 0 to 2000 idle (1.37x by the medians): at 2000 1370 (1370–1380, n=3) above at 0"
+            )),
+            "{:?}",
+            a.reading
+        );
+        let two: Vec<Row> = flat.into_iter().filter(|r| r.rep < 2).collect();
+        assert_eq!(E3.analyse(&two).holds, "cannot say: fewer than 3 launches");
     }
 }

@@ -1,11 +1,19 @@
 //! E4, Banga Fig. 7: the cost of declaring and of revoking interest against the number of
 //! descriptors already registered.
 
-use super::e3::growth;
 use super::{micro, panel, Analysis, Experiment, FigureRow, Lab, UNMEASURED};
 use crate::data::{num, Row};
 use crate::runner::Point;
+use crate::verdict::{self, Verdict};
 use hintq_bench::report::Experiment as Fig;
+
+/// "A few µs", as ns: the bound of every launch of declare and revoke.
+const A_FEW_US: f64 = 5000.0;
+
+/// The rule of E4's verdict.
+const RULE: &str = "Rule: yes when epoll's declare and revoke at the most registered are within noise of \
+    (ranges overlapping) those at the fewest, and every launch of both is under 5 µs (\"a few µs\"); no \
+    when a range is apart or every launch over 5 µs; 3 launches or more.";
 
 /// E4.
 pub struct E4;
@@ -37,42 +45,43 @@ impl Experiment for E4 {
         let r =
             panel(rows, "fig7_ns_per_revoke", "(b) revoke (empty interest)", x, "ns per call", (false, true));
         let mut reading = Vec::new();
-        for (what, lines) in [("declare", &d.lines), ("revoke", &r.lines)] {
+        for (what, metric, lines) in
+            [("declare", "fig7_ns_per_declare", &d.lines), ("revoke", "fig7_ns_per_revoke", &r.lines)]
+        {
             for l in lines.iter() {
-                if let Some((x0, m0, x1, m1, g)) = growth(l) {
+                if let Some(e) = verdict::ends(rows, &l.name, metric) {
                     reading.push(format!(
-                        "{what}, {}: {} ns with {x0} registered, {} ns with {x1} ({}x).",
-                        l.name,
-                        num(m0),
-                        num(m1),
-                        num(g)
+                        "{what}, ns per call: {}.",
+                        verdict::growth(&l.name, "registered", &e)
                     ));
                 }
             }
         }
-        let epoll = |lines: &[crate::data::Line]| lines.iter().find(|l| l.name == "epoll").and_then(growth);
-        let (ours, holds) = match (epoll(&d.lines), epoll(&r.lines)) {
+        reading.push(RULE.into());
+        let epoll = |metric: &str| verdict::ends(rows, "epoll", metric);
+        let (ours, holds) = match (epoll("fig7_ns_per_declare"), epoll("fig7_ns_per_revoke")) {
             (Some(a), Some(b)) => {
-                let flat = a.4 < 1.5 && b.4 < 1.5;
-                let cheap = a.3 < 5000.0 && b.3 < 5000.0;
+                let parts: Vec<Verdict> = [&a, &b]
+                    .iter()
+                    .flat_map(|e| {
+                        [
+                            Verdict::same(&e.3, &e.1),
+                            Verdict::under(&e.1, A_FEW_US),
+                            Verdict::under(&e.3, A_FEW_US),
+                        ]
+                    })
+                    .collect();
                 (
                     format!(
-                        "epoll: declare {} ns at {} registered vs {} at {} ({}x); revoke {} vs {} ({}x)",
-                        num(a.1),
-                        a.0,
-                        num(a.3),
-                        a.2,
-                        num(a.4),
-                        num(b.1),
-                        num(b.3),
-                        num(b.4)
+                        "epoll: declare {} ns at {} registered vs {} at {}; revoke {} vs {}",
+                        a.1,
+                        num(a.0),
+                        a.3,
+                        num(a.2),
+                        b.1,
+                        b.3
                     ),
-                    match (flat, cheap) {
-                        (true, true) => "yes",
-                        (false, false) => "no",
-                        _ => "partly",
-                    }
-                    .to_string(),
+                    Verdict::all(&parts).to_string(),
                 )
             }
             _ => ("epoll missing from the rows".into(), UNMEASURED.into()),

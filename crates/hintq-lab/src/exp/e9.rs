@@ -12,7 +12,7 @@ use super::{panel, Analysis, Experiment, FigureRow, Lab};
 use crate::data::{num, Row, Status};
 use crate::peers::{self, C_PEERS};
 use crate::runner::{Cmd, Point};
-use crate::verdict::{self, Figure, Verdict};
+use crate::verdict::{self, Verdict};
 use hintq::Backend;
 use std::time::Duration;
 
@@ -205,21 +205,10 @@ impl Experiment for E9 {
                 ));
             }
         }
-        let ends = |series: &str| {
-            let (x0, x1) = (*xs.first()?, *xs.last()?);
-            (x0 != x1).then_some(())?;
-            Some((x0, fig(series, x0)?, x1, fig(series, x1)?))
-        };
+        let ends = |series: &str| verdict::ends(rows, series, METRIC);
         for l in &p.lines {
-            if let Some((x0, f0, x1, f1)) = ends(&l.name) {
-                reading.push(format!(
-                    "{} from {} to {} pairs ({}x by the medians): {}.",
-                    l.name,
-                    num(x0),
-                    num(x1),
-                    num(f1.median() / f0.median()),
-                    verdict::compare((&format!("at {}", num(x1)), &f1), (&format!("at {}", num(x0)), &f0))
-                ));
+            if let Some(e) = ends(&l.name) {
+                reading.push(format!("{}.", verdict::growth(&l.name, "pairs", &e)));
             }
         }
         reading.push(GROWTH.into());
@@ -236,7 +225,7 @@ impl Experiment for E9 {
                 Verdict::above(f1, f0)
             });
         let holds = Verdict::all(&[flat_v, scan_v]).to_string();
-        let said = |name: &str, (x0, f0, x1, f1): &(f64, Figure, f64, Figure)| {
+        let said = |name: &str, (x0, f0, x1, f1): &verdict::Ends| {
             format!("{name} {f0} µs at {} pairs, {f1} at {}", num(*x0), num(*x1))
         };
         let mut parts: Vec<String> = flat.iter().map(|e| said("hintq-epoll", e)).collect();

@@ -278,7 +278,7 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
         quick: args.quick || args.smoke,
         smoke: args.smoke,
         peer_setup: crate::peers::install_missing(
-            args.no_install || args.smoke,
+            args.no_install || args.smoke || args.plan,
             &out.join("raw").join("install.log"),
         ),
         configs: RefCell::new(Vec::new()),
@@ -307,6 +307,19 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
     }
     let total: Duration =
         plans.iter().filter_map(|(_, p)| p.as_ref().ok()).flatten().map(|p| p.estimate).sum();
+    if args.plan {
+        for (e, plan) in &plans {
+            match plan {
+                Ok(points) => {
+                    let est: Duration = points.iter().map(|p| p.estimate).sum();
+                    eprintln!("{}: {} points, estimated {:.0} s", e.id(), points.len(), est.as_secs_f64());
+                }
+                Err(why) => eprintln!("{}: not run: {why}", e.id()),
+            }
+        }
+        eprintln!("hintq lab: estimated {:.0} s in all; nothing measured (--plan)", total.as_secs_f64());
+        return Ok(());
+    }
     eprintln!("hintq lab: writing {} (estimated {:.0} s)", out.display(), total.as_secs_f64());
     // Repeats of disturbed points may add up to half the estimate, no more: a busy machine
     // cannot stretch a run without bound.
