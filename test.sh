@@ -33,7 +33,7 @@ if ((count == 0)); then
 else
     echo "test.sh: $count case(s) NOT checked on this machine:"
     sort "$log" | awk -F'\t' '{ print "  SKIP " $1 ": " $2 }' | uniq -c | awk '{ n = $1; sub(/^ *[0-9]+ /, ""); print $0 (n > 1 ? " (" n " times)" : "") }'
-    echo "test.sh: to check them, install what they need and run ./test.sh again:"
+    echo "test.sh: what would let them run (then run ./test.sh again):"
     cut -f3 "$log" | sort | uniq -c | sort -rn | while read -r n fix; do
         printf '  %-40s (%s case(s))\n' "${fix:-(no known remedy: see the reason above)}" "$n"
     done

@@ -24,10 +24,7 @@ fn servers<'a>(case: &'a str, patterns: &'a [Pattern]) -> impl Iterator<Item = S
 fn have(tool: &str, args: &[&str]) -> bool {
     let ok = Command::new(tool).args(args).output().is_ok_and(|o| o.status.success());
     if !ok {
-        tools::missing(&format!(
-            "`{tool} {}` did not succeed: {tool} is missing or lacks what it needs",
-            args.join(" ")
-        ));
+        tools::missing(&format!("`{tool} {}` failed", args.join(" ")));
     }
     ok
 }
