@@ -9,7 +9,6 @@ mod servers;
 use servers::*;
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// A port nobody listens on now.
@@ -30,13 +29,7 @@ fn foreign_reuseport_listener(addr: SocketAddr) -> std::os::fd::OwnedFd {
 
 /// The second server, expected to refuse: its exit status and standard error.
 fn second(args: &[&str]) -> (std::process::ExitStatus, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hintq"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn(args);
     let mut err = child.stderr.take().unwrap();
     let status = std::thread::scope(|s| {
         let waiter = s.spawn(|| wait_bounded(&mut child, Duration::from_secs(10)));
