@@ -51,13 +51,7 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 impl Hintq {
     pub fn start(args: &[&str]) -> Hintq {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hintq"))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn(args);
         let lines = Arc::new(Mutex::new(Vec::new()));
         let out = BufReader::new(child.stderr.take().unwrap());
         let l = Arc::clone(&lines);
@@ -125,6 +119,17 @@ impl Drop for Hintq {
             let _ = self.child.wait();
         }
     }
+}
+
+/// `hintq ARGS`, its standard error piped, the other two null.
+pub fn spawn(args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_hintq"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 pub fn signal(pid: i32, sig: libc::c_int) {

@@ -114,7 +114,7 @@ mod run;
 mod sync;
 
 pub use attach::{Cx, Fds};
-pub use net::{listen, local_addr, open_fds};
+pub use net::{claim, claimed, listen, local_addr, open_fds, Claim};
 pub use run::{batch_time, start, Counters, Server, PERSISTENT_WAIT_ERRORS};
 
 use hintq::{Backend, Interest, State};
@@ -364,8 +364,10 @@ pub struct Config {
     /// Where to listen (port 0: any free port, see [`Server::local_addr`]).
     pub listen: SocketAddr,
     /// Bind every listener with `SO_REUSEPORT`, whatever the pattern, so that other processes
-    /// can listen on the same port (the worker processes of `hintq serve --processes`). The
-    /// sharded pattern always does, for its listener per thread.
+    /// can listen on the same port (the worker processes of `hintq serve --processes`), and
+    /// do not [`claim`] the address: the one that started them holds the claim. The sharded
+    /// pattern always binds with `SO_REUSEPORT`, for its listener per thread; without this,
+    /// every pattern claims its address first, so that no other server shares its port.
     pub reuseport: bool,
     /// Time the operations the experiment reports (two clock reads per operation):
     /// `get_next_event`, declares and revokes, re-arms, work-queue inserts, handling.

@@ -3,7 +3,7 @@
 
 use crate::attach::{self, Cx, Extra, Fds, NONE, PARKED};
 use crate::handoff::{Gate, InFlight, Leadership, WorkQueue};
-use crate::net;
+use crate::net::{self, Claim};
 use crate::{Config, Handler, Next, Pattern, Role, Why};
 use hintq::{Accepted, Acceptor, Delivery, Event, Group, Interest, Queue, Rearm, State, Waker, Wheel};
 use std::io;
@@ -806,6 +806,9 @@ pub struct Server {
     draining: Option<Arc<dyn Fn() + Send + Sync>>,
     stats: Box<dyn Fn() -> Vec<Counters> + Send + Sync>,
     gate: Option<Arc<Gate>>,
+    /// The claim on the address ([`net::claim`]), released after the threads (and the
+    /// listeners with them) are gone: a field is dropped after `Drop::drop` ran.
+    _claim: Option<Claim>,
 }
 
 impl Server {
@@ -817,6 +820,7 @@ impl Server {
         stop: Box<dyn FnOnce() + Send>,
         wake: Box<dyn Fn() + Send + Sync>,
         gate: Option<Arc<Gate>>,
+        claim: Option<Claim>,
     ) -> Server {
         Server {
             addr,
@@ -827,6 +831,7 @@ impl Server {
             draining: None,
             stats: Box::new(Vec::new),
             gate,
+            _claim: claim,
         }
     }
 
@@ -987,8 +992,7 @@ fn adapt<H: Handler>(core: &Core<H>, gate: &Gate, p: crate::Adaptive, max: usize
 fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::Result<Server> {
     let per_thread = cfg.pattern == Pattern::Sharded;
     let group = if cfg.pattern == Pattern::ShardedShared { Some(Group::new(cfg.backend)?) } else { None };
-    let first = net::listen(cfg.listen, per_thread || cfg.reuseport)?;
-    let addr = net::local_addr(&first)?;
+    let (first, addr, claim) = first_listener(cfg, per_thread || cfg.reuseport)?;
     let mut listeners = vec![Arc::new(first)];
     if per_thread {
         for _ in 1..n {
@@ -1120,7 +1124,21 @@ fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::
         w.iter().for_each(|w| drop(w.wake()));
     });
     let wake = Box::new(move || wakers.iter().for_each(|w| drop(w.wake())));
-    Ok(Server::started(addr, threads, stop, wake, None))
+    Ok(Server::started(addr, threads, stop, wake, None, claim))
+}
+
+/// The first listener on `cfg.listen`, its address, and the claim on it ([`net::claim`];
+/// none for a worker process, whose supervisor holds it): claimed before it binds, or, for
+/// port 0, the port it got, once bound.
+fn first_listener(cfg: &Config, reuseport: bool) -> io::Result<(OwnedFd, SocketAddr, Option<Claim>)> {
+    let listen = || net::listen(cfg.listen, reuseport);
+    if cfg.reuseport {
+        let first = listen()?;
+        let addr = net::local_addr(&first)?;
+        return Ok((first, addr, None));
+    }
+    let (first, addr, claim) = net::claimed(cfg.listen, listen)?;
+    Ok((first, addr, Some(claim)))
 }
 
 /// Declares interest in a shard's listener, in the group if it is shared.
@@ -1143,8 +1161,7 @@ fn queue(cfg: &Config) -> io::Result<Queue> {
 
 /// Leader/Followers and Half-Sync: one queue in hand-off mode, shared by a pool.
 fn start_pool<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::Result<Server> {
-    let listener = net::listen(cfg.listen, cfg.reuseport)?;
-    let addr = net::local_addr(&listener)?;
+    let (listener, addr, claim) = first_listener(cfg, cfg.reuseport)?;
     let lfd = listener.as_raw_fd();
     let mut q = queue(cfg)?;
     let rearm = q.handoff()?;
@@ -1203,7 +1220,7 @@ fn start_pool<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>) -> io::Re
         work.close();
         g.stop();
     });
-    Ok(Server::started(addr, threads, stop, wake, Some(gate)))
+    Ok(Server::started(addr, threads, stop, wake, Some(gate), claim))
 }
 
 /// The holder's chores before it waits: the drain's start, deferred closes and interest

@@ -917,7 +917,7 @@ pub struct ServerArgs {
     /// time, and each event waits up to the window longer: a trade of latency for CPU, which
     /// loses throughput where few clients wait on each reply (see the README). Needs Linux
     /// 6.12; ignored by other backends [default: 0, off].
-    #[arg(long, value_name = "D", default_value = "0", value_parser = parse_duration)]
+    #[arg(long, value_name = "D", default_value = "0", hide_default_value = true, value_parser = parse_duration)]
     pub coalesce: Duration,
     /// Measure the event API inside the server and write the runtime's counters per thread
     /// as JSON to FILE when it exits (after the drain; with --processes, one FILE.<pid> per

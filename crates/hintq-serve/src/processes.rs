@@ -3,6 +3,9 @@
 //!
 //! The process the user started becomes the supervisor and serves nothing itself:
 //!
+//! * It claims `--listen` ([`hintq_patterns::claim`]): starting fails, naming the address,
+//!   when another server listens there (its `SO_REUSEPORT` group would take in the workers)
+//!   or another hintq server holds it; the claim is held until the supervisor exits.
 //! * It binds (without listening) a socket with `SO_REUSEPORT` on `--listen`: this learns the
 //!   port when it is 0 and keeps it reserved for the workers, while taking no connection
 //!   (the kernel only routes connections to listening sockets).
@@ -118,6 +121,8 @@ pub struct Supervisor {
     draining: bool,
     /// The bound, non-listening socket that keeps the port for the workers.
     _reserved: OwnedFd,
+    /// The claim on the address, for the workers (which do not claim it).
+    _claim: hintq_patterns::Claim,
 }
 
 #[derive(Debug)]
@@ -134,15 +139,20 @@ impl Supervisor {
     /// which must live as long as the workers (their death signal is tied to it).
     ///
     /// # Errors
-    /// Binding the address, starting a worker, or a worker failing to start (those already
-    /// started are stopped first).
+    /// Claiming or binding the address, starting a worker, or a worker failing to start (those
+    /// already started are stopped first).
     pub fn start(name: &'static str, n: usize, listen: SocketAddr) -> io::Result<Supervisor> {
-        let reserved = reserve(listen)?;
-        let addr = hintq_patterns::local_addr(&reserved)?;
+        let (reserved, addr, claim) = hintq_patterns::claimed(listen, || reserve(listen))?;
         let exe = std::env::current_exe()?;
         let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-        let mut sup =
-            Supervisor { name, addr, workers: Vec::with_capacity(n), draining: false, _reserved: reserved };
+        let mut sup = Supervisor {
+            name,
+            addr,
+            workers: Vec::with_capacity(n),
+            draining: false,
+            _reserved: reserved,
+            _claim: claim,
+        };
         for _ in 0..n {
             if let Err(e) = sup.start_one(&exe, &args) {
                 sup.draining = true;
@@ -269,7 +279,7 @@ fn reserve(addr: SocketAddr) -> io::Result<OwnedFd> {
     let fd = sock.as_raw_fd();
     hintq_sys::setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1 as libc::c_int)?;
     hintq_sys::setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1 as libc::c_int)?;
-    hintq_sys::bind(fd, addr)?;
+    hintq_sys::bind(fd, addr).map_err(|e| io::Error::new(e.kind(), format!("{addr}: {e}")))?;
     Ok(sock)
 }
 

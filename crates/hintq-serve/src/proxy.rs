@@ -347,6 +347,10 @@ pub fn start(cfg: Config) -> io::Result<Proxy> {
      connection has two descriptors, which a pool would hand to two threads"
 )))]
 #[command(mut_arg("threads", |a| a.help("Threads for sharded and sharded-shared (the reactor has one)")))]
+#[command(mut_arg("array_max", |a| a.help(
+    "The most events one get_next_event call returns (Banga's array_max): the length of each \
+     thread's event array"
+)))]
 pub struct ProxyArgs {
     /// The upstream server, e.g. 127.0.0.1:8080.
     #[arg(long, value_name = "ADDR")]
