@@ -49,4 +49,12 @@ fn files_that_cannot_be_used_are_named() {
     let out = hintq(&[], &["serve", "--listen", "127.0.0.1:0", "--root", missing]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains(missing), "{}", stderr(&out));
+    let root = std::env::temp_dir();
+    let log = format!("{missing}/access.log");
+    for server in [&["serve", "--root", root.to_str().unwrap()][..], &["proxy", "--upstream", "127.0.0.1:1"]]
+    {
+        let out = hintq(&[], &[server, &["--listen", "127.0.0.1:0", "--access-log", &log]].concat());
+        assert_eq!(out.status.code(), Some(1));
+        assert!(stderr(&out).contains(&format!("--access-log {log}: No such file")), "{}", stderr(&out));
+    }
 }

@@ -970,7 +970,10 @@ impl ServerArgs {
     /// # Errors
     /// Opening the file.
     pub fn open_access_log(&self) -> io::Result<Option<AccessLog>> {
-        self.access_log.as_deref().map(AccessLog::open).transpose()
+        let open = |p: &str| {
+            AccessLog::open(p).map_err(|e| io::Error::new(e.kind(), format!("--access-log {p}: {e}")))
+        };
+        self.access_log.as_deref().map(open).transpose()
     }
 }
 
