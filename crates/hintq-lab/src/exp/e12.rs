@@ -15,6 +15,7 @@ use super::{Analysis, Experiment, FigureRow, Lab, PaperNumber, UNMEASURED};
 use crate::data::{self, num, Line, Pt, Row, Spread, Status};
 use crate::plot::Panel;
 use crate::runner::Point;
+use crate::verdict::{self, Figure, Verdict};
 use std::time::Duration;
 
 /// E12.
@@ -177,6 +178,15 @@ impl Experiment for E12 {
                 ours: ours.clone(),
                 ratio: Err("the paper prints no number".into()),
                 holds: holds.clone(),
+                rule: format!(
+                    "at the most inactive measured for both: yes when epoll keeps pace (mean replies at least \
+                     {}% of the rate offered, errors under 1%) up to a higher offered rate than poll, no when \
+                     poll keeps pace higher; keeping pace to the same rate, by the replies of each whole second \
+                     at the highest rate (epoll's all above poll's: yes; all below: no; else within noise; \
+                     3 seconds or more; seconds of one launch, not independent launches)",
+                    num(SUSTAINED * 100.0)
+                ),
+                literal: super::NO_NUMBER.into(),
             },
             fig10_row(rows),
         ];
@@ -209,8 +219,14 @@ fn fig10_row(rows: &[Row]) -> FigureRow {
             .reduce(|a, b| if b.0 > a.0 { b } else { a })
     };
     let counts: Vec<String> = measured.iter().map(|l| l.inactive.to_string()).collect();
+    let mut literal = "cannot say: poll and epoll not both measured".to_string();
     let (ours, ratio, holds) = match (worst("hintq-poll"), worst("hintq-epoll")) {
         (Some(p), Some(e)) => {
+            literal = format!(
+                "{} (rule: poll's worst point reaches 60% of requests ended by errors; ours {}%)",
+                if p.0 >= 60.0 { "yes" } else { "no" },
+                num(p.0)
+            );
             let at = |w: (f64, usize, f64)| match w.0 {
                 0.0 => "no errors at any point".to_string(),
                 _ => format!("{}% at {} inactive, {} req/s offered", num(w.0), w.1, num(w.2)),
@@ -246,6 +262,11 @@ fn fig10_row(rows: &[Row]) -> FigureRow {
         ours,
         ratio,
         holds,
+        rule: format!(
+            "yes when poll's worst point (median) reaches {FIG10_CLIMB_PCT}% of requests ended by errors and \
+             epoll's stays under 1%; one launch per point: spread not judged"
+        ),
+        literal,
     }
 }
 
@@ -349,18 +370,43 @@ fn verdict(top: &[(usize, String, f64)], rows: &[Row]) -> (String, String) {
             let l = data::lines(rows, lvl?.mean).into_iter().find(|l| l.name == s)?;
             l.points.last().map(|p| (p.x, p.spread.median))
         };
+        // Each whole second's replies there: a spread within the one launch of each point.
+        let seconds = |s: &str, x: f64| {
+            let v = rows
+                .iter()
+                .filter(|r| r.series == s && r.x == x && lvl.is_some_and(|l| r.metric == l.per_second));
+            Figure::new(
+                v.filter(|r| matches!(r.status, Status::Ok | Status::Disturbed))
+                    .filter_map(|r| r.value)
+                    .collect(),
+            )
+        };
         match (mean("hintq-epoll"), mean("hintq-poll")) {
-            (Some((x, er)), Some((xp, pr))) if x == xp && x > e => format!(
-                "partly: both keep pace up to {} req/s offered; at {} req/s, poll answers {} replies/s ({}%), \
-                 epoll {} ({}%)",
-                num(e),
-                num(x),
-                num(pr),
-                num(pr / x * 100.0),
-                num(er),
-                num(er / x * 100.0)
-            ),
-            _ => "partly: the same in this sweep".into(),
+            (Some((x, er)), Some((xp, pr))) if x == xp && x > e => {
+                let (es, ps) = (seconds("hintq-epoll", x), seconds("hintq-poll", x));
+                let word = match (&es, &ps) {
+                    (Some(es), Some(ps)) if es.n().min(ps.n()) < verdict::MIN_LAUNCHES => {
+                        format!("cannot say: fewer than {} whole seconds", verdict::MIN_LAUNCHES)
+                    }
+                    (Some(es), Some(ps)) => Verdict::above(es, ps).to_string(),
+                    _ => "cannot say: no whole second measured".into(),
+                };
+                format!(
+                    "{word}: both keep pace up to {} req/s offered; at {} req/s, poll answers {} replies/s ({}%), \
+                     epoll {} ({}%); replies in each whole second: {}",
+                    num(e),
+                    num(x),
+                    num(pr),
+                    num(pr / x * 100.0),
+                    num(er),
+                    num(er / x * 100.0),
+                    match (&es, &ps) {
+                        (Some(es), Some(ps)) => verdict::compare(("epoll", es), ("poll", ps)),
+                        _ => "none".into(),
+                    }
+                )
+            }
+            _ => "within noise: the same in this sweep".into(),
         }
     } else {
         "no".into()
@@ -450,11 +496,27 @@ mod tests {
             all.extend(rows(series, rate, lvl, &json(mean, &[mean as u64], ok, err)).unwrap());
         }
         let a = E12.analyse(&all);
-        assert_eq!(
-            a.holds,
-            "partly: both keep pace up to 8000 req/s offered; at 16000 req/s, poll answers 4000 replies/s \
-             (25.0%), epoll 12000 (75.0%)"
+        assert!(
+            a.holds.starts_with(
+                "cannot say: fewer than 3 whole seconds: both keep pace up to 8000 req/s offered; at 16000 \
+                 req/s, poll answers 4000 replies/s (25.0%), epoll 12000 (75.0%)"
+            ),
+            "{}",
+            a.holds
         );
+        // Issue 26: poll answering more than epoll past the rate both keep pace with is no.
+        let mut more = Vec::new();
+        for (series, rate, mean, seconds) in [
+            ("hintq-epoll", 8000.0, 8000.0, [8000, 8000, 8000]),
+            ("hintq-poll", 8000.0, 8000.0, [8000, 8000, 8000]),
+            ("hintq-epoll", 16000.0, 12222.0, [12100, 12200, 12300]),
+            ("hintq-poll", 16000.0, 13657.0, [13500, 13600, 13700]),
+        ] {
+            let lvl = LEVELS.iter().find(|l| l.inactive == 2000).unwrap();
+            more.extend(rows(series, rate, lvl, &json(mean, &seconds, 100, 0)).unwrap());
+        }
+        let h = E12.analyse(&more).holds;
+        assert!(h.starts_with("no: both keep pace up to 8000 req/s"), "{h}");
         let f10 = a.figures.iter().find(|f| f.figure == "Provos Fig. 10").unwrap();
         assert_eq!(
             f10.ours,
