@@ -200,7 +200,24 @@ fn section(s: &mut String, id: &str, rows: &[data::Row], a: &crate::exp::Analysi
     let (failed, disturbed) = data::counts(rows);
     let repeated = rows.iter().filter(|r| r.status == data::Status::Repeated).count();
     let _ = writeln!(s, "![{id}]({id}.svg)\n\n([PNG]({id}.png), raw rows: [{id}.csv]({id}.csv))\n");
-    let _ = writeln!(s, "**Holds here?** {}. {}\n", judged(&a.holds, &data::failures(rows)), a.ours);
+    let failures = data::failures(rows);
+    if a.figures.is_empty() {
+        let _ = writeln!(s, "**Holds here?** {}. {}\n", judged(&a.holds, &failures), a.ours);
+    } else {
+        // The rows' own verdicts, as the first table gives them: a section never says more
+        // than its rows.
+        let _ = writeln!(s, "**Verdicts (the first table's rows):**\n");
+        for f in &a.figures {
+            let _ = writeln!(
+                s,
+                "- {}: shape {}; literal {}.",
+                f.figure,
+                judged(&f.holds, &failures),
+                judged(&f.literal, &failures)
+            );
+        }
+        let _ = writeln!(s, "\nOurs: {}\n", a.ours);
+    }
     for r in &a.reading {
         let _ = writeln!(s, "- {r}");
     }

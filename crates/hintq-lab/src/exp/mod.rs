@@ -200,6 +200,7 @@ pub const FIGURE_ORDER: &[&str] = &[
     "Provos Figs. 4-9",
     "Provos Fig. 10",
     "Provos §4-6",
+    "Provos §7",
     "Gooch",
     "Strebelow",
     "libevent",
@@ -528,6 +529,7 @@ mod tests {
             ("Provos Figs. 4-9", "E12"),
             ("Provos Fig. 10", "E12"),
             ("Provos §4-6 (RT signals)", "E8"),
+            ("Provos §7 (RT signals against /dev/poll)", "E12"),
             ("Gooch: poll(2) per descriptor", "E7"),
             ("libevent test/bench.c", "E9"),
         ] {
