@@ -20,8 +20,9 @@ fn cell(s: &str) -> String {
 pub const TABLE_HEADER: &str = "| series | x | metric | median | min | max | n | disturbed |";
 
 /// The header of the report's first table: one row per paper figure (the smoke test reads it).
-pub const FIGURES_HEADER: &str =
-    "| paper figure | exp | paper's claim | paper's number | ours | ours ÷ paper | holds here? |";
+pub const FIGURES_HEADER: &str = "| paper figure | exp | paper's words | paper's number | ours: median \
+    (min–max, n launches) | ours ÷ paper | literal verdict (against the paper's number) | shape verdict | \
+    rule of the shape verdict |";
 
 /// The cells of a row of the first table after its figure and experiment.
 struct Cells {
@@ -29,7 +30,9 @@ struct Cells {
     paper: String,
     ours: String,
     ratio: String,
+    literal: String,
     holds: String,
+    rule: String,
 }
 
 /// The series of every experiment that ran which failed at some point, from its rows.
@@ -47,7 +50,8 @@ pub fn failures(outcomes: &[(&dyn Experiment, Outcome)]) -> Vec<Failure> {
 /// A verdict, unless a series of the experiment failed: then "cannot say" with each failure,
 /// never a verdict over the series that remain.
 fn judged(holds: &str, failed: &[Failure]) -> String {
-    if failed.is_empty() {
+    // A literal verdict of a row without the paper's number judges nothing.
+    if failed.is_empty() || holds.starts_with('—') {
         return holds.to_string();
     }
     let said: Vec<String> = failed.iter().map(Failure::said).collect();
@@ -71,8 +75,15 @@ fn figure_rows(outcomes: &[(&dyn Experiment, Outcome)]) -> Vec<(String, &'static
                 }
                 (_, why) => ("—".into(), why.clone().unwrap_or_default()),
             };
-            let cells =
-                Cells { claim: e.claim().into(), paper: "—".into(), ours, ratio: "—".into(), holds };
+            let cells = Cells {
+                claim: e.claim().into(),
+                paper: "—".into(),
+                ours,
+                ratio: "—".into(),
+                literal: crate::exp::NO_NUMBER.into(),
+                holds,
+                rule: "see its section".into(),
+            };
             out.push((e.paper().to_string(), e.id(), cells));
         }
         for f in figures {
@@ -83,14 +94,18 @@ fn figure_rows(outcomes: &[(&dyn Experiment, Outcome)]) -> Vec<(String, &'static
                     paper,
                     ours: "—".into(),
                     ratio: "—".into(),
+                    literal: if f.literal.starts_with('—') { f.literal } else { why.clone() },
                     holds: why.clone(),
+                    rule: f.rule,
                 },
                 None => Cells {
                     claim: f.claim.into(),
                     paper,
                     ratio: f.ratio_text(),
                     ours: f.ours,
+                    literal: judged(&f.literal, &failed),
                     holds: judged(&f.holds, &failed),
+                    rule: f.rule,
                 },
             };
             out.push((f.figure, e.id(), cells));
@@ -143,17 +158,19 @@ pub fn report(outcomes: &[(&dyn Experiment, Outcome)], lab: &Lab) -> String {
     // A blank line first: Markdown starts no table right after a list item.
     s.push('\n');
     s.push_str(FIGURES_HEADER);
-    s.push_str("\n|---|---|---|---|---|---|---|\n");
+    s.push_str("\n|---|---|---|---|---|---|---|---|---|\n");
     for (figure, id, row) in figure_rows(outcomes) {
         let _ = writeln!(
             s,
-            "| {} | {id} | {} | {} | {} | {} | {} |",
+            "| {} | {id} | {} | {} | {} | {} | {} | {} | {} |",
             cell(&figure),
             cell(&row.claim),
             cell(&row.paper),
             cell(&row.ours),
             cell(&row.ratio),
-            cell(&row.holds)
+            cell(&row.literal),
+            cell(&row.holds),
+            cell(&row.rule)
         );
     }
     let missing = lab.missing.borrow();
@@ -183,7 +200,24 @@ fn section(s: &mut String, id: &str, rows: &[data::Row], a: &crate::exp::Analysi
     let (failed, disturbed) = data::counts(rows);
     let repeated = rows.iter().filter(|r| r.status == data::Status::Repeated).count();
     let _ = writeln!(s, "![{id}]({id}.svg)\n\n([PNG]({id}.png), raw rows: [{id}.csv]({id}.csv))\n");
-    let _ = writeln!(s, "**Holds here?** {}. {}\n", judged(&a.holds, &data::failures(rows)), a.ours);
+    let failures = data::failures(rows);
+    if a.figures.is_empty() {
+        let _ = writeln!(s, "**Holds here?** {}. {}\n", judged(&a.holds, &failures), a.ours);
+    } else {
+        // The rows' own verdicts, as the first table gives them: a section never says more
+        // than its rows.
+        let _ = writeln!(s, "**Verdicts (the first table's rows):**\n");
+        for f in &a.figures {
+            let _ = writeln!(
+                s,
+                "- {}: shape {}; literal {}.",
+                f.figure,
+                judged(&f.holds, &failures),
+                judged(&f.literal, &failures)
+            );
+        }
+        let _ = writeln!(s, "\nOurs: {}\n", a.ours);
+    }
     for r in &a.reading {
         let _ = writeln!(s, "- {r}");
     }

@@ -75,7 +75,7 @@ fn smoke_run_writes_every_file_and_the_report_matches_the_raw_rows() {
         let id = format!("E{n}");
         let rows: Vec<&Vec<String>> = first.iter().filter(|c| c[1] == id).collect();
         assert!(!rows.is_empty(), "no {id} row in the first table");
-        if rows.iter().any(|c| c[6].starts_with("not run: ")) {
+        if rows.iter().any(|c| c[7].starts_with("not run: ")) {
             assert!(!dir.join(format!("{id}.csv")).exists(), "{id} not run but has a CSV");
             continue;
         }
@@ -142,8 +142,8 @@ fn smoke_run_writes_every_file_and_the_report_matches_the_raw_rows() {
     figure_rows_are_all_there_and_their_ratios_follow(&first, dir);
 }
 
-/// The cells of the report's first table (paper figure, exp, claim, paper's number, ours,
-/// ours ÷ paper, holds here?).
+/// The cells of the report's first table (paper figure, exp, paper's words, paper's number,
+/// ours, ours ÷ paper, literal verdict, shape verdict, rule).
 fn first_table(report: &str) -> Vec<Vec<String>> {
     let rows: Vec<Vec<String>> = report
         .lines()
@@ -152,7 +152,15 @@ fn first_table(report: &str) -> Vec<Vec<String>> {
         .take_while(|l| l.starts_with('|'))
         .map(|l| l.trim_matches('|').split(" | ").map(|c| c.trim().to_string()).collect())
         .collect();
-    assert!(rows.iter().all(|c| c.len() == 7), "a first-table row without 7 cells: {rows:?}");
+    assert!(rows.iter().all(|c| c.len() == 9), "a first-table row without 9 cells: {rows:?}");
+    for c in &rows {
+        assert!(!c[8].is_empty(), "{}: no rule beside the verdict", c[0]);
+        assert!(
+            c[6].starts_with('—') || c[3] != "none printed",
+            "{}: a literal verdict without the paper's number: {c:?}",
+            c[0]
+        );
+    }
     rows
 }
 
@@ -268,11 +276,14 @@ fn a_failing_series_under_a_relative_output_directory_is_said_everywhere() {
     assert!(head.contains(&format!("- failed: E9: {error}").as_str()), "first lines:\n{}", head.join("\n"));
     let first = first_table(&report);
     let e9 = first.iter().find(|c| c[1] == "E9").expect("an E9 row");
-    assert_eq!(e9[6], format!("cannot say: {error}"), "{e9:?}");
+    assert_eq!(e9[7], format!("cannot say: {error}"), "{e9:?}");
     let not_measured = report.split("## Not measured in this run").nth(1).expect("a Not measured section");
     assert!(not_measured.contains(&format!("- failed: E9: {error}")), "{not_measured}");
     let section = report.split("\n## E9:").nth(1).expect("an E9 section");
-    assert!(section.contains(&format!("**Holds here?** cannot say: {error}")), "{section}");
+    assert!(
+        section.contains(&format!("- libevent test/bench.c: shape cannot say: {error}; literal —")),
+        "{section}"
+    );
     // hintq-epoll, the series that did not fail, was measured all the same.
     let rows = data::read_csv(&std::fs::read_to_string(dir.join("E9.csv")).unwrap()).unwrap();
     assert!(rows

@@ -158,6 +158,12 @@ impl Experiment for E10 {
             ours: ours.clone(),
             ratio: Err("the paper prints no number".into()),
             holds: holds.clone(),
+            rule: format!(
+                "yes when, on every group backend, the median wake-ups per readiness at every thread \
+                 count is at most {} (counts of wake-ups, not timings)",
+                wake::GOAL
+            ),
+            literal: super::NO_NUMBER.into(),
         }];
         Analysis {
             panels: vec![a, b],

@@ -15,6 +15,7 @@ use super::{Analysis, Experiment, FigureRow, Lab, PaperNumber, UNMEASURED};
 use crate::data::{self, num, Line, Pt, Row, Spread, Status};
 use crate::plot::Panel;
 use crate::runner::Point;
+use crate::verdict::{self, Figure, Verdict};
 use std::time::Duration;
 
 /// E12.
@@ -177,8 +178,18 @@ impl Experiment for E12 {
                 ours: ours.clone(),
                 ratio: Err("the paper prints no number".into()),
                 holds: holds.clone(),
+                rule: format!(
+                    "at the most inactive measured for both: yes when epoll keeps pace (mean replies at least \
+                     {}% of the rate offered, errors under 1%) up to a higher offered rate than poll, no when \
+                     poll keeps pace higher; keeping pace to the same rate, by the replies of each whole second \
+                     at the highest rate (epoll's all above poll's: yes; all below: no; else within noise; \
+                     3 seconds or more; seconds of one launch, not independent launches)",
+                    num(SUSTAINED * 100.0)
+                ),
+                literal: super::NO_NUMBER.into(),
             },
             fig10_row(rows),
+            rtsig_row(&top, rows),
         ];
         Analysis { panels, ours, holds, reading, metrics, figures }
     }
@@ -209,8 +220,14 @@ fn fig10_row(rows: &[Row]) -> FigureRow {
             .reduce(|a, b| if b.0 > a.0 { b } else { a })
     };
     let counts: Vec<String> = measured.iter().map(|l| l.inactive.to_string()).collect();
+    let mut literal = "cannot say: poll and epoll not both measured".to_string();
     let (ours, ratio, holds) = match (worst("hintq-poll"), worst("hintq-epoll")) {
         (Some(p), Some(e)) => {
+            literal = format!(
+                "{} (rule: poll's worst point reaches 60% of requests ended by errors; ours {}%)",
+                if p.0 >= 60.0 { "yes" } else { "no" },
+                num(p.0)
+            );
             let at = |w: (f64, usize, f64)| match w.0 {
                 0.0 => "no errors at any point".to_string(),
                 _ => format!("{}% at {} inactive, {} req/s offered", num(w.0), w.1, num(w.2)),
@@ -246,6 +263,11 @@ fn fig10_row(rows: &[Row]) -> FigureRow {
         ours,
         ratio,
         holds,
+        rule: format!(
+            "yes when poll's worst point (median) reaches {FIG10_CLIMB_PCT}% of requests ended by errors and \
+             epoll's stays under 1%; one launch per point: spread not judged"
+        ),
+        literal,
     }
 }
 
@@ -340,32 +362,121 @@ fn verdict(top: &[(usize, String, f64)], rows: &[Row]) -> (String, String) {
         num(e),
         num(p)
     );
-    let holds = if e > p {
-        format!("yes, at {n} inactive")
-    } else if e == p {
-        // Past the rate both keep pace with: the replies at the highest rate offered to both.
-        let lvl = LEVELS.iter().find(|l| l.inactive == n);
-        let mean = |s: &str| {
-            let l = data::lines(rows, lvl?.mean).into_iter().find(|l| l.name == s)?;
-            l.points.last().map(|p| (p.x, p.spread.median))
-        };
-        match (mean("hintq-epoll"), mean("hintq-poll")) {
-            (Some((x, er)), Some((xp, pr))) if x == xp && x > e => format!(
-                "partly: both keep pace up to {} req/s offered; at {} req/s, poll answers {} replies/s ({}%), \
-                 epoll {} ({}%)",
-                num(e),
-                num(x),
-                num(pr),
-                num(pr / x * 100.0),
-                num(er),
-                num(er / x * 100.0)
-            ),
-            _ => "partly: the same in this sweep".into(),
-        }
-    } else {
-        "no".into()
-    };
+    let holds = beats(top, rows, n, "hintq-epoll", "hintq-poll").map_or(UNMEASURED.into(), |b| b.1);
     (ours, holds)
+}
+
+/// Whether series `a` keeps pace better than `b` at `n` inactive: the higher sustained rate
+/// (`top`) wins; at the same, the replies of each whole second at the highest rate offered to
+/// both (3 seconds or more each, all above or all below; else within noise). `None` unless
+/// both were measured there.
+fn beats(
+    top: &[(usize, String, f64)],
+    rows: &[Row],
+    n: usize,
+    a: &str,
+    b: &str,
+) -> Option<(Verdict, String)> {
+    let at = |s: &str| top.iter().find(|t| t.0 == n && t.1 == s).map(|t| t.2);
+    let (ra, rb) = (at(a)?, at(b)?);
+    let (an, bn) = (a.trim_start_matches("hintq-"), b.trim_start_matches("hintq-"));
+    if ra != rb {
+        let v = if ra > rb { Verdict::Yes } else { Verdict::No };
+        return Some((v.clone(), format!("{v}, at {n} inactive")));
+    }
+    // Past the rate both keep pace with: the replies at the highest rate offered to both.
+    let lvl = LEVELS.iter().find(|l| l.inactive == n)?;
+    let mean = |s: &str| {
+        let l = data::lines(rows, lvl.mean).into_iter().find(|l| l.name == s)?;
+        l.points.last().map(|p| (p.x, p.spread.median))
+    };
+    // Each whole second's replies there: a spread within the one launch of each point.
+    let seconds = |s: &str, x: f64| {
+        let v = rows.iter().filter(|r| r.series == s && r.x == x && r.metric == lvl.per_second);
+        Figure::new(
+            v.filter(|r| matches!(r.status, Status::Ok | Status::Disturbed))
+                .filter_map(|r| r.value)
+                .collect(),
+        )
+    };
+    match (mean(a), mean(b)) {
+        (Some((x, ma)), Some((xb, mb))) if x == xb && x > ra => {
+            let (fa, fb) = (seconds(a, x), seconds(b, x));
+            let (v, said) = match (&fa, &fb) {
+                (Some(fa), Some(fb)) if fa.n().min(fb.n()) < verdict::MIN_LAUNCHES => (
+                    Verdict::CannotSay(format!("fewer than {} whole seconds", verdict::MIN_LAUNCHES)),
+                    verdict::compare((an, fa), (bn, fb)),
+                ),
+                (Some(fa), Some(fb)) => (Verdict::above(fa, fb), verdict::compare((an, fa), (bn, fb))),
+                _ => (Verdict::CannotSay("no whole second measured".into()), "none".into()),
+            };
+            let text = format!(
+                "{v}: both keep pace up to {} req/s offered; at {} req/s, {bn} answers {} replies/s ({}%), \
+                 {an} {} ({}%); replies in each whole second: {said}",
+                num(ra),
+                num(x),
+                num(mb),
+                num(mb / x * 100.0),
+                num(ma),
+                num(ma / x * 100.0)
+            );
+            Some((v, text))
+        }
+        _ => Some((Verdict::WithinNoise, "within noise: the same in this sweep".into())),
+    }
+}
+
+/// Provos §7: thttpd on /dev/poll (here epoll, the kernel-held interest set) scales better
+/// than phhttpd on RT signals (here `hintq-rtsig`, no hybrid) "at both low and high inactive
+/// connection loads": [`beats`] at every inactive count both were measured at, two or more.
+fn rtsig_row(top: &[(usize, String, f64)], rows: &[Row]) -> FigureRow {
+    let mut counts: Vec<usize> = top.iter().map(|t| t.0).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let judged: Vec<(usize, Verdict, String)> = counts
+        .iter()
+        .filter_map(|&n| beats(top, rows, n, "hintq-epoll", "hintq-rtsig").map(|(v, t)| (n, v, t)))
+        .collect();
+    let sustained = |n: usize, s: &str| top.iter().find(|t| t.0 == n && t.1 == s).map_or(0.0, |t| t.2);
+    let ours = if judged.is_empty() {
+        "epoll and rtsig (no hybrid) not both measured".to_string()
+    } else {
+        let each: Vec<String> = judged
+            .iter()
+            .map(|(n, _, _)| {
+                format!(
+                    "{n} inactive: epoll keeps pace up to {}, rtsig {} req/s offered",
+                    num(sustained(*n, "hintq-epoll")),
+                    num(sustained(*n, "hintq-rtsig"))
+                )
+            })
+            .collect();
+        each.join("; ")
+    };
+    let holds = match judged.len() {
+        0 => UNMEASURED.to_string(),
+        1 => format!("cannot say: one inactive count measured ({})", judged[0].2),
+        _ => {
+            let v = Verdict::all(&judged.iter().map(|j| j.1.clone()).collect::<Vec<_>>());
+            let each: Vec<String> = judged.iter().map(|(n, _, t)| format!("{n} inactive: {t}")).collect();
+            format!("{v} ({})", each.join("; "))
+        }
+    };
+    FigureRow {
+        figure: "Provos §7 (RT signals against /dev/poll)".into(),
+        claim:
+            "\"thttpd using /dev/poll scales better than single-threaded phhttpd using RT signals at both \
+                low and high inactive connection loads\" (§7; Figs. 11-13 against Figs. 4-9)",
+        paper: None,
+        ours,
+        ratio: Err("the paper prints no number".into()),
+        holds,
+        rule: "at every inactive count measured for both (two or more): epoll keeps pace up to a higher \
+               offered rate than rtsig without the hybrid or, keeping pace to the same rate, its replies in \
+               each whole second at the highest rate are all above rtsig's (3 seconds or more)"
+            .into(),
+        literal: super::NO_NUMBER.into(),
+    }
 }
 
 #[cfg(test)]
@@ -450,11 +561,27 @@ mod tests {
             all.extend(rows(series, rate, lvl, &json(mean, &[mean as u64], ok, err)).unwrap());
         }
         let a = E12.analyse(&all);
-        assert_eq!(
-            a.holds,
-            "partly: both keep pace up to 8000 req/s offered; at 16000 req/s, poll answers 4000 replies/s \
-             (25.0%), epoll 12000 (75.0%)"
+        assert!(
+            a.holds.starts_with(
+                "cannot say: fewer than 3 whole seconds: both keep pace up to 8000 req/s offered; at 16000 \
+                 req/s, poll answers 4000 replies/s (25.0%), epoll 12000 (75.0%)"
+            ),
+            "{}",
+            a.holds
         );
+        // Issue 26: poll answering more than epoll past the rate both keep pace with is no.
+        let mut more = Vec::new();
+        for (series, rate, mean, seconds) in [
+            ("hintq-epoll", 8000.0, 8000.0, [8000, 8000, 8000]),
+            ("hintq-poll", 8000.0, 8000.0, [8000, 8000, 8000]),
+            ("hintq-epoll", 16000.0, 12222.0, [12100, 12200, 12300]),
+            ("hintq-poll", 16000.0, 13657.0, [13500, 13600, 13700]),
+        ] {
+            let lvl = LEVELS.iter().find(|l| l.inactive == 2000).unwrap();
+            more.extend(rows(series, rate, lvl, &json(mean, &seconds, 100, 0)).unwrap());
+        }
+        let h = E12.analyse(&more).holds;
+        assert!(h.starts_with("no: both keep pace up to 8000 req/s"), "{h}");
         let f10 = a.figures.iter().find(|f| f.figure == "Provos Fig. 10").unwrap();
         assert_eq!(
             f10.ours,
@@ -466,7 +593,42 @@ mod tests {
         // Without the collapse poll's errors stay at 0: the claim fails.
         let calm: Vec<_> =
             all.into_iter().filter(|r| !(r.series == "hintq-poll" && r.x == 16000.0)).collect();
-        let f10 = E12.analyse(&calm).figures.pop().unwrap();
+        let f10 = E12.analyse(&calm).figures.into_iter().find(|f| f.figure == "Provos Fig. 10").unwrap();
         assert_eq!(f10.holds, "no: poll's errors stay under 10% (0% at most)");
+    }
+
+    #[test]
+    fn provos_s_conclusion_needs_epoll_ahead_of_rtsig_at_a_low_and_a_high_inactive_count() {
+        let point = |series: &str, inactive: usize, rate: f64, mean: f64| {
+            let lvl = LEVELS.iter().find(|l| l.inactive == inactive).unwrap();
+            rows(series, rate, lvl, &json(mean, &[mean as u64; 3], 100, 0)).unwrap()
+        };
+        let mut all = Vec::new();
+        for inactive in [1, 2000] {
+            all.extend(point("hintq-epoll", inactive, 4000.0, 4000.0));
+            all.extend(point("hintq-epoll", inactive, 16000.0, 16000.0));
+            all.extend(point("hintq-rtsig", inactive, 4000.0, 4000.0));
+            all.extend(point("hintq-rtsig", inactive, 16000.0, 9000.0));
+        }
+        let row = |rows: &[super::Row]| {
+            E12.analyse(rows).figures.into_iter().find(|f| f.figure.starts_with("Provos §7")).unwrap()
+        };
+        let r = row(&all);
+        assert!(
+            r.holds.starts_with("yes (1 inactive: yes, at 1 inactive; 2000 inactive: yes"),
+            "{}",
+            r.holds
+        );
+        assert!(
+            r.ours.contains("2000 inactive: epoll keeps pace up to 16000, rtsig 4000 req/s offered"),
+            "{}",
+            r.ours
+        );
+        let low: Vec<super::Row> = all.iter().filter(|r| r.metric.ends_with("_1")).cloned().collect();
+        assert!(
+            row(&low).holds.starts_with("cannot say: one inactive count measured"),
+            "{}",
+            row(&low).holds
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! E4, Banga Fig. 7: the cost of declaring and of revoking interest against the number of
 //! descriptors already registered.
 
-use super::{micro, panel, Analysis, Experiment, FigureRow, Lab, UNMEASURED};
+use super::{micro, panel, Analysis, Experiment, FigureRow, Lab, NO_NUMBER, UNMEASURED};
 use crate::data::{num, Row};
 use crate::runner::Point;
 use crate::verdict::{self, Verdict};
@@ -94,6 +94,8 @@ impl Experiment for E4 {
             ours: ours.clone(),
             ratio: Err("the paper prints no number".into()),
             holds: holds.clone(),
+            rule: RULE.trim_start_matches("Rule: ").into(),
+            literal: NO_NUMBER.into(),
         }];
         Analysis {
             panels: vec![d, r],

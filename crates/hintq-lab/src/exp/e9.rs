@@ -8,7 +8,7 @@
 //! every pair count), nor the re-registration before each run (`--keep` leaves it out and the
 //! growth stays), but the kernel memory the 1000 writes of a run touch.
 
-use super::{panel, Analysis, Experiment, FigureRow, Lab};
+use super::{panel, Analysis, Experiment, FigureRow, Lab, NO_NUMBER};
 use crate::data::{num, Row, Status};
 use crate::peers::{self, C_PEERS};
 use crate::runner::{Cmd, Point};
@@ -244,6 +244,8 @@ impl Experiment for E9 {
             ours: ours.clone(),
             ratio: Err("libevent publishes no number".into()),
             holds: holds.clone(),
+            rule: RULE.trim_start_matches("Rule: ").into(),
+            literal: NO_NUMBER.into(),
         }];
         Analysis { panels: vec![p], ours, holds, reading, metrics: vec![(METRIC, "µs per run")], figures }
     }

@@ -147,9 +147,18 @@ pub struct FigureRow {
     /// Our value of the paper's quantity where it is the same quantity, for ours ÷ paper;
     /// else why it is not comparable.
     pub ratio: Result<f64, String>,
-    /// Whether the claim holds here: `yes`, `no`, `partly`, or why it cannot be said.
+    /// The shape verdict: whether the claim's shape (who is above whom, what grows) holds
+    /// here by [`FigureRow::rule`]: `yes`, `no`, `within noise`, or why it cannot be said.
     pub holds: String,
+    /// The rule the shape verdict was judged by, printed beside it.
+    pub rule: String,
+    /// The literal verdict: ours against the paper's number, by a rule said in it;
+    /// [`NO_NUMBER`] where the paper prints none.
+    pub literal: String,
 }
+
+/// The literal verdict of a row whose paper prints no number.
+pub const NO_NUMBER: &str = "— (the paper prints no number)";
 
 impl FigureRow {
     /// ours ÷ paper, or why there is none.
@@ -191,6 +200,7 @@ pub const FIGURE_ORDER: &[&str] = &[
     "Provos Figs. 4-9",
     "Provos Fig. 10",
     "Provos §4-6",
+    "Provos §7",
     "Gooch",
     "Strebelow",
     "libevent",
@@ -519,6 +529,7 @@ mod tests {
             ("Provos Figs. 4-9", "E12"),
             ("Provos Fig. 10", "E12"),
             ("Provos §4-6 (RT signals)", "E8"),
+            ("Provos §7 (RT signals against /dev/poll)", "E12"),
             ("Gooch: poll(2) per descriptor", "E7"),
             ("libevent test/bench.c", "E9"),
         ] {
@@ -537,6 +548,8 @@ mod tests {
             ours: String::new(),
             ratio: Ok(0.1),
             holds: String::new(),
+            rule: String::new(),
+            literal: String::new(),
         };
         assert_eq!(r.ratio_text(), "0.00935 (0.100 ÷ 10.7)");
         r.ratio = Ok(21.4);
