@@ -208,7 +208,7 @@ impl Group {
             t.next_id
         };
         q.watch_internal(own.as_raw_fd(), TOKEN_GROUP_OWN)?;
-        q.group = Some(GroupLink {
+        q.join(GroupLink {
             inner: Arc::clone(&self.inner),
             me: Member { id, own },
             waiting: false,

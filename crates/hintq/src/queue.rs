@@ -2,10 +2,10 @@
 //! hints with one pending element per registration, and the descriptor-order scan used when
 //! the FIFO overflows.
 
-use crate::backend::{Backend, Config, GoochPolicy, Hybrid, Poller, Ready};
+use crate::backend::{Any, Backend, Config, GoochPolicy, Hybrid, Poller, Ready};
 use crate::group::GroupLink;
 use crate::token::{
-    advance_floor, next_gen, token, untoken, GROUP_BIT, GROUP_GEN, TOKEN_GROUP_OWN, TOKEN_WAKER,
+    advance_floor, next_gen, token, untoken, GROUP_BIT, GROUP_GEN, INTERNAL, TOKEN_GROUP_OWN, TOKEN_WAKER,
 };
 use crate::{sys, Event, Interest, State, Waker};
 use std::collections::VecDeque;
@@ -22,6 +22,27 @@ const SCAN_CHUNK: usize = 256;
 /// call, for the rest of the batch (and a FIFO bounded below this can overflow on epoll
 /// too, as the paper's kernel queue could).
 const HARVEST_MIN: usize = 64;
+
+/// Bits of [`Queue::unusual`]: what the common call ([`Queue::lean`]) cannot handle. While
+/// none is set, `get_next_event` tests that one word and runs only what the contract asks of
+/// every call: one wait, each report's registration, generation and liveness checked by one
+/// compare, its state converted and stored in the caller's array.
+mod unusual {
+    /// The backend is not one the lean path waits on (for now: epoll, level or edge).
+    pub(super) const BACKEND: u32 = 1;
+    /// The FIFO may hold events (set by every push, cleared when a dequeue empties it).
+    pub(super) const FIFO: u32 = 1 << 1;
+    /// An overflow scan is due ([`super::Queue::scan`]).
+    pub(super) const OVERFLOW: u32 = 1 << 2;
+    /// The FIFO is bounded ([`super::Builder::capacity`]).
+    pub(super) const BOUNDED: u32 = 1 << 3;
+    /// The queue is a group member.
+    pub(super) const GROUP: u32 = 1 << 4;
+    /// Hand-off mode.
+    pub(super) const HANDOFF: u32 = 1 << 5;
+    /// A [`crate::Waker`] fired and the next call returns at once.
+    pub(super) const WOKEN: u32 = 1 << 6;
+}
 
 /// Counters a queue keeps about itself; see [`Queue::stats`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -48,9 +69,16 @@ pub struct Stats {
     pub migrations: u64,
 }
 
+/// In a slot's key: the registration is live (its interest is not empty). Generations stay
+/// below 2^30 ([`crate::token::next_gen`]), so a report's generation with this bit added
+/// equals the key of the live registration it belongs to, and of nothing else: registration,
+/// generation and liveness in one compare.
+const LIVE: u32 = 1 << 31;
+
 #[derive(Clone, Copy, Default)]
 struct Slot {
-    gen: u32,
+    /// The generation, with [`LIVE`] while the registration is.
+    key: u32,
     interest: Interest,
     /// The FIFO holds an element for this registration.
     pending: bool,
@@ -58,6 +86,21 @@ struct Slot {
     disarmed: bool,
     /// States of reports coalesced into the pending element.
     extra: State,
+}
+
+impl Slot {
+    fn gen(&self) -> u32 {
+        self.key & !LIVE
+    }
+
+    fn live(&self) -> bool {
+        self.key & LIVE != 0
+    }
+
+    /// The live registration of generation `gen`.
+    fn is(&self, gen: u32) -> bool {
+        self.key == gen | LIVE
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -131,7 +174,11 @@ impl Builder {
     /// An io_uring refused by the kernel is not an error: the queue falls back to epoll.
     pub fn build(self) -> io::Result<Queue> {
         let (backend, poller) = self.backend.open(&self.config)?;
+        let lean_backend = matches!(poller, Any::Epoll(_)) && !poller.needs_rearm();
+        let unusual = if lean_backend { 0 } else { unusual::BACKEND }
+            | if self.capacity == usize::MAX { 0 } else { unusual::BOUNDED };
         Ok(Queue {
+            unusual,
             backend,
             oneshot: poller.needs_rearm(),
             once: poller.reports_once(),
@@ -151,7 +198,6 @@ impl Builder {
             dirty: 0,
             peak: 0,
             waker: None,
-            woken: false,
             internal: Vec::new(),
             group: None,
             handoff: false,
@@ -175,8 +221,10 @@ const TRIM_PEAK: usize = 1024;
 /// flight that move is refused with `ResourceBusy` and the call changes nothing. Make a
 /// queue on the thread that will wait on it, or move it before its first use.
 pub struct Queue {
+    /// Bits of [`unusual`]: zero in the common case, which [`Queue::lean`] serves.
+    unusual: u32,
     backend: Backend,
-    poller: Box<dyn Poller>,
+    poller: Any,
     /// The backend disarms a registration as it reports it ([`Poller::needs_rearm`], fixed
     /// per backend): asked once here, not through the trait for every event.
     oneshot: bool,
@@ -209,7 +257,6 @@ pub struct Queue {
     /// hold the low ones) do not refill and drop thousands of slots each.
     peak: usize,
     waker: Option<Arc<OwnedFd>>,
-    woken: bool,
     /// Internal watches (waker, group sets): token and descriptor.
     internal: Vec<(u64, RawFd)>,
     pub(crate) group: Option<GroupLink>,
@@ -303,8 +350,8 @@ impl Queue {
             false => interest,
         };
         if interest.is_empty() {
-            if self.slots.get(i).is_some_and(|s| !s.interest.is_empty()) {
-                let gen = self.slots[i].gen;
+            if self.slots.get(i).is_some_and(Slot::live) {
+                let gen = self.slots[i].gen();
                 // The backend first: a revoke it refuses (a uring queue used from another
                 // thread while a send is in flight) changes nothing here either.
                 self.poller.delete(fd, token(fd, gen))?;
@@ -320,14 +367,14 @@ impl Queue {
             if self.slots.capacity() == 0 {
                 self.slots.reserve(sys::fd_table_reserve().max(i + 1));
             }
-            self.slots.resize(i + 1, Slot { gen: self.gen_floor, ..Slot::default() });
+            self.slots.resize(i + 1, Slot { key: self.gen_floor, ..Slot::default() });
             self.dirty = self.dirty.max(i + 1);
         }
-        let fresh = self.slots[i].interest.is_empty();
+        let fresh = !self.slots[i].live();
         if fresh {
-            self.slots[i].gen = next_gen(self.slots[i].gen);
+            self.slots[i].key = next_gen(self.slots[i].gen());
         }
-        let gen = self.slots[i].gen;
+        let gen = self.slots[i].gen();
         if let Err(e) = self.poller.set(fd, token(fd, gen), interest, fresh) {
             // A fresh slot left empty on top would stop the slots from ever shortening.
             if fresh && i + 1 == self.slots.len() {
@@ -336,6 +383,7 @@ impl Queue {
             return Err(e);
         }
         let slot = &mut self.slots[i];
+        slot.key = gen | LIVE;
         slot.interest = interest;
         slot.disarmed = false;
         if fresh {
@@ -474,14 +522,14 @@ impl Queue {
                 return g.is_current(ev.fd, ev.gen & !GROUP_GEN);
             }
         }
-        self.slots.get(ev.fd as usize).is_some_and(|s| s.gen == ev.gen && !s.interest.is_empty())
+        self.slots.get(ev.fd as usize).is_some_and(|s| s.is(ev.gen))
     }
 
     /// The generation of `fd`'s live registration (what its events carry, see
     /// [`Event::generation`]), or `None` when this queue has no interest in `fd`. Lets a
     /// thread that hands events to others tell a stale one from the current registration.
     pub fn generation(&self, fd: RawFd) -> Option<u32> {
-        self.slots.get(usize::try_from(fd).ok()?).filter(|s| !s.interest.is_empty()).map(|s| s.gen)
+        self.slots.get(usize::try_from(fd).ok()?).filter(|s| s.live()).map(Slot::gen)
     }
 
     /// A handle that wakes this queue's `get_next_event` from any thread.
@@ -528,7 +576,17 @@ impl Queue {
     ///
     /// # Errors
     /// `InvalidInput` if `events` is empty; the backend's OS errors otherwise.
+    #[inline]
     pub fn get_next_event(&mut self, events: &mut [Event], timeout: Option<Duration>) -> io::Result<usize> {
+        if self.unusual == 0 && !events.is_empty() {
+            return self.lean(events, timeout);
+        }
+        self.get_next_usual(events, timeout)
+    }
+
+    /// `get_next_event` when [`unusual`] is not zero, or when the lean path hands the call on.
+    #[inline(never)]
+    fn get_next_usual(&mut self, events: &mut [Event], timeout: Option<Duration>) -> io::Result<usize> {
         if events.is_empty() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty event array"));
         }
@@ -537,6 +595,104 @@ impl Queue {
             g.stop_waiting();
         }
         r
+    }
+
+    /// The common call ([`unusual`] is zero: an epoll backend, nothing pending, no group, no
+    /// bound, no hand-off): one wait whose reports become the caller's events in place. A
+    /// report of the queue's own watches (the waker), or more than `events` holds, and what
+    /// follows it go the usual way ([`Queue::lean_rest`]). An interrupted wait, or one that
+    /// brought only stale reports before its time was up, goes on in
+    /// [`Queue::get_next_usual`] with what remains of the timeout.
+    #[inline(always)]
+    fn lean(&mut self, events: &mut [Event], timeout: Option<Duration>) -> io::Result<usize> {
+        // A positive timeout's deadline, read only for one, for what remains if the call goes on.
+        let deadline = match timeout {
+            Some(t) if !t.is_zero() => Instant::now().checked_add(t),
+            _ => None,
+        };
+        let Any::Epoll(ep) = &mut self.poller else { return self.get_next_usual(events, timeout) };
+        let max = events.len().max(HARVEST_MIN);
+        self.stats.waits += 1;
+        let kernel = match ep.wait_raw(max, sys::timeout_ms(timeout)) {
+            Ok(k) => k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                return self.lean_again(events, timeout, deadline)
+            }
+            Err(e) => return Err(e),
+        };
+        let got = kernel.len();
+        let mut n = 0;
+        let mut rest = got;
+        for (i, k) in kernel.iter().enumerate() {
+            let tok = k.u64;
+            match self.slots.get(tok as u32 as usize) {
+                // An internal token's high half has INTERNAL, which no key has.
+                Some(slot) if slot.key == (tok >> 32) as u32 | LIVE => {
+                    if n == events.len() {
+                        rest = i;
+                        break;
+                    }
+                    let state = sys::state_from_epoll(k.events).visible(slot.interest);
+                    if state.is_empty() {
+                        // Only bits the application no longer asks for.
+                        self.stats.stale += 1;
+                        continue;
+                    }
+                    events[n] = Event { fd: tok as u32 as RawFd, state, gen: slot.key & !LIVE };
+                    n += 1;
+                }
+                _ if tok & INTERNAL != 0 => {
+                    rest = i;
+                    break;
+                }
+                _ => self.stats.stale += 1,
+            }
+        }
+        if rest < got {
+            self.ready.extend(
+                kernel[rest..].iter().map(|k| Ready { token: k.u64, state: sys::state_from_epoll(k.events) }),
+            );
+            n = self.lean_rest(events, n)?;
+        }
+        self.stats.delivered += n as u64;
+        if n > 0 || got == 0 {
+            return Ok(n);
+        }
+        self.lean_again(events, timeout, deadline)
+    }
+
+    /// The reports [`Queue::lean`] left in `ready`, absorbed the usual way after the `n` it
+    /// delivered.
+    #[cold]
+    #[inline(never)]
+    fn lean_rest(&mut self, events: &mut [Event], n: usize) -> io::Result<usize> {
+        self.absorb(events, n, events.len().max(HARVEST_MIN))
+    }
+
+    /// A lean wait that delivered nothing before its time was up: a [`crate::Waker`] woke it
+    /// (the call returns), or it was interrupted or brought only stale reports (the call goes
+    /// on with what remains of the timeout).
+    #[cold]
+    #[inline(never)]
+    fn lean_again(
+        &mut self,
+        events: &mut [Event],
+        timeout: Option<Duration>,
+        deadline: Option<Instant>,
+    ) -> io::Result<usize> {
+        if self.unusual & unusual::WOKEN != 0 {
+            self.unusual &= !unusual::WOKEN;
+            return Ok(0);
+        }
+        let remaining = match (timeout, deadline) {
+            (Some(_), Some(d)) => Some(d.saturating_duration_since(Instant::now())),
+            (Some(t), None) if t.is_zero() => return Ok(0),
+            _ => None,
+        };
+        if remaining.is_some_and(|t| t.is_zero()) {
+            return Ok(0);
+        }
+        self.get_next_usual(events, remaining)
     }
 
     /// `get_next_event` for a valid array; a group member may be left waiting in its group.
@@ -553,7 +709,9 @@ impl Queue {
         let mut first = true;
         loop {
             let n = self.dequeue(events)?;
-            if n > 0 || std::mem::take(&mut self.woken) {
+            let woken = self.unusual & unusual::WOKEN != 0;
+            self.unusual &= !unusual::WOKEN;
+            if n > 0 || woken {
                 // Sends queued since the last wait go now, not after these events.
                 self.poller.submit()?;
                 return Ok(n);
@@ -587,7 +745,7 @@ impl Queue {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
-            let n = self.absorb(events, events.len().max(HARVEST_MIN))?;
+            let n = self.absorb(events, 0, events.len().max(HARVEST_MIN))?;
             if n > 0 {
                 self.stats.delivered += n as u64;
                 self.poller.submit()?;
@@ -603,8 +761,8 @@ impl Queue {
     /// queue, a report is delivered as the FIFO would deliver it next, without the round trip
     /// through it (a later report of the same registration in the batch coalesces into it, see
     /// [`Queue::deliver_now`]); those past `out`'s length go to the FIFO. Returns how many
-    /// `out` got.
-    fn absorb(&mut self, out: &mut [Event], max: usize) -> io::Result<usize> {
+    /// `out` got, counting the `start` it held already.
+    fn absorb(&mut self, out: &mut [Event], start: usize, max: usize) -> io::Result<usize> {
         if self.poller.take_lost() {
             self.start_overflow();
         }
@@ -612,7 +770,7 @@ impl Queue {
             && self.overflow.is_none()
             && self.group.is_none()
             && self.capacity == usize::MAX;
-        let mut n = 0;
+        let mut n = start;
         // By index, not taken out and put back: the list stays where it is (its handling
         // never touches it), which spares two moves of it per call.
         for i in 0..self.ready.len() {
@@ -622,7 +780,7 @@ impl Queue {
                     if let Some(w) = &self.waker {
                         sys::eventfd_drain(w.as_raw_fd());
                     }
-                    self.woken = true;
+                    self.unusual |= unusual::WOKEN;
                     self.rearm_internal(TOKEN_WAKER)?;
                 }
                 TOKEN_GROUP_OWN => {
@@ -642,7 +800,7 @@ impl Queue {
         if !self.once {
             // What later reports of the batch added to an event handed out (see
             // `deliver_now`) joins it, and its registration is no longer pending.
-            for ev in &mut out[..n] {
+            for ev in &mut out[start..n] {
                 let slot = &mut self.slots[ev.fd as usize];
                 slot.pending = false;
                 self.live -= 1;
@@ -659,8 +817,7 @@ impl Queue {
     /// would into a FIFO entry; `absorb` then joins what it added.
     fn deliver_now(&mut self, tok: u64, state: State) -> Option<Event> {
         let (fd, gen) = untoken(tok);
-        let Some(slot) = self.slots.get_mut(fd as usize).filter(|s| s.gen == gen && !s.interest.is_empty())
-        else {
+        let Some(slot) = self.slots.get_mut(fd as usize).filter(|s| s.is(gen)) else {
             self.stats.stale += 1;
             return None;
         };
@@ -684,8 +841,7 @@ impl Queue {
     /// Adds one hint for an own registration to the FIFO.
     fn push(&mut self, tok: u64, state: State) {
         let (fd, gen) = untoken(tok);
-        let Some(slot) = self.slots.get_mut(fd as usize).filter(|s| s.gen == gen && !s.interest.is_empty())
-        else {
+        let Some(slot) = self.slots.get_mut(fd as usize).filter(|s| s.is(gen)) else {
             self.stats.stale += 1;
             return;
         };
@@ -698,12 +854,14 @@ impl Queue {
             slot.pending = true;
             self.live += 1;
             self.fifo.push_back(Entry { token: tok, state });
+            self.unusual |= unusual::FIFO;
         }
     }
 
     fn start_overflow(&mut self) {
         self.stats.overflows += 1;
         self.overflow = Some(self.registered);
+        self.unusual |= unusual::OVERFLOW;
     }
 
     /// Fills `out` from the FIFO, then from the overflow scan if one is due.
@@ -718,6 +876,9 @@ impl Queue {
                 n += 1;
             }
         }
+        if self.fifo.is_empty() {
+            self.unusual &= !unusual::FIFO;
+        }
         if n < out.len() && self.overflow.is_some() {
             n += self.scan(&mut out[n..])?;
         }
@@ -727,7 +888,7 @@ impl Queue {
 
     fn deliver(&mut self, e: Entry) -> Option<Event> {
         let (fd, gen) = untoken(e.token);
-        let slot = self.slots.get_mut(fd as usize).filter(|s| s.gen == gen && s.pending);
+        let slot = self.slots.get_mut(fd as usize).filter(|s| s.gen() == gen && s.pending);
         let Some(slot) = slot else {
             self.stats.stale += 1;
             return None;
@@ -771,7 +932,7 @@ impl Queue {
                     break;
                 }
                 let s = &self.slots[at];
-                if !s.interest.is_empty() && !s.pending {
+                if s.live() && !s.pending {
                     self.scan_buf.push(libc::pollfd {
                         fd: at as RawFd,
                         events: sys::poll_events(s.interest),
@@ -803,7 +964,7 @@ impl Queue {
                 if state.is_empty() {
                     continue;
                 }
-                let gen = slot.gen;
+                let gen = slot.gen();
                 slot.disarmed = self.oneshot;
                 self.delivered_one(p.fd, gen);
                 out[n] = Event { fd: p.fd, state, gen };
@@ -813,6 +974,9 @@ impl Queue {
         self.scan_cursor = cursor;
         self.stats.scanned += n as u64;
         self.overflow = (remaining > 0).then_some(remaining);
+        if remaining == 0 {
+            self.unusual &= !unusual::OVERFLOW;
+        }
         Ok(n)
     }
 
@@ -832,6 +996,7 @@ impl Queue {
 
     pub(crate) fn set_handoff(&mut self) {
         self.handoff = true;
+        self.unusual |= unusual::HANDOFF;
     }
 
     /// Re-arms one-shot registrations delivered by the previous call.
@@ -842,7 +1007,7 @@ impl Queue {
             let mut rearm = std::mem::take(&mut self.rearm);
             for (fd, gen) in rearm.drain(..) {
                 let Some(slot) = self.slots.get_mut(fd as usize) else { continue };
-                if slot.gen != gen || !slot.disarmed || slot.interest.is_empty() {
+                if !slot.is(gen) || !slot.disarmed {
                     continue;
                 }
                 slot.disarmed = false;
@@ -856,6 +1021,12 @@ impl Queue {
             self.stats.rearms += g.rearm()?;
         }
         Ok(())
+    }
+
+    /// Makes this queue a member of a group (see [`crate::Group`]).
+    pub(crate) fn join(&mut self, link: GroupLink) {
+        self.group = Some(link);
+        self.unusual |= unusual::GROUP;
     }
 
     fn group_harvest(&mut self, which: u64, max: usize) -> io::Result<()> {
@@ -900,8 +1071,8 @@ impl Queue {
         if self.peak < TRIM_PEAK {
             return;
         }
-        let used = self.slots.iter().rposition(|s| !s.interest.is_empty() || s.pending).map_or(0, |i| i + 1);
-        self.gen_floor = advance_floor(self.gen_floor, self.slots[used..].iter().map(|s| s.gen));
+        let used = self.slots.iter().rposition(|s| s.live() || s.pending).map_or(0, |i| i + 1);
+        self.gen_floor = advance_floor(self.gen_floor, self.slots[used..].iter().map(Slot::gen));
         self.slots.truncate(used);
         if self.dirty >= TRIM_PEAK && used * 2 <= self.dirty {
             self.trim();
@@ -933,7 +1104,7 @@ impl Queue {
         if slot.pending {
             self.live -= 1;
         }
-        *slot = Slot { gen: slot.gen, ..Slot::default() };
+        *slot = Slot { key: slot.gen(), ..Slot::default() };
         self.registered -= 1;
         if self.fifo.len() > 2 * self.live + 64 {
             let slots = &self.slots;
@@ -942,7 +1113,7 @@ impl Queue {
                     return true;
                 }
                 let (fd, gen) = untoken(e.token);
-                slots.get(fd as usize).is_some_and(|s| s.gen == gen && s.pending)
+                slots.get(fd as usize).is_some_and(|s| s.gen() == gen && s.pending)
             });
         }
     }

@@ -12,9 +12,11 @@ pub(crate) use hintq_sys::{cvt, epoll_wait, eventfd, poll};
 
 /// A timeout in milliseconds for `epoll_wait`/`poll`: `None` blocks, and a partial
 /// millisecond is rounded *up* so that a wait never returns before its deadline.
+#[inline]
 pub(crate) fn timeout_ms(timeout: Option<Duration>) -> libc::c_int {
     match timeout {
         None => -1,
+        Some(d) if d.is_zero() => 0,
         // Rounded up, in 64-bit arithmetic: whole seconds are whole milliseconds (a 128-bit
         // division of `as_nanos` ran on every wait, a zero timeout included).
         Some(d) => {
@@ -133,26 +135,21 @@ pub(crate) fn epoll_ctl(epfd: RawFd, op: libc::c_int, fd: RawFd, events: u32, da
     cvt(unsafe { libc::epoll_ctl(epfd, op, fd, &mut ev) }).map(drop)
 }
 
-/// Maps epoll event bits to a [`State`].
-pub(crate) fn state_from_epoll(events: u32) -> State {
-    let mut s = State::empty();
-    let has = |bit: libc::c_int| events & bit as u32 != 0;
-    if has(libc::EPOLLIN) {
-        s |= State::READ;
-    }
-    if has(libc::EPOLLOUT) {
-        s |= State::WRITE;
-    }
-    if has(libc::EPOLLPRI) {
-        s |= State::EXCEPT;
-    }
-    if has(libc::EPOLLHUP) || has(libc::EPOLLRDHUP) {
-        s |= State::HUP;
-    }
-    if has(libc::EPOLLERR) {
-        s |= State::ERR;
-    }
-    s
+/// Maps epoll event bits to a [`State`], with shifts and masks rather than a test per bit
+/// (it runs for every event): `EPOLLIN` (0x1) is `READ`, `EPOLLOUT` (0x4) and `EPOLLHUP` (0x10)
+/// move down one place to `WRITE` and `HUP`, `EPOLLPRI` (0x2) and `EPOLLERR` (0x8) up one to
+/// `EXCEPT` and `ERR`, and `EPOLLRDHUP` (0x2000) down ten to `HUP`.
+#[inline]
+pub(crate) fn state_from_epoll(e: u32) -> State {
+    const _: () = assert!(
+        libc::EPOLLIN == 0x1
+            && libc::EPOLLPRI == 0x2
+            && libc::EPOLLOUT == 0x4
+            && libc::EPOLLERR == 0x8
+            && libc::EPOLLHUP == 0x10
+            && libc::EPOLLRDHUP == 0x2000
+    );
+    State::from_bits_retain((e & 0x1) | ((e >> 1) & 0xA) | ((e << 1) & 0x14) | ((e >> 10) & 0x8))
 }
 
 /// Maps an interest to epoll event bits (without trigger flags); `EPOLLRDHUP` only with
@@ -380,6 +377,33 @@ pub(crate) fn set_disposition(signo: libc::c_int, d: Disposition) -> io::Result<
 
 #[cfg(test)]
 mod tests {
+    /// The shifts of `state_from_epoll` agree with a test per bit for every combination of
+    /// the bits it reads (and the input-only bits around them change nothing).
+    #[test]
+    fn epoll_bits_become_the_same_state_as_a_test_per_bit() {
+        let bits =
+            [libc::EPOLLIN, libc::EPOLLPRI, libc::EPOLLOUT, libc::EPOLLERR, libc::EPOLLHUP, libc::EPOLLRDHUP];
+        for combo in 0u32..64 {
+            let mut e = 0u32;
+            let mut want = State::empty();
+            for (k, &b) in bits.iter().enumerate() {
+                if combo & (1 << k) != 0 {
+                    e |= b as u32;
+                    want |= match b {
+                        libc::EPOLLIN => State::READ,
+                        libc::EPOLLOUT => State::WRITE,
+                        libc::EPOLLPRI => State::EXCEPT,
+                        libc::EPOLLERR => State::ERR,
+                        _ => State::HUP,
+                    };
+                }
+            }
+            assert_eq!(state_from_epoll(e), want, "events {e:#x}");
+            let noise = (libc::EPOLLRDNORM | libc::EPOLLWRNORM | libc::EPOLLET | libc::EPOLLONESHOT) as u32;
+            assert_eq!(state_from_epoll(e | noise), want, "events {e:#x} with input-only bits");
+        }
+    }
+
     use super::*;
 
     /// The milliseconds a wait is given: rounded up (a wait never ends before its timeout),

@@ -153,14 +153,26 @@ impl Poller for Epoll {
     }
 
     fn wait(&mut self, out: &mut Vec<Ready>, max: usize, timeout: Option<Duration>) -> io::Result<()> {
+        let got = self.wait_raw(max, sys::timeout_ms(timeout))?;
+        out.extend(got.iter().map(|ev| Ready { token: ev.u64, state: sys::state_from_epoll(ev.events) }));
+        Ok(())
+    }
+}
+
+impl Epoll {
+    /// One `epoll_wait` for at most `max` (1 to 1024) reports: the kernel's own records, which
+    /// the queue's common path turns into the caller's events in place.
+    #[inline(always)]
+    pub(crate) fn wait_raw(
+        &mut self,
+        max: usize,
+        timeout_ms: libc::c_int,
+    ) -> io::Result<&[libc::epoll_event]> {
         let max = max.clamp(1, 1024);
         if self.buf.len() < max {
             self.buf.resize(max, libc::epoll_event { events: 0, u64: 0 });
         }
-        let n = sys::epoll_wait(self.epfd.as_raw_fd(), &mut self.buf[..max], sys::timeout_ms(timeout))?;
-        out.extend(
-            self.buf[..n].iter().map(|ev| Ready { token: ev.u64, state: sys::state_from_epoll(ev.events) }),
-        );
-        Ok(())
+        let n = sys::epoll_wait(self.epfd.as_raw_fd(), &mut self.buf[..max], timeout_ms)?;
+        Ok(&self.buf[..n])
     }
 }

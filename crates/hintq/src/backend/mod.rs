@@ -182,6 +182,135 @@ pub(crate) trait Poller: Send {
     }
 }
 
+/// The backend a queue runs on, chosen at run time and dispatched statically: a `match`
+/// the compiler inlines through, where a `Box<dyn Poller>` made every call (three a wait)
+/// an indirect one that nothing could be inlined across. Held inline by its queue (one per
+/// thread), io_uring's 600-odd bytes too: a box would add a load to each of its calls.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Any {
+    Uring(uring::Uring),
+    Epoll(epoll::Epoll),
+    Poll(poll::Poll),
+    Select(select::Select),
+    Rtsig(rtsig::Rtsig),
+    Gooch(gooch::Gooch),
+}
+
+/// Runs `$e` with `$p` bound to the backend inside `$any`.
+macro_rules! each {
+    ($any:expr, $p:ident => $e:expr) => {
+        match $any {
+            Any::Uring($p) => $e,
+            Any::Epoll($p) => $e,
+            Any::Poll($p) => $e,
+            Any::Select($p) => $e,
+            Any::Rtsig($p) => $e,
+            Any::Gooch($p) => $e,
+        }
+    };
+}
+
+impl Poller for Any {
+    #[inline]
+    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, fresh: bool) -> io::Result<()> {
+        each!(self, p => p.set(fd, token, interest, fresh))
+    }
+    #[inline]
+    fn delete(&mut self, fd: RawFd, token: u64) -> io::Result<()> {
+        each!(self, p => p.delete(fd, token))
+    }
+    #[inline]
+    fn rearm(&mut self, fd: RawFd, token: u64, interest: Interest) -> io::Result<()> {
+        each!(self, p => p.rearm(fd, token, interest))
+    }
+    #[inline]
+    fn needs_rearm(&self) -> bool {
+        each!(self, p => p.needs_rearm())
+    }
+    #[inline]
+    fn reports_once(&self) -> bool {
+        each!(self, p => p.reports_once())
+    }
+    #[inline]
+    fn wait(&mut self, out: &mut Vec<Ready>, max: usize, timeout: Option<Duration>) -> io::Result<()> {
+        each!(self, p => p.wait(out, max, timeout))
+    }
+    #[inline]
+    fn coalescing(&self) -> Option<Duration> {
+        each!(self, p => p.coalescing())
+    }
+    #[inline]
+    fn counters(&self) -> Counters {
+        each!(self, p => p.counters())
+    }
+    #[inline]
+    fn wake_signal(&self) -> Option<WakeSignal> {
+        each!(self, p => p.wake_signal())
+    }
+    #[inline]
+    fn take_received(
+        &mut self,
+        fd: RawFd,
+        token: u64,
+        buf: &mut Vec<u8>,
+        max: usize,
+    ) -> Option<io::Result<usize>> {
+        each!(self, p => p.take_received(fd, token, buf, max))
+    }
+    #[inline]
+    fn receiving(&self, fd: RawFd, token: u64) -> bool {
+        each!(self, p => p.receiving(fd, token))
+    }
+    #[inline]
+    fn holds(&self, fd: RawFd) -> bool {
+        each!(self, p => p.holds(fd))
+    }
+    #[inline]
+    fn reports_existing(&self) -> bool {
+        each!(self, p => p.reports_existing())
+    }
+    #[inline]
+    fn trim(&mut self) {
+        each!(self, p => p.trim())
+    }
+    #[inline]
+    fn handoff(&mut self) -> Option<Handoff> {
+        each!(self, p => p.handoff())
+    }
+    #[inline]
+    fn deactivate(&mut self, fd: RawFd, token: u64) {
+        each!(self, p => p.deactivate(fd, token))
+    }
+    #[inline]
+    fn sends(&self) -> bool {
+        each!(self, p => p.sends())
+    }
+    #[inline]
+    fn send(&mut self, fd: RawFd, token: u64, buf: Vec<u8>) -> Result<(), (io::Error, Vec<u8>)> {
+        each!(self, p => p.send(fd, token, buf))
+    }
+    #[inline]
+    fn sending(&mut self, fd: RawFd, token: u64) -> bool {
+        each!(self, p => p.sending(fd, token))
+    }
+    #[inline]
+    fn send_error(&mut self, fd: RawFd, token: u64) -> Option<io::Error> {
+        each!(self, p => p.send_error(fd, token))
+    }
+    #[inline]
+    fn send_buffer(&mut self) -> Vec<u8> {
+        each!(self, p => p.send_buffer())
+    }
+    #[inline]
+    fn submit(&mut self) -> io::Result<()> {
+        each!(self, p => p.submit())
+    }
+    #[inline]
+    fn take_lost(&mut self) -> bool {
+        each!(self, p => p.take_lost())
+    }
+}
+
 /// How a [`crate::Rearm`] re-activates a registration from any thread.
 #[derive(Clone)]
 pub(crate) enum Handoff {
@@ -376,21 +505,21 @@ impl Backend {
 
     /// Builds the backend, falling back to epoll (with one warning) when io_uring is refused.
     /// `uring_cq` sizes io_uring's completion ring (`None`: the default).
-    pub(crate) fn open(self, config: &Config) -> io::Result<(Backend, Box<dyn Poller>)> {
+    pub(crate) fn open(self, config: &Config) -> io::Result<(Backend, Any)> {
         if let Err(why) = self.probe() {
             warn_once_fallback(&why);
             return Backend::Epoll.open(config);
         }
-        let p: Box<dyn Poller> = match self {
-            Backend::Uring => Box::new(uring::Uring::new(config.uring_cq, config.coalesce)?),
-            Backend::Epoll => Box::new(epoll::Epoll::new(epoll::Mode::Level)?),
-            Backend::EpollEt => Box::new(epoll::Epoll::new(epoll::Mode::Edge)?),
-            Backend::EpollOneshot => Box::new(epoll::Epoll::new(epoll::Mode::Oneshot)?),
-            Backend::Poll => Box::<poll::Poll>::default(),
-            Backend::Select => Box::new(select::Select::new(select::Mode::Improved)),
-            Backend::SelectClassic => Box::new(select::Select::new(select::Mode::Classic)),
-            Backend::Rtsig => Box::new(rtsig::Rtsig::new(config.hybrid)?),
-            Backend::Gooch => Box::new(gooch::Gooch::new(config.gooch)),
+        let p = match self {
+            Backend::Uring => Any::Uring(uring::Uring::new(config.uring_cq, config.coalesce)?),
+            Backend::Epoll => Any::Epoll(epoll::Epoll::new(epoll::Mode::Level)?),
+            Backend::EpollEt => Any::Epoll(epoll::Epoll::new(epoll::Mode::Edge)?),
+            Backend::EpollOneshot => Any::Epoll(epoll::Epoll::new(epoll::Mode::Oneshot)?),
+            Backend::Poll => Any::Poll(poll::Poll::default()),
+            Backend::Select => Any::Select(select::Select::new(select::Mode::Improved)),
+            Backend::SelectClassic => Any::Select(select::Select::new(select::Mode::Classic)),
+            Backend::Rtsig => Any::Rtsig(rtsig::Rtsig::new(config.hybrid)?),
+            Backend::Gooch => Any::Gooch(gooch::Gooch::new(config.gooch)),
         };
         Ok((self, p))
     }
