@@ -239,34 +239,60 @@ pub fn serve(root: &Root, extra: &[&str]) -> Hintq {
 /// How long the upstream takes over `/slow`.
 pub const SLOW: Duration = Duration::from_secs(1);
 
-/// An upstream for the proxy: a thread per connection, keep-alive, answering every request
-/// with 200 and "hello\n", after [`SLOW`] for `/slow`.
-pub fn upstream() -> SocketAddr {
+/// A server on a free port of 127.0.0.1 that runs `f` on each connection, a thread each.
+pub fn each_connection(f: impl Fn(TcpStream) + Send + Sync + Copy + 'static) -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                loop {
-                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        if buf.starts_with(b"GET /slow ") {
-                            std::thread::sleep(SLOW);
-                        }
-                        buf.drain(..end + 4);
-                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nhello\n").is_err() {
-                            return;
-                        }
-                    }
-                    match s.read(&mut chunk) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                }
-            });
+        for s in l.incoming().map_while(Result::ok) {
+            std::thread::spawn(move || f(s));
         }
     });
     addr
+}
+
+/// Reads from `s` until `buf` holds a request head; false if the peer closed first.
+pub fn read_head(s: &mut TcpStream, buf: &mut Vec<u8>) -> bool {
+    let mut chunk = [0u8; 4096];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    true
+}
+
+/// An upstream for the proxy: a thread per connection, keep-alive, answering every request
+/// with 200 and "hello\n", after [`SLOW`] for `/slow`.
+pub fn upstream() -> SocketAddr {
+    each_connection(|mut s| {
+        let mut buf = Vec::new();
+        while read_head(&mut s, &mut buf) {
+            let end = buf.windows(4).position(|w| w == b"\r\n\r\n").expect("read_head") + 4;
+            if buf.starts_with(b"GET /slow ") {
+                std::thread::sleep(SLOW);
+            }
+            buf.drain(..end);
+            if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nhello\n").is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// Resets the connection (`SO_LINGER` 0, then close): the peer sees `ECONNRESET`.
+pub fn reset(s: TcpStream) {
+    use std::os::fd::AsRawFd;
+    let l = libc::linger { l_onoff: 1, l_linger: 0 };
+    // SAFETY: `l` is a live linger struct of the size given.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&l as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
 }

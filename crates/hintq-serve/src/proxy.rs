@@ -170,9 +170,89 @@ pub(crate) struct Settings {
     access_log: Option<Arc<AccessLog>>,
 }
 
-/// Counters over all threads (see [`Proxy::stats`]).
+/// Why the proxy answered 502 or 504.
+#[derive(Debug)]
+pub(crate) enum Cause {
+    /// The upstream connection failed: refused, reset, or another error.
+    Failed(io::Error),
+    /// The upstream closed before a complete response head.
+    Closed,
+    /// The upstream's response was not valid HTTP/1.1 (what the parser said).
+    Garbage(String),
+    /// No response within the upstream timeout (504).
+    Timeout,
+}
+
+/// The kinds of [`Cause`] that [`Complaints`] limits apart.
+const KINDS: usize = 6;
+
+impl Cause {
+    fn kind(&self) -> usize {
+        match self {
+            Cause::Failed(e) => match e.kind() {
+                io::ErrorKind::ConnectionRefused => 0,
+                io::ErrorKind::ConnectionReset
+                | io::ErrorKind::BrokenPipe
+                | io::ErrorKind::ConnectionAborted => 1,
+                io::ErrorKind::UnexpectedEof => 2,
+                _ => 5,
+            },
+            Cause::Closed => 2,
+            Cause::Garbage(_) => 3,
+            Cause::Timeout => 4,
+        }
+    }
+
+    fn describe(&self, cfg: &Settings) -> String {
+        match self {
+            Cause::Failed(e) if e.kind() == io::ErrorKind::ConnectionRefused => "connection refused".into(),
+            Cause::Failed(e) if self.kind() == 1 => format!("connection reset ({e})"),
+            Cause::Failed(e) if self.kind() != 2 => e.to_string(),
+            Cause::Failed(_) | Cause::Closed => {
+                "closed the connection before a complete response head".into()
+            }
+            Cause::Garbage(why) => format!("invalid response ({why})"),
+            Cause::Timeout => format!("no response within the upstream timeout ({:?})", cfg.upstream_timeout),
+        }
+    }
+}
+
+/// The proxy's lines on standard error saying why it answered 502 or 504: at most one a
+/// second for each kind of cause (refused, reset, closed, invalid response, timeout, other),
+/// with the count of those left unsaid since the last line of that kind, so that an
+/// upstream that is down does not flood the terminal at the load's rate.
+#[derive(Default)]
+pub(crate) struct Complaints {
+    /// Per kind: when its last line was written, and the complaints since.
+    last: std::sync::Mutex<[(Option<Instant>, u64); KINDS]>,
+}
+
+impl Complaints {
+    pub(crate) fn complain(&self, status: u16, why: &Cause, cfg: &Settings) {
+        let now = Instant::now();
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let (at, unsaid) = &mut last[why.kind()];
+        if at.is_some_and(|t| now.duration_since(t) < Duration::from_secs(1)) {
+            *unsaid += 1;
+            return;
+        }
+        let more = std::mem::take(unsaid);
+        *at = Some(now);
+        drop(last);
+        let reason = if status == 504 { "504 Gateway Timeout" } else { "502 Bad Gateway" };
+        let mut line = format!("hintq proxy: {reason}: upstream {}: {}", cfg.upstream, why.describe(cfg));
+        if more > 0 {
+            line.push_str(&format!(" (and {more} more since the last such line)"));
+        }
+        crate::common::say(&line);
+    }
+}
+
+/// Counters over all threads (see [`Proxy::stats`]), and the rate limit of the lines that
+/// say why the proxy answered 502 or 504.
 #[derive(Default)]
 pub(crate) struct Stats {
+    complaints: Complaints,
     accepted: AtomicU64,
     requests: AtomicU64,
     upstream_connects: AtomicU64,

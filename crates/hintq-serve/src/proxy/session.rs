@@ -27,13 +27,13 @@
 //! responses keep the order of requests (RFC 9112 §9.3.2).
 
 use super::buf::{Buf, Pool};
-use super::{sys, Settings, Stats};
+use super::{sys, Cause, Settings, Stats};
 use crate::common::{peer_addr, shutdown_write, Read};
 use hintq::{Interest, State};
 use hintq_http::{
-    end_to_end, parse_request, parse_response, write_chunk_end, write_chunk_header, write_error_response,
-    write_last_chunk, BodyDecoder, DateCache, Error, Framing, HeadWriter, RequestHead, ResponseHead, Side,
-    Version,
+    end_to_end, error_body, parse_request, parse_response, write_chunk_end, write_chunk_header,
+    write_error_response, write_last_chunk, BodyDecoder, DateCache, Error, Framing, HeadWriter, RequestHead,
+    ResponseHead, Side, Version,
 };
 use hintq_patterns::Fds;
 use std::io;
@@ -470,8 +470,11 @@ impl Session {
             Phase::Head if !self.cin.is_empty() => self.fail_client(408, ctx),
             Phase::Exchange if !self.response_started() => {
                 // Still waiting for the client's body: its fault; else the upstream's (P1: 504).
-                let client_slow = self.ex.as_ref().is_some_and(|ex| ex.req.is_some());
-                self.fail_client(if client_slow { 408 } else { 504 }, ctx);
+                if self.ex.as_ref().is_some_and(|ex| ex.req.is_some()) {
+                    self.fail_client(408, ctx);
+                } else {
+                    self.fail_upstream(Cause::Timeout, ctx);
+                }
             }
             _ => return Err(End),
         }
@@ -586,14 +589,14 @@ impl Session {
             }
         };
         if head.method == "CONNECT" {
-            self.fail_client(501, ctx);
+            self.answer_error(501, request_line(head, ctx.cfg).as_deref(), ctx);
             return Ok(true);
         }
         ctx.stats.requests.fetch_add(1, Relaxed);
         let up = match ctx.upstream() {
             Ok(up) => up,
-            Err(_) => {
-                self.fail_client(502, ctx);
+            Err(e) => {
+                self.fail_upstream(Cause::Failed(e), ctx);
                 return Ok(true);
             }
         };
@@ -622,11 +625,7 @@ impl Session {
             resp: Resp::Head,
             upstream_keep: false,
             upstream_spoke: false,
-            log_line: ctx
-                .cfg
-                .access_log
-                .is_some()
-                .then(|| format!("{} {} {}", head.method, head.target, head.version.as_str())),
+            log_line: request_line(head, ctx.cfg),
             status: 0,
             resp_bytes: 0,
         }));
@@ -751,7 +750,7 @@ impl Session {
                 self.upstream_failed(io::Error::from(io::ErrorKind::UnexpectedEof), ctx)
             }
             // Part of a head, then nothing: an invalid response (P1/P2).
-            Resp::Head => self.bad_gateway(502, ctx),
+            Resp::Head => self.bad_gateway(Cause::Closed, ctx),
             Resp::Body(_) => {
                 // The body is judged once what is buffered has been relayed (relay_response).
                 ex.upstream_keep = false;
@@ -762,7 +761,7 @@ impl Session {
     }
 
     /// The upstream connection failed (refused, reset, closed) before a response started.
-    fn upstream_failed(&mut self, _e: io::Error, ctx: &mut Ctx<'_, '_>) -> Step {
+    fn upstream_failed(&mut self, e: io::Error, ctx: &mut Ctx<'_, '_>) -> Step {
         let Some(ex) = self.ex.as_mut() else { return Err(End) };
         let stale = self.up.as_ref().is_some_and(|u| u.reused);
         if ex.retry && stale && !ex.upstream_spoke && !ex.retried && matches!(ex.resp, Resp::Head) {
@@ -781,21 +780,29 @@ impl Session {
                     self.up = Some(up);
                     Ok(true)
                 }
-                Err(_) => self.bad_gateway(502, ctx),
+                Err(e) => self.bad_gateway(Cause::Failed(e), ctx),
             };
         }
-        self.bad_gateway(502, ctx)
+        self.bad_gateway(Cause::Failed(e), ctx)
     }
 
-    /// The upstream failed (`status` 502) or timed out (504): the client gets `status` if no
-    /// response started, else a truncated response.
-    fn bad_gateway(&mut self, status: u16, ctx: &mut Ctx<'_, '_>) -> Step {
+    /// The upstream failed: the client gets a 502 if no response started (see
+    /// [`Session::fail_upstream`]), else a truncated response.
+    fn bad_gateway(&mut self, why: Cause, ctx: &mut Ctx<'_, '_>) -> Step {
         if self.response_started() {
             self.truncate();
         } else {
-            self.fail_client(status, ctx);
+            self.fail_upstream(why, ctx);
         }
         Ok(true)
+    }
+
+    /// Answers 502 (504 for [`Cause::Timeout`]) and closes, and says why on standard error
+    /// ([`super::Complaints`]).
+    fn fail_upstream(&mut self, why: Cause, ctx: &mut Ctx<'_, '_>) {
+        let status = if matches!(why, Cause::Timeout) { 504 } else { 502 };
+        ctx.stats.complaints.complain(status, &why, ctx.cfg);
+        self.fail_client(status, ctx);
     }
 
     /// Gives up the upstream and ends the client connection after what is buffered for it.
@@ -811,6 +818,12 @@ impl Session {
 
     /// Answers `status` and closes: drops the request, the upstream and any input.
     fn fail_client(&mut self, status: u16, ctx: &mut Ctx<'_, '_>) {
+        let line = self.ex.as_mut().and_then(|ex| ex.log_line.take());
+        self.answer_error(status, line.as_deref(), ctx);
+    }
+
+    /// [`Session::fail_client`], logged with `line` (`-` when no request line was read).
+    fn answer_error(&mut self, status: u16, line: Option<&str>, ctx: &mut Ctx<'_, '_>) {
         match status {
             502 => ctx.stats.bad_gateway.fetch_add(1, Relaxed),
             504 => ctx.stats.gateway_timeout.fetch_add(1, Relaxed),
@@ -820,10 +833,11 @@ impl Session {
             ctx.released.push((up, false));
         }
         let ex = self.ex.take();
-        if let Some(ex) = &ex {
-            self.log(ex, status, 0, ctx);
-        }
         let is_head = ex.is_some_and(|ex| ex.is_head);
+        if let Some(log) = &ctx.cfg.access_log {
+            let body = if is_head { 0 } else { error_body(status).len() as u64 };
+            log.log(peer_addr(self.client), line.unwrap_or("-"), status, body);
+        }
         self.to_up.clear();
         self.uin.clear();
         self.cin.clear();
@@ -893,7 +907,7 @@ impl Session {
             Ok(Some(head)) => head,
             Ok(None) => return Ok(false),
             // P2: invalid CL, CL+TE, bad TE, bad bytes (P7): discarded, 502.
-            Err(_) => return self.bad_gateway(502, ctx),
+            Err(e) => return self.bad_gateway(Cause::Garbage(e.to_string()), ctx),
         };
         ctx.pool.fill(&mut self.to_client);
         if self.to_client.room() < head.head_len + HEAD_EXTRA {
@@ -902,7 +916,8 @@ impl Session {
         let used = head.head_len;
         if head.is_informational() {
             if head.status == 101 {
-                return self.bad_gateway(502, ctx); // no protocol switch was asked for
+                // No protocol switch was asked for.
+                return self.bad_gateway(Cause::Garbage("101 Switching Protocols unasked".into()), ctx);
             }
             // P8: the upstream's 100 goes to a client that is waiting for it; other interim
             // responses are dropped.
@@ -1044,6 +1059,11 @@ fn ring_send(fds: &mut Fds<'_>, fd: RawFd, buf: &mut Buf, pool: &mut Pool) -> io
             }
         }
     }
+}
+
+/// The request line for the access log (as received: method, target, version), if it is kept.
+fn request_line(head: &RequestHead<'_>, cfg: &Settings) -> Option<String> {
+    cfg.access_log.is_some().then(|| format!("{} {} {}", head.method, head.target, head.version.as_str()))
 }
 
 /// The value of the `Via` entry added to a message received with `version` (RFC 9110 §7.6.3),
