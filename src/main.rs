@@ -34,7 +34,8 @@ enum Command {
     ///
     /// Hot connections run closed-loop or at a fixed rate (--rate), with latency from the
     /// intended send time and errors by kind; cold connections are held idle beside them. The
-    /// exit status is 1 when no request succeeded or the error rate is above --max-error-rate.
+    /// exit status is 1 when no request succeeded, no cold connection opened, or the hot or cold
+    /// error rate is above --max-error-rate.
     Load(Box<LoadArgs>),
     /// Non-caching HTTP/1.1 reverse proxy in front of one upstream server.
     ///
@@ -381,8 +382,9 @@ struct LoadArgs {
     #[arg(long, value_name = "FILE|-")]
     json: Option<PathBuf>,
     /// The run fails (exit status 1) when more than this share of the hot requests and
-    /// connects ended in an error: a fraction (0.05) or a percentage (5%). A run in which no
-    /// request succeeded fails whatever this says.
+    /// connects, or of the cold connects, ended in an error: a fraction (0.05) or a percentage
+    /// (5%). A run in which no request succeeded, or no cold connection opened, fails whatever
+    /// this says.
     #[arg(long, default_value = "1%", value_parser = hintq_load::parse_error_rate, value_name = "RATE")]
     max_error_rate: f64,
     /// No progress bar (there is none anyway when stderr is not a terminal).

@@ -167,7 +167,8 @@ pub struct Config {
     #[serde(default)]
     pub stall_hot_turns: Option<Duration>,
     /// The run fails (see [`crate::Report::failed`]) when more than this fraction of the hot
-    /// requests and connects ended in an error; a run with no success fails whatever this is.
+    /// requests and connects, or of the cold connects, ended in an error; a run with no
+    /// success, or in which no cold connection opened, fails whatever this is.
     #[serde(default = "default_max_error_rate")]
     pub max_error_rate: f64,
     /// Test hook, not on the command line: every hot worker sleeps this long after each hot
