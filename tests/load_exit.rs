@@ -5,7 +5,8 @@
 mod common;
 
 use common::server_with;
-use std::net::{SocketAddr, TcpListener};
+use hintq_testkit::Refusing;
+use std::net::SocketAddr;
 use std::process::{Command, Output};
 
 /// Runs `hintq load --quiet ARGS URL` in `dir` (for at most 10 s unless ARGS say).
@@ -30,9 +31,9 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn load_with_no_server_on_the_port_exits_non_zero() {
-    // A port nobody listens on: bound, then closed.
-    let addr = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-    let out = load(addr, &["--connections", "2", "--duration", "1s"]);
+    // A port nobody listens on, held for the whole test so no other test can take it.
+    let nobody = Refusing::new();
+    let out = load(nobody.addr, &["--connections", "2", "--duration", "1s"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("failed: no request succeeded (errors: connect "), "{err}");
@@ -49,6 +50,33 @@ fn load_against_a_server_answering_404_exits_non_zero() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("failed: no request succeeded (errors: status >= 400 50)"), "{err}");
     assert!(err.contains("error rate 100% (50 errors, 0 successes) is above --max-error-rate 1%"), "{err}");
+}
+
+/// Every hot request succeeds, but one of the two cold connections goes to a port that
+/// refuses it, over and over: the cold connect error rate fails the run, and says so.
+#[test]
+fn cold_connects_that_fail_fail_the_run_beside_good_hot_requests() {
+    let (good, _) = server_with(|_| 200);
+    let nobody = Refusing::new();
+    // Connection i, hot or cold, goes to target i % 2: the one hot connection and cold
+    // connection 0 to the server, cold connection 1 to the refusing port.
+    let urls = [format!("http://{good}/x"), format!("http://{}/x", nobody.addr)];
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_hintq"))
+            .args(["load", "--quiet", "--connections", "1", "--cold", "2", "--duration", "1s"])
+            .args(extra)
+            .args(&urls)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("hintq load: failed: cold connect error rate "), "{err}");
+    assert!(!err.contains("no request succeeded"), "the hot side passed: {err}");
+    // At 100% the cold side passes: one cold connection opened.
+    let out = run(&["--max-error-rate", "100%"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
 /// One request in ten answered 404, on one connection: an error rate of exactly 10%, which
