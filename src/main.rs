@@ -33,9 +33,8 @@ enum Command {
     /// HTTP/1.1 load generator for loopback servers: hot and cold connections, honest latency.
     ///
     /// Hot connections run closed-loop or at a fixed rate (--rate), with latency from the
-    /// intended send time and errors by kind; cold connections are held idle beside them. The
-    /// exit status is 1 when no request succeeded, no cold connection opened, or the hot or cold
-    /// error rate is above --max-error-rate.
+    /// intended send time and errors by kind; cold connections are held idle beside them. Exit
+    /// status: 0 passed, 1 failed its rules (--max-error-rate), 2 usage error, 3 could not run.
     Load(Box<LoadArgs>),
     /// Non-caching HTTP/1.1 reverse proxy in front of one upstream server.
     ///
@@ -322,7 +321,25 @@ Self-check (is the tail the server's or the generator's own?):
 Cold connections run on their own thread in each process, never on the hot one; sources
   (127.0.0.x) are planned for live connections plus the ports left in TIME_WAIT (closes/s x
   60 s). Cold connections are closed with FIN, as a client would. The summary gives the cold
-  connections held second by second (min/max); the JSON has cold_per_second.";
+  connections held second by second (min/max); the JSON has cold_per_second.
+Exit status:
+  0  the run passed
+  1  the run happened and broke a rule, each named on standard error (\"hintq load: failed:
+     ...\") and in the JSON's failed: no request succeeded; no cold connection opened of
+     those asked for; the hot or the cold error rate above --max-error-rate
+  2  usage error: an unknown flag, a bad value, flags that contradict each other
+  3  the run could not be made, or its report not written: a bad $HINTQ_BACKEND, a limit of
+     this machine (descriptors, ports), a worker that failed, --json FILE not writable";
+
+/// `hintq load`'s exit statuses ([`LOAD_HELP`] documents them).
+mod load_exit {
+    /// The run happened and broke a rule of [`hintq_load::report::verdict`].
+    pub const FAILED: u8 = 1;
+    /// The command line was wrong (clap's own status for its errors).
+    pub const USAGE: u8 = 2;
+    /// The run could not be made, or its report not written.
+    pub const ERROR: u8 = 3;
+}
 
 #[derive(Args)]
 #[command(after_help = LOAD_HELP)]
@@ -360,7 +377,7 @@ struct LoadArgs {
     #[arg(long, value_name = "P")]
     processes: Option<usize>,
     /// Event backend (see `hintq backends`) [default: $HINTQ_BACKEND or the recommended one].
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = backend_name)]
     backend: Option<String>,
     /// A request (or connect) unanswered this long is a timeout error.
     #[arg(long, default_value = "5s", value_parser = hintq_load::parse_duration, value_name = "D")]
@@ -392,6 +409,12 @@ struct LoadArgs {
     quiet: bool,
 }
 
+/// `--backend NAME` of `hintq load`: a name `hintq backends` lists, kept as given (the
+/// workers parse it again).
+fn backend_name(s: &str) -> Result<String, String> {
+    s.parse::<Backend>().map(|_| s.to_string()).map_err(|e| e.to_string())
+}
+
 fn load(a: LoadArgs) -> ExitCode {
     let cfg = hintq_load::Config {
         targets: a.urls,
@@ -415,6 +438,10 @@ fn load(a: LoadArgs) -> ExitCode {
         max_error_rate: a.max_error_rate,
         stall_hot_connects: None,
     };
+    if let Err(e) = cfg.validate() {
+        eprintln!("hintq load: {e}");
+        return ExitCode::from(load_exit::USAGE);
+    }
     let spawner = std::env::current_exe()
         .ok()
         .map(|exe| hintq_load::Spawner { exe, args: vec!["__load-worker".to_string()] });
@@ -422,7 +449,7 @@ fn load(a: LoadArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("hintq load: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(load_exit::ERROR);
         }
     };
     let json_to_stdout = a.json.as_deref().is_some_and(is_dash);
@@ -431,6 +458,8 @@ fn load(a: LoadArgs) -> ExitCode {
     } else {
         print!("{}", report.summary());
     }
+    let mut status =
+        if report.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(load_exit::FAILED) };
     if let Some(path) = a.json {
         let written = output(&path).and_then(|mut w| {
             serde_json::to_writer_pretty(&mut w, &report)?;
@@ -439,17 +468,14 @@ fn load(a: LoadArgs) -> ExitCode {
         });
         if let Err(e) = written {
             eprintln!("hintq load: --json {}: {e}", path.display());
-            return ExitCode::FAILURE;
+            // A report that was asked for and is missing outweighs the verdict.
+            status = ExitCode::from(load_exit::ERROR);
         }
     }
     for rule in &report.failed {
         eprintln!("hintq load: failed: {rule}");
     }
-    if report.failed.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    status
 }
 
 /// `--out` of the benchmarks: a file for the raw rows. `-` is refused rather than taken for

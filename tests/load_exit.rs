@@ -1,6 +1,7 @@
 //! `hintq load`'s exit status is a verdict a script can trust: a run in which nothing
-//! succeeded, or whose error rate is above `--max-error-rate`, exits non-zero and says on
-//! standard error which rule it broke; `--json -` writes the report to standard output.
+//! succeeded, or whose error rate is above `--max-error-rate`, exits 1 and says on standard
+//! error which rule it broke; a wrong command line exits 2, a run that could not be made (or
+//! whose report could not be written) 3. `--json -` writes the report to standard output.
 
 mod common;
 
@@ -101,6 +102,52 @@ fn max_error_rate_is_a_bound_the_run_may_reach() {
     assert_eq!(load(addr, &["--connections", "1", "--requests", "100"]).status.code(), Some(1));
     let bad = load(addr, &["--max-error-rate", "150%"]);
     assert_eq!(bad.status.code(), Some(2), "a usage error: {}", stderr(&bad));
+}
+
+/// Each exit status means one thing, the one `hintq load --help` gives it.
+#[test]
+fn exit_statuses_tell_usage_errors_from_failed_runs_and_runs_not_made() {
+    let help = Command::new(env!("CARGO_BIN_EXE_hintq")).args(["load", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for line in [
+        "Exit status:",
+        "  0  the run passed",
+        "  1  the run happened and broke a rule",
+        "  2  usage error",
+        "  3  the run could not be made",
+    ] {
+        assert!(help.contains(line), "{line:?} in\n{help}");
+    }
+    let nobody = Refusing::new();
+    let url = format!("http://{}/", nobody.addr);
+    let hintq = |env: &[(&str, &str)], args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_hintq"))
+            .env_remove("HINTQ_BACKEND")
+            .envs(env.iter().copied())
+            .args(["load", "--quiet", "--duration", "1s"])
+            .args(args)
+            .arg(&url)
+            .output()
+            .unwrap();
+        (out.status.code(), stderr(&out))
+    };
+    // Usage errors, from clap and from flags that contradict each other: 2.
+    for args in [
+        &["--backend", "nope"][..],
+        &["--connections", "x"],
+        &["--spin", "50us"],
+        &["--connections", "0", "--cold", "0"],
+    ] {
+        let (code, err) = hintq(&[], args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+    }
+    // The run cannot be made: 3.
+    let (code, err) = hintq(&[("HINTQ_BACKEND", "nope")], &[]);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(err.contains("HINTQ_BACKEND"), "{err}");
+    // The run was made and failed (nobody listens): 1.
+    let (code, err) = hintq(&[], &["--connections", "1"]);
+    assert_eq!(code, Some(1), "{err}");
 }
 
 #[test]
