@@ -416,6 +416,10 @@ fn backend_name(s: &str) -> Result<String, String> {
 }
 
 fn load(a: LoadArgs) -> ExitCode {
+    #[allow(
+        clippy::needless_update,
+        reason = "hintq-load's test-hooks feature adds fields when its tests share this build"
+    )]
     let cfg = hintq_load::Config {
         targets: a.urls,
         connections: a.connections,
@@ -434,9 +438,8 @@ fn load(a: LoadArgs) -> ExitCode {
         port_range: None,
         progress: !a.quiet,
         spin: a.spin,
-        stall_hot_turns: None,
         max_error_rate: a.max_error_rate,
-        stall_hot_connects: None,
+        ..hintq_load::Config::default()
     };
     if let Err(e) = cfg.validate() {
         eprintln!("hintq load: {e}");
