@@ -1,6 +1,8 @@
-//! `hintq`: one command line for the library's tools.
+//! `hintq`: one command line for the library's tools. The command line ([`Cli`]) and what
+//! each subcommand does; `src/bin/hintq.rs` only calls [`main`]. A library so that tests can walk
+//! the command tree (`Cli::command()`) without a hook in the binary.
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use hintq::Backend;
 use std::io::Write;
 use std::path::PathBuf;
@@ -14,7 +16,7 @@ mod bench_patterns;
     version,
     about = "Explicit event delivery for Linux: backends, servers, load and lab"
 )]
-struct Cli {
+pub struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -52,10 +54,6 @@ enum Command {
     /// Internal: a worker process of `hintq load` (reads its share on stdin).
     #[command(name = "__load-worker", hide = true)]
     LoadWorker,
-    /// Internal: every subcommand, hidden ones included, one a line (`bench floor`), for the
-    /// test that reads every help text.
-    #[command(name = "__commands", hide = true)]
-    Commands,
 }
 
 #[derive(Subcommand)]
@@ -170,17 +168,14 @@ struct MicroArgs {
     cpu: Option<usize>,
 }
 
-fn main() -> ExitCode {
+/// Parses the command line and runs what it says: the `hintq` binary.
+pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Backends => backends(),
         Command::Lab(args) => hintq_lab::main(args),
         Command::Load(args) => load(*args),
         Command::LoadWorker => load_worker(),
-        Command::Commands => {
-            print_commands(&Cli::command(), "");
-            ExitCode::SUCCESS
-        }
         Command::Proxy(args) => proxy(args),
         Command::Serve(args) => serve(&args),
         Command::Bench { what: BenchCommand::Micro(args) } => bench_micro(args),
@@ -279,15 +274,6 @@ fn bench_hist(what: &str, args: HistArgs) -> ExitCode {
             eprintln!("hintq bench {what}: {e}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// The subcommands under `cmd`, depth first, each as its path after `hintq`.
-fn print_commands(cmd: &clap::Command, path: &str) {
-    for sub in cmd.get_subcommands() {
-        let p = format!("{path}{}", sub.get_name());
-        println!("{p}");
-        print_commands(sub, &format!("{p} "));
     }
 }
 
