@@ -35,6 +35,18 @@ fn an_unknown_hintq_backend_is_named_by_the_binary() {
 }
 
 #[test]
+fn the_servers_name_hintq_backend_when_it_is_wrong() {
+    let root = std::env::temp_dir();
+    for server in [&["serve", "--root", root.to_str().unwrap()][..], &["proxy", "--upstream", "127.0.0.1:1"]]
+    {
+        let out = hintq(&[("HINTQ_BACKEND", "nope")], &[server, &["--listen", "127.0.0.1:0"]].concat());
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let want = format!(r#"hintq {}: HINTQ_BACKEND: unknown backend "nope"; valid: uring"#, server[0]);
+        assert!(stderr(&out).starts_with(&want), "{}", stderr(&out));
+    }
+}
+
+#[test]
 fn files_that_cannot_be_used_are_named() {
     let missing = std::env::temp_dir().join(format!("hintq-errors-{}/none", std::process::id()));
     let missing = missing.to_str().unwrap();
