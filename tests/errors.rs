@@ -26,12 +26,24 @@ fn an_unknown_backend_from_main_names_the_valid_ones() {
 #[test]
 fn an_unknown_hintq_backend_is_named_by_the_binary() {
     let out = hintq(&[("HINTQ_BACKEND", "nope")], &["load", "-n", "1", "http://127.0.0.1:1/"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3), "could not run: {}", stderr(&out));
     assert!(
         stderr(&out).starts_with(r#"hintq load: HINTQ_BACKEND: unknown backend "nope"; valid: uring"#),
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn the_servers_name_hintq_backend_when_it_is_wrong() {
+    let root = std::env::temp_dir();
+    for server in [&["serve", "--root", root.to_str().unwrap()][..], &["proxy", "--upstream", "127.0.0.1:1"]]
+    {
+        let out = hintq(&[("HINTQ_BACKEND", "nope")], &[server, &["--listen", "127.0.0.1:0"]].concat());
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let want = format!(r#"hintq {}: HINTQ_BACKEND: unknown backend "nope"; valid: uring"#, server[0]);
+        assert!(stderr(&out).starts_with(&want), "{}", stderr(&out));
+    }
 }
 
 #[test]
@@ -41,7 +53,7 @@ fn files_that_cannot_be_used_are_named() {
     let (addr, _) = common::server();
     let json = format!("{missing}/r.json");
     let out = hintq(&[], &["load", "--quiet", "-n", "5", "--json", &json, &format!("http://{addr}/")]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3), "the report could not be written: {}", stderr(&out));
     assert!(stderr(&out).contains(&format!("--json {json}: No such file")), "{}", stderr(&out));
     let out = hintq(&[], &["bench", "floor", "--listen", "127.0.0.1:0", "--file", missing]);
     assert_eq!(out.status.code(), Some(1));

@@ -1,29 +1,37 @@
 //! Every help text of the binary, hidden subcommands included, is checked for two faults a
 //! reader trips on: a default given twice (`[default: 0, off] [default: 0]`: clap adds one
 //! to a text that already says it) and a flag the text mentions that its command does not
-//! have (`--foo` advised where it would be refused).
+//! have (`--foo` advised where it would be refused). The texts come from the command tree
+//! itself (`Cli::command()`), rendered as `--help` renders them.
 
+use clap::CommandFactory;
+use hintq_cli::Cli;
 use std::collections::BTreeSet;
 use std::process::Command;
 
-fn hintq(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_hintq")).args(args).output().unwrap();
-    assert!(out.status.success(), "hintq {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// Every subcommand path (`bench floor`), hidden ones included, from the binary itself.
+/// Every subcommand path (`bench floor`), hidden ones included, depth first (not clap's
+/// generated `help` subcommands).
 fn commands() -> Vec<String> {
-    let all: Vec<String> = hintq(&["__commands"]).lines().map(str::to_string).collect();
+    fn walk(cmd: &clap::Command, path: &str, all: &mut Vec<String>) {
+        for sub in cmd.get_subcommands() {
+            let p = format!("{path}{}", sub.get_name());
+            all.push(p.clone());
+            walk(sub, &format!("{p} "), all);
+        }
+    }
+    let mut all = Vec::new();
+    walk(&Cli::command(), "", &mut all);
     assert!(all.iter().any(|c| c == "bench floor") && all.iter().any(|c| c == "__load-worker"), "{all:?}");
     all
 }
 
-/// The long help of `path` (empty: the top level).
+/// The help of `path` (empty: the top level), exactly as `hintq PATH --help` prints it:
+/// clap's parser answers `--help` with the text as an error to display.
 fn help(path: &str) -> String {
-    let mut args: Vec<&str> = path.split_whitespace().collect();
-    args.push("--help");
-    hintq(&args)
+    let args = std::iter::once("hintq").chain(path.split_whitespace()).chain(["--help"]);
+    let e = Cli::command().try_get_matches_from(args).err().unwrap_or_else(|| panic!("hintq {path} --help"));
+    assert_eq!(e.kind(), clap::error::ErrorKind::DisplayHelp, "hintq {path} --help: {e}");
+    e.render().to_string()
 }
 
 /// The flags a help text lists as its own: the lines of its options that start with `-`.
@@ -154,6 +162,18 @@ fn bench_floor_says_relay_needs_listen() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("required arguments were not provided:\n  --listen <ADDR>"), "{err}");
+}
+
+/// The rendered texts are the binary's own: `hintq bench floor --help` prints what
+/// [`help`] renders.
+#[test]
+fn rendered_help_is_what_the_binary_prints() {
+    for path in ["", "load", "bench floor"] {
+        let args: Vec<&str> = path.split_whitespace().chain(["--help"]).collect();
+        let out = Command::new(env!("CARGO_BIN_EXE_hintq")).args(&args).output().unwrap();
+        assert!(out.status.success(), "hintq {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), help(path), "hintq {path} --help");
+    }
 }
 
 /// The checks see what they look for (else the tests above could not fail).

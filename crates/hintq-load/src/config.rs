@@ -161,18 +161,21 @@ pub struct Config {
     /// self-check's busy share leaves the spinning out. `None` (the default): sleep until due.
     #[serde(default)]
     pub spin: Option<Duration>,
-    /// Test hook, not on the command line: every hot worker sleeps this long on each turn of
-    /// its loop. A generator made to lag on purpose, so tests can check that the self-check
-    /// ([`crate::report::SelfCheck`]) notices; `None` in every real run.
+    /// Test hook (only with the `test-hooks` feature, which only this crate's tests enable):
+    /// every hot worker sleeps this long on each turn of its loop. A generator made to lag on
+    /// purpose, so tests can check that the self-check ([`crate::report::SelfCheck`]) notices.
+    #[cfg(feature = "test-hooks")]
     #[serde(default)]
     pub stall_hot_turns: Option<Duration>,
     /// The run fails (see [`crate::Report::failed`]) when more than this fraction of the hot
-    /// requests and connects ended in an error; a run with no success fails whatever this is.
+    /// requests and connects, or of the cold connects, ended in an error; a run with no
+    /// success, or in which no cold connection opened, fails whatever this is.
     #[serde(default = "default_max_error_rate")]
     pub max_error_rate: f64,
-    /// Test hook, not on the command line: every hot worker sleeps this long after each hot
-    /// connect it starts, so that a connect time measured from anything but the connect's own
-    /// start would show the sleeps; `None` in every real run.
+    /// Test hook (only with the `test-hooks` feature): every hot worker sleeps this long
+    /// before each hot connect it starts, so that a connect time measured from anything but
+    /// the connect's own start would show the sleeps.
+    #[cfg(feature = "test-hooks")]
     #[serde(default)]
     pub stall_hot_connects: Option<Duration>,
 }
@@ -204,8 +207,10 @@ impl Default for Config {
             port_range: None,
             progress: false,
             spin: None,
+            #[cfg(feature = "test-hooks")]
             stall_hot_turns: None,
             max_error_rate: MAX_ERROR_RATE,
+            #[cfg(feature = "test-hooks")]
             stall_hot_connects: None,
         }
     }

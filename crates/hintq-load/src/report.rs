@@ -206,36 +206,74 @@ pub struct Report {
     /// connects in a run with no hot connection.
     #[serde(default)]
     pub error_rate: f64,
+    /// Cold connect errors over cold connects opened plus failed (0 without cold connections).
+    #[serde(default)]
+    pub cold_error_rate: f64,
     /// The rules the run broke, in words (empty: the run passed); `hintq load` exits non-zero
     /// when there is any. See [`verdict`].
     #[serde(default)]
     pub failed: Vec<String>,
 }
 
-/// Whether a run passed: the rules it broke, and its error rate. A run fails when nothing
-/// succeeded, or when its error rate (errors over successes plus errors) is above
-/// `max_error_rate`. The hot requests are judged; a run with no hot connection (cold only)
-/// is judged on its cold connects. Connect errors count: a server that is not there fails a
-/// run as surely as one answering 404.
-pub fn verdict(settings: &Config, hot: &Hot, cold: &Cold) -> (f64, Vec<String>) {
-    let (what, ok, errors) = match settings.connections {
-        0 => ("cold connection opened", cold.opened, &cold.errors),
-        _ => ("request succeeded", hot.successes, &hot.errors),
-    };
-    let bad = errors.total();
-    let rate = if ok + bad > 0 { bad as f64 / (ok + bad) as f64 } else { 0.0 };
-    let mut failed = Vec::new();
-    if ok == 0 {
-        failed.push(format!("no {what} (errors: {})", fmt_errors(errors)));
+/// Whether a run passed: its error rates and the rules it broke.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Verdict {
+    /// Errors over successes plus errors of the hot requests and connects, or of the cold
+    /// connects in a run with no hot connection ([`Report::error_rate`]).
+    pub error_rate: f64,
+    /// Cold connect errors over cold connects made plus failed (0 without cold connections).
+    pub cold_error_rate: f64,
+    /// Each broken rule in words, saying which connections broke it; empty: the run passed.
+    pub failed: Vec<String>,
+}
+
+/// Judges a run. Hot connections (when asked for) fail it when no request succeeded or when
+/// their error rate (errors over successes plus errors) is above `max_error_rate`; cold
+/// connections (when asked for) fail it when none opened or when their connect error rate
+/// (failed connects over opened plus failed) is above `max_error_rate`. Both are judged in a
+/// run that has both: cold connections that all failed to connect fail the run however well
+/// the hot ones did. Connect errors count: a server that is not there fails a run as surely
+/// as one answering 404.
+pub fn verdict(settings: &Config, hot: &Hot, cold: &Cold) -> Verdict {
+    let rate = |ok: u64, bad: u64| if ok + bad > 0 { bad as f64 / (ok + bad) as f64 } else { 0.0 };
+    let max = settings.max_error_rate;
+    let mut v = Verdict::default();
+    if settings.connections > 0 {
+        let (ok, bad) = (hot.successes, hot.errors.total());
+        v.error_rate = rate(ok, bad);
+        if ok == 0 {
+            v.failed.push(format!("no request succeeded (errors: {})", fmt_errors(&hot.errors)));
+        }
+        if v.error_rate > max {
+            v.failed.push(format!(
+                "error rate {} ({bad} errors, {ok} successes) is above --max-error-rate {}",
+                pct(v.error_rate),
+                pct(max)
+            ));
+        }
     }
-    if rate > settings.max_error_rate {
-        failed.push(format!(
-            "error rate {} ({bad} errors, {ok} successes) is above --max-error-rate {}",
-            pct(rate),
-            pct(settings.max_error_rate)
-        ));
+    let asked = cold.target.max(settings.cold as u64);
+    if asked > 0 {
+        let (ok, bad) = (cold.opened, cold.errors.total());
+        v.cold_error_rate = rate(ok, bad);
+        if settings.connections == 0 {
+            v.error_rate = v.cold_error_rate;
+        }
+        if ok == 0 {
+            v.failed.push(format!(
+                "no cold connection opened of {asked} asked for (connect errors: {})",
+                fmt_errors(&cold.errors)
+            ));
+        }
+        if v.cold_error_rate > max {
+            v.failed.push(format!(
+                "cold connect error rate {} ({bad} failed, {ok} opened) is above --max-error-rate {}",
+                pct(v.cold_error_rate),
+                pct(max)
+            ));
+        }
     }
-    (rate, failed)
+    v
 }
 
 fn pct(f: f64) -> String {
@@ -266,7 +304,7 @@ impl Report {
             warmup_seconds = warmup_seconds.max(r.warmup_seconds);
         }
         let latency_us = Percentiles::of(&latency);
-        let (error_rate, failed) = verdict(cfg, &hot, &cold);
+        let Verdict { error_rate, cold_error_rate, failed } = verdict(cfg, &hot, &cold);
         let completed = hot.successes + hot.errors.request_errors();
         let busy = cpu.0 + cpu.1;
         Report {
@@ -296,6 +334,7 @@ impl Report {
                 cores_busy: if wall_seconds > 0.0 { busy / wall_seconds } else { 0.0 },
             },
             error_rate,
+            cold_error_rate,
             failed,
         }
     }
@@ -429,6 +468,13 @@ impl Report {
             c.user_s, c.system_s, self.wall_seconds, c.cores_busy, c.per_request_us
         );
         let _ = match self.failed.as_slice() {
+            [] if s.connections > 0 && s.cold > 0 => writeln!(
+                o,
+                "  passed: error rate {}, cold connect error rate {}, each at most {}",
+                pct(self.error_rate),
+                pct(self.cold_error_rate),
+                pct(s.max_error_rate)
+            ),
             [] => writeln!(
                 o,
                 "  passed: error rate {}, at most {}",
@@ -529,29 +575,67 @@ mod tests {
     fn a_run_fails_above_its_error_rate_and_passes_at_it() {
         let cfg = Config { max_error_rate: 0.01, ..Config::default() };
         let cold = Cold::default();
-        let (rate, failed) = verdict(&cfg, &hot(99, 1, 0), &cold);
-        assert_eq!((rate, failed.len()), (0.01, 0), "{failed:?}");
-        let (rate, failed) = verdict(&cfg, &hot(98, 1, 1), &cold);
-        assert_eq!(rate, 0.02);
-        assert_eq!(failed, ["error rate 2% (2 errors, 98 successes) is above --max-error-rate 1%"]);
+        let v = verdict(&cfg, &hot(99, 1, 0), &cold);
+        assert_eq!((v.error_rate, v.failed.len()), (0.01, 0), "{:?}", v.failed);
+        let v = verdict(&cfg, &hot(98, 1, 1), &cold);
+        assert_eq!(v.error_rate, 0.02);
+        assert_eq!(v.failed, ["error rate 2% (2 errors, 98 successes) is above --max-error-rate 1%"]);
         let lenient = Config { max_error_rate: 0.5, ..cfg.clone() };
-        assert!(verdict(&lenient, &hot(98, 1, 1), &cold).1.is_empty());
+        assert!(verdict(&lenient, &hot(98, 1, 1), &cold).failed.is_empty());
         let strict = Config { max_error_rate: 0.0, ..cfg.clone() };
-        assert!(verdict(&strict, &hot(100, 0, 0), &cold).1.is_empty());
-        assert_eq!(verdict(&strict, &hot(100, 1, 0), &cold).1.len(), 1);
+        assert!(verdict(&strict, &hot(100, 0, 0), &cold).failed.is_empty());
+        assert_eq!(verdict(&strict, &hot(100, 1, 0), &cold).failed.len(), 1);
     }
 
     #[test]
     fn a_run_without_a_success_fails_whatever_the_error_rate() {
         let all = Config { max_error_rate: 1.0, ..Config::default() };
-        let (_, failed) = verdict(&all, &hot(0, 0, 100), &Cold::default());
-        assert_eq!(failed, ["no request succeeded (errors: connect 100)"]);
-        let (_, failed) = verdict(&all, &hot(0, 0, 0), &Cold::default());
-        assert_eq!(failed, ["no request succeeded (errors: none)"]);
+        let v = verdict(&all, &hot(0, 0, 100), &Cold::default());
+        assert_eq!(v.failed, ["no request succeeded (errors: connect 100)"]);
+        let v = verdict(&all, &hot(0, 0, 0), &Cold::default());
+        assert_eq!(v.failed, ["no request succeeded (errors: none)"]);
         let cold_only = Config { connections: 0, cold: 5, ..all };
-        let opened = Cold { opened: 5, ..Cold::default() };
-        assert!(verdict(&cold_only, &Hot::default(), &opened).1.is_empty());
-        assert_eq!(verdict(&cold_only, &Hot::default(), &Cold::default()).1.len(), 1);
+        let opened = Cold { target: 5, opened: 5, ..Cold::default() };
+        assert!(verdict(&cold_only, &Hot::default(), &opened).failed.is_empty());
+        assert_eq!(verdict(&cold_only, &Hot::default(), &Cold::default()).failed.len(), 1);
+    }
+
+    fn cold(target: u64, opened: u64, connect_errors: u64) -> Cold {
+        let mut c = Cold { target, opened, ..Cold::default() };
+        c.errors.connect = connect_errors;
+        c
+    }
+
+    #[test]
+    fn cold_connections_are_judged_beside_hot_ones() {
+        let cfg = Config { cold: 4, max_error_rate: 0.01, ..Config::default() };
+        // Every hot request succeeded; not one of the 4 cold connects did.
+        let v = verdict(&cfg, &hot(100, 0, 0), &cold(4, 0, 40));
+        assert_eq!(
+            v.failed,
+            [
+                "no cold connection opened of 4 asked for (connect errors: connect 40)",
+                "cold connect error rate 100% (40 failed, 0 opened) is above --max-error-rate 1%",
+            ]
+        );
+        assert_eq!((v.error_rate, v.cold_error_rate), (0.0, 1.0));
+        // Some opened, but too many connects failed.
+        let v = verdict(&cfg, &hot(100, 0, 0), &cold(4, 90, 10));
+        assert_eq!(
+            v.failed,
+            ["cold connect error rate 10% (10 failed, 90 opened) is above --max-error-rate 1%"]
+        );
+        let lenient = Config { max_error_rate: 0.1, ..cfg.clone() };
+        assert!(verdict(&lenient, &hot(100, 0, 0), &cold(4, 90, 10)).failed.is_empty());
+        // Even at 100% a cold side that never opened fails the run.
+        let all = Config { max_error_rate: 1.0, ..cfg.clone() };
+        assert_eq!(verdict(&all, &hot(100, 0, 0), &cold(4, 0, 40)).failed.len(), 1);
+        // Both sides judged and both named.
+        let v = verdict(&cfg, &hot(0, 0, 10), &cold(4, 0, 10));
+        assert_eq!(v.failed.len(), 4, "{:?}", v.failed);
+        // No cold connection asked for: nothing to judge there.
+        let hot_only = Config { cold: 0, ..cfg };
+        assert!(verdict(&hot_only, &hot(100, 0, 0), &Cold::default()).failed.is_empty());
     }
 
     #[test]

@@ -438,6 +438,7 @@ impl<'a> Worker<'a> {
         }
         self.open_hot()?;
         loop {
+            #[cfg(feature = "test-hooks")]
             if let Some(d) = self.cfg.stall_hot_turns.filter(|_| self.role == Role::Hot) {
                 std::thread::sleep(d);
             }
@@ -621,6 +622,7 @@ impl<'a> Worker<'a> {
         let index = self.conn(slot).index;
         let to = self.cfg.targets[index % self.cfg.targets.len()].addr;
         let from = self.plan.source(to, index);
+        #[cfg(feature = "test-hooks")]
         if let (Some(d), Slot::Hot(_)) = (self.cfg.stall_hot_connects, slot) {
             std::thread::sleep(d);
         }

@@ -61,8 +61,8 @@ fn l1_eaddrnotavail_counted_and_spread_over_sources() {
 
 #[test]
 fn l3_nonblocking_connect_failure_counted() {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut cfg = config(&[&format!("http://127.0.0.1:{port}/")]);
+    let nobody = hintq_testkit::Refusing::new();
+    let mut cfg = config(&[&format!("http://{}/", nobody.addr)]);
     cfg.connections = 4;
     cfg.duration = Duration::from_millis(300);
     let r = run(&cfg);

@@ -938,7 +938,9 @@ impl ServerArgs {
     pub fn pattern_config(&self) -> io::Result<Config> {
         let backend = match self.backend {
             Some(b) => b,
-            None => Backend::from_env()?,
+            None => {
+                Backend::from_env().map_err(|e| io::Error::new(e.kind(), format!("HINTQ_BACKEND: {e}")))?
+            }
         };
         let mut cfg = Config::new(self.pattern, self.threads, backend, self.listen_addr());
         cfg.reuseport = self.worker.is_some();

@@ -1,4 +1,5 @@
-//! What the workspace's tests share: how a case that this machine cannot run is skipped.
+//! What the workspace's tests share: how a case that this machine cannot run is skipped, and
+//! an address that refuses connections ([`Refusing`]).
 //!
 //! A skip prints one line, `SKIP <case>: <why>`, on standard error, which the test harness
 //! captures for a test that passes. So that a skip is never invisible, it is also appended to
@@ -12,6 +13,8 @@
 //! through [`skip`].
 
 use std::fmt::Display;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// The variable that turns skips into failures.
 pub const REQUIRE: &str = "HINTQ_REQUIRE_TOOLS";
@@ -128,6 +131,52 @@ pub fn runs<E: Display>(case: &str, probe: Result<(), E>) -> bool {
     }
 }
 
+/// A loopback address where every TCP connect is refused (`ECONNREFUSED`) for as long as this
+/// lives: a socket bound to the port and never listening, so that no other test (tests run in
+/// parallel) can take the port meanwhile, as it could one that was bound, closed and reused.
+#[derive(Debug)]
+pub struct Refusing {
+    /// Where to connect.
+    pub addr: SocketAddr,
+    _socket: OwnedFd,
+}
+
+impl Refusing {
+    /// Binds a TCP socket to a free port of 127.0.0.1 without listening on it.
+    ///
+    /// # Panics
+    /// When the socket cannot be made or bound (a broken test machine).
+    pub fn new() -> Refusing {
+        // SAFETY: plain socket calls on a descriptor owned here; getsockname writes at most
+        // `len` bytes into `sa`.
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+            let socket = OwnedFd::from_raw_fd(fd);
+            let mut sa: libc::sockaddr_in = std::mem::zeroed();
+            sa.sin_family = libc::AF_INET as libc::sa_family_t;
+            sa.sin_addr.s_addr = u32::from(Ipv4Addr::LOCALHOST).to_be();
+            let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            let p = (&raw mut sa).cast::<libc::sockaddr>();
+            assert_eq!(
+                libc::bind(socket.as_raw_fd(), p, len),
+                0,
+                "bind: {}",
+                std::io::Error::last_os_error()
+            );
+            assert_eq!(libc::getsockname(socket.as_raw_fd(), p, &mut len), 0);
+            let port = u16::from_be(sa.sin_port);
+            Refusing { addr: SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port)), _socket: socket }
+        }
+    }
+}
+
+impl Default for Refusing {
+    fn default() -> Refusing {
+        Refusing::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,5 +225,15 @@ mod tests {
         // This test's own thread carries its name, which `skip` puts before the case.
         let me = std::thread::current().name().map(str::to_string);
         assert_eq!(me.as_deref(), Some("tests::a_skip_names_its_test_and_lands_in_the_log"));
+    }
+
+    #[test]
+    fn a_refusing_address_refuses_and_keeps_its_port() {
+        let r = Refusing::new();
+        for _ in 0..3 {
+            let e = std::net::TcpStream::connect(r.addr).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{e}");
+        }
+        assert!(std::net::TcpListener::bind(r.addr).is_err(), "nobody else can take {}", r.addr);
     }
 }

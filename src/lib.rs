@@ -1,6 +1,8 @@
-//! `hintq`: one command line for the library's tools.
+//! `hintq`: one command line for the library's tools. The command line ([`Cli`]) and what
+//! each subcommand does; `src/bin/hintq.rs` only calls [`main`]. A library so that tests can walk
+//! the command tree (`Cli::command()`) without a hook in the binary.
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use hintq::Backend;
 use std::io::Write;
 use std::path::PathBuf;
@@ -14,7 +16,7 @@ mod bench_patterns;
     version,
     about = "Explicit event delivery for Linux: backends, servers, load and lab"
 )]
-struct Cli {
+pub struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -33,8 +35,8 @@ enum Command {
     /// HTTP/1.1 load generator for loopback servers: hot and cold connections, honest latency.
     ///
     /// Hot connections run closed-loop or at a fixed rate (--rate), with latency from the
-    /// intended send time and errors by kind; cold connections are held idle beside them. The
-    /// exit status is 1 when no request succeeded or the error rate is above --max-error-rate.
+    /// intended send time and errors by kind; cold connections are held idle beside them. Exit
+    /// status: 0 passed, 1 failed its rules (--max-error-rate), 2 usage error, 3 could not run.
     Load(Box<LoadArgs>),
     /// Non-caching HTTP/1.1 reverse proxy in front of one upstream server.
     ///
@@ -52,10 +54,6 @@ enum Command {
     /// Internal: a worker process of `hintq load` (reads its share on stdin).
     #[command(name = "__load-worker", hide = true)]
     LoadWorker,
-    /// Internal: every subcommand, hidden ones included, one a line (`bench floor`), for the
-    /// test that reads every help text.
-    #[command(name = "__commands", hide = true)]
-    Commands,
 }
 
 #[derive(Subcommand)]
@@ -170,17 +168,14 @@ struct MicroArgs {
     cpu: Option<usize>,
 }
 
-fn main() -> ExitCode {
+/// Parses the command line and runs what it says: the `hintq` binary.
+pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Backends => backends(),
         Command::Lab(args) => hintq_lab::main(args),
         Command::Load(args) => load(*args),
         Command::LoadWorker => load_worker(),
-        Command::Commands => {
-            print_commands(&Cli::command(), "");
-            ExitCode::SUCCESS
-        }
         Command::Proxy(args) => proxy(args),
         Command::Serve(args) => serve(&args),
         Command::Bench { what: BenchCommand::Micro(args) } => bench_micro(args),
@@ -282,15 +277,6 @@ fn bench_hist(what: &str, args: HistArgs) -> ExitCode {
     }
 }
 
-/// The subcommands under `cmd`, depth first, each as its path after `hintq`.
-fn print_commands(cmd: &clap::Command, path: &str) {
-    for sub in cmd.get_subcommands() {
-        let p = format!("{path}{}", sub.get_name());
-        println!("{p}");
-        print_commands(sub, &format!("{p} "));
-    }
-}
-
 fn backends() -> ExitCode {
     let recommended = Backend::recommended();
     println!("{:<14} {:<10} notes", "backend", "supported");
@@ -321,7 +307,25 @@ Self-check (is the tail the server's or the generator's own?):
 Cold connections run on their own thread in each process, never on the hot one; sources
   (127.0.0.x) are planned for live connections plus the ports left in TIME_WAIT (closes/s x
   60 s). Cold connections are closed with FIN, as a client would. The summary gives the cold
-  connections held second by second (min/max); the JSON has cold_per_second.";
+  connections held second by second (min/max); the JSON has cold_per_second.
+Exit status:
+  0  the run passed
+  1  the run happened and broke a rule, each named on standard error (\"hintq load: failed:
+     ...\") and in the JSON's failed: no request succeeded; no cold connection opened of
+     those asked for; the hot or the cold error rate above --max-error-rate
+  2  usage error: an unknown flag, a bad value, flags that contradict each other
+  3  the run could not be made, or its report not written: a bad $HINTQ_BACKEND, a limit of
+     this machine (descriptors, ports), a worker that failed, --json FILE not writable";
+
+/// `hintq load`'s exit statuses ([`LOAD_HELP`] documents them).
+mod load_exit {
+    /// The run happened and broke a rule of [`hintq_load::report::verdict`].
+    pub const FAILED: u8 = 1;
+    /// The command line was wrong (clap's own status for its errors).
+    pub const USAGE: u8 = 2;
+    /// The run could not be made, or its report not written.
+    pub const ERROR: u8 = 3;
+}
 
 #[derive(Args)]
 #[command(after_help = LOAD_HELP)]
@@ -359,7 +363,7 @@ struct LoadArgs {
     #[arg(long, value_name = "P")]
     processes: Option<usize>,
     /// Event backend (see `hintq backends`) [default: $HINTQ_BACKEND or the recommended one].
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = backend_name)]
     backend: Option<String>,
     /// A request (or connect) unanswered this long is a timeout error.
     #[arg(long, default_value = "5s", value_parser = hintq_load::parse_duration, value_name = "D")]
@@ -381,8 +385,9 @@ struct LoadArgs {
     #[arg(long, value_name = "FILE|-")]
     json: Option<PathBuf>,
     /// The run fails (exit status 1) when more than this share of the hot requests and
-    /// connects ended in an error: a fraction (0.05) or a percentage (5%). A run in which no
-    /// request succeeded fails whatever this says.
+    /// connects, or of the cold connects, ended in an error: a fraction (0.05) or a percentage
+    /// (5%). A run in which no request succeeded, or no cold connection opened, fails whatever
+    /// this says.
     #[arg(long, default_value = "1%", value_parser = hintq_load::parse_error_rate, value_name = "RATE")]
     max_error_rate: f64,
     /// No progress bar (there is none anyway when stderr is not a terminal).
@@ -390,7 +395,17 @@ struct LoadArgs {
     quiet: bool,
 }
 
+/// `--backend NAME` of `hintq load`: a name `hintq backends` lists, kept as given (the
+/// workers parse it again).
+fn backend_name(s: &str) -> Result<String, String> {
+    s.parse::<Backend>().map(|_| s.to_string()).map_err(|e| e.to_string())
+}
+
 fn load(a: LoadArgs) -> ExitCode {
+    #[allow(
+        clippy::needless_update,
+        reason = "hintq-load's test-hooks feature adds fields when its tests share this build"
+    )]
     let cfg = hintq_load::Config {
         targets: a.urls,
         connections: a.connections,
@@ -409,10 +424,13 @@ fn load(a: LoadArgs) -> ExitCode {
         port_range: None,
         progress: !a.quiet,
         spin: a.spin,
-        stall_hot_turns: None,
         max_error_rate: a.max_error_rate,
-        stall_hot_connects: None,
+        ..hintq_load::Config::default()
     };
+    if let Err(e) = cfg.validate() {
+        eprintln!("hintq load: {e}");
+        return ExitCode::from(load_exit::USAGE);
+    }
     let spawner = std::env::current_exe()
         .ok()
         .map(|exe| hintq_load::Spawner { exe, args: vec!["__load-worker".to_string()] });
@@ -420,7 +438,7 @@ fn load(a: LoadArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("hintq load: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(load_exit::ERROR);
         }
     };
     let json_to_stdout = a.json.as_deref().is_some_and(is_dash);
@@ -429,6 +447,8 @@ fn load(a: LoadArgs) -> ExitCode {
     } else {
         print!("{}", report.summary());
     }
+    let mut status =
+        if report.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(load_exit::FAILED) };
     if let Some(path) = a.json {
         let written = output(&path).and_then(|mut w| {
             serde_json::to_writer_pretty(&mut w, &report)?;
@@ -437,17 +457,14 @@ fn load(a: LoadArgs) -> ExitCode {
         });
         if let Err(e) = written {
             eprintln!("hintq load: --json {}: {e}", path.display());
-            return ExitCode::FAILURE;
+            // A report that was asked for and is missing outweighs the verdict.
+            status = ExitCode::from(load_exit::ERROR);
         }
     }
     for rule in &report.failed {
         eprintln!("hintq load: failed: {rule}");
     }
-    if report.failed.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    status
 }
 
 /// `--out` of the benchmarks: a file for the raw rows. `-` is refused rather than taken for
