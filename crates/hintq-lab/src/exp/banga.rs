@@ -50,10 +50,21 @@ pub const FIG8_RULE: &str = "rule: epoll's throughput launches at N cold overlap
 pub fn fig8_verdict(rows: &[Row], metric: &str, x: f64) -> (Verdict, String) {
     let epoll = |at: f64| verdict::launches(rows, "hintq-epoll", at, metric);
     match (epoll(0.0), epoll(x), fig8_scan(rows, metric, x)) {
-        (Some(e0), Some(ex), Some((name, s0, sx))) => (
-            Verdict::all(&[Verdict::same(&ex, &e0), Verdict::below(&sx, &s0)]),
-            format!("req/s at 0 and {} cold: epoll {e0}, {ex}; {name} {s0}, {sx}", num(x)),
-        ),
+        (Some(e0), Some(ex), Some((name, s0, sx))) => {
+            let series = [CLASSICAL, IMPROVED, POLL].into_iter().find(|s| s.1 == name).map_or("", |s| s.0);
+            // A point whose load generator was near its limit judges nothing.
+            let bound: Vec<String> = ["hintq-epoll", series]
+                .iter()
+                .flat_map(|s| [0.0, x].map(|at| super::serve::load_bound(rows, s, at)))
+                .flatten()
+                .collect();
+            let v = if bound.is_empty() {
+                Verdict::all(&[Verdict::same(&ex, &e0), Verdict::below(&sx, &s0)])
+            } else {
+                Verdict::CannotSay(bound.join("; "))
+            };
+            (v, format!("req/s at 0 and {} cold: epoll {e0}, {ex}; {name} {s0}, {sx}", num(x)))
+        }
         _ => (
             Verdict::unmeasured(&format!("epoll and select or poll at 0 and {} cold", num(x))),
             format!("epoll and a select or poll line not both measured at 0 and {} cold", num(x)),
