@@ -125,71 +125,82 @@ pub fn fig8(setting: Setting, rows: &[Row], metric: &str, throughput: &[Line]) -
     }
 }
 
-/// Fig. 9 at 750 cold, all from that one point: the highest rate the event API (epoll)
-/// achieved over improved select's, against Banga's 1348 ÷ 1291 at saturation (no ratio if
-/// neither fell short of the rate offered: neither saturated), and their p99 latency at the
-/// highest rate both were offered. The claim (much lower latency, saturating somewhat higher)
-/// holds if epoll's p99 is lower there and, where one saturated, epoll achieved more.
-/// `achieved` and `p99` are the lines at 750 cold (x: offered rate).
-pub fn fig9(setting: Setting, achieved: &[Line], p99: &[Line]) -> FigureRow {
+/// The rule of Fig. 9's shape verdict.
+const FIG9_RULE: &str = "at 750 cold: yes when epoll's p99 launches are all below improved select's at the \
+    highest rate both were offered (much lower latency) and, one of them having saturated (its median \
+    achieved under 95% of the rate offered), epoll's launches at its highest achieved rate are all above \
+    improved select's at its own (saturates higher); cannot say when neither saturated or with fewer than \
+    3 launches";
+
+/// Fig. 9 at 750 cold: the highest rate the event API (epoll) achieved over improved select's,
+/// against Banga's 1348 ÷ 1291 at saturation (no ratio if neither fell short of the rate
+/// offered: neither saturated), and their p99 latency at the highest rate both were offered,
+/// judged by [`FIG9_RULE`] on the launches of `achieved` (req/s) and `p99` (ms) in `rows`
+/// (x: offered rate).
+pub fn fig9(setting: Setting, rows: &[Row], achieved: &str, p99: &str) -> FigureRow {
     let figure = match setting {
         Setting::Server => "Banga Fig. 9 (server)",
         Setting::Proxy => "Banga Fig. 9 (proxy)",
     };
-    // The highest median achieved, the last rate offered, and whether it fell short of it.
+    let lines = crate::data::lines(rows, achieved);
+    // The highest achieved (by the medians): its rate offered and launches, and whether the
+    // last rate offered fell short (saturated).
     let top = |name: &str| {
-        let l = achieved.iter().find(|l| l.name == name)?;
+        let l = lines.iter().find(|l| l.name == name)?;
         let p = l.points.iter().max_by(|a, b| a.spread.median.total_cmp(&b.spread.median))?;
         let last = l.points.last()?;
-        Some((p.spread.median, last.x, last.spread.median < 0.95 * last.x))
+        let f = verdict::launches(rows, name, p.x, achieved)?;
+        Some((f, last.x, last.spread.median < 0.95 * last.x))
     };
     // p99 of both at the highest rate both were offered.
+    let p99_lines = crate::data::lines(rows, p99);
     let latency = || {
-        let (e, s) =
-            (p99.iter().find(|l| l.name == "hintq-epoll")?, p99.iter().find(|l| l.name == IMPROVED.0)?);
+        let (e, s) = (
+            p99_lines.iter().find(|l| l.name == "hintq-epoll")?,
+            p99_lines.iter().find(|l| l.name == IMPROVED.0)?,
+        );
         let rate = e.points.iter().rev().map(|p| p.x).find(|&x| s.at(x).is_some())?;
-        Some((rate, e.median(rate)?, s.median(rate)?))
+        let f = |name: &str| verdict::launches(rows, name, rate, p99);
+        Some((rate, f("hintq-epoll")?, f(IMPROVED.0)?))
     };
-    let (ours, ratio, holds) = match (top("hintq-epoll"), top(IMPROVED.0)) {
+    let (ours, ratio, holds, literal) = match (top("hintq-epoll"), top(IMPROVED.0)) {
         (Some((e, offered, e_sat)), Some((s, _, s_sat))) => {
             let mut ours = format!(
                 "at 750 cold: {} (epoll {} ÷ improved select {} req/s, the highest each achieved)",
-                num(e / s),
-                num(e),
-                num(s)
+                num(e.median() / s.median()),
+                e,
+                s
             );
             let saturated = e_sat || s_sat;
-            let ratio = if saturated {
-                Ok(e / s)
+            let (ratio, higher, literal) = if saturated {
+                (
+                    Ok(e.median() / s.median()),
+                    Verdict::above(&e, &s),
+                    format!(
+                        "{} (rule: every epoll launch at least 1.044 times every improved select launch, at \
+                         saturation)",
+                        Verdict::above(&e, &s.scaled(1348.0 / 1291.0))
+                    ),
+                )
             } else {
-                Err("neither saturated within the rates offered".to_string())
+                let why = format!("neither saturated up to {} req/s offered", num(offered));
+                (Err(why.clone()), Verdict::CannotSay(why.clone()), format!("cannot say: {why}"))
             };
-            let holds = match latency() {
+            let lower = match latency() {
                 Some((rate, el, sl)) => {
-                    ours += &format!(
-                        "; p99 at {} req/s offered: epoll {} ms, improved select {} ms",
-                        num(rate),
-                        num(el),
-                        num(sl)
-                    );
-                    match (el < sl, saturated, e > s) {
-                        (true, true, true) => "yes".to_string(),
-                        (true, false, _) => format!(
-                            "partly: lower p99 at 750 cold, but neither saturated up to {} req/s offered",
-                            num(offered)
-                        ),
-                        (true, true, false) => "partly: lower p99, but epoll saturates no higher".into(),
-                        (false, ..) => "no: epoll's p99 is not lower at 750 cold".into(),
-                    }
+                    ours +=
+                        &format!("; p99 ms at {} req/s offered: epoll {el}, improved select {sl}", num(rate));
+                    Verdict::below(&el, &sl)
                 }
-                None => UNMEASURED.into(),
+                None => Verdict::unmeasured("p99 of both at one rate"),
             };
-            (ours, ratio, holds)
+            (ours, ratio, Verdict::all(&[lower, higher]).to_string(), literal)
         }
         _ => (
             "epoll and improved select not both measured at 750 cold".into(),
             Err("not measured".into()),
             UNMEASURED.into(),
+            "cannot say: not measured".into(),
         ),
     };
     FigureRow {
@@ -200,23 +211,11 @@ pub fn fig9(setting: Setting, achieved: &[Line], p99: &[Line]) -> FigureRow {
             words: "saturates at 1348 req/s vs 1291 for improved select (§7.3): ratio 1.044",
             value: 1348.0 / 1291.0,
         }),
-        literal: match &ratio {
-            Ok(r) => format!(
-                "{} (rule: epoll's highest achieved rate ÷ improved select's at least 1.044, by the medians of \
-                 one cold count's points: {})",
-                if *r >= 1348.0 / 1291.0 { "yes" } else { "no" },
-                num(*r)
-            ),
-            Err(why) => format!("cannot say: {why} (Banga's ratio is of saturation rates)"),
-        },
+        literal,
         ours,
         ratio,
         holds,
-        rule: "yes when epoll's median p99 is lower than improved select's at the highest rate both were \
-               offered at 750 cold and, where one saturated (achieved under 95% of the rate offered), \
-               epoll's highest achieved rate is higher; partly when lower p99 but neither saturated \
-               (medians: spread not judged)"
-            .into(),
+        rule: FIG9_RULE.into(),
     }
 }
 

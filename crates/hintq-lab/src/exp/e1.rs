@@ -100,17 +100,6 @@ pub fn servers(lab: &Lab, backends: &[&str]) -> Vec<String> {
     out
 }
 
-/// The repetitions of series `s` in E2: the two selects, added at every cold count, run once
-/// in the quick run and at most twice in the full one, to keep each run within its time (a
-/// line run once shows no spread).
-pub fn select_reps(lab: &Lab, s: &str, reps: u32) -> u32 {
-    match (s.starts_with("hintq-select"), lab.quick) {
-        (true, true) => 1,
-        (true, false) => reps.min(2),
-        (false, _) => reps,
-    }
-}
-
 impl Experiment for E1 {
     fn id(&self) -> &'static str {
         "E1"

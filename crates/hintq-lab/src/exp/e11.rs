@@ -510,7 +510,7 @@ impl Experiment for E11 {
             fig6_row(rows, &f6),
             fig7_row(rows, &f7d, &f7r),
             banga::fig8(Setting::Proxy, rows, "throughput_rps", &fig8.lines),
-            banga::fig9(Setting::Proxy, &crate::data::lines(rows, PAPER.achieved), &fig9.lines),
+            banga::fig9(Setting::Proxy, rows, PAPER.achieved, PAPER.p99),
         ];
         figures.extend(table2.figures);
         Analysis {
