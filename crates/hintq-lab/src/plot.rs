@@ -446,6 +446,12 @@ where
         .light_line_style(RGBColor(240, 240, 240))
         .draw()
         .map_err(e)?;
+    if panel.lines.is_empty() {
+        // An empty panel says so, rather than look like a measurement of nothing.
+        let text = "not measured in this run (see the report's section)";
+        let at = ((f64::from(w) / 2.0 - text_px(text) / 2.0) as i32, (h / 2) as i32);
+        area.draw(&Text::new(text, at, (FONT, 16))).map_err(e)?;
+    }
     for ((line, &s), dx) in panel.lines.iter().zip(styles).zip(dx) {
         let bars = line.points.iter().filter(|p| p.spread.n > 1).map(|p| {
             let (min, median, max) = (y.at(p.spread.min), y.at(p.spread.median), y.at(p.spread.max));
@@ -575,6 +581,12 @@ mod tests {
         let bytes = std::fs::read(&png).unwrap();
         assert_eq!(&bytes[1..4], b"PNG");
         assert!(bytes.len() > 10_000, "a PNG with text and lines, {} bytes", bytes.len());
+        assert!(!text.contains("not measured in this run"), "no panel is empty");
+        // An empty panel says it was not measured.
+        let empty = [Panel { title: "(b) 5000 cold".into(), lines: Vec::new(), ..panels[0].clone() }];
+        render("E2 test", &empty, &svg, &png).unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.contains("not measured in this run"), "the empty panel says nothing");
     }
 
     /// The x tick labels of a rendered SVG: the texts on the line of the lowest labels.

@@ -46,6 +46,15 @@ impl Figure {
         median(&self.0)
     }
 
+    /// As [`Display`](fmt::Display), the median followed by `unit`: `40.0% (38.0–42.0, n=3)`.
+    pub fn with_unit(&self, unit: &str) -> String {
+        let s = self.to_string();
+        match s.split_once(' ') {
+            Some((median, rest)) => format!("{median}{unit} {rest}"),
+            None => format!("{s}{unit}"),
+        }
+    }
+
     /// Every value times `k` (a change of unit; `k` > 0).
     pub fn scaled(&self, k: f64) -> Figure {
         Figure(self.0.iter().map(|v| v * k).collect())
@@ -279,6 +288,7 @@ mod tests {
     fn a_figure_shows_median_range_and_launches() {
         assert_eq!(fig(&[1173.0, 1054.0, 1114.0]).to_string(), "1114 (1054–1173, n=3)");
         assert_eq!(fig(&[5.0]).to_string(), "5.00 (n=1)");
+        assert_eq!(fig(&[40.0, 38.0, 42.0]).with_unit("%"), "40.0% (38.0–42.0, n=3)");
         assert_eq!(fig(&[1.0, 2.0, 3.0, 10.0]).median(), 2.5);
         assert!(Figure::new(vec![]).is_none());
     }

@@ -50,10 +50,21 @@ pub const FIG8_RULE: &str = "rule: epoll's throughput launches at N cold overlap
 pub fn fig8_verdict(rows: &[Row], metric: &str, x: f64) -> (Verdict, String) {
     let epoll = |at: f64| verdict::launches(rows, "hintq-epoll", at, metric);
     match (epoll(0.0), epoll(x), fig8_scan(rows, metric, x)) {
-        (Some(e0), Some(ex), Some((name, s0, sx))) => (
-            Verdict::all(&[Verdict::same(&ex, &e0), Verdict::below(&sx, &s0)]),
-            format!("req/s at 0 and {} cold: epoll {e0}, {ex}; {name} {s0}, {sx}", num(x)),
-        ),
+        (Some(e0), Some(ex), Some((name, s0, sx))) => {
+            let series = [CLASSICAL, IMPROVED, POLL].into_iter().find(|s| s.1 == name).map_or("", |s| s.0);
+            // A point whose load generator was near its limit judges nothing.
+            let bound: Vec<String> = ["hintq-epoll", series]
+                .iter()
+                .flat_map(|s| [0.0, x].map(|at| super::serve::load_bound(rows, s, at)))
+                .flatten()
+                .collect();
+            let v = if bound.is_empty() {
+                Verdict::all(&[Verdict::same(&ex, &e0), Verdict::below(&sx, &s0)])
+            } else {
+                Verdict::CannotSay(bound.join("; "))
+            };
+            (v, format!("req/s at 0 and {} cold: epoll {e0}, {ex}; {name} {s0}, {sx}", num(x)))
+        }
         _ => (
             Verdict::unmeasured(&format!("epoll and select or poll at 0 and {} cold", num(x))),
             format!("epoll and a select or poll line not both measured at 0 and {} cold", num(x)),
@@ -114,71 +125,82 @@ pub fn fig8(setting: Setting, rows: &[Row], metric: &str, throughput: &[Line]) -
     }
 }
 
-/// Fig. 9 at 750 cold, all from that one point: the highest rate the event API (epoll)
-/// achieved over improved select's, against Banga's 1348 ÷ 1291 at saturation (no ratio if
-/// neither fell short of the rate offered: neither saturated), and their p99 latency at the
-/// highest rate both were offered. The claim (much lower latency, saturating somewhat higher)
-/// holds if epoll's p99 is lower there and, where one saturated, epoll achieved more.
-/// `achieved` and `p99` are the lines at 750 cold (x: offered rate).
-pub fn fig9(setting: Setting, achieved: &[Line], p99: &[Line]) -> FigureRow {
+/// The rule of Fig. 9's shape verdict.
+const FIG9_RULE: &str = "at 750 cold: yes when epoll's p99 launches are all below improved select's at the \
+    highest rate both were offered (much lower latency) and, one of them having saturated (its median \
+    achieved under 95% of the rate offered), epoll's launches at its highest achieved rate are all above \
+    improved select's at its own (saturates higher); cannot say when neither saturated or with fewer than \
+    3 launches";
+
+/// Fig. 9 at 750 cold: the highest rate the event API (epoll) achieved over improved select's,
+/// against Banga's 1348 ÷ 1291 at saturation (no ratio if neither fell short of the rate
+/// offered: neither saturated), and their p99 latency at the highest rate both were offered,
+/// judged by [`FIG9_RULE`] on the launches of `achieved` (req/s) and `p99` (ms) in `rows`
+/// (x: offered rate).
+pub fn fig9(setting: Setting, rows: &[Row], achieved: &str, p99: &str) -> FigureRow {
     let figure = match setting {
         Setting::Server => "Banga Fig. 9 (server)",
         Setting::Proxy => "Banga Fig. 9 (proxy)",
     };
-    // The highest median achieved, the last rate offered, and whether it fell short of it.
+    let lines = crate::data::lines(rows, achieved);
+    // The highest achieved (by the medians): its rate offered and launches, and whether the
+    // last rate offered fell short (saturated).
     let top = |name: &str| {
-        let l = achieved.iter().find(|l| l.name == name)?;
+        let l = lines.iter().find(|l| l.name == name)?;
         let p = l.points.iter().max_by(|a, b| a.spread.median.total_cmp(&b.spread.median))?;
         let last = l.points.last()?;
-        Some((p.spread.median, last.x, last.spread.median < 0.95 * last.x))
+        let f = verdict::launches(rows, name, p.x, achieved)?;
+        Some((f, last.x, last.spread.median < 0.95 * last.x))
     };
     // p99 of both at the highest rate both were offered.
+    let p99_lines = crate::data::lines(rows, p99);
     let latency = || {
-        let (e, s) =
-            (p99.iter().find(|l| l.name == "hintq-epoll")?, p99.iter().find(|l| l.name == IMPROVED.0)?);
+        let (e, s) = (
+            p99_lines.iter().find(|l| l.name == "hintq-epoll")?,
+            p99_lines.iter().find(|l| l.name == IMPROVED.0)?,
+        );
         let rate = e.points.iter().rev().map(|p| p.x).find(|&x| s.at(x).is_some())?;
-        Some((rate, e.median(rate)?, s.median(rate)?))
+        let f = |name: &str| verdict::launches(rows, name, rate, p99);
+        Some((rate, f("hintq-epoll")?, f(IMPROVED.0)?))
     };
-    let (ours, ratio, holds) = match (top("hintq-epoll"), top(IMPROVED.0)) {
+    let (ours, ratio, holds, literal) = match (top("hintq-epoll"), top(IMPROVED.0)) {
         (Some((e, offered, e_sat)), Some((s, _, s_sat))) => {
             let mut ours = format!(
                 "at 750 cold: {} (epoll {} ÷ improved select {} req/s, the highest each achieved)",
-                num(e / s),
-                num(e),
-                num(s)
+                num(e.median() / s.median()),
+                e,
+                s
             );
             let saturated = e_sat || s_sat;
-            let ratio = if saturated {
-                Ok(e / s)
+            let (ratio, higher, literal) = if saturated {
+                (
+                    Ok(e.median() / s.median()),
+                    Verdict::above(&e, &s),
+                    format!(
+                        "{} (rule: every epoll launch at least 1.044 times every improved select launch, at \
+                         saturation)",
+                        Verdict::above(&e, &s.scaled(1348.0 / 1291.0))
+                    ),
+                )
             } else {
-                Err("neither saturated within the rates offered".to_string())
+                let why = format!("neither saturated up to {} req/s offered", num(offered));
+                (Err(why.clone()), Verdict::CannotSay(why.clone()), format!("cannot say: {why}"))
             };
-            let holds = match latency() {
+            let lower = match latency() {
                 Some((rate, el, sl)) => {
-                    ours += &format!(
-                        "; p99 at {} req/s offered: epoll {} ms, improved select {} ms",
-                        num(rate),
-                        num(el),
-                        num(sl)
-                    );
-                    match (el < sl, saturated, e > s) {
-                        (true, true, true) => "yes".to_string(),
-                        (true, false, _) => format!(
-                            "partly: lower p99 at 750 cold, but neither saturated up to {} req/s offered",
-                            num(offered)
-                        ),
-                        (true, true, false) => "partly: lower p99, but epoll saturates no higher".into(),
-                        (false, ..) => "no: epoll's p99 is not lower at 750 cold".into(),
-                    }
+                    ours +=
+                        &format!("; p99 ms at {} req/s offered: epoll {el}, improved select {sl}", num(rate));
+                    Verdict::below(&el, &sl)
                 }
-                None => UNMEASURED.into(),
+                None => Verdict::unmeasured("p99 of both at one rate"),
             };
-            (ours, ratio, holds)
+            (ours, ratio, Verdict::all(&[lower, higher]).to_string(), literal)
         }
         _ => (
             "epoll and improved select not both measured at 750 cold".into(),
             Err("not measured".into()),
             UNMEASURED.into(),
+            "cannot say: not measured".into(),
         ),
     };
     FigureRow {
@@ -189,31 +211,20 @@ pub fn fig9(setting: Setting, achieved: &[Line], p99: &[Line]) -> FigureRow {
             words: "saturates at 1348 req/s vs 1291 for improved select (§7.3): ratio 1.044",
             value: 1348.0 / 1291.0,
         }),
-        literal: match &ratio {
-            Ok(r) => format!(
-                "{} (rule: epoll's highest achieved rate ÷ improved select's at least 1.044, by the medians of \
-                 one cold count's points: {})",
-                if *r >= 1348.0 / 1291.0 { "yes" } else { "no" },
-                num(*r)
-            ),
-            Err(why) => format!("cannot say: {why} (Banga's ratio is of saturation rates)"),
-        },
+        literal,
         ours,
         ratio,
         holds,
-        rule: "yes when epoll's median p99 is lower than improved select's at the highest rate both were \
-               offered at 750 cold and, where one saturated (achieved under 95% of the rate offered), \
-               epoll's highest achieved rate is higher; partly when lower p99 but neither saturated \
-               (medians: spread not judged)"
-            .into(),
+        rule: FIG9_RULE.into(),
     }
 }
 
 /// Banga's Table 2 as a rule, said in E5's and E11's sections beside their verdicts.
 pub const TABLE2_RULE: &str = "Table 2 is judged at one cold count (750, Banga's, when measured) for every \
-    line: classical select must take the largest share, improved select less, and the event API at \
-    most a third of the smaller select share (Banga: 34% > 12% > 0.68%); poll stands in for select \
-    only when neither select was measured";
+    line, on each point's profiles (launches): classical select's must all be above improved select's \
+    and the event API's, improved select's above the event API's, and the event API's below a third of \
+    the smaller select share's (Banga: 34% > 12% > 0.68%); poll stands in for select only when neither \
+    select was measured; 3 profiles or more each";
 
 /// The literal verdict of Table 2's select rows: their shares are descriptions of Banga's
 /// machine, no bound.
@@ -225,34 +236,16 @@ pub struct Table2 {
     pub figures: Vec<FigureRow>,
     /// The shares at the cold count judged, for the section.
     pub ours: String,
-    /// The section's verdict: `yes` if every row that could be judged holds, `no` if none
-    /// does, else `partly`.
+    /// The section's verdict: the rows' verdicts together ([`Verdict::all`]).
     pub holds: String,
-}
-
-/// A row's verdict: `yes`/`no` with its reason, `partly` when a line it needs is missing.
-fn judge(checks: &[Option<(bool, String)>], missing: &[&str]) -> String {
-    let known: Vec<&(bool, String)> = checks.iter().flatten().collect();
-    if known.is_empty() {
-        return UNMEASURED.into();
-    }
-    let failed: Vec<&str> = known.iter().filter(|c| !c.0).map(|c| c.1.as_str()).collect();
-    let held: Vec<&str> = known.iter().filter(|c| c.0).map(|c| c.1.as_str()).collect();
-    let not =
-        if missing.is_empty() { String::new() } else { format!("; {} not measured", missing.join(", ")) };
-    match (failed.is_empty(), missing.is_empty()) {
-        (false, _) => format!("no: {}{not}", failed.join("; ")),
-        (true, true) => format!("yes: {}", held.join("; ")),
-        (true, false) => format!("partly: {}{not}", held.join("; ")),
-    }
 }
 
 /// Table 2: one row per line of Banga's (classical select, improved select, the event API),
 /// each the share (%) of CPU in event notification at 50 hot, 400 req/s, judged by
 /// [`TABLE2_RULE`] at one cold count for all: 750 when the event API was measured there, else
-/// the most it was measured at (then without a ratio). `shares` is the lines of that share
-/// (x: cold connections).
-pub fn table2(setting: Setting, shares: &[Line]) -> Table2 {
+/// the most it was measured at (then without a ratio). `metric` in `rows` is that share
+/// (x: cold connections), one value per profile.
+pub fn table2(setting: Setting, rows: &[Row], metric: &str) -> Table2 {
     let names: [&'static str; 3] = match setting {
         Setting::Server => [
             "Banga Table 2 (server): classical select",
@@ -265,29 +258,87 @@ pub fn table2(setting: Setting, shares: &[Line]) -> Table2 {
             "Banga Table 2 (proxy): event API",
         ],
     };
-    let line = |series: &str| shares.iter().find(|l| l.name == series);
-    let (event_series, event_name) = if line("hintq-epoll").is_some() || line("hintq-uring").is_none() {
+    let has =
+        |series: &str| rows.iter().any(|r| r.series == series && r.metric == metric && r.value.is_some());
+    let (event_series, event_name) = if has("hintq-epoll") || !has("hintq-uring") {
         ("hintq-epoll", "epoll")
     } else {
         ("hintq-uring", "uring")
     };
     // The one cold count every line is read at.
-    let x = line(event_series).and_then(|l| l.at(PAPER_COLD).or(l.points.last())).map_or(PAPER_COLD, |p| p.x);
-    let share = |series: &str| line(series).and_then(|l| l.median(x));
+    let xs: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.series == event_series && r.metric == metric && r.value.is_some())
+        .map(|r| r.x)
+        .collect();
+    let x = if xs.contains(&PAPER_COLD) { PAPER_COLD } else { xs.iter().copied().fold(PAPER_COLD, f64::max) };
+    let share = |series: &str| verdict::launches(rows, series, x, metric);
     let (c, i, e, p) = (share(CLASSICAL.0), share(IMPROVED.0), share(event_series), share(POLL.0));
-    let pct = |v: f64| format!("{}%", num(v));
+    let (cn, iname) = (CLASSICAL.1, IMPROVED.1);
+    let unmeasured = |what: &str| Verdict::unmeasured(&format!("{what} at {x} cold"));
+    // "a above b": the verdict and both figures.
+    let above = |a: &Option<Figure>, an: &str, b: &Option<Figure>, bn: &str| match (a, b) {
+        (Some(a), Some(b)) => (Verdict::above(a, b), verdict::compare((an, a), (bn, b))),
+        (None, _) => (unmeasured(an), format!("{an} not measured")),
+        (_, None) => (unmeasured(bn), format!("{bn} not measured")),
+    };
+    let both = |parts: [(Verdict, String); 2]| {
+        let v = Verdict::all(&[parts[0].0.clone(), parts[1].0.clone()]);
+        let text = format!("{v} ({}; {})", parts[0].1, parts[1].1);
+        (v, text)
+    };
+    let classical = match c {
+        None => (unmeasured(cn), format!("cannot say: {cn} not measured at {x} cold (see its section)")),
+        Some(_) => both([above(&c, cn, &i, iname), above(&c, cn, &e, event_name)]),
+    };
+    let improved = match i {
+        None => (unmeasured(iname), UNMEASURED.to_string()),
+        Some(_) => both([above(&c, cn, &i, iname), above(&i, iname, &e, event_name)]),
+    };
+    // The event API against a third of the smaller select share; poll stands in when neither
+    // select was measured.
+    let scan = match (&c, &i) {
+        (Some(c), Some(i)) if i.median() < c.median() => Some((i, iname)),
+        (Some(c), _) => Some((c, cn)),
+        (None, Some(i)) => Some((i, iname)),
+        (None, None) => p.as_ref().map(|p| (p, "poll (standing in for select)")),
+    };
+    let event = match (&e, scan) {
+        (Some(e), Some((s, name))) => {
+            let third = s.scaled(1.0 / 3.0);
+            let says = verdict::compare((event_name, e), (&format!("a third of {name}'s"), &third));
+            let v = Verdict::below(e, &third);
+            let text = format!("{v} ({says})");
+            (v, text)
+        }
+        _ => (unmeasured("the event API or a select"), UNMEASURED.into()),
+    };
+    let holds = Verdict::all(&[classical.0, improved.0, event.0]).to_string();
+    // Banga's words: "less than 1% of the CPU".
+    let event_literal = match &e {
+        Some(f) => format!(
+            "{} (rule: every profile's share under 1% of the CPU; ours {})",
+            Verdict::under(f, 1.0),
+            f.with_unit("%")
+        ),
+        None => format!("cannot say: {event_name} not measured at {x} cold"),
+    };
     let row = |figure: &'static str,
                claim: &'static str,
                words: &'static str,
                value: f64,
                name: &str,
-               got: Option<f64>,
+               got: &Option<Figure>,
                holds: String,
                literal: String| {
         let (ours, ratio) = match got {
-            Some(v) => (
-                format!("{}% ({name}, {x} cold)", num(v)),
-                if x == PAPER_COLD { Ok(v) } else { Err(format!("measured at {x} cold, the paper at 750")) },
+            Some(f) => (
+                format!("{} ({name}, {x} cold)", f.with_unit("%")),
+                if x == PAPER_COLD {
+                    Ok(f.median())
+                } else {
+                    Err(format!("measured at {x} cold, the paper at 750"))
+                },
             ),
             None => (format!("{name} not measured at {x} cold"), Err("not measured".into())),
         };
@@ -302,75 +353,6 @@ pub fn table2(setting: Setting, shares: &[Line]) -> Table2 {
             literal,
         }
     };
-    let above = |a: Option<f64>, a_name: &str, b: Option<f64>, b_name: &str| {
-        Some(match (a?, b?) {
-            (a, b) if a > b => (true, format!("{a_name} {} above {b_name} {}", pct(a), pct(b))),
-            (a, b) => (false, format!("{a_name} {} not above {b_name} {}", pct(a), pct(b))),
-        })
-    };
-    let missing = |lines: &[(Option<f64>, &'static str)]| -> Vec<&'static str> {
-        lines.iter().filter(|l| l.0.is_none()).map(|l| l.1).collect()
-    };
-    let (cn, iname) = (CLASSICAL.1, IMPROVED.1);
-    let classical_holds = if c.is_none() {
-        format!("cannot say: {cn} not measured at {x} cold (see its section)")
-    } else {
-        judge(
-            &[above(c, cn, i, iname), above(c, cn, e, event_name)],
-            &missing(&[(i, iname), (e, event_name)]),
-        )
-    };
-    let improved_holds = if i.is_none() {
-        UNMEASURED.to_string()
-    } else {
-        judge(
-            &[above(c, cn, i, iname), above(i, iname, e, event_name)],
-            &missing(&[(c, cn), (e, event_name)]),
-        )
-    };
-    // The event API against the smaller select share; poll stands in when neither select was.
-    let scan = match (c, i) {
-        (Some(c), Some(i)) if i < c => Some((i, iname)),
-        (Some(c), _) => Some((c, cn)),
-        (None, Some(i)) => Some((i, iname)),
-        (None, None) => p.map(|p| (p, "poll (standing in for select)")),
-    };
-    // Banga's words: "less than 1% of the CPU", from one profile each; ours is one profile
-    // per point too, so its spread is unknown.
-    let n = line(event_series).and_then(|l| l.at(x)).map_or(0, |p| p.spread.n);
-    let event_literal = match e {
-        Some(v) if n >= verdict::MIN_LAUNCHES => {
-            let f = line(event_series).and_then(|l| l.at(x)).map(|p| p.spread);
-            let (lo, hi) = f.map_or((v, v), |s| (s.min, s.max));
-            let word = if hi < 1.0 {
-                "yes"
-            } else if lo >= 1.0 {
-                "no"
-            } else {
-                "within noise"
-            };
-            format!("{word} (rule: every profile's share under 1% of the CPU; ours {}–{}%)", num(lo), num(hi))
-        }
-        Some(v) => format!(
-            "cannot say: {n} profile(s) at {x} cold, {} needed ({event_name} {}% against \"less than 1%\")",
-            verdict::MIN_LAUNCHES,
-            num(v)
-        ),
-        None => format!("cannot say: {event_name} not measured at {x} cold"),
-    };
-    let event_holds = match (e, scan) {
-        (Some(e), Some((s, name))) => {
-            let third = s / 3.0;
-            let says =
-                format!("{event_name} {} against a third of {name}'s {} ({})", pct(e), pct(s), pct(third));
-            if e <= third {
-                format!("yes: {says}")
-            } else {
-                format!("no: {says}")
-            }
-        }
-        _ => UNMEASURED.into(),
-    };
     let figures = vec![
         row(
             names[0],
@@ -378,8 +360,8 @@ pub fn table2(setting: Setting, shares: &[Line]) -> Table2 {
             "34% of the CPU (33.51% in the table)",
             33.51,
             cn,
-            c,
-            classical_holds,
+            &c,
+            classical.1,
             SHARE.into(),
         ),
         row(
@@ -388,8 +370,8 @@ pub fn table2(setting: Setting, shares: &[Line]) -> Table2 {
             "12% of the CPU (12.02% in the table)",
             12.02,
             iname,
-            i,
-            improved_holds,
+            &i,
+            improved.1,
             SHARE.into(),
         ),
         row(
@@ -398,28 +380,14 @@ pub fn table2(setting: Setting, shares: &[Line]) -> Table2 {
             "less than 1% of the CPU (0.68% in the table)",
             0.68,
             event_name,
-            e,
-            event_holds,
+            &e,
+            event.1,
             event_literal,
         ),
     ];
-    let judged: Vec<bool> = figures
+    let measured: Vec<String> = [(&c, cn), (&i, iname), (&e, event_name), (&p, "poll")]
         .iter()
-        .filter(|f| !f.holds.starts_with("cannot"))
-        .map(|f| f.holds.starts_with("yes"))
-        .collect();
-    let holds = if judged.is_empty() {
-        UNMEASURED.to_string()
-    } else if judged.iter().all(|&y| y) {
-        "yes".into()
-    } else if judged.iter().any(|&y| y) {
-        "partly".into()
-    } else {
-        "no".into()
-    };
-    let measured: Vec<String> = [(c, cn), (i, iname), (e, event_name), (p, "poll")]
-        .iter()
-        .filter_map(|(v, n)| Some(format!("{n} {}", pct((*v)?))))
+        .filter_map(|(v, n)| Some(format!("{n} {}", v.as_ref()?.with_unit("%"))))
         .collect();
     let ours = if measured.is_empty() {
         format!("no share measured at {x} cold")

@@ -100,17 +100,6 @@ pub fn servers(lab: &Lab, backends: &[&str]) -> Vec<String> {
     out
 }
 
-/// The repetitions of series `s` in E2: the two selects, added at every cold count, run once
-/// in the quick run and at most twice in the full one, to keep each run within its time (a
-/// line run once shows no spread).
-pub fn select_reps(lab: &Lab, s: &str, reps: u32) -> u32 {
-    match (s.starts_with("hintq-select"), lab.quick) {
-        (true, true) => 1,
-        (true, false) => reps.min(2),
-        (false, _) => reps,
-    }
-}
-
 impl Experiment for E1 {
     fn id(&self) -> &'static str {
         "E1"
@@ -190,15 +179,6 @@ impl Experiment for E1 {
                             )?;
                             let requests =
                                 serve::at(&json, REQUESTS).ok_or("load.json has no /hot/successes")?;
-                            // The load generator's own hot phase: its busiest hot thread.
-                            if let Some(busy) = serve::at(&json, LOAD_HOT_BUSY) {
-                                rows.push(Row {
-                                    metric: "load_hot_busy_pct".into(),
-                                    value: Some(busy),
-                                    status: Status::Ok,
-                                    ..rows[0].clone()
-                                });
-                            }
                             if let (Some(cpu), true) = (ran.server_cpu, requests > 0.0) {
                                 rows.push(Row {
                                     metric: "server_cpu_us_per_request".into(),
@@ -396,9 +376,7 @@ fn large_ours(throughput: &[Line], user: &[Line], kernel: &[Line]) -> String {
 }
 
 /// The load generator's hot thread busier than this (%) may limit the throughput.
-const LOAD_BUSY_PCT: f64 = 90.0;
-/// Where load.json has the busiest hot thread's share of the hot phase (%).
-const LOAD_HOT_BUSY: &str = "/self_check/hot_busy_max_pct";
+const LOAD_BUSY_PCT: f64 = serve::LOAD_BUSY_LIMIT_PCT;
 
 /// PERF.md: whether the load generator, not the server, may have limited a throughput. From
 /// its busiest hot thread in the hot phase (`load_hot_busy_pct`) where the rows have it; else
@@ -611,6 +589,16 @@ mod tests {
         );
         // Banga's Fig. 8 row judges at 2000 cold, where poll fell apart too.
         assert_eq!(a.figures[0].holds, "yes");
+        // A launch whose load generator was 70% busy at 2000 cold leaves Fig. 8 unjudged.
+        let mut busy = rows.clone();
+        busy.push(Row { rep: 1, ..row("hintq-poll", 2000.0, "load_hot_busy_pct", 70.0) });
+        let f8 = E1.analyse(&busy).figures[0].holds.clone();
+        assert!(
+            f8.starts_with(
+                "cannot say: the load generator's busiest hot thread was 70.0% busy for hintq-poll at 2000"
+            ),
+            "{f8}"
+        );
         // Two launches: cannot say.
         let two: Vec<Row> = rows.iter().filter(|r| r.rep < 2).cloned().collect();
         assert!(E1.analyse(&two).holds.starts_with("cannot say: fewer than 3 launches"));

@@ -15,6 +15,7 @@ use super::{panel, Analysis, Experiment, FigureRow, Lab, PaperNumber, NO_NUMBER}
 use crate::data::{self, num, Line, Row, Status};
 use crate::plot::Panel;
 use crate::runner::Point;
+use crate::verdict::{self, Figure};
 use std::time::Duration;
 
 /// E6.
@@ -102,6 +103,32 @@ fn at(p: (f64, f64)) -> String {
     format!("{} replies/s at {} threads", num(p.1), p.0)
 }
 
+/// The launches of `pattern/backend`'s `metric` at `x` threads.
+fn fig_at(rows: &[Row], pattern: &str, backend: &str, metric: &str, x: f64) -> Option<Figure> {
+    verdict::launches(rows, &format!("{pattern}/{backend}"), x, metric)
+}
+
+/// The peak of `pattern/backend`'s throughput (by its medians): its threads and launches.
+fn peak_fig(rows: &[Row], pattern: &str, backend: &str) -> Option<(f64, Figure)> {
+    let (x, _) = peak_tp(rows, pattern, backend)?;
+    Some((x, fig_at(rows, pattern, backend, "throughput_rps", x)?))
+}
+
+/// "9000 replies/s at 2 threads (8900–9100, n=3)": the median first, as [`at`] says it.
+fn at_fig((x, f): &(f64, Figure)) -> String {
+    format!("{} ({}–{}, n={})", at((*x, f.median())), num(f.min()), num(f.max()), f.n())
+}
+
+/// A claim's verdict from [`verdict::Verdict`], with the numbers it rests on.
+fn judged(v: verdict::Verdict, numbers: String) -> Verdict {
+    match v {
+        verdict::Verdict::Yes => Verdict::Supported(numbers),
+        verdict::Verdict::No => Verdict::NotSupported(numbers),
+        verdict::Verdict::WithinNoise => Verdict::WithinNoise(numbers),
+        verdict::Verdict::CannotSay(why) => Verdict::NotMeasurable(format!("{why}: {numbers}")),
+    }
+}
+
 /// The largest speed-up of edge-triggered epoll's throughput over select's at a common thread
 /// count, in either pattern: (speed-up, pattern, threads).
 fn largest_speedup(rows: &[Row]) -> Option<(f64, &'static str, f64)> {
@@ -139,28 +166,27 @@ pub enum Verdict {
     Supported(String),
     /// The rows show otherwise, with the numbers.
     NotSupported(String),
+    /// The launches' ranges overlap: neither shown, with the numbers.
+    WithinNoise(String),
     /// The rows cannot tell, and why.
     NotMeasurable(String),
 }
 
 impl Verdict {
-    fn from(holds: bool, numbers: String) -> Verdict {
-        if holds {
-            Verdict::Supported(numbers)
-        } else {
-            Verdict::NotSupported(numbers)
-        }
-    }
     fn word(&self) -> &'static str {
         match self {
             Verdict::Supported(_) => "supported",
             Verdict::NotSupported(_) => "not supported",
+            Verdict::WithinNoise(_) => "within noise",
             Verdict::NotMeasurable(_) => "not measurable here",
         }
     }
     fn numbers(&self) -> &str {
         match self {
-            Verdict::Supported(s) | Verdict::NotSupported(s) | Verdict::NotMeasurable(s) => s,
+            Verdict::Supported(s)
+            | Verdict::NotSupported(s)
+            | Verdict::WithinNoise(s)
+            | Verdict::NotMeasurable(s) => s,
         }
     }
 }
@@ -197,26 +223,26 @@ pub const CLAIMS: [Claim; 9] = [
         place: "§5, Figs. 6-7",
         words: "\"In the best case, i.e. using edge-triggered epoll, the Half-Sync/Half-Async pattern \
                 outperforms the Leader/Followers pattern\" (and peaks highest of the six variants)",
-        rule: "supported when half-sync/epoll-et's peak throughput is above every other variant's peak \
-               (medians of one launch each)",
+        rule: "supported when half-sync/epoll-et's launches at its peak are all above the launches of \
+               the best other variant at its peak (3 launches or more)",
         judge: |rows| {
-            let (Some(hs), Some(lf)) = (peak_tp(rows, HS, "epoll-et"), peak_tp(rows, LF, "epoll-et")) else {
+            let (Some(hs), Some(lf)) = (peak_fig(rows, HS, "epoll-et"), peak_fig(rows, LF, "epoll-et")) else {
                 return missing("half-sync or leader-followers on epoll-et");
             };
             let others = [(HS, "select"), (HS, "epoll"), (LF, "select"), (LF, "epoll"), (LF, "epoll-et")];
             let best = others
                 .iter()
-                .filter_map(|&(p, b)| Some((format!("{p}/{b}"), peak_tp(rows, p, b)?)))
-                .max_by(|a, b| a.1 .1.total_cmp(&b.1 .1));
-            let (name, other) = best.unwrap_or_else(|| ("leader-followers/epoll-et".into(), lf));
-            Verdict::from(
-                hs.1 > other.1,
+                .filter_map(|&(p, b)| Some((format!("{p}/{b}"), peak_fig(rows, p, b)?)))
+                .max_by(|a, b| a.1 .1.median().total_cmp(&b.1 .1.median()));
+            let (name, other) = best.unwrap_or_else(|| ("leader-followers/epoll-et".into(), lf.clone()));
+            judged(
+                verdict::Verdict::above(&hs.1, &other.1),
                 format!(
                     "half-sync/epoll-et peaks at {}, leader-followers/epoll-et at {}; best of the other \
                      variants: {name}, {}",
-                    at(hs),
-                    at(lf),
-                    at(other)
+                    at_fig(&hs),
+                    at_fig(&lf),
+                    at_fig(&other)
                 ),
             )
         },
@@ -264,19 +290,19 @@ pub const CLAIMS: [Claim; 9] = [
         place: "§5.2 (Fig. 11), §7",
         words: "\"if the event notification mechanism is called within the critical path, as is the case \
                 for the Leader/Followers pattern, select is outperformed by epoll\"",
-        rule: "supported when leader-followers' peak throughput on epoll-et is above its peak on select \
-               (medians of one launch each)",
+        rule: "supported when leader-followers' launches at its epoll-et peak are all above its launches \
+               at its select peak (3 launches or more)",
         judge: |rows| {
-            let (Some(s), Some(et)) = (peak_tp(rows, LF, "select"), peak_tp(rows, LF, "epoll-et")) else {
+            let (Some(s), Some(et)) = (peak_fig(rows, LF, "select"), peak_fig(rows, LF, "epoll-et")) else {
                 return missing("leader-followers on select or epoll-et");
             };
-            let lt = peak_tp(rows, LF, "epoll").map_or("not measured".into(), at);
-            Verdict::from(
-                et.1 > s.1,
+            let lt = peak_fig(rows, LF, "epoll").map_or("not measured".into(), |p| at_fig(&p));
+            judged(
+                verdict::Verdict::above(&et.1, &s.1),
                 format!(
                     "leader-followers peaks at {} on select, {} on epoll-et, {lt} on level-triggered epoll",
-                    at(s),
-                    at(et)
+                    at_fig(&s),
+                    at_fig(&et)
                 ),
             )
         },
@@ -284,21 +310,33 @@ pub const CLAIMS: [Claim; 9] = [
     Claim {
         place: "abstract, §7",
         words: "\"We observed speed-ups up to 2 just by switching from select to edge-triggered epoll\"",
-        rule: "supported when epoll-et's throughput is above select's at some common thread count (the \
-               largest speed-up over 1; the literal verdict asks for 2)",
+        rule: "supported when, where the speed-up of the medians is largest, epoll-et's launches are all \
+               above select's (3 launches or more; the literal verdict asks for 2)",
         judge: |rows| {
             let Some((r, p, x)) = largest_speedup(rows) else {
                 return missing("select and epoll-et at a common thread count");
             };
-            Verdict::from(r > 1.0, format!("largest speed-up {}x ({p}, {x} threads)", num(r)))
+            let fig = |b: &str| fig_at(rows, p, b, "throughput_rps", x);
+            let (Some(et), Some(s)) = (fig("epoll-et"), fig("select")) else {
+                return missing("select and epoll-et at a common thread count");
+            };
+            judged(
+                verdict::Verdict::above(&et, &s),
+                format!(
+                    "largest speed-up {}x ({p}, {x} threads: {})",
+                    num(r),
+                    verdict::compare(("epoll-et", &et), ("select", &s))
+                ),
+            )
         },
     },
     Claim {
         place: "§5.2 (Fig. 12)",
         words: "\"on average a call to select needs almost 80% longer to complete than one to \
                 edge-triggered epoll\" (Leader/Followers)",
-        rule: "supported when select's time per event is longer than epoll-et's on average over the \
-               common thread counts (the literal verdict asks for almost 80%: at least 75%)",
+        rule: "supported when select's launches of the time per event are all above epoll-et's at every \
+               common thread count (3 launches or more; the literal verdict asks for almost 80% longer on \
+               average: at least 75%)",
         judge: |rows| {
             let Some((mean, n)) = select_longer(rows) else {
                 return missing(
@@ -306,8 +344,18 @@ pub const CLAIMS: [Claim; 9] = [
                                 thread count",
                 );
             };
-            Verdict::from(
-                mean > 1.0,
+            let xs: Vec<f64> = line(rows, LF, "select", "wait_ns_per_event").map_or(Vec::new(), |l| {
+                l.points.iter().map(|p| p.x).collect()
+            });
+            let each: Vec<verdict::Verdict> = xs
+                .iter()
+                .filter_map(|&x| {
+                    let f = |b: &str| fig_at(rows, LF, b, "wait_ns_per_event", x);
+                    Some(verdict::Verdict::above(&f("select")?, &f("epoll-et")?))
+                })
+                .collect();
+            judged(
+                verdict::Verdict::all(&each),
                 format!(
                     "select's time per event is {}% longer than epoll-et's on average over {} thread counts \
                      (time in get_next_event per event, blocking included)",
@@ -349,8 +397,8 @@ pub const CLAIMS: [Claim; 9] = [
         place: "§7",
         words: "\"Although epoll is generally faster, connection reactivation is slower than the \
                 corresponding select implementation\"",
-        rule: "supported when the median re-activation over both patterns and all thread counts is \
-               higher on epoll than on select (medians of one launch each)",
+        rule: "supported when epoll's re-activation launches are all above select's at every thread count \
+               of both patterns (3 launches or more)",
         judge: |rows| {
             let med = |b: &str| {
                 let v: Vec<f64> = [HS, LF]
@@ -363,8 +411,17 @@ pub const CLAIMS: [Claim; 9] = [
             let (Some(s), Some(e)) = (med("select"), med("epoll")) else {
                 return missing("re-activation on select or epoll");
             };
-            Verdict::from(
-                e > s,
+            let each: Vec<verdict::Verdict> = [HS, LF]
+                .iter()
+                .filter_map(|p| line(rows, p, "select", "rearm_ns_per_op").map(|l| (p, l)))
+                .flat_map(|(p, l)| l.points.into_iter().map(move |pt| (p, pt.x)))
+                .filter_map(|(p, x)| {
+                    let f = |b: &str| fig_at(rows, p, b, "rearm_ns_per_op", x);
+                    Some(verdict::Verdict::above(&f("epoll")?, &f("select")?))
+                })
+                .collect();
+            judged(
+                verdict::Verdict::all(&each),
                 format!(
                     "re-activation, median over both patterns and all thread counts: {} ns on epoll, {} ns \
                      on select",
@@ -379,8 +436,8 @@ pub const CLAIMS: [Claim; 9] = [
         words: "[Half-Sync/Half-Async on edge-triggered epoll:] \"For small numbers of threads the \
                 asynchronous service spends its time waiting on new events\"; adding threads reduces that \
                 time",
-        rule: "supported when half-sync/epoll-et's time to get an event at the most workers is below its \
-               time at the fewest (medians of one launch each)",
+        rule: "supported when half-sync/epoll-et's launches of the time to get an event at the most \
+               workers are all below its launches at the fewest (3 launches or more)",
         judge: |rows| {
             let Some(l) = line(rows, HS, "epoll-et", "wait_ns_per_event") else {
                 return missing("half-sync's time to get an event on epoll-et");
@@ -388,8 +445,12 @@ pub const CLAIMS: [Claim; 9] = [
             let Some((a, b)) = l.ends().filter(|(a, b)| a.x < b.x) else {
                 return Verdict::NotMeasurable("half-sync/epoll-et was measured at one thread count".into());
             };
-            Verdict::from(
-                b.spread.median < a.spread.median,
+            let f = |x: f64| fig_at(rows, HS, "epoll-et", "wait_ns_per_event", x);
+            let (Some(fa), Some(fb)) = (f(a.x), f(b.x)) else {
+                return missing("half-sync's time to get an event on epoll-et");
+            };
+            judged(
+                verdict::Verdict::below(&fb, &fa),
                 format!(
                     "time to get an event: {} ns with {} workers, {} ns with {}",
                     num(a.spread.median),
@@ -448,7 +509,8 @@ impl Experiment for E6 {
             ]);
         }
         let est = Duration::from_secs(lab.pick(200, 8, 8));
-        tool_points(lab, "E6", "patterns", &extra, lab.pick(3, 2, 1), est, |_, text| convert(text))
+        // Three launches of the tool: a verdict needs 3 (verdict.rs).
+        tool_points(lab, "E6", "patterns", &extra, lab.pick(3, 3, 1), est, |_, text| convert(text))
     }
     fn analyse(&self, rows: &[Row]) -> Analysis {
         // Throughput: one panel per pattern, one line per mechanism (Figs. 6, 8, 11).
@@ -529,11 +591,14 @@ impl Experiment for E6 {
             .collect();
         let count = |w: &str| verdicts.iter().filter(|v| v.word() == w).count();
         let (yes, no, cannot) = (count("supported"), count("not supported"), count("not measurable here"));
+        let noise = count("within noise");
         let holds = match (yes, no) {
-            (0, 0) => format!("cannot say: none of the {} claims measurable here", verdicts.len()),
-            (_, 0) => format!("yes: {yes} claims supported, {cannot} not measurable here"),
-            (0, _) => format!("no: {no} claims not supported, {cannot} not measurable here"),
-            _ => format!("partly: {yes} claims supported, {no} not, {cannot} not measurable here"),
+            (0, 0) if noise == 0 => format!("cannot say: none of the {} claims measurable here", verdicts.len()),
+            (_, 0) => format!(
+                "yes: {yes} claims supported, {noise} within noise, {cannot} not measurable here"
+            ),
+            (0, _) => format!("no: {no} claims not supported, {noise} within noise, {cannot} not measurable here"),
+            _ => format!("partly: {yes} claims supported, {no} not, {noise} within noise, {cannot} not measurable here"),
         };
         let peaks: Vec<String> = [(HS, "epoll-et"), (LF, "epoll-et"), (HS, "select"), (LF, "select")]
             .iter()
@@ -663,7 +728,16 @@ mod tests {
             rows.push(row(&format!("{p}/epoll"), 2.0, "rearm_ns_per_op", 400.0));
             rows.push(row(&format!("{p}/select"), 1.0, "rearm_ns_per_op", 50.0));
         }
-        rows
+        // Three launches of each point, 1% apart.
+        rows.into_iter()
+            .flat_map(|r| {
+                (0..3u32).map(move |rep| Row {
+                    rep,
+                    value: r.value.map(|v| v * [1.0, 1.01, 0.99][rep as usize]),
+                    ..r.clone()
+                })
+            })
+            .collect()
     }
 
     #[test]
@@ -705,6 +779,20 @@ mod tests {
         assert_eq!(third.word(), "not measurable here");
         assert!(third.numbers().starts_with("not measurable with one server core"), "{}", third.numbers());
 
+        // Launches that overlap: leader-followers' epoll-et peak within noise of its select peak.
+        let mut close = rows.clone();
+        for r in close.iter_mut().filter(|r| r.metric == "throughput_rps" && r.x == 2.0) {
+            match r.series.as_str() {
+                "leader-followers/epoll-et" => r.value = Some([100.0, 110.0, 120.0][r.rep as usize]),
+                "leader-followers/select" => r.value = Some([105.0, 115.0, 125.0][r.rep as usize]),
+                _ => {}
+            }
+        }
+        assert_eq!((CLAIMS[3].judge)(&close).word(), "within noise");
+        // One launch: cannot say.
+        let one: Vec<Row> = rows.iter().filter(|r| r.rep == 0).cloned().collect();
+        assert!((CLAIMS[0].judge)(&one).numbers().starts_with("fewer than 3 launches"));
+
         // Nothing of half-sync measured: its claims cannot be judged.
         let lf: Vec<Row> = rows.into_iter().filter(|r| r.series.starts_with("leader")).collect();
         assert_eq!((CLAIMS[0].judge)(&lf).word(), "not measurable here");
@@ -734,7 +822,7 @@ mod tests {
         assert_eq!(names(3), ["get an event", "insert into the queue"]);
         assert_eq!(names(4), ["receive", "re-activate", "send"]);
         assert_eq!(names(5), ["select", "epoll-et"]);
-        assert_eq!(a.holds, "yes: 6 claims supported, 3 not measurable here");
+        assert_eq!(a.holds, "yes: 6 claims supported, 0 within noise, 3 not measurable here");
         assert_eq!(a.reading.len(), CLAIMS.len());
         assert!(a.reading[0].starts_with("Claim 1 (§5, Figs. 6-7): \"In the best case"), "{}", a.reading[0]);
     }

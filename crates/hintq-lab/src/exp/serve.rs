@@ -264,7 +264,40 @@ pub fn rows(
         })
         .collect::<Result<Vec<_>, String>>()?;
     out.push(row("errors", errors(json).ok_or("load.json has no /hot/errors")?));
+    if let Some(busy) = at(json, LOAD_HOT_BUSY) {
+        out.push(row(LOAD_BUSY, busy));
+    }
     Ok(out)
+}
+
+/// Where load.json has the busiest hot thread's share of the hot phase (%).
+pub const LOAD_HOT_BUSY: &str = "/self_check/hot_busy_max_pct";
+/// The rows' metric of the load generator's busiest hot thread, % of the hot phase.
+pub const LOAD_BUSY: &str = "load_hot_busy_pct";
+/// A judged point's load generator must keep its busiest hot thread under this (%): over it,
+/// the load generator may be what limits the point, not the server (Banga made sure the
+/// clients were never the bottleneck, §7).
+pub const LOAD_BUSY_LIMIT_PCT: f64 = 70.0;
+
+/// Why the points of `series` at `x` cannot be judged, if a launch's load generator had its
+/// busiest hot thread at or over [`LOAD_BUSY_LIMIT_PCT`] busy (rows without the figure say
+/// nothing).
+pub fn load_bound(rows: &[Row], series: &str, x: f64) -> Option<String> {
+    let busiest = rows
+        .iter()
+        .filter(|r| r.series == series && r.x == x && r.metric == LOAD_BUSY)
+        .filter(|r| matches!(r.status, Status::Ok | Status::Disturbed))
+        .filter_map(|r| r.value)
+        .fold(f64::NEG_INFINITY, f64::max);
+    (busiest >= LOAD_BUSY_LIMIT_PCT).then(|| {
+        format!(
+            "the load generator's busiest hot thread was {}% busy for {series} at {} (under {}% needed): \
+             it, not the server, may have set the figure",
+            crate::data::num(busiest),
+            crate::data::num(x),
+            LOAD_BUSY_LIMIT_PCT
+        )
+    })
 }
 
 /// Completed requests.
