@@ -1144,6 +1144,78 @@ impl Uring {
     }
 }
 
+/// The flags of a completion of the common shape: a multishot poll's readiness that goes on.
+const F_MORE: u32 = 2;
+
+impl Uring {
+    /// True when nothing waits in the table for the queue's usual path: no reports reaped
+    /// and not handed out, no poll to re-arm, no receive to stop, no completion lost, and
+    /// no coalescing window. The queue's lean path then waits here ([`Uring::lean_enter`],
+    /// [`Uring::lean_reap`]).
+    #[inline]
+    pub(crate) fn quiet(&self) -> bool {
+        self.window_us == 0
+            && !self.lost
+            && self.table.pending.is_empty()
+            && self.table.ended.is_empty()
+            && self.table.throttle.is_empty()
+    }
+
+    /// The lean path's kernel entry: made only when completions are due from it (entries to
+    /// submit, overflowed completions, deferred work: [`Uring::must_enter`]) or when the call
+    /// waits (no completion in the ring and a timeout that is not zero). The ring is claimed
+    /// only then: false, having entered nothing, when this thread may not enter a
+    /// [`Run::Deferred`] ring (the usual path's [`Uring::claim`] then decides).
+    #[inline]
+    pub(crate) fn lean_enter(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
+        let block = self.ring.completion().is_empty() && timeout != Some(Duration::ZERO);
+        if !block && !self.must_enter() {
+            return Ok(true);
+        }
+        if self.run == Run::Deferred && self.owner != Some(thread_id()) {
+            return Ok(false);
+        }
+        if block {
+            self.table.shrink_idle();
+        }
+        self.enter_for(1, if block { timeout } else { Some(Duration::ZERO) })?;
+        Ok(true)
+    }
+
+    /// Takes the completions in the ring in one view of it: those of the common shape (a
+    /// multishot poll's readiness, `F_MORE` alone and a positive result, under a queue token)
+    /// go to `take`, which consumes one by answering true; the first it refuses, any of
+    /// another shape and all that follow are taken into the table as [`Uring::reap`] would.
+    /// True if `take` consumed them all.
+    #[inline]
+    pub(crate) fn lean_reap(&mut self, mut take: impl FnMut(u64, State) -> bool) -> bool {
+        let mut cq = self.ring.completion();
+        if cq.overflow() != self.dropped {
+            self.dropped = cq.overflow();
+            self.lost = true;
+        }
+        let mut all = !self.lost;
+        for cqe in &mut cq {
+            let (ud, res, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
+            let common = flags == F_MORE && res > 0 && ud & (BACKEND_BIT | crate::token::INTERNAL) == 0;
+            if all && common && take(ud, poll_state(res)) {
+                continue;
+            }
+            all = false;
+            self.table.complete(ud, res, flags);
+        }
+        all
+    }
+
+    /// After a lean wait that did not take everything: what the table holds goes to the
+    /// queue's list (`out`), with the re-arms and stops it calls for queued.
+    pub(crate) fn lean_rest(&mut self, out: &mut Vec<Ready>) -> io::Result<()> {
+        self.settle()?;
+        out.append(&mut self.table.pending);
+        Ok(())
+    }
+}
+
 impl Poller for Uring {
     fn trim(&mut self) {
         self.table.watches.trim();
