@@ -937,7 +937,11 @@ impl Uring {
         let args = types::SubmitArgs::new().min_wait_usec(if want > 1 { self.window_us.min(cap) } else { 0 });
         let submitter = self.ring.submitter();
         let r = match (timeout, &ts) {
-            (Some(t), _) if t.is_zero() => submitter.submit(),
+            // Without a timeout or a minimum wait, the plain call (a third of the crate's
+            // instructions): submits what is queued, runs the ring's pending work and, for
+            // no timeout, waits for `want` completions.
+            (Some(t), _) if t.is_zero() => self.enter_plain(0),
+            (None, _) if want <= 1 || self.window_us == 0 => self.enter_plain(want as u32),
             (_, Some(ts)) => submitter.submit_with_args(want, &args.timespec(ts)),
             (_, None) => submitter.submit_with_args(want, &args),
         };
@@ -949,6 +953,16 @@ impl Uring {
             }
             Err((_, e)) => Err(e),
         }
+    }
+
+    /// One `io_uring_enter` without a timeout argument: submits the SQ ring's entries, runs
+    /// the ring's pending work (`GETEVENTS`, which also flushes overflowed completions, quirk
+    /// c) and waits for `min_complete` completions (0: returns at once).
+    fn enter_plain(&mut self, min_complete: u32) -> io::Result<usize> {
+        let to_submit = self.ring.submission().len() as u32;
+        const GETEVENTS: u32 = 1;
+        hintq_sys::io_uring_enter(self.ring.as_raw_fd(), to_submit, min_complete, GETEVENTS)
+            .map(|n| n as usize)
     }
 
     /// Whether an enter is due even with CQEs in hand: entries wait in the SQ ring, or
