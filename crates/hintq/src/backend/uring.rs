@@ -931,19 +931,19 @@ impl Uring {
         // Callers claim before queueing what a new ring would not re-arm; this one is for
         // the entries that it would (arms), queued by `set` on a ring not claimed yet.
         self.claim()?;
-        let ts = timeout.map(types::Timespec::from);
-        // The kernel waits out a minimum wait even past the timeout: it is kept within it.
-        let cap = timeout.map_or(u32::MAX, |t| t.as_micros().min(u32::MAX.into()) as u32);
-        let args = types::SubmitArgs::new().min_wait_usec(if want > 1 { self.window_us.min(cap) } else { 0 });
-        let submitter = self.ring.submitter();
-        let r = match (timeout, &ts) {
+        self.enter_claimed(want, timeout)
+    }
+
+    /// [`Uring::enter_for`] by a caller that claimed the ring.
+    #[inline]
+    fn enter_claimed(&mut self, want: usize, timeout: Option<Duration>) -> io::Result<()> {
+        let r = match timeout {
             // Without a timeout or a minimum wait, the plain call (a third of the crate's
             // instructions): submits what is queued, runs the ring's pending work and, for
             // no timeout, waits for `want` completions.
-            (Some(t), _) if t.is_zero() => self.enter_plain(0),
-            (None, _) if want <= 1 || self.window_us == 0 => self.enter_plain(want as u32),
-            (_, Some(ts)) => submitter.submit_with_args(want, &args.timespec(ts)),
-            (_, None) => submitter.submit_with_args(want, &args),
+            Some(t) if t.is_zero() => self.enter_plain(0),
+            None if want <= 1 || self.window_us == 0 => self.enter_plain(want as u32),
+            _ => self.enter_timed(want, timeout),
         };
         match r.map_err(|e| (e.raw_os_error(), e)) {
             Ok(_) | Err((Some(libc::ETIME | libc::EBUSY), _)) => Ok(()),
@@ -952,6 +952,20 @@ impl Uring {
                 Ok(())
             }
             Err((_, e)) => Err(e),
+        }
+    }
+
+    /// One `io_uring_enter` with the extended argument: a timeout (`None`: none) and, when
+    /// `want` is more than one, coalescing's minimum wait (quirk n).
+    fn enter_timed(&mut self, want: usize, timeout: Option<Duration>) -> io::Result<usize> {
+        let ts = timeout.map(types::Timespec::from);
+        // The kernel waits out a minimum wait even past the timeout: it is kept within it.
+        let cap = timeout.map_or(u32::MAX, |t| t.as_micros().min(u32::MAX.into()) as u32);
+        let args = types::SubmitArgs::new().min_wait_usec(if want > 1 { self.window_us.min(cap) } else { 0 });
+        let submitter = self.ring.submitter();
+        match &ts {
+            Some(ts) => submitter.submit_with_args(want, &args.timespec(ts)),
+            None => submitter.submit_with_args(want, &args),
         }
     }
 
@@ -1192,7 +1206,7 @@ impl Uring {
         if block {
             self.table.shrink_idle();
         }
-        self.enter_for(1, if block { timeout } else { Some(Duration::ZERO) })?;
+        self.enter_claimed(1, if block { timeout } else { Some(Duration::ZERO) })?;
         Ok(true)
     }
 
