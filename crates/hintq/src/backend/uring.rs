@@ -1194,7 +1194,7 @@ impl Uring {
     /// waits (no completion in the ring and a timeout that is not zero). The ring is claimed
     /// only then: false, having entered nothing, when this thread may not enter a
     /// [`Run::Deferred`] ring (the usual path's [`Uring::claim`] then decides).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lean_enter(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
         let block = self.ring.completion().is_empty() && timeout != Some(Duration::ZERO);
         if !block && !self.must_enter() {
@@ -1215,7 +1215,7 @@ impl Uring {
     /// go to `take`, which consumes one by answering true; the first it refuses, any of
     /// another shape and all that follow are taken into the table as [`Uring::reap`] would.
     /// True if `take` consumed them all.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lean_reap(&mut self, mut take: impl FnMut(u64, State) -> bool) -> bool {
         let mut cq = self.ring.completion();
         if cq.overflow() != self.dropped {
