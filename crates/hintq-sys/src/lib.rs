@@ -237,6 +237,30 @@ pub fn epoll_wait(epfd: RawFd, buf: &mut [libc::epoll_event], timeout_ms: libc::
     cvt(unsafe { libc::epoll_wait(epfd, buf.as_mut_ptr(), max, timeout_ms) }).map(|n| n as usize)
 }
 
+/// `io_uring_enter(2)` without a signal mask or an extended argument: submits `to_submit`
+/// queued entries and, with `IORING_ENTER_GETEVENTS` in `flags`, runs the ring's pending
+/// work and waits for `min_complete` completions (0: not at all). The plain form of the call,
+/// for the waits that need no timeout; timed waits go through the `io-uring` crate's
+/// `submit_with_args`. Returns the entries submitted.
+///
+/// # Errors
+/// The call's errno: `EINTR`, `ETIME`, `EBUSY`, `EBADR` (see the io_uring backend).
+pub fn io_uring_enter(fd: RawFd, to_submit: u32, min_complete: u32, flags: u32) -> io::Result<u32> {
+    // SAFETY: no memory is passed: a null signal mask of size 0.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_enter,
+            fd,
+            to_submit,
+            min_complete,
+            flags,
+            std::ptr::null::<u8>(),
+            0usize,
+        )
+    };
+    cvt(r).map(|n| n as u32)
+}
+
 /// A connected, non-blocking, close-on-exec `AF_UNIX` stream pair.
 ///
 /// # Errors

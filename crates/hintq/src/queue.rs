@@ -28,7 +28,7 @@ const HARVEST_MIN: usize = 64;
 /// every call: one wait, each report's registration, generation and liveness checked by one
 /// compare, its state converted and stored in the caller's array.
 mod unusual {
-    /// The backend is not one the lean path waits on (for now: epoll, level or edge).
+    /// The backend is not one the lean path waits on (epoll, level or edge, and io_uring).
     pub(super) const BACKEND: u32 = 1;
     /// The FIFO may hold events (set by every push, cleared when a dequeue empties it).
     pub(super) const FIFO: u32 = 1 << 1;
@@ -86,7 +86,13 @@ struct Slot {
     disarmed: bool,
     /// States of reports coalesced into the pending element.
     extra: State,
+    /// The lean path's batch ([`Queue::batch`]) that last delivered this registration: a
+    /// later report in the same batch is looked for among the events already handed out, to
+    /// be coalesced into its event. A hint only (the batch number wraps): the search decides.
+    seen: u16,
 }
+
+const _: () = assert!(std::mem::size_of::<Slot>() == 16);
 
 impl Slot {
     fn gen(&self) -> u32 {
@@ -174,11 +180,12 @@ impl Builder {
     /// An io_uring refused by the kernel is not an error: the queue falls back to epoll.
     pub fn build(self) -> io::Result<Queue> {
         let (backend, poller) = self.backend.open(&self.config)?;
-        let lean_backend = matches!(poller, Any::Epoll(_)) && !poller.needs_rearm();
+        let lean_backend = matches!(poller, Any::Epoll(_) | Any::Uring(_)) && !poller.needs_rearm();
         let unusual = if lean_backend { 0 } else { unusual::BACKEND }
             | if self.capacity == usize::MAX { 0 } else { unusual::BOUNDED };
         Ok(Queue {
             unusual,
+            batch: 0,
             backend,
             oneshot: poller.needs_rearm(),
             once: poller.reports_once(),
@@ -223,6 +230,8 @@ const TRIM_PEAK: usize = 1024;
 pub struct Queue {
     /// Bits of [`unusual`]: zero in the common case, which [`Queue::lean`] serves.
     unusual: u32,
+    /// The lean path's calls on io_uring, counted (wrapping) for [`Slot::seen`].
+    batch: u16,
     backend: Backend,
     poller: Any,
     /// The backend disarms a registration as it reports it ([`Poller::needs_rearm`], fixed
@@ -610,6 +619,22 @@ impl Queue {
             Some(t) if !t.is_zero() => Instant::now().checked_add(t),
             _ => None,
         };
+        match self.poller {
+            Any::Epoll(_) => self.lean_epoll(events, timeout, deadline),
+            Any::Uring(_) => self.lean_uring(events, timeout, deadline),
+            _ => self.get_next_usual(events, timeout),
+        }
+    }
+
+    /// [`Queue::lean`] on epoll: each registration is reported at most once per wait, so the
+    /// reports need no coalescing among themselves.
+    #[inline(always)]
+    fn lean_epoll(
+        &mut self,
+        events: &mut [Event],
+        timeout: Option<Duration>,
+        deadline: Option<Instant>,
+    ) -> io::Result<usize> {
         let Any::Epoll(ep) = &mut self.poller else { return self.get_next_usual(events, timeout) };
         let max = events.len().max(HARVEST_MIN);
         self.stats.waits += 1;
@@ -622,37 +647,25 @@ impl Queue {
         };
         let got = kernel.len();
         let mut n = 0;
-        let mut rest = got;
         for (i, k) in kernel.iter().enumerate() {
             let tok = k.u64;
             match self.slots.get(tok as u32 as usize) {
                 // An internal token's high half has INTERNAL, which no key has.
-                Some(slot) if slot.key == (tok >> 32) as u32 | LIVE => {
-                    if n == events.len() {
-                        rest = i;
-                        break;
-                    }
+                Some(slot) if slot.key == (tok >> 32) as u32 | LIVE && n < events.len() => {
                     let state = sys::state_from_epoll(k.events).visible(slot.interest);
-                    if state.is_empty() {
-                        // Only bits the application no longer asks for.
+                    // Empty: only bits the application no longer asks for.
+                    if !state.is_empty() {
+                        events[n] = Event { fd: tok as u32 as RawFd, state, gen: slot.key & !LIVE };
+                        n += 1;
+                    } else {
                         self.stats.stale += 1;
-                        continue;
                     }
-                    events[n] = Event { fd: tok as u32 as RawFd, state, gen: slot.key & !LIVE };
-                    n += 1;
                 }
-                _ if tok & INTERNAL != 0 => {
-                    rest = i;
-                    break;
+                _ if tok & INTERNAL != 0 || n == events.len() => {
+                    return self.lean_rest(events, n, i, got, timeout, deadline);
                 }
                 _ => self.stats.stale += 1,
             }
-        }
-        if rest < got {
-            self.ready.extend(
-                kernel[rest..].iter().map(|k| Ready { token: k.u64, state: sys::state_from_epoll(k.events) }),
-            );
-            n = self.lean_rest(events, n)?;
         }
         self.stats.delivered += n as u64;
         if n > 0 || got == 0 {
@@ -661,12 +674,125 @@ impl Queue {
         self.lean_again(events, timeout, deadline)
     }
 
-    /// The reports [`Queue::lean`] left in `ready`, absorbed the usual way after the `n` it
-    /// delivered.
+    /// [`Queue::lean`] on io_uring: the completions of one view of the ring become the
+    /// caller's events in place, a registration's later completions in the same view
+    /// coalesced into its event ([`Slot::seen`]). Any other completion (a poll that ended, a
+    /// send, a receive, the waker) and those after it go the usual way
+    /// ([`Queue::lean_uring_rest`]), and so does a call while the backend holds reports of
+    /// its own (`Uring::quiet`).
+    #[inline(always)]
+    fn lean_uring(
+        &mut self,
+        events: &mut [Event],
+        timeout: Option<Duration>,
+        deadline: Option<Instant>,
+    ) -> io::Result<usize> {
+        let Any::Uring(u) = &mut self.poller else { return self.get_next_usual(events, timeout) };
+        if !u.quiet() {
+            return self.get_next_usual(events, timeout);
+        }
+        self.stats.waits += 1;
+        match u.lean_enter(timeout) {
+            Ok(true) => {}
+            Ok(false) => return self.get_next_usual(events, timeout),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                return self.lean_again(events, timeout, deadline)
+            }
+            Err(e) => return Err(e),
+        }
+        self.batch = self.batch.wrapping_add(1);
+        let batch = self.batch;
+        let (slots, stats) = (&mut self.slots, &mut self.stats);
+        let mut n = 0;
+        let all = u.lean_reap(|tok, state| {
+            let fd = tok as u32 as RawFd;
+            let Some(slot) = slots.get_mut(fd as usize).filter(|s| s.key == (tok >> 32) as u32 | LIVE) else {
+                stats.stale += 1;
+                return true;
+            };
+            let state = state.visible(slot.interest);
+            if slot.seen == batch {
+                if let Some(ev) = events[..n].iter_mut().rev().find(|e| e.fd == fd) {
+                    ev.state |= state;
+                    stats.coalesced += 1;
+                    return true;
+                }
+            }
+            if n == events.len() {
+                return false;
+            }
+            if state.is_empty() {
+                // Only bits the application no longer asks for.
+                stats.stale += 1;
+                return true;
+            }
+            events[n] = Event { fd, state, gen: slot.key & !LIVE };
+            slot.seen = batch;
+            n += 1;
+            true
+        });
+        if !all {
+            return self.lean_uring_rest(events, n, timeout, deadline);
+        }
+        self.stats.delivered += n as u64;
+        if n > 0 {
+            // Sends queued since the last wait go now, not after these events.
+            self.poller.submit()?;
+            return Ok(n);
+        }
+        self.lean_again(events, timeout, deadline)
+    }
+
+    /// The completions [`Queue::lean_uring`] did not take, absorbed the usual way after the
+    /// `n` events it delivered, which are marked pending meanwhile so that later reports of
+    /// theirs coalesce into them.
     #[cold]
     #[inline(never)]
-    fn lean_rest(&mut self, events: &mut [Event], n: usize) -> io::Result<usize> {
-        self.absorb(events, n, events.len().max(HARVEST_MIN))
+    fn lean_uring_rest(
+        &mut self,
+        events: &mut [Event],
+        n: usize,
+        timeout: Option<Duration>,
+        deadline: Option<Instant>,
+    ) -> io::Result<usize> {
+        for ev in &events[..n] {
+            self.slots[ev.fd as usize].pending = true;
+            self.live += 1;
+        }
+        let Any::Uring(u) = &mut self.poller else { unreachable!("the lean path waits on io_uring") };
+        u.lean_rest(&mut self.ready)?;
+        let n = self.absorb(events, n, events.len().max(HARVEST_MIN))?;
+        self.stats.delivered += n as u64;
+        if n > 0 {
+            self.poller.submit()?;
+            return Ok(n);
+        }
+        self.lean_again(events, timeout, deadline)
+    }
+
+    /// The reports of [`Queue::lean`]'s wait from the `i`th of `got` on, absorbed the usual
+    /// way after the `n` events it delivered: one of the queue's own watches, or more than
+    /// `events` holds.
+    #[cold]
+    #[inline(never)]
+    fn lean_rest(
+        &mut self,
+        events: &mut [Event],
+        n: usize,
+        i: usize,
+        got: usize,
+        timeout: Option<Duration>,
+        deadline: Option<Instant>,
+    ) -> io::Result<usize> {
+        let Any::Epoll(ep) = &self.poller else { unreachable!("the lean path waits on epoll") };
+        let rest = ep.reports(i, got).iter();
+        self.ready.extend(rest.map(|k| Ready { token: k.u64, state: sys::state_from_epoll(k.events) }));
+        let n = self.absorb(events, n, events.len().max(HARVEST_MIN))?;
+        self.stats.delivered += n as u64;
+        if n > 0 {
+            return Ok(n);
+        }
+        self.lean_again(events, timeout, deadline)
     }
 
     /// A lean wait that delivered nothing before its time was up: a [`crate::Waker`] woke it
@@ -800,7 +926,7 @@ impl Queue {
         if !self.once {
             // What later reports of the batch added to an event handed out (see
             // `deliver_now`) joins it, and its registration is no longer pending.
-            for ev in &mut out[start..n] {
+            for ev in &mut out[..n] {
                 let slot = &mut self.slots[ev.fd as usize];
                 slot.pending = false;
                 self.live -= 1;

@@ -29,25 +29,22 @@ pub(crate) fn timeout_ms(timeout: Option<Duration>) -> libc::c_int {
     }
 }
 
-/// Maps `poll(2)` revents to a [`State`].
+/// Maps `poll(2)` revents to a [`State`]: the poll bits are epoll's (`POLLIN` is `EPOLLIN`
+/// and so on, see [`state_from_epoll`]), and `POLLNVAL` (0x20), which epoll does not have,
+/// moves down one place to `ERR`.
+#[inline]
 pub(crate) fn state_from_poll(revents: libc::c_short) -> State {
-    let mut s = State::empty();
-    if revents & libc::POLLIN != 0 {
-        s |= State::READ;
-    }
-    if revents & libc::POLLOUT != 0 {
-        s |= State::WRITE;
-    }
-    if revents & libc::POLLPRI != 0 {
-        s |= State::EXCEPT;
-    }
-    if revents & (libc::POLLHUP | libc::POLLRDHUP) != 0 {
-        s |= State::HUP;
-    }
-    if revents & (libc::POLLERR | libc::POLLNVAL) != 0 {
-        s |= State::ERR;
-    }
-    s
+    const _: () = assert!(
+        libc::POLLIN as i32 == libc::EPOLLIN
+            && libc::POLLPRI as i32 == libc::EPOLLPRI
+            && libc::POLLOUT as i32 == libc::EPOLLOUT
+            && libc::POLLERR as i32 == libc::EPOLLERR
+            && libc::POLLHUP as i32 == libc::EPOLLHUP
+            && libc::POLLRDHUP as i32 == libc::EPOLLRDHUP
+            && libc::POLLNVAL == 0x20
+    );
+    let e = u32::from(revents as u16);
+    state_from_epoll(e) | State::from_bits_retain((e & 0x20) >> 1)
 }
 
 /// Maps an interest to the `poll(2)` events to ask for. `POLLRDHUP` (the peer's half-close)
@@ -153,19 +150,13 @@ pub(crate) fn state_from_epoll(e: u32) -> State {
 }
 
 /// Maps an interest to epoll event bits (without trigger flags); `EPOLLRDHUP` only with
-/// `READ`, as in [`poll_events`].
+/// `READ`, as in [`poll_events`]. By masks, without a test per bit: `READ` (0x1) is
+/// `EPOLLIN | EPOLLRDHUP`, `WRITE` (0x2) moves up one place to `EPOLLOUT`, `EXCEPT` (0x4) down
+/// one to `EPOLLPRI`.
+#[inline]
 pub(crate) fn epoll_events(interest: crate::Interest) -> u32 {
-    let mut e = 0;
-    if interest.contains(crate::Interest::READ) {
-        e |= (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
-    }
-    if interest.contains(crate::Interest::WRITE) {
-        e |= libc::EPOLLOUT as u32;
-    }
-    if interest.contains(crate::Interest::EXCEPT) {
-        e |= libc::EPOLLPRI as u32;
-    }
-    e
+    let i = interest.bits();
+    ((i & 0x1) * (libc::EPOLLIN | libc::EPOLLRDHUP) as u32) | ((i & 0x2) << 1) | ((i & 0x4) >> 1)
 }
 
 /// A word of a descriptor set as the kernel reads it (`__kernel_fd_set`'s `unsigned long`):
@@ -377,6 +368,59 @@ pub(crate) fn set_disposition(signo: libc::c_int, d: Disposition) -> io::Result<
 
 #[cfg(test)]
 mod tests {
+    /// `state_from_poll` agrees with a test per bit for every combination of the bits it
+    /// reads.
+    #[test]
+    fn poll_bits_become_the_same_state_as_a_test_per_bit() {
+        let bits = [
+            libc::POLLIN,
+            libc::POLLPRI,
+            libc::POLLOUT,
+            libc::POLLERR,
+            libc::POLLHUP,
+            libc::POLLNVAL,
+            libc::POLLRDHUP,
+        ];
+        for combo in 0u32..128 {
+            let mut e: libc::c_short = 0;
+            let mut want = State::empty();
+            for (k, &b) in bits.iter().enumerate() {
+                if combo & (1 << k) != 0 {
+                    e |= b;
+                    want |= match b {
+                        libc::POLLIN => State::READ,
+                        libc::POLLOUT => State::WRITE,
+                        libc::POLLPRI => State::EXCEPT,
+                        libc::POLLERR | libc::POLLNVAL => State::ERR,
+                        _ => State::HUP,
+                    };
+                }
+            }
+            assert_eq!(state_from_poll(e), want, "revents {e:#x}");
+        }
+    }
+
+    /// The masks of `epoll_events` agree with a test per bit for every interest.
+    #[test]
+    fn interests_become_the_same_epoll_bits_as_a_test_per_bit() {
+        use crate::Interest;
+        for bits in 0..8u32 {
+            let i = Interest::from_bits_truncate(bits);
+            let mut want = 0;
+            if i.contains(Interest::READ) {
+                want |= (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
+            }
+            if i.contains(Interest::WRITE) {
+                want |= libc::EPOLLOUT as u32;
+            }
+            if i.contains(Interest::EXCEPT) {
+                want |= libc::EPOLLPRI as u32;
+            }
+            assert_eq!(epoll_events(i), want, "{i:?}");
+            assert_eq!(epoll_events(i | Interest::RECEIVE), want, "{i:?} with RECEIVE");
+        }
+    }
+
     /// The shifts of `state_from_epoll` agree with a test per bit for every combination of
     /// the bits it reads (and the input-only bits around them change nothing).
     #[test]

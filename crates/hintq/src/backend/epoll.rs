@@ -42,12 +42,18 @@ pub(crate) enum Mode {
 pub(crate) struct Epoll {
     epfd: Arc<OwnedFd>,
     mode: Mode,
-    buf: Vec<libc::epoll_event>,
+    /// The kernel's reports of one wait, [`WAIT_MAX`] of them (12 KiB), made with the set
+    /// so that a wait neither grows nor checks it.
+    buf: Box<[libc::epoll_event]>,
 }
+
+/// The most reports one `epoll_wait` takes.
+pub(crate) const WAIT_MAX: usize = 1024;
 
 impl Epoll {
     pub(crate) fn new(mode: Mode) -> io::Result<Epoll> {
-        Ok(Epoll { epfd: Arc::new(sys::epoll_create()?), mode, buf: Vec::new() })
+        let buf = vec![libc::epoll_event { events: 0, u64: 0 }; WAIT_MAX].into_boxed_slice();
+        Ok(Epoll { epfd: Arc::new(sys::epoll_create()?), mode, buf })
     }
 
     fn flags(&self) -> u32 {
@@ -160,19 +166,21 @@ impl Poller for Epoll {
 }
 
 impl Epoll {
-    /// One `epoll_wait` for at most `max` (1 to 1024) reports: the kernel's own records, which
-    /// the queue's common path turns into the caller's events in place.
+    /// One `epoll_wait` for at most `max` (1 to [`WAIT_MAX`]) reports: the kernel's own
+    /// records, which the queue's common path turns into the caller's events in place.
     #[inline(always)]
     pub(crate) fn wait_raw(
         &mut self,
         max: usize,
         timeout_ms: libc::c_int,
     ) -> io::Result<&[libc::epoll_event]> {
-        let max = max.clamp(1, 1024);
-        if self.buf.len() < max {
-            self.buf.resize(max, libc::epoll_event { events: 0, u64: 0 });
-        }
+        let max = max.clamp(1, WAIT_MAX);
         let n = sys::epoll_wait(self.epfd.as_raw_fd(), &mut self.buf[..max], timeout_ms)?;
         Ok(&self.buf[..n])
+    }
+
+    /// The reports of the last wait from `from` on (`from..got` of [`Epoll::wait_raw`]'s answer).
+    pub(crate) fn reports(&self, from: usize, got: usize) -> &[libc::epoll_event] {
+        &self.buf[from..got]
     }
 }

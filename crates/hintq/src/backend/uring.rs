@@ -931,15 +931,19 @@ impl Uring {
         // Callers claim before queueing what a new ring would not re-arm; this one is for
         // the entries that it would (arms), queued by `set` on a ring not claimed yet.
         self.claim()?;
-        let ts = timeout.map(types::Timespec::from);
-        // The kernel waits out a minimum wait even past the timeout: it is kept within it.
-        let cap = timeout.map_or(u32::MAX, |t| t.as_micros().min(u32::MAX.into()) as u32);
-        let args = types::SubmitArgs::new().min_wait_usec(if want > 1 { self.window_us.min(cap) } else { 0 });
-        let submitter = self.ring.submitter();
-        let r = match (timeout, &ts) {
-            (Some(t), _) if t.is_zero() => submitter.submit(),
-            (_, Some(ts)) => submitter.submit_with_args(want, &args.timespec(ts)),
-            (_, None) => submitter.submit_with_args(want, &args),
+        self.enter_claimed(want, timeout)
+    }
+
+    /// [`Uring::enter_for`] by a caller that claimed the ring.
+    #[inline]
+    fn enter_claimed(&mut self, want: usize, timeout: Option<Duration>) -> io::Result<()> {
+        let r = match timeout {
+            // Without a timeout or a minimum wait, the plain call (a third of the crate's
+            // instructions): submits what is queued, runs the ring's pending work and, for
+            // no timeout, waits for `want` completions.
+            Some(t) if t.is_zero() => self.enter_plain(0),
+            None if want <= 1 || self.window_us == 0 => self.enter_plain(want as u32),
+            _ => self.enter_timed(want, timeout),
         };
         match r.map_err(|e| (e.raw_os_error(), e)) {
             Ok(_) | Err((Some(libc::ETIME | libc::EBUSY), _)) => Ok(()),
@@ -949,6 +953,30 @@ impl Uring {
             }
             Err((_, e)) => Err(e),
         }
+    }
+
+    /// One `io_uring_enter` with the extended argument: a timeout (`None`: none) and, when
+    /// `want` is more than one, coalescing's minimum wait (quirk n).
+    fn enter_timed(&mut self, want: usize, timeout: Option<Duration>) -> io::Result<usize> {
+        let ts = timeout.map(types::Timespec::from);
+        // The kernel waits out a minimum wait even past the timeout: it is kept within it.
+        let cap = timeout.map_or(u32::MAX, |t| t.as_micros().min(u32::MAX.into()) as u32);
+        let args = types::SubmitArgs::new().min_wait_usec(if want > 1 { self.window_us.min(cap) } else { 0 });
+        let submitter = self.ring.submitter();
+        match &ts {
+            Some(ts) => submitter.submit_with_args(want, &args.timespec(ts)),
+            None => submitter.submit_with_args(want, &args),
+        }
+    }
+
+    /// One `io_uring_enter` without a timeout argument: submits the SQ ring's entries, runs
+    /// the ring's pending work (`GETEVENTS`, which also flushes overflowed completions, quirk
+    /// c) and waits for `min_complete` completions (0: returns at once).
+    fn enter_plain(&mut self, min_complete: u32) -> io::Result<usize> {
+        let to_submit = self.ring.submission().len() as u32;
+        const GETEVENTS: u32 = 1;
+        hintq_sys::io_uring_enter(self.ring.as_raw_fd(), to_submit, min_complete, GETEVENTS)
+            .map(|n| n as usize)
     }
 
     /// Whether an enter is due even with CQEs in hand: entries wait in the SQ ring, or
@@ -1140,6 +1168,78 @@ impl Uring {
         let Some(token) = self.table.watches.token_of(fd) else { return Ok(()) };
         self.cancel(token)?;
         self.table.watches.remove(token);
+        Ok(())
+    }
+}
+
+/// The flags of a completion of the common shape: a multishot poll's readiness that goes on.
+const F_MORE: u32 = 2;
+
+impl Uring {
+    /// True when nothing waits in the table for the queue's usual path: no reports reaped
+    /// and not handed out, no poll to re-arm, no receive to stop, no completion lost, and
+    /// no coalescing window. The queue's lean path then waits here ([`Uring::lean_enter`],
+    /// [`Uring::lean_reap`]).
+    #[inline]
+    pub(crate) fn quiet(&self) -> bool {
+        self.window_us == 0
+            && !self.lost
+            && self.table.pending.is_empty()
+            && self.table.ended.is_empty()
+            && self.table.throttle.is_empty()
+    }
+
+    /// The lean path's kernel entry: made only when completions are due from it (entries to
+    /// submit, overflowed completions, deferred work: [`Uring::must_enter`]) or when the call
+    /// waits (no completion in the ring and a timeout that is not zero). The ring is claimed
+    /// only then: false, having entered nothing, when this thread may not enter a
+    /// [`Run::Deferred`] ring (the usual path's [`Uring::claim`] then decides).
+    #[inline(always)]
+    pub(crate) fn lean_enter(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
+        let block = self.ring.completion().is_empty() && timeout != Some(Duration::ZERO);
+        if !block && !self.must_enter() {
+            return Ok(true);
+        }
+        if self.run == Run::Deferred && self.owner != Some(thread_id()) {
+            return Ok(false);
+        }
+        if block {
+            self.table.shrink_idle();
+        }
+        self.enter_claimed(1, if block { timeout } else { Some(Duration::ZERO) })?;
+        Ok(true)
+    }
+
+    /// Takes the completions in the ring in one view of it: those of the common shape (a
+    /// multishot poll's readiness, `F_MORE` alone and a positive result, under a queue token)
+    /// go to `take`, which consumes one by answering true; the first it refuses, any of
+    /// another shape and all that follow are taken into the table as [`Uring::reap`] would.
+    /// True if `take` consumed them all.
+    #[inline(always)]
+    pub(crate) fn lean_reap(&mut self, mut take: impl FnMut(u64, State) -> bool) -> bool {
+        let mut cq = self.ring.completion();
+        if cq.overflow() != self.dropped {
+            self.dropped = cq.overflow();
+            self.lost = true;
+        }
+        let mut all = !self.lost;
+        for cqe in &mut cq {
+            let (ud, res, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
+            let common = flags == F_MORE && res > 0 && ud & (BACKEND_BIT | crate::token::INTERNAL) == 0;
+            if all && common && take(ud, poll_state(res)) {
+                continue;
+            }
+            all = false;
+            self.table.complete(ud, res, flags);
+        }
+        all
+    }
+
+    /// After a lean wait that did not take everything: what the table holds goes to the
+    /// queue's list (`out`), with the re-arms and stops it calls for queued.
+    pub(crate) fn lean_rest(&mut self, out: &mut Vec<Ready>) -> io::Result<()> {
+        self.settle()?;
+        out.append(&mut self.table.pending);
         Ok(())
     }
 }
