@@ -332,17 +332,28 @@ impl Style {
     }
 }
 
-/// The style of each line of each panel: by the series' place among all the figure's series,
-/// so that a series looks the same in every panel, unless the figure has more series than
-/// there are styles (then by its place in its panel).
+/// The mechanisms and peers that recur across the figures, each with its own style in every
+/// figure (`hintq-` left off: E3's `epoll` and E1's `hintq-epoll` look the same).
+const KNOWN: [&str; 10] =
+    ["epoll", "poll", "select", "select-classic", "uring", "rtsig", "rtsig-hybrid", "nginx", "mio", "gooch"];
+
+/// The style of each line of each panel: a series of [`KNOWN`] by its place there, in every
+/// figure alike; the others by their place among the figure's other series, after them, so
+/// that a series looks the same in every panel; when a figure has more series than there are
+/// styles, by its place in its panel.
 fn styles(panels: &[Panel]) -> Vec<Vec<Style>> {
+    let known = |name: &str| KNOWN.iter().position(|k| *k == name.trim_start_matches("hintq-"));
     let mut names: Vec<&str> = Vec::new();
     for l in panels.iter().flat_map(|p| &p.lines) {
-        if !names.contains(&l.name.as_str()) {
+        if known(&l.name).is_none() && !names.contains(&l.name.as_str()) {
             names.push(&l.name);
         }
     }
-    let place = |name: &str| if names.len() <= STYLES { names.iter().position(|n| *n == name) } else { None };
+    let fits = KNOWN.len() + names.len() <= STYLES;
+    let place = |name: &str| {
+        fits.then(|| known(name).or_else(|| Some(KNOWN.len() + names.iter().position(|n| *n == name)?)))
+            .flatten()
+    };
     panels
         .iter()
         .map(|p| p.lines.iter().enumerate().map(|(i, l)| style(place(&l.name).unwrap_or(i))).collect())
@@ -745,6 +756,10 @@ mod tests {
         };
         let s = styles(&[p(&["epoll", "poll", "nginx"]), p(&["epoll", "nginx"])]);
         assert_eq!(s[1], [s[0][0], s[0][2]]);
+        // And in every figure: epoll (E3) is hintq-epoll (E1, E12) wherever it comes.
+        let other = styles(&[p(&["libev-epoll", "hintq-nginx-like", "hintq-poll", "hintq-epoll"])]);
+        assert_eq!((other[0][3], other[0][2]), (s[0][0], s[0][1]));
+        assert_ne!(other[0][0], other[0][1]);
     }
 
     #[test]

@@ -130,7 +130,7 @@ impl Experiment for E1 {
             &["epoll"][..],
         );
         // Three launches of every point, the selects' too: a verdict needs 3 (verdict.rs).
-        let (reps, secs): (u32, f64) = (lab.pick(3, 3, 1), lab.pick(3.0, 1.5, 0.5));
+        let (reps, secs): (u32, f64) = (lab.pick(3, 3, 1), lab.pick(3.0, 1.0, 0.5));
         let mut points = Vec::new();
         for s in servers(lab, backends) {
             for &cold in &colds {

@@ -283,9 +283,15 @@ pub const LOAD_BUSY_LIMIT_PCT: f64 = 70.0;
 /// busiest hot thread at or over [`LOAD_BUSY_LIMIT_PCT`] busy (rows without the figure say
 /// nothing).
 pub fn load_bound(rows: &[Row], series: &str, x: f64) -> Option<String> {
+    load_bound_in(rows, LOAD_BUSY, series, x)
+}
+
+/// [`load_bound`] where the rows keep the busiest thread under `metric` (an experiment whose
+/// points of one x differ in another setting, E12's inactive counts).
+pub fn load_bound_in(rows: &[Row], metric: &str, series: &str, x: f64) -> Option<String> {
     let busiest = rows
         .iter()
-        .filter(|r| r.series == series && r.x == x && r.metric == LOAD_BUSY)
+        .filter(|r| r.series == series && r.x == x && r.metric == metric)
         .filter(|r| matches!(r.status, Status::Ok | Status::Disturbed))
         .filter_map(|r| r.value)
         .fold(f64::NEG_INFINITY, f64::max);
