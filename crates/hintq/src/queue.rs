@@ -160,6 +160,32 @@ impl Builder {
         self
     }
 
+    /// On io_uring where the kernel has them (6.1), a ring that only the first thread to use
+    /// it enters, whose completions' work the kernel runs when that thread waits
+    /// (`SINGLE_ISSUER | DEFER_TASKRUN`): the default, and the cheapest. `false` builds a ring
+    /// any thread may enter (`COOP_TASKRUN`) from the start, for a queue that moves between
+    /// threads while it sends (see [`Queue`]). Ignored by other backends.
+    pub fn uring_defer(mut self, on: bool) -> Builder {
+        self.config.uring_defer = on;
+        self
+    }
+
+    /// On io_uring, sends made by the ring ([`Queue::send`]) where the kernel has them: the
+    /// default. `false` leaves sending to the application ([`Queue::can_send`] is false),
+    /// for measuring what ring sends are worth. Ignored by other backends.
+    pub fn uring_sends(mut self, on: bool) -> Builder {
+        self.config.uring_sends = on;
+        self
+    }
+
+    /// On io_uring, receives made by the ring for registrations that ask
+    /// ([`Interest::RECEIVE`], [`Queue::take_received`]) where the kernel has them: the
+    /// default. `false` leaves reading to the application. Ignored by other backends.
+    pub fn uring_receives(mut self, on: bool) -> Builder {
+        self.config.uring_receives = on;
+        self
+    }
+
     /// The thresholds of the `rtsig` backend's hybrid signal/polling mode (ignored by
     /// other backends). See [`Hybrid`].
     pub fn rtsig_hybrid(mut self, hybrid: Hybrid) -> Builder {
@@ -445,7 +471,7 @@ impl Queue {
     /// `Some(Ok(0))` at the end of the stream, `Some(Err(WouldBlock))` when nothing came
     /// since the last call, `Some(Err(e))` when the receive failed (`ECONNRESET`).
     /// `None` when the backend does not receive for `fd` (every backend but `uring`, a
-    /// kernel without multishot receive, `HINTQ_URING_RECV=0`, hand-off mode, or `WRITE` in
+    /// kernel without multishot receive, [`Builder::uring_receives`]`(false)`, hand-off mode, or `WRITE` in
     /// the interest for now): read from the descriptor yourself. Bytes the ring received
     /// before the interest changed are still handed out here first.
     ///
@@ -467,7 +493,7 @@ impl Queue {
     }
 
     /// True if this queue's backend makes sends itself ([`Queue::send`]): `uring` on a kernel
-    /// with `IORING_OP_SEND`, unless `HINTQ_URING_SENDS=0`; never in hand-off mode.
+    /// with `IORING_OP_SEND`, unless [`Builder::uring_sends`]`(false)`; never in hand-off mode.
     pub fn can_send(&self) -> bool {
         !self.handoff && self.poller.sends()
     }

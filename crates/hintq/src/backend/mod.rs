@@ -355,14 +355,34 @@ pub(crate) struct Counters {
 }
 
 /// Per-backend settings a [`crate::Builder`] passes down.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Config {
+    /// io_uring: a one-thread ring with deferred work where the kernel has it (quirk m).
+    pub uring_defer: bool,
+    /// io_uring: sends through the ring where the kernel has them (quirk k).
+    pub uring_sends: bool,
+    /// io_uring: receives through the ring where asked and the kernel has them (quirk l).
+    pub uring_receives: bool,
     /// io_uring completion ring size (`None`: the backend's default).
     pub uring_cq: Option<u32>,
     /// io_uring's coalescing window (`None`: off); see [`crate::Builder::coalesce`].
     pub coalesce: Option<Duration>,
     pub hybrid: Hybrid,
     pub gooch: GoochPolicy,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            uring_defer: true,
+            uring_sends: true,
+            uring_receives: true,
+            uring_cq: None,
+            coalesce: None,
+            hybrid: Hybrid::default(),
+            gooch: GoochPolicy::default(),
+        }
+    }
 }
 
 /// Where a signal-based backend wants its wake-ups: a thread id (kept current when the
@@ -462,9 +482,10 @@ impl Backend {
         }
     }
 
-    /// True if a queue on this backend makes sends itself ([`crate::Queue::send`]): `uring`
-    /// where this kernel runs it with `IORING_OP_SEND` and `HINTQ_URING_SENDS=0` does not
-    /// turn that off. A queue in hand-off mode still does not ([`crate::Queue::can_send`]).
+    /// True if a queue on this backend makes sends itself ([`crate::Queue::send`]) unless its
+    /// builder says not to ([`crate::Builder::uring_sends`]): `uring` where this kernel runs
+    /// it with `IORING_OP_SEND`. A queue in hand-off mode still does not
+    /// ([`crate::Queue::can_send`]).
     pub fn sends(self) -> bool {
         self == Backend::Uring && self.probe().is_ok() && uring::sends()
     }
@@ -504,7 +525,7 @@ impl Backend {
             return Backend::Epoll.open(config);
         }
         let p = match self {
-            Backend::Uring => Any::Uring(uring::Uring::new(config.uring_cq, config.coalesce)?),
+            Backend::Uring => Any::Uring(uring::Uring::new(config)?),
             Backend::Epoll => Any::Epoll(epoll::Epoll::new(epoll::Mode::Level)?),
             Backend::EpollEt => Any::Epoll(epoll::Epoll::new(epoll::Mode::Edge)?),
             Backend::EpollOneshot => Any::Epoll(epoll::Epoll::new(epoll::Mode::Oneshot)?),
