@@ -44,8 +44,10 @@ mod unusual {
     pub(super) const WOKEN: u32 = 1 << 6;
 }
 
-/// Counters a queue keeps about itself; see [`Queue::stats`].
+/// Counters a queue keeps about itself; see [`Queue::stats`]. More may be added: read the
+/// fields, do not build or destructure the whole value.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// Events handed to the application.
     pub delivered: u64,

@@ -186,7 +186,8 @@ fn e13_close_cancels_the_poll_and_old_events_never_return() {
 
 /// In the child: io_uring is refused, so asking for it gives a working epoll queue.
 fn fallback_works() {
-    assert!(Backend::Uring.probe().is_err());
+    let refused = Backend::Uring.probe().expect_err("io_uring_setup is refused here");
+    assert_eq!(refused.kind(), hintq::ProbeErrorKind::Refused, "{refused}");
     assert_eq!(Backend::recommended(), Backend::Epoll);
     let mut q = Queue::new(Backend::Uring).unwrap();
     assert_eq!(q.backend(), Backend::Epoll);

@@ -422,6 +422,61 @@ pub enum Backend {
     Gooch,
 }
 
+/// Why this kernel does not run a backend ([`Backend::probe`]); its text says why in words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeError {
+    kind: ProbeErrorKind,
+    reason: String,
+}
+
+/// What kind of refusal a [`ProbeError`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProbeErrorKind {
+    /// The kernel refused the mechanism outright: `EPERM` (`kernel.io_uring_disabled`, a
+    /// seccomp filter such as Docker's default), `ENOSYS` (built without it).
+    Refused,
+    /// The kernel is too old for a feature the backend needs (a missing opcode or flag).
+    Unsupported,
+    /// The probe itself failed (an eventfd could not be made, say): perhaps temporary.
+    Failed,
+}
+
+impl ProbeError {
+    pub(crate) fn new(kind: ProbeErrorKind, reason: impl Into<String>) -> ProbeError {
+        ProbeError { kind, reason: reason.into() }
+    }
+
+    /// What kind of refusal this is.
+    pub fn kind(&self) -> ProbeErrorKind {
+        self.kind
+    }
+
+    /// The reason in words, as [`std::fmt::Display`] writes it.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
+impl fmt::Display for ProbeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl std::error::Error for ProbeError {}
+
+impl From<ProbeError> for io::Error {
+    fn from(e: ProbeError) -> io::Error {
+        let kind = match e.kind {
+            ProbeErrorKind::Refused => io::ErrorKind::PermissionDenied,
+            ProbeErrorKind::Unsupported => io::ErrorKind::Unsupported,
+            ProbeErrorKind::Failed => io::ErrorKind::Other,
+        };
+        io::Error::new(kind, e)
+    }
+}
+
 /// An unknown backend name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseBackendError(String);
@@ -475,7 +530,11 @@ impl Backend {
     }
 
     /// Whether this kernel lets the backend run, and if not, why.
-    pub fn probe(self) -> Result<(), String> {
+    ///
+    /// # Errors
+    /// Why not, as a [`ProbeError`] whose [`ProbeError::kind`] tells a refusal from a kernel
+    /// too old and from a failed probe.
+    pub fn probe(self) -> Result<(), ProbeError> {
         match self {
             Backend::Uring => uring::probe().clone(),
             _ => Ok(()),
@@ -539,7 +598,7 @@ impl Backend {
     }
 }
 
-fn warn_once_fallback(why: &str) {
+fn warn_once_fallback(why: &ProbeError) {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| eprintln!("hintq: io_uring unavailable ({why}); falling back to epoll"));
 }

@@ -145,7 +145,7 @@
 //! neither `REMOVE` nor `CANCEL`.
 
 use super::fdmap::FdMap;
-use super::{Handoff, Poller, Ready};
+use super::{Handoff, Poller, ProbeError, ProbeErrorKind, Ready};
 use crate::token::{is_internal, untoken, BACKEND_BIT};
 use crate::{sys, Interest, State};
 use hintq_sys::BufRing;
@@ -237,21 +237,30 @@ const DEFAULT_CQ: u32 = 4096;
 const SQ: u32 = 256;
 
 /// Whether this kernel runs the backend, and if not why; asked once per process.
-pub(crate) fn probe() -> &'static Result<(), String> {
-    static P: OnceLock<Result<(), String>> = OnceLock::new();
+pub(crate) fn probe() -> &'static Result<(), ProbeError> {
+    static P: OnceLock<Result<(), ProbeError>> = OnceLock::new();
     P.get_or_init(check)
 }
 
-fn check() -> Result<(), String> {
-    let mut ring = IoUring::new(2).map_err(|e| format!("io_uring_setup: {}", refusal(&e)))?;
+fn check() -> Result<(), ProbeError> {
+    let mut ring = IoUring::new(2)
+        .map_err(|e| ProbeError::new(ProbeErrorKind::Refused, format!("io_uring_setup: {}", refusal(&e))))?;
     if !ring.params().is_feature_ext_arg() {
-        return Err("kernel lacks IORING_FEAT_EXT_ARG (Linux 5.11)".into());
+        return Err(ProbeError::new(
+            ProbeErrorKind::Unsupported,
+            "kernel lacks IORING_FEAT_EXT_ARG (Linux 5.11)",
+        ));
     }
     let mut ops = Probe::new();
-    ring.submitter().register_probe(&mut ops).map_err(|e| format!("IORING_REGISTER_PROBE: {e}"))?;
+    ring.submitter()
+        .register_probe(&mut ops)
+        .map_err(|e| ProbeError::new(ProbeErrorKind::Failed, format!("IORING_REGISTER_PROBE: {e}")))?;
     for (code, name) in [(opcode::PollAdd::CODE, "POLL_ADD"), (opcode::PollRemove::CODE, "POLL_REMOVE")] {
         if !ops.is_supported(code) {
-            return Err(format!("kernel lacks IORING_OP_{name}"));
+            return Err(ProbeError::new(
+                ProbeErrorKind::Unsupported,
+                format!("kernel lacks IORING_OP_{name}"),
+            ));
         }
     }
     multishot_works(&mut ring)?;
@@ -316,16 +325,20 @@ fn refusal(e: &io::Error) -> String {
 
 /// Arms a multishot poll for writability on an eventfd, which is always writable, and checks
 /// that its first CQE is readiness with `F_MORE` (quirk h).
-fn multishot_works(ring: &mut IoUring) -> Result<(), String> {
-    let efd = sys::eventfd().map_err(|e| format!("eventfd: {e}"))?;
+fn multishot_works(ring: &mut IoUring) -> Result<(), ProbeError> {
+    let failed = |why: String| ProbeError::new(ProbeErrorKind::Failed, why);
+    let efd = sys::eventfd().map_err(|e| failed(format!("eventfd: {e}")))?;
     let sqe = poll_add(efd.as_raw_fd(), libc::POLLOUT as u32, 0);
     // SAFETY: a POLL_ADD entry points at no memory of ours.
-    unsafe { ring.submission().push(&sqe) }.map_err(|_| "io_uring: empty SQ ring is full".to_string())?;
-    ring.submit_and_wait(1).map_err(|e| format!("io_uring_enter: {e}"))?;
+    unsafe { ring.submission().push(&sqe) }.map_err(|_| failed("io_uring: empty SQ ring is full".into()))?;
+    ring.submit_and_wait(1).map_err(|e| failed(format!("io_uring_enter: {e}")))?;
     match ring.completion().next() {
         Some(c) if c.result() > 0 && cqueue::more(c.flags()) => Ok(()),
-        Some(c) => Err(format!("kernel lacks multishot POLL_ADD (Linux 5.13): result {}", c.result())),
-        None => Err("io_uring: POLL_ADD on an eventfd did not complete".into()),
+        Some(c) => Err(ProbeError::new(
+            ProbeErrorKind::Unsupported,
+            format!("kernel lacks multishot POLL_ADD (Linux 5.13): result {}", c.result()),
+        )),
+        None => Err(failed("io_uring: POLL_ADD on an eventfd did not complete".into())),
     }
 }
 
