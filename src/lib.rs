@@ -283,7 +283,7 @@ fn backends() -> ExitCode {
     for b in Backend::ALL {
         let (ok, why) = match b.probe() {
             Ok(()) => ("yes", String::new()),
-            Err(why) => ("no", why),
+            Err(why) => ("no", why.to_string()),
         };
         let mark = if b == recommended { "recommended" } else { "" };
         println!("{:<14} {:<10} {}", b.name(), ok, [mark, &why].join(" ").trim());

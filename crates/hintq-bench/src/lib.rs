@@ -104,7 +104,12 @@ pub fn run_micro(cfg: &Config) -> io::Result<Outcome> {
         match b.probe() {
             Ok(()) => backends.push(b),
             Err(reason) => {
-                let s = Skip { experiment: None, backend: b.name().into(), points: String::new(), reason };
+                let s = Skip {
+                    experiment: None,
+                    backend: b.name().into(),
+                    points: String::new(),
+                    reason: reason.to_string(),
+                };
                 println!("{s}");
                 out.skips.push(s);
             }

@@ -73,7 +73,9 @@ mod token;
 mod waker;
 
 pub use accept::{Accepted, Acceptor};
-pub use backend::{leaked_buffers, Backend, GoochPolicy, Hybrid, ParseBackendError};
+pub use backend::{
+    leaked_buffers, Backend, GoochPolicy, Hybrid, ParseBackendError, ProbeError, ProbeErrorKind,
+};
 pub use event::{Event, Interest, State};
 pub use group::{Delivery, Group};
 pub use queue::{Builder, Queue, Stats};

@@ -44,8 +44,10 @@ mod unusual {
     pub(super) const WOKEN: u32 = 1 << 6;
 }
 
-/// Counters a queue keeps about itself; see [`Queue::stats`].
+/// Counters a queue keeps about itself; see [`Queue::stats`]. More may be added: read the
+/// fields, do not build or destructure the whole value.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// Events handed to the application.
     pub delivered: u64,
@@ -157,6 +159,32 @@ impl Builder {
     /// `window` ([`Queue::coalescing`] says whether it is in effect).
     pub fn coalesce(mut self, window: Duration) -> Builder {
         self.config.coalesce = (!window.is_zero()).then_some(window);
+        self
+    }
+
+    /// On io_uring where the kernel has them (6.1), a ring that only the first thread to use
+    /// it enters, whose completions' work the kernel runs when that thread waits
+    /// (`SINGLE_ISSUER | DEFER_TASKRUN`): the default, and the cheapest. `false` builds a ring
+    /// any thread may enter (`COOP_TASKRUN`) from the start, for a queue that moves between
+    /// threads while it sends (see [`Queue`]). Ignored by other backends.
+    pub fn uring_defer(mut self, on: bool) -> Builder {
+        self.config.uring_defer = on;
+        self
+    }
+
+    /// On io_uring, sends made by the ring ([`Queue::send`]) where the kernel has them: the
+    /// default. `false` leaves sending to the application ([`Queue::can_send`] is false),
+    /// for measuring what ring sends are worth. Ignored by other backends.
+    pub fn uring_sends(mut self, on: bool) -> Builder {
+        self.config.uring_sends = on;
+        self
+    }
+
+    /// On io_uring, receives made by the ring for registrations that ask
+    /// ([`Interest::RECEIVE`], [`Queue::take_received`]) where the kernel has them: the
+    /// default. `false` leaves reading to the application. Ignored by other backends.
+    pub fn uring_receives(mut self, on: bool) -> Builder {
+        self.config.uring_receives = on;
         self
     }
 
@@ -445,7 +473,7 @@ impl Queue {
     /// `Some(Ok(0))` at the end of the stream, `Some(Err(WouldBlock))` when nothing came
     /// since the last call, `Some(Err(e))` when the receive failed (`ECONNRESET`).
     /// `None` when the backend does not receive for `fd` (every backend but `uring`, a
-    /// kernel without multishot receive, `HINTQ_URING_RECV=0`, hand-off mode, or `WRITE` in
+    /// kernel without multishot receive, [`Builder::uring_receives`]`(false)`, hand-off mode, or `WRITE` in
     /// the interest for now): read from the descriptor yourself. Bytes the ring received
     /// before the interest changed are still handed out here first.
     ///
@@ -467,7 +495,7 @@ impl Queue {
     }
 
     /// True if this queue's backend makes sends itself ([`Queue::send`]): `uring` on a kernel
-    /// with `IORING_OP_SEND`, unless `HINTQ_URING_SENDS=0`; never in hand-off mode.
+    /// with `IORING_OP_SEND`, unless [`Builder::uring_sends`]`(false)`; never in hand-off mode.
     pub fn can_send(&self) -> bool {
         !self.handoff && self.poller.sends()
     }

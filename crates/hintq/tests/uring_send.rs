@@ -303,3 +303,25 @@ fn a_send_a_drop_cannot_cancel_keeps_its_buffer() {
         }
     });
 }
+
+/// The builder turns the ring's sends and receives off (they were environment variables read
+/// inside the library): such a queue cannot send, and a registration that asks for receives
+/// is read by the application.
+#[test]
+fn a_builder_turns_ring_sends_and_receives_off() {
+    let case = "a_builder_turns_ring_sends_and_receives_off";
+    let Some(_) = ring_queue(case) else { return };
+    let mut q = hintq::Builder::new(Backend::Uring).uring_sends(false).uring_receives(false).build().unwrap();
+    assert_eq!(q.backend(), Backend::Uring);
+    assert!(!q.can_send(), "sends off, yet the queue can send");
+    let (sock, fd, mut client) = tcp();
+    q.declare(fd, Interest::READ | Interest::RECEIVE).unwrap();
+    let (e, buf) = q.send(fd, b"abc".to_vec()).unwrap_err();
+    assert_eq!((e.kind(), buf.as_slice()), (ErrorKind::Unsupported, &b"abc"[..]));
+    std::io::Write::write_all(&mut client, b"ping").unwrap();
+    wait_for(&mut q, fd, State::READ).expect("no readable event");
+    assert!(!q.receiving(fd), "receives off, yet the ring receives");
+    assert!(q.take_received(fd, &mut Vec::new(), 64).is_none(), "receives off, yet the ring took the bytes");
+    assert_eq!(common::drain(fd), 4, "the bytes are not in the socket for the application");
+    q.close(sock).unwrap();
+}

@@ -68,13 +68,13 @@ fn elsewhere<T: Send + 'static>(q: Queue, f: impl FnOnce(&mut Queue) -> T + Send
     .unwrap()
 }
 
-/// Whether this kernel builds the one-thread ring (`DEFER_TASKRUN`, Linux 6.1) and it is not
-/// turned off.
+/// Whether this kernel builds the one-thread ring (`DEFER_TASKRUN`, Linux 6.1), which a
+/// default builder asks for.
 fn one_thread_ring() -> bool {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let mut v = release.split(|c: char| !c.is_ascii_digit()).map(|n| n.parse::<u32>().unwrap_or(0));
     let (major, minor) = (v.next().unwrap_or(0), v.next().unwrap_or(0));
-    (major, minor) >= (6, 1) && std::env::var_os("HINTQ_URING_DEFER").is_none_or(|v| v != "0")
+    (major, minor) >= (6, 1)
 }
 
 #[test]
@@ -135,7 +135,7 @@ fn a_move_with_a_send_in_flight_is_refused_and_changes_nothing() {
     }
     if !one_thread_ring() {
         // Any thread may enter this ring: no move, nothing to refuse.
-        eprintln!("n/a: the ring is not a one-thread ring here (kernel before 6.1, or HINTQ_URING_DEFER=0)");
+        eprintln!("n/a: the ring is not a one-thread ring here (kernel before 6.1)");
         return;
     }
     let (sock, fd, client) = tcp();
@@ -175,4 +175,27 @@ fn a_move_with_a_send_in_flight_is_refused_and_changes_nothing() {
     let r = std::io::Read::read_to_end(&mut client, &mut sink);
     assert!(r.is_ok() || r.as_ref().is_err_and(|e| e.kind() == ErrorKind::ConnectionReset), "{r:?}");
     assert!(sink.len() < 64 << 20, "the whole send went out though it was cancelled");
+}
+
+/// `Builder::uring_defer(false)`: a ring any thread may enter from the start, so a queue with
+/// a send in flight moves between threads without the refusal a one-thread ring gives.
+#[test]
+fn a_ring_built_for_any_thread_moves_with_a_send_in_flight() {
+    let case = "a_ring_built_for_any_thread_moves_with_a_send_in_flight";
+    let Some(_) = ring_queue(case) else { return };
+    let mut q = hintq::Builder::new(Backend::Uring).uring_defer(false).build().unwrap();
+    if !q.can_send() {
+        hintq_testkit::runs(case, Err("io_uring sends unavailable here".to_string()));
+        return;
+    }
+    let (sock, fd, _client) = tcp();
+    q.declare(fd, Interest::READ).unwrap();
+    q.send(fd, vec![7; 64 << 20]).map_err(|(e, _)| e).unwrap();
+    q.get_next_event(&mut [Event::default(); 4], Some(Duration::ZERO)).unwrap();
+    assert!(q.sending(fd), "a 64 MiB send to a peer that does not read completed");
+    let (mut q, waited) = elsewhere(q, |q| {
+        q.get_next_event(&mut [Event::default(); 4], Some(Duration::from_millis(10))).map(drop)
+    });
+    waited.expect("a ring any thread may enter refused another thread");
+    q.close(sock).unwrap();
 }

@@ -355,14 +355,34 @@ pub(crate) struct Counters {
 }
 
 /// Per-backend settings a [`crate::Builder`] passes down.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Config {
+    /// io_uring: a one-thread ring with deferred work where the kernel has it (quirk m).
+    pub uring_defer: bool,
+    /// io_uring: sends through the ring where the kernel has them (quirk k).
+    pub uring_sends: bool,
+    /// io_uring: receives through the ring where asked and the kernel has them (quirk l).
+    pub uring_receives: bool,
     /// io_uring completion ring size (`None`: the backend's default).
     pub uring_cq: Option<u32>,
     /// io_uring's coalescing window (`None`: off); see [`crate::Builder::coalesce`].
     pub coalesce: Option<Duration>,
     pub hybrid: Hybrid,
     pub gooch: GoochPolicy,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            uring_defer: true,
+            uring_sends: true,
+            uring_receives: true,
+            uring_cq: None,
+            coalesce: None,
+            hybrid: Hybrid::default(),
+            gooch: GoochPolicy::default(),
+        }
+    }
 }
 
 /// Where a signal-based backend wants its wake-ups: a thread id (kept current when the
@@ -400,6 +420,61 @@ pub enum Backend {
     Rtsig,
     /// Gooch's active and inactive poll sets with activity-driven migration. State-based.
     Gooch,
+}
+
+/// Why this kernel does not run a backend ([`Backend::probe`]); its text says why in words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeError {
+    kind: ProbeErrorKind,
+    reason: String,
+}
+
+/// What kind of refusal a [`ProbeError`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProbeErrorKind {
+    /// The kernel refused the mechanism outright: `EPERM` (`kernel.io_uring_disabled`, a
+    /// seccomp filter such as Docker's default), `ENOSYS` (built without it).
+    Refused,
+    /// The kernel is too old for a feature the backend needs (a missing opcode or flag).
+    Unsupported,
+    /// The probe itself failed (an eventfd could not be made, say): perhaps temporary.
+    Failed,
+}
+
+impl ProbeError {
+    pub(crate) fn new(kind: ProbeErrorKind, reason: impl Into<String>) -> ProbeError {
+        ProbeError { kind, reason: reason.into() }
+    }
+
+    /// What kind of refusal this is.
+    pub fn kind(&self) -> ProbeErrorKind {
+        self.kind
+    }
+
+    /// The reason in words, as [`std::fmt::Display`] writes it.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
+impl fmt::Display for ProbeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl std::error::Error for ProbeError {}
+
+impl From<ProbeError> for io::Error {
+    fn from(e: ProbeError) -> io::Error {
+        let kind = match e.kind {
+            ProbeErrorKind::Refused => io::ErrorKind::PermissionDenied,
+            ProbeErrorKind::Unsupported => io::ErrorKind::Unsupported,
+            ProbeErrorKind::Failed => io::ErrorKind::Other,
+        };
+        io::Error::new(kind, e)
+    }
 }
 
 /// An unknown backend name. Its `Debug` says what its `Display` says, so that a `main`
@@ -462,16 +537,21 @@ impl Backend {
     }
 
     /// Whether this kernel lets the backend run, and if not, why.
-    pub fn probe(self) -> Result<(), String> {
+    ///
+    /// # Errors
+    /// Why not, as a [`ProbeError`] whose [`ProbeError::kind`] tells a refusal from a kernel
+    /// too old and from a failed probe.
+    pub fn probe(self) -> Result<(), ProbeError> {
         match self {
             Backend::Uring => uring::probe().clone(),
             _ => Ok(()),
         }
     }
 
-    /// True if a queue on this backend makes sends itself ([`crate::Queue::send`]): `uring`
-    /// where this kernel runs it with `IORING_OP_SEND` and `HINTQ_URING_SENDS=0` does not
-    /// turn that off. A queue in hand-off mode still does not ([`crate::Queue::can_send`]).
+    /// True if a queue on this backend makes sends itself ([`crate::Queue::send`]) unless its
+    /// builder says not to ([`crate::Builder::uring_sends`]): `uring` where this kernel runs
+    /// it with `IORING_OP_SEND`. A queue in hand-off mode still does not
+    /// ([`crate::Queue::can_send`]).
     pub fn sends(self) -> bool {
         self == Backend::Uring && self.probe().is_ok() && uring::sends()
     }
@@ -511,7 +591,7 @@ impl Backend {
             return Backend::Epoll.open(config);
         }
         let p = match self {
-            Backend::Uring => Any::Uring(uring::Uring::new(config.uring_cq, config.coalesce)?),
+            Backend::Uring => Any::Uring(uring::Uring::new(config)?),
             Backend::Epoll => Any::Epoll(epoll::Epoll::new(epoll::Mode::Level)?),
             Backend::EpollEt => Any::Epoll(epoll::Epoll::new(epoll::Mode::Edge)?),
             Backend::EpollOneshot => Any::Epoll(epoll::Epoll::new(epoll::Mode::Oneshot)?),
@@ -525,7 +605,7 @@ impl Backend {
     }
 }
 
-fn warn_once_fallback(why: &str) {
+fn warn_once_fallback(why: &ProbeError) {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| eprintln!("hintq: io_uring unavailable ({why}); falling back to epoll"));
 }

@@ -45,8 +45,6 @@
 //! h. Refusal: Docker's default seccomp profile and `kernel.io_uring_disabled` (6.6) make
 //!    `io_uring_setup` fail with `EPERM`; kernels before 5.11 lack `EXT_ARG`; multishot poll
 //!    (5.13) has no feature bit, so [`probe`] arms one on an eventfd and looks for `F_MORE`.
-//!    The environment variable `HINTQ_URING_DISABLE=1` makes the probe refuse too, with the
-//!    reason "disabled by HINTQ_URING_DISABLE": a test hook for the epoll fallback.
 //! i. A `POLL_REMOVE` that meets the poll while the kernel is running it (a wake-up being
 //!    posted) completes with `-EALREADY` and does *not* end a multishot poll, which goes on
 //!    posting `F_MORE` completions. `delete` resubmits the remove until it takes (0) or the
@@ -77,8 +75,8 @@
 //!    Like a poll, an armed send holds the file: `delete` cancels it
 //!    (`IORING_OP_ASYNC_CANCEL`, resubmitted on `-EALREADY`) and waits for its CQE, so a
 //!    revoked and closed socket is closed. `set` leaves it be: a change of interest does
-//!    not abort what the connection is sending. `HINTQ_URING_SENDS=0` turns sends off (the
-//!    application then sends itself), for measuring what they are worth.
+//!    not abort what the connection is sending. [`crate::Builder::uring_sends`]`(false)` turns
+//!    sends off (the application then sends itself), for measuring what they are worth.
 //!
 //! l. Receives ([`crate::Interest::RECEIVE`]): for a registration that asks, and whose interest
 //!    is reading alone, the ring receives the data too. Instead of a poll, the descriptor gets
@@ -98,13 +96,14 @@
 //!    still holds is reported as `READ` at once. A revoke drops the inbox; a descriptor
 //!    closed without a revoke and its number declared again keeps it (the registration, and
 //!    so the token, is the same to us): revoke before closing a receiving descriptor, as
-//!    `Queue::close` does. `HINTQ_URING_RECV=0` turns receives off.
+//!    `Queue::close` does. [`crate::Builder::uring_receives`]`(false)` turns receives off.
 //!
 //! m. Where the kernel has them (6.1), the ring is `IORING_SETUP_SINGLE_ISSUER |
 //!    DEFER_TASKRUN` (with `TASKRUN_FLAG`) rather than j's `COOP_TASKRUN`: the kernel queues a
 //!    completion's work on the ring, without signalling the task, and runs it all when the
 //!    owning thread enters to wait, so one `io_uring_enter` reaps a batch more cheaply
-//!    (measured with `crates/hintq-serve/bench/ab.sh`, `A_ENV=HINTQ_URING_DEFER=0`). The
+//!    (measured with `crates/hintq-serve/bench/ab.sh` when the choice was the environment
+//!    variable `HINTQ_URING_DEFER=0`). The
 //!    TASKRUN flag is raised for that work too, so a zero-timeout wait still enters for it.
 //!    Only one thread may enter such a ring (others get `EEXIST`), while a `Queue` is `Send`:
 //!    the ring is built disabled (`R_DISABLED`) and enabled by the first thread that enters
@@ -121,7 +120,7 @@
 //!    meanwhile without that stays open in the old ring's poll, b), so a queue is best moved,
 //!    if at all, between its sends. A new ring that cannot be made leaves the queue on the
 //!    old one. `hintq-patterns` makes each thread's queue on that thread.
-//!    `HINTQ_URING_DEFER=0` builds j's ring from the start.
+//!    [`crate::Builder::uring_defer`]`(false)` builds j's ring from the start.
 //!
 //! n. Coalescing, asked for with [`crate::Builder::coalesce`] (off by default). Where the
 //!    kernel has a minimum wait (6.12, `IORING_FEAT_MIN_TIMEOUT`), a wait that blocks asks
@@ -146,7 +145,7 @@
 //! neither `REMOVE` nor `CANCEL`.
 
 use super::fdmap::FdMap;
-use super::{Handoff, Poller, Ready};
+use super::{Handoff, Poller, ProbeError, ProbeErrorKind, Ready};
 use crate::token::{is_internal, untoken, BACKEND_BIT};
 use crate::{sys, Interest, State};
 use hintq_sys::BufRing;
@@ -197,10 +196,10 @@ fn thread_id() -> libc::pid_t {
     })
 }
 
-/// The best ring this kernel builds, trying [`Run::Deferred`] (unless `HINTQ_URING_DEFER=0`),
-/// then [`Run::Coop`], then [`Run::Plain`]; older kernels refuse the flags with `EINVAL`.
-fn best_ring(cq: u32) -> io::Result<(IoUring, Run)> {
-    let defer = std::env::var_os("HINTQ_URING_DEFER").is_none_or(|v| v != "0");
+/// The best ring this kernel builds, trying [`Run::Deferred`] (unless `defer` is false:
+/// [`crate::Builder::uring_defer`]), then [`Run::Coop`], then [`Run::Plain`]; older kernels
+/// refuse the flags with `EINVAL`.
+fn best_ring(cq: u32, defer: bool) -> io::Result<(IoUring, Run)> {
     let runs: &[Run] = if defer { &[Run::Deferred, Run::Coop, Run::Plain] } else { &[Run::Coop, Run::Plain] };
     let mut last = io::Error::from_raw_os_error(libc::EINVAL);
     for &run in runs {
@@ -238,37 +237,42 @@ const DEFAULT_CQ: u32 = 4096;
 const SQ: u32 = 256;
 
 /// Whether this kernel runs the backend, and if not why; asked once per process.
-pub(crate) fn probe() -> &'static Result<(), String> {
-    static P: OnceLock<Result<(), String>> = OnceLock::new();
+pub(crate) fn probe() -> &'static Result<(), ProbeError> {
+    static P: OnceLock<Result<(), ProbeError>> = OnceLock::new();
     P.get_or_init(check)
 }
 
-fn check() -> Result<(), String> {
-    if std::env::var_os("HINTQ_URING_DISABLE").is_some_and(|v| v == "1") {
-        return Err("disabled by HINTQ_URING_DISABLE".into());
-    }
-    let mut ring = IoUring::new(2).map_err(|e| format!("io_uring_setup: {}", refusal(&e)))?;
+fn check() -> Result<(), ProbeError> {
+    let mut ring = IoUring::new(2)
+        .map_err(|e| ProbeError::new(ProbeErrorKind::Refused, format!("io_uring_setup: {}", refusal(&e))))?;
     if !ring.params().is_feature_ext_arg() {
-        return Err("kernel lacks IORING_FEAT_EXT_ARG (Linux 5.11)".into());
+        return Err(ProbeError::new(
+            ProbeErrorKind::Unsupported,
+            "kernel lacks IORING_FEAT_EXT_ARG (Linux 5.11)",
+        ));
     }
     let mut ops = Probe::new();
-    ring.submitter().register_probe(&mut ops).map_err(|e| format!("IORING_REGISTER_PROBE: {e}"))?;
+    ring.submitter()
+        .register_probe(&mut ops)
+        .map_err(|e| ProbeError::new(ProbeErrorKind::Failed, format!("IORING_REGISTER_PROBE: {e}")))?;
     for (code, name) in [(opcode::PollAdd::CODE, "POLL_ADD"), (opcode::PollRemove::CODE, "POLL_REMOVE")] {
         if !ops.is_supported(code) {
-            return Err(format!("kernel lacks IORING_OP_{name}"));
+            return Err(ProbeError::new(
+                ProbeErrorKind::Unsupported,
+                format!("kernel lacks IORING_OP_{name}"),
+            ));
         }
     }
     multishot_works(&mut ring)?;
     let sends = ops.is_supported(opcode::Send::CODE) && ops.is_supported(opcode::AsyncCancel::CODE);
-    let off = std::env::var_os("HINTQ_URING_SENDS").is_some_and(|v| v == "0");
-    SENDS.get_or_init(|| sends && !off);
-    let off = std::env::var_os("HINTQ_URING_RECV").is_some_and(|v| v == "0");
-    RECVS.get_or_init(|| !off && ops.is_supported(opcode::AsyncCancel::CODE) && multishot_recv_works());
+    SENDS.get_or_init(|| sends);
+    RECVS.get_or_init(|| ops.is_supported(opcode::AsyncCancel::CODE) && multishot_recv_works());
     Ok(())
 }
 
-/// Receives go through the ring (quirk l): the kernel runs a multishot receive from a ring
-/// of provided buffers, and `HINTQ_URING_RECV=0` did not turn them off. Set by the probe.
+/// The kernel runs receives through the ring (quirk l): a multishot receive from a ring of
+/// provided buffers. Set by the probe; a queue uses them unless its builder said not to
+/// ([`crate::Builder::uring_receives`]).
 static RECVS: OnceLock<bool> = OnceLock::new();
 
 /// Registers a one-buffer ring, arms a multishot receive on a socket pair, writes a byte and
@@ -300,8 +304,9 @@ fn multishot_recv_works() -> bool {
     works
 }
 
-/// Sends go through the ring (quirk k): the kernel has `IORING_OP_SEND` and
-/// `IORING_OP_ASYNC_CANCEL`, and `HINTQ_URING_SENDS=0` did not turn them off. Set by the probe.
+/// The kernel runs sends through the ring (quirk k): it has `IORING_OP_SEND` and
+/// `IORING_OP_ASYNC_CANCEL`. Set by the probe; a queue makes them unless its builder said not
+/// to ([`crate::Builder::uring_sends`]).
 static SENDS: OnceLock<bool> = OnceLock::new();
 
 /// What the probe found about sends ([`SENDS`]); false before it ran.
@@ -320,16 +325,20 @@ fn refusal(e: &io::Error) -> String {
 
 /// Arms a multishot poll for writability on an eventfd, which is always writable, and checks
 /// that its first CQE is readiness with `F_MORE` (quirk h).
-fn multishot_works(ring: &mut IoUring) -> Result<(), String> {
-    let efd = sys::eventfd().map_err(|e| format!("eventfd: {e}"))?;
+fn multishot_works(ring: &mut IoUring) -> Result<(), ProbeError> {
+    let failed = |why: String| ProbeError::new(ProbeErrorKind::Failed, why);
+    let efd = sys::eventfd().map_err(|e| failed(format!("eventfd: {e}")))?;
     let sqe = poll_add(efd.as_raw_fd(), libc::POLLOUT as u32, 0);
     // SAFETY: a POLL_ADD entry points at no memory of ours.
-    unsafe { ring.submission().push(&sqe) }.map_err(|_| "io_uring: empty SQ ring is full".to_string())?;
-    ring.submit_and_wait(1).map_err(|e| format!("io_uring_enter: {e}"))?;
+    unsafe { ring.submission().push(&sqe) }.map_err(|_| failed("io_uring: empty SQ ring is full".into()))?;
+    ring.submit_and_wait(1).map_err(|e| failed(format!("io_uring_enter: {e}")))?;
     match ring.completion().next() {
         Some(c) if c.result() > 0 && cqueue::more(c.flags()) => Ok(()),
-        Some(c) => Err(format!("kernel lacks multishot POLL_ADD (Linux 5.13): result {}", c.result())),
-        None => Err("io_uring: POLL_ADD on an eventfd did not complete".into()),
+        Some(c) => Err(ProbeError::new(
+            ProbeErrorKind::Unsupported,
+            format!("kernel lacks multishot POLL_ADD (Linux 5.13): result {}", c.result()),
+        )),
+        None => Err(failed("io_uring: POLL_ADD on an eventfd did not complete".into())),
     }
 }
 
@@ -694,6 +703,11 @@ pub(crate) struct Uring {
     retired: Vec<BufRing>,
     /// Coalescing's window in µs (quirk n); 0: off, or a kernel without a minimum wait.
     window_us: u32,
+    /// This queue's sends go through the ring (quirk k): the kernel can, and the builder
+    /// did not turn them off.
+    sends: bool,
+    /// This queue's receives go through the ring where asked (quirk l), likewise.
+    recvs: bool,
 }
 
 /// The completions a coalescing wait asks for (quirk n): more than a window brings on this
@@ -763,9 +777,10 @@ impl Uring {
     /// A ring whose completion queue has `cq_entries` (rounded up to a power of two by the
     /// kernel), [`DEFAULT_CQ`] when `None`.
     /// `coalesce`: the window of quirk n, kept only where the kernel has a minimum wait.
-    pub(crate) fn new(cq_entries: Option<u32>, coalesce: Option<Duration>) -> io::Result<Uring> {
+    pub(crate) fn new(config: &super::Config) -> io::Result<Uring> {
+        let (cq_entries, coalesce) = (config.uring_cq, config.coalesce);
         let cq = cq_entries.unwrap_or(DEFAULT_CQ).max(1);
-        let (ring, run) = best_ring(cq)?;
+        let (ring, run) = best_ring(cq, config.uring_defer)?;
         let window_us = match coalesce {
             Some(w) if ring.params().is_feature_min_timeout() => w.as_micros().min(u32::MAX.into()) as u32,
             _ => 0,
@@ -780,6 +795,8 @@ impl Uring {
             owner: None,
             retired: Vec::new(),
             window_us,
+            sends: sends() && config.uring_sends,
+            recvs: RECVS.get().copied().unwrap_or(false) && config.uring_receives,
         })
     }
 
@@ -814,8 +831,8 @@ impl Uring {
             return Err(io::Error::new(
                 io::ErrorKind::ResourceBusy,
                 "an io_uring queue with a send in flight was used from another thread; move a \
-                 queue between threads only once its sends completed (HINTQ_URING_DEFER=0 lets \
-                 any thread enter it)",
+                 queue between threads only once its sends completed (Builder::uring_defer(false) \
+                 lets any thread enter it)",
             ));
         }
         let mut tokens = Vec::new();
@@ -1041,7 +1058,7 @@ impl Uring {
 
     /// Makes the receive buffer ring if there is none yet; false if the kernel refused it.
     fn receive_buffers(&mut self) -> bool {
-        if self.table.bufs.is_none() && RECVS.get().copied().unwrap_or(false) {
+        if self.table.bufs.is_none() && self.recvs {
             self.table.bufs = BufRing::new(&self.ring, RECV_BUFS, RECV_BUF, BGID).ok();
         }
         self.table.bufs.is_some()
@@ -1343,7 +1360,7 @@ impl Poller for Uring {
     }
 
     fn sends(&self) -> bool {
-        sends()
+        self.sends
     }
 
     fn send(&mut self, fd: RawFd, token: u64, buf: Vec<u8>) -> Result<(), (io::Error, Vec<u8>)> {

@@ -60,7 +60,6 @@ pub fn in_child(name: &str, env: &[(&str, &str)], body: impl FnOnce()) -> Option
     let out = Command::new(std::env::current_exe().unwrap())
         .args([name, "--exact", "--test-threads=1", "--nocapture"])
         .env("HINTQ_TEST_CHILD", "1")
-        .env_remove("HINTQ_URING_DISABLE")
         .envs(env.iter().copied())
         .output()
         .unwrap();
