@@ -700,44 +700,20 @@ pub trait Running {
 /// The runtime's counters per thread as JSON (`--stats`): `threads`, one object per thread
 /// with every field of [`Counters`] (times in ns), and `array_max`.
 pub fn stats_json(array_max: usize, counters: &[Counters]) -> String {
-    let mut s = format!("{{\"array_max\": {array_max}, \"threads\": [");
-    for (i, c) in counters.iter().enumerate() {
-        let fields = [
-            ("handled", c.handled),
-            ("again", c.again),
-            ("accepted", c.accepted),
-            ("closed", c.closed),
-            ("waits", c.waits),
-            ("wait_ns", c.wait_ns),
-            ("events", c.events),
-            ("most_events", c.most_events),
-            ("ready_waits", c.ready_waits),
-            ("ready_ns", c.ready_ns),
-            ("ready_events", c.ready_events),
-            ("blocked_waits", c.blocked_waits),
-            ("blocked_ns", c.blocked_ns),
-            ("declares", c.declares),
-            ("declare_ns", c.declare_ns),
-            ("declares_new", c.declares_new),
-            ("declare_new_ns", c.declare_new_ns),
-            ("revokes", c.revokes),
-            ("revoke_ns", c.revoke_ns),
-            ("inserts", c.inserts),
-            ("insert_ns", c.insert_ns),
-            ("rearms", c.rearms),
-            ("rearm_ns", c.rearm_ns),
-            ("busy_ns", c.busy_ns),
-            ("wait_errors", c.wait_errors),
-            ("interest_errors", c.interest_errors),
-        ];
-        s.push_str(if i == 0 { "\n  {" } else { ",\n  {" });
-        let _ = write!(s, "\"thread\": {i}");
-        for (k, v) in fields {
-            let _ = write!(s, ", \"{k}\": {v}");
-        }
-        s.push('}');
+    #[derive(serde::Serialize)]
+    struct Thread<'a> {
+        thread: usize,
+        #[serde(flatten)]
+        counters: &'a Counters,
     }
-    s.push_str("\n]}\n");
+    #[derive(serde::Serialize)]
+    struct Stats<'a> {
+        array_max: usize,
+        threads: Vec<Thread<'a>>,
+    }
+    let threads = counters.iter().enumerate().map(|(thread, counters)| Thread { thread, counters }).collect();
+    let mut s = serde_json::to_string_pretty(&Stats { array_max, threads }).expect("counters serialize");
+    s.push('\n');
     s
 }
 
@@ -1027,9 +1003,41 @@ mod tests {
         assert!(Cli::try_parse_from(bad).is_err());
         let c = Counters { waits: 3, ready_ns: 7, ..Counters::default() };
         let json = stats_json(4, &[c, Counters::default()]);
-        assert!(json.starts_with("{\"array_max\": 4, \"threads\": [\n  {\"thread\": 0, "), "{json}");
-        assert!(json.contains("\"waits\": 3,") && json.contains("\"ready_ns\": 7,"), "{json}");
-        assert!(json.contains("{\"thread\": 1, "), "{json}");
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["array_max"], 4, "{json}");
+        let threads = v["threads"].as_array().unwrap();
+        assert_eq!(threads.len(), 2, "{json}");
+        assert_eq!((&threads[0]["thread"], &threads[1]["thread"]), (&0.into(), &1.into()), "{json}");
+        assert_eq!((&threads[0]["waits"], &threads[0]["ready_ns"]), (&3.into(), &7.into()), "{json}");
+        // Every counter, under the names scripts and the lab read.
+        for k in [
+            "handled",
+            "accepted",
+            "closed",
+            "wait_ns",
+            "events",
+            "most_events",
+            "ready_waits",
+            "ready_events",
+            "blocked_waits",
+            "blocked_ns",
+            "declares",
+            "declare_ns",
+            "declares_new",
+            "declare_new_ns",
+            "revokes",
+            "revoke_ns",
+            "inserts",
+            "insert_ns",
+            "rearms",
+            "rearm_ns",
+            "busy_ns",
+            "wait_errors",
+            "interest_errors",
+            "again",
+        ] {
+            assert_eq!(threads[1][k], 0, "{k} in {json}");
+        }
     }
 
     #[test]

@@ -308,11 +308,10 @@ thread_local! {
     static SECOND: Cell<Option<Second>> = const { Cell::new(None) };
 }
 
-/// The time of the readiness being handled (the runtime's [`hintq_patterns::batch_time`]: one
-/// clock read per batch of events): every request it answers uses it (timeouts, `Date`, the
-/// cache's validity), instead of reading a clock five times a request.
-fn tick() -> Instant {
-    let at = hintq_patterns::batch_time();
+/// Sets the time of the readiness being handled (the runtime's [`Cx::now`]: one clock read
+/// per batch of events): every request it answers uses it (timeouts, `Date`, the cache's
+/// validity), instead of reading a clock five times a request.
+fn tick(at: Instant) -> Instant {
     NOW.set(Some(at));
     at
 }
@@ -780,7 +779,7 @@ impl Handler for Files {
     }
 
     fn event(&self, cx: &mut Cx<'_, ()>, c: &mut Conn, fd: RawFd, state: State) -> Next {
-        let now = tick();
+        let now = tick(cx.now());
         if state.is_readable() {
             // New bytes may have come since the last short read (with the ring's receives,
             // they wait in its inbox and are reported once).
@@ -877,7 +876,7 @@ impl Handler for Files {
             && c.head_since.is_some()
             && c.head_begun();
         if timed_out_in_head {
-            tick();
+            tick(Instant::now());
             let mut b = Vec::with_capacity(160);
             write_error_response(&mut b, 408, Some(&date()), true, false);
             let _ = send_now(fd, &b);
