@@ -76,7 +76,11 @@ mod sys;
 pub use buf::BUF_SIZE;
 pub use hintq_patterns::Pattern;
 
-use crate::common::{parse_duration, set_nodelay, AccessLog, Lifecycle, ServerArgs};
+use crate::access_log::AccessLog;
+use crate::args::{parse_duration, ServerArgs};
+use crate::lifecycle::Lifecycle;
+use crate::signals::say;
+use crate::sys::set_nodelay;
 use hintq::{Backend, Interest, State};
 use hintq_http::{DateCache, Limits};
 use hintq_patterns::{Cx, Handler, Next, Server, Why};
@@ -244,7 +248,7 @@ impl Complaints {
         if more > 0 {
             line.push_str(&format!(" (and {more} more since the last such line)"));
         }
-        crate::common::say(&line);
+        say(&line);
     }
 }
 
@@ -469,7 +473,7 @@ impl ProxyArgs {
     }
 }
 
-impl crate::common::Running for Proxy {
+impl crate::run::Running for Proxy {
     fn local_addr(&self) -> SocketAddr {
         Proxy::local_addr(self)
     }
@@ -485,7 +489,7 @@ impl crate::common::Running for Proxy {
 
 /// Runs the proxy until SIGINT or SIGTERM, then drains it gracefully ([`Proxy::drain`]) for
 /// up to `--drain-timeout` (a second signal closes everything at once). With `--processes`,
-/// the same over worker processes ([`crate::common::run`]). Returns whether everything
+/// the same over worker processes ([`crate::run::run`]). Returns whether everything
 /// ended cleanly.
 ///
 /// # Errors
@@ -495,7 +499,7 @@ pub fn run(args: &ProxyArgs) -> io::Result<bool> {
     let threads = if cfg.pattern == Pattern::Reactor { 1 } else { cfg.threads.max(1) };
     let shape = args.server.shape(cfg.backend, cfg.pattern, threads);
     let describe = |addr| format!("listening on {addr}, upstream {} ({shape})", args.upstream);
-    crate::common::run("proxy", &args.server, describe, || start(cfg))
+    crate::run::run("proxy", &args.server, describe, || start(cfg))
 }
 
 /// The proxy as a handler of the runtime: a connection is a [`Session`], its upstream
