@@ -1,7 +1,7 @@
 //! The dispatch every pattern shares: the connection table, accepting into it, handing a
 //! readiness to the handler of the connection it belongs to and applying its answer
 //! (re-arm, new interest, close), deadlines, the drain, and the wait itself. The thread
-//! loops ([`crate::shards`], [`crate::pool`]) call it; it calls the [`Handler`].
+//! loops (`shards.rs`, `pool.rs`) call it; it calls the [`Handler`].
 
 use crate::attach::{self, Cx, Extra, Fds, NONE, PARKED};
 use crate::counters::{since, Counter, Meter, ThreadStats, PERSISTENT_WAIT_ERRORS};

@@ -73,7 +73,7 @@ impl Server {
     /// Begins a graceful drain and returns at once: every thread that holds an event source
     /// revokes and closes its listener (new connections are refused), calls
     /// [`Handler::draining`], then handles each of its connections once (so that one idle
-    /// between requests can see [`Fds::draining`] and close) and goes on serving the rest.
+    /// between requests can see [`Fds::draining`](crate::Fds::draining) and close) and goes on serving the rest.
     /// Deadlines still apply. Waiting for the connections to finish is the caller's part;
     /// then [`Server::shutdown`].
     pub fn drain(&self) {
@@ -84,7 +84,7 @@ impl Server {
     }
 
     /// Stops every thread, closes every connection (calling [`Handler::close`] with
-    /// [`Why::Shutdown`]), the listeners and the queues, and returns the final counters.
+    /// [`Why::Shutdown`](crate::Why::Shutdown)), the listeners and the queues, and returns the final counters.
     pub fn shutdown(mut self) -> Vec<Counters> {
         self.stop_and_join();
         self.stats()

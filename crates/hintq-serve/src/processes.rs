@@ -134,7 +134,7 @@ struct Worker {
 impl Supervisor {
     /// Reserves `listen` and starts `n` workers of `hintq <name>`: this program again, with
     /// the arguments it was started with plus `--worker`. The program must route those to
-    /// [`crate::serve::run`] or [`crate::proxy::run`] (the `hintq` binary does). SIGCHLD must
+    /// `serve::run` or `proxy::run` (the `hintq` binary does). SIGCHLD must
     /// be blocked in the calling thread ([`ShutdownSignals::with_children`]),
     /// which must live as long as the workers (their death signal is tied to it).
     ///

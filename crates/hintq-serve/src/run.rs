@@ -15,7 +15,7 @@ pub trait Running {
     /// The listening address.
     fn local_addr(&self) -> SocketAddr;
     /// Graceful shutdown for up to `grace`, cut short when `stop` says so (see
-    /// [`Lifecycle::drain_counted`]); returns the connections closed by force and the
+    /// [`Lifecycle::drain_counted`](crate::lifecycle::Lifecycle::drain_counted)); returns the connections closed by force and the
     /// runtime's final counters per thread.
     fn drain(self, grace: Duration, stop: &mut dyn FnMut(Duration) -> bool) -> (usize, Vec<Counters>);
 }

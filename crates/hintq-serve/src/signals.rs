@@ -31,7 +31,7 @@ impl ShutdownSignals {
     }
 
     /// Blocks SIGINT, SIGTERM and SIGCHLD in this thread, for a supervisor of worker
-    /// processes ([`crate::processes::Supervisor`]): [`wait`](Self::wait) also returns when
+    /// processes (`processes::Supervisor`): [`wait`](Self::wait) also returns when
     /// a child ends.
     ///
     /// # Errors
