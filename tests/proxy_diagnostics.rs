@@ -50,7 +50,7 @@ fn a_502_or_504_says_which_upstream_and_why() {
     let _one = serial();
     let cases: [(SocketAddr, u16, &str); 4] = [
         (dead(), 502, "connection refused"),
-        (misbehaving(reset), 502, "connection reset"),
+        (misbehaving(hintq_testkit::reset), 502, "connection reset"),
         (misbehaving(|mut s| drop(s.write_all(b"HELLO THERE\r\n\r\n"))), 502, "invalid response"),
         (
             misbehaving(|s| {

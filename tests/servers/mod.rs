@@ -280,19 +280,3 @@ pub fn upstream() -> SocketAddr {
         }
     })
 }
-
-/// Resets the connection (`SO_LINGER` 0, then close): the peer sees `ECONNRESET`.
-pub fn reset(s: TcpStream) {
-    use std::os::fd::AsRawFd;
-    let l = libc::linger { l_onoff: 1, l_linger: 0 };
-    // SAFETY: `l` is a live linger struct of the size given.
-    unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&l as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
-}

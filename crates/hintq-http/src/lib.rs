@@ -95,6 +95,6 @@ pub use headers::{Headers, INLINE_HEADERS};
 pub use limits::Limits;
 pub use proxy::{add_via, end_to_end, is_hop_by_hop, strip_hop_by_hop, HOP_BY_HOP};
 pub use write::{
-    error_body, reason, write_chunk, write_chunk_end, write_chunk_header, write_error_response,
+    error_body, http_date, reason, write_chunk, write_chunk_end, write_chunk_header, write_error_response,
     write_last_chunk, DateCache, Fields, HeadWriter,
 };

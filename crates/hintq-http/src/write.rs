@@ -1,7 +1,7 @@
 //! Writing heads, error responses and chunked bodies into a `Vec<u8>`.
 
 use std::io::Write as _;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::head::{Header, Version};
 
@@ -209,36 +209,66 @@ fn format_u64(mut n: u64, out: &mut [u8; 20]) -> usize {
     len
 }
 
-/// The `Date` header value, formatted once per second (servers answer many requests a second;
-/// nginx likewise caches its time strings).
-#[derive(Debug, Clone)]
+/// `Date` header values, one second of the wall clock at a time, that second placed on the
+/// monotonic clock: a response whose time (an [`Instant`], such as the batch time of the
+/// server's runtime) falls in the cached second gets its `Date` and Unix seconds with one
+/// comparison, without reading the wall clock or formatting (nginx likewise caches its time
+/// strings). The wall clock is read again when the time leaves the second, so a step of the
+/// wall clock shows within a second.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct DateCache {
-    second: u64,
+    second: Option<Second>,
+}
+
+/// One second of the wall clock: the monotonic interval `[from, until)` it covers.
+#[derive(Debug, Clone, Copy)]
+struct Second {
+    from: Instant,
+    until: Instant,
+    /// Whole seconds since the Unix epoch.
+    unix: u64,
+    /// The IMF-fixdate of `unix`.
     text: [u8; 29],
 }
 
 impl DateCache {
-    /// An empty cache; the first [`get`](Self::get) formats.
-    pub fn new() -> Self {
-        DateCache { second: u64::MAX, text: [0; 29] }
+    /// An empty cache; the first call reads the wall clock.
+    pub const fn new() -> Self {
+        DateCache { second: None }
     }
 
-    /// `now` as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, always 29 bytes).
-    pub fn get(&mut self, now: SystemTime) -> &[u8] {
-        let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        if second != self.second {
-            self.second = second;
-            let formatted = httpdate::fmt_http_date(now);
-            self.text.copy_from_slice(&formatted.as_bytes()[..29]);
+    /// The cached second `now` falls in, read from the wall clock if it is another.
+    fn second(&mut self, now: Instant) -> &Second {
+        match self.second {
+            Some(s) if now >= s.from && now < s.until => {}
+            _ => {
+                let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+                let left = Duration::from_nanos(u64::from(1_000_000_000 - since.subsec_nanos()));
+                let unix = since.as_secs();
+                self.second = Some(Second { from: now, until: now + left, unix, text: http_date(unix) });
+            }
         }
-        &self.text
+        self.second.as_ref().expect("set above")
+    }
+
+    /// The IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, always 29 bytes) for a response made
+    /// at `now`.
+    pub fn get(&mut self, now: Instant) -> &[u8; 29] {
+        &self.second(now).text
+    }
+
+    /// Whole seconds since the Unix epoch at `now` (the same second as [`DateCache::get`]'s).
+    pub fn unix(&mut self, now: Instant) -> u64 {
+        self.second(now).unix
     }
 }
 
-impl Default for DateCache {
-    fn default() -> Self {
-        Self::new()
-    }
+/// `secs` since the Unix epoch as an IMF-fixdate (`Last-Modified`, `Date`).
+pub fn http_date(secs: u64) -> [u8; 29] {
+    let mut out = [0; 29];
+    let t = UNIX_EPOCH + Duration::from_secs(secs.min(253_402_300_799));
+    out.copy_from_slice(&httpdate::fmt_http_date(t).as_bytes()[..29]);
+    out
 }
 
 /// Whether `value` holds CR, LF or NUL (blanked when written). A short value, as most are, is

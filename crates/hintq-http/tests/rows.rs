@@ -632,10 +632,30 @@ fn error_responses_have_short_bodies() {
 }
 
 #[test]
-fn date_cache_formats_imf_fixdate() {
+fn dates_format_imf_fixdate() {
+    assert_eq!(&hintq_http::http_date(784111777), b"Sun, 06 Nov 1994 08:49:37 GMT");
+}
+
+/// `Date` and the seconds come from the cache while the second lasts and move on with the
+/// wall clock when it ends.
+#[test]
+fn the_cached_second_follows_the_wall_clock() {
+    use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+    let wall = || SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
     let mut cache = DateCache::new();
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(784111777);
-    assert_eq!(cache.get(t), b"Sun, 06 Nov 1994 08:49:37 GMT");
+    let before = wall();
+    let now = Instant::now();
+    let a = (cache.unix(now), *cache.get(now));
+    assert!((before..=wall()).contains(&a.0), "{} not in {before}..", a.0);
+    assert_eq!(a.1, hintq_http::http_date(a.0));
+    // To the next second of the wall clock itself (the cache's end is placed on the
+    // monotonic clock, which a pause between its two readings could leave early).
+    let into = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().subsec_nanos();
+    std::thread::sleep(Duration::from_nanos(u64::from(1_000_000_000 - into)) + Duration::from_millis(50));
+    let now = Instant::now();
+    let b = (cache.unix(now), *cache.get(now));
+    assert!(b.0 > a.0 && b.0 <= wall(), "{} after {}", b.0, a.0);
+    assert_ne!(b.1, a.1);
 }
 
 #[test]

@@ -67,15 +67,7 @@ fn start_connect(
         setsockopt(fd, libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1 as libc::c_int)?;
         bind(fd, SocketAddr::new(ip, 0))?;
     }
-    // A connect interrupted by a signal goes on in the background: EINTR, like EINPROGRESS,
-    // means wait for writability (a retry would report EALREADY).
-    match hintq_sys::connect(fd, to) {
-        Ok(()) => Ok(Connect::Done),
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EINPROGRESS | libc::EINTR | libc::EALREADY)) => {
-            Ok(Connect::InProgress)
-        }
-        Err(e) => Err(e),
-    }
+    Ok(if hintq_sys::start_connect(fd, to)? { Connect::Done } else { Connect::InProgress })
 }
 
 /// `read(2)`, retried on EINTR.

@@ -15,12 +15,13 @@
 //! thread-pool patterns hand any event to any thread, so there [`Fds::attach`] fails with
 //! `Unsupported`.
 
-use crate::run::Meter;
+use crate::counters::Meter;
 use hintq::{Interest, Queue};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::AtomicI32;
 use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
 
 /// `owner` of a descriptor the runtime does not route.
 pub(crate) const NONE: i32 = -1;
@@ -58,11 +59,13 @@ pub struct Fds<'a> {
     pub(crate) meter: Meter<'a>,
 }
 
-/// A callback's context: the thread's [`Handler::Local`](crate::Handler::Local) state and
-/// the connection's descriptors.
+/// A callback's context: the thread's [`Handler::Local`](crate::Handler::Local) state, the
+/// connection's descriptors, and the time of the events being handled ([`Cx::now`]).
 pub struct Cx<'a, L> {
     pub(crate) local: &'a mut L,
     pub(crate) fds: Fds<'a>,
+    /// When the wait that returned the events being handled came back, if this thread waited.
+    pub(crate) batch: Option<Instant>,
 }
 
 impl<'a, L> Cx<'a, L> {
@@ -79,6 +82,14 @@ impl<'a, L> Cx<'a, L> {
     /// Both at once.
     pub fn split(&mut self) -> (&mut L, &mut Fds<'a>) {
         (self.local, &mut self.fds)
+    }
+
+    /// The time for the events being handled: when the wait that returned them came back
+    /// (one clock read per batch of events, not one per event), or the clock now on a thread
+    /// that took its events from another (a Half-Sync worker). At most one batch's handling
+    /// old: for timeouts and `Date` headers, not for measuring.
+    pub fn now(&self) -> Instant {
+        self.batch.unwrap_or_else(Instant::now)
     }
 }
 
@@ -291,4 +302,35 @@ pub(crate) fn revoke(q: Option<&mut Queue>, owner: &[AtomicI32], e: Extra, meter
         None => {}
     }
     drop(e.fd);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counters::ThreadStats;
+    use std::time::Duration;
+
+    /// After a wait the time is when that wait returned, the same however often it is asked;
+    /// without one (a Half-Sync worker), the clock's.
+    #[test]
+    fn now_is_the_waits_return_or_the_clock() {
+        let (st, owner, mut parked, mut local) = (ThreadStats::default(), [], Vec::new(), ());
+        let before = Instant::now();
+        let at = before - Duration::from_secs(5);
+        for batch in [Some(at), None] {
+            let fds = Fds {
+                q: None,
+                owner: &owner,
+                conn: None,
+                parked: &mut parked,
+                draining: false,
+                meter: st.meter(false),
+            };
+            let cx = Cx { local: &mut local, fds, batch };
+            match batch {
+                Some(at) => assert_eq!((cx.now(), cx.now()), (at, at)),
+                None => assert!(cx.now() >= before),
+            }
+        }
+    }
 }

@@ -108,14 +108,20 @@
 #![warn(missing_docs)]
 
 mod attach;
+mod counters;
+mod dispatch;
 pub mod handoff;
+mod launch;
 mod net;
+mod pool;
 mod run;
+mod shards;
 mod sync;
 
 pub use attach::{Cx, Fds};
+pub use counters::{Counters, PERSISTENT_WAIT_ERRORS};
 pub use net::{claim, claimed, listen, local_addr, open_fds, Claim};
-pub use run::{batch_time, start, Counters, Server, PERSISTENT_WAIT_ERRORS};
+pub use run::{start, Server};
 
 use hintq::{Backend, Interest, State};
 use std::fmt;

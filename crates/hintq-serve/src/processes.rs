@@ -30,7 +30,7 @@
 //!   (`PR_SET_PDEATHSIG`, set before `exec`) and checks after `exec` that its parent is
 //!   still the supervisor (which might have died before the request took effect).
 
-use crate::common::say;
+use crate::signals::{say, ShutdownSignals};
 use std::ffi::OsString;
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -134,8 +134,8 @@ struct Worker {
 impl Supervisor {
     /// Reserves `listen` and starts `n` workers of `hintq <name>`: this program again, with
     /// the arguments it was started with plus `--worker`. The program must route those to
-    /// [`crate::serve::run`] or [`crate::proxy::run`] (the `hintq` binary does). SIGCHLD must
-    /// be blocked in the calling thread ([`crate::common::ShutdownSignals::with_children`]),
+    /// `serve::run` or `proxy::run` (the `hintq` binary does). SIGCHLD must
+    /// be blocked in the calling thread ([`ShutdownSignals::with_children`]),
     /// which must live as long as the workers (their death signal is tied to it).
     ///
     /// # Errors
@@ -214,7 +214,7 @@ impl Supervisor {
     /// Serves until SIGINT or SIGTERM (taken through `signals`, which must include SIGCHLD),
     /// reporting workers that die meanwhile; then drains them all. Returns whether every
     /// worker exited with status 0.
-    pub fn run(mut self, signals: &crate::common::ShutdownSignals) -> bool {
+    pub fn run(mut self, signals: &ShutdownSignals) -> bool {
         let name = self.name;
         while self.live() > 0 {
             let sig = signals.wait();

@@ -76,7 +76,11 @@ mod sys;
 pub use buf::BUF_SIZE;
 pub use hintq_patterns::Pattern;
 
-use crate::common::{parse_duration, set_nodelay, AccessLog, Lifecycle, ServerArgs};
+use crate::access_log::AccessLog;
+use crate::args::{parse_duration, ServerArgs};
+use crate::lifecycle::Lifecycle;
+use crate::signals::say;
+use crate::sys::set_nodelay;
 use hintq::{Backend, Interest, State};
 use hintq_http::{DateCache, Limits};
 use hintq_patterns::{Cx, Handler, Next, Server, Why};
@@ -244,7 +248,7 @@ impl Complaints {
         if more > 0 {
             line.push_str(&format!(" (and {more} more since the last such line)"));
         }
-        crate::common::say(&line);
+        say(&line);
     }
 }
 
@@ -469,7 +473,7 @@ impl ProxyArgs {
     }
 }
 
-impl crate::common::Running for Proxy {
+impl crate::run::Running for Proxy {
     fn local_addr(&self) -> SocketAddr {
         Proxy::local_addr(self)
     }
@@ -485,7 +489,7 @@ impl crate::common::Running for Proxy {
 
 /// Runs the proxy until SIGINT or SIGTERM, then drains it gracefully ([`Proxy::drain`]) for
 /// up to `--drain-timeout` (a second signal closes everything at once). With `--processes`,
-/// the same over worker processes ([`crate::common::run`]). Returns whether everything
+/// the same over worker processes ([`crate::run::run`]). Returns whether everything
 /// ended cleanly.
 ///
 /// # Errors
@@ -495,7 +499,7 @@ pub fn run(args: &ProxyArgs) -> io::Result<bool> {
     let threads = if cfg.pattern == Pattern::Reactor { 1 } else { cfg.threads.max(1) };
     let shape = args.server.shape(cfg.backend, cfg.pattern, threads);
     let describe = |addr| format!("listening on {addr}, upstream {} ({shape})", args.upstream);
-    crate::common::run("proxy", &args.server, describe, || start(cfg))
+    crate::run::run("proxy", &args.server, describe, || start(cfg))
 }
 
 /// The proxy as a handler of the runtime: a connection is a [`Session`], its upstream
@@ -529,7 +533,9 @@ impl Handler for Relay {
         let _ = set_nodelay(fd);
         self.stats.accepted.fetch_add(1, Relaxed);
         self.life.opened();
-        Some(Box::new(Session::new(fd, hintq_patterns::batch_time() + self.cfg.idle_timeout)))
+        // An accept is rare next to the requests on a connection: the clock read here costs
+        // nothing the batch time would save.
+        Some(Box::new(Session::new(fd, Instant::now() + self.cfg.idle_timeout)))
     }
 
     fn event(&self, cx: &mut Cx<'_, Local>, s: &mut Box<Session>, fd: RawFd, state: State) -> Next {
@@ -587,12 +593,13 @@ impl Relay {
         s: &mut Session,
         f: impl FnOnce(&mut Session, &mut Ctx<'_, '_>) -> Result<(), End>,
     ) -> Next {
+        // One clock read per batch of events, as `hintq serve` does, not one per event
+        // (about three a proxied request): deadlines are set at most one batch's handling
+        // early.
+        let now = cx.now();
         let (local, fds) = cx.split();
         let mut ctx = Ctx {
-            // One clock read per batch of events, as `hintq serve` does, not one per event
-            // (about three a proxied request): deadlines are set at most one batch's
-            // handling early.
-            now: hintq_patterns::batch_time(),
+            now,
             pool: &mut local.pool,
             idle: &mut local.idle,
             released: &mut local.released,

@@ -73,15 +73,19 @@
 mod cache;
 mod path;
 
-use crate::common::{
-    self, read_into, send_now, set_nodelay, shutdown_write, AccessLog, Lifecycle, Out, Read, ServerArgs,
-};
+use crate::access_log::AccessLog;
+use crate::args::{parse_duration, ServerArgs};
+use crate::lifecycle::Lifecycle;
+use crate::out::Out;
+use crate::run::Running;
+use crate::signals::ignore_sigpipe;
+use crate::sys::{peer_addr, read_into, send_now, set_nodelay, shutdown_write, Read};
 use cache::{Content, Entry, FileCache};
 pub use cache::{HOLD_MAX, HOLD_MAX_RING};
 use hintq::State;
 use hintq_http::{
-    error_body, parse_request, write_error_response, BodyDecoder, Framing, HeadWriter, Limits, RequestHead,
-    Selected, Side, Validators, Version,
+    error_body, http_date, parse_request, write_error_response, BodyDecoder, DateCache, Framing, HeadWriter,
+    Limits, RequestHead, Selected, Side, Validators, Version,
 };
 use hintq_patterns::{Config, Cx, Fds, Handler, Next, Server, Why};
 use std::cell::{Cell, RefCell};
@@ -90,7 +94,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// How long a connection being closed after an error is drained before the final close.
 pub const LINGER: Duration = Duration::from_secs(2);
@@ -132,7 +136,7 @@ pub struct ServeArgs {
     /// Open-file cache: how long a cached file (descriptor, metadata, and the bytes of a small
     /// file) is served before it is opened again; a change to a file shows within this
     /// period (0: no cache).
-    #[arg(long, value_name = "D", default_value = "1s", value_parser = common::parse_duration)]
+    #[arg(long, value_name = "D", default_value = "1s", value_parser = parse_duration)]
     pub file_cache_valid: Duration,
     /// Open-file cache: most paths held.
     #[arg(long, value_name = "N", default_value_t = 1024)]
@@ -305,14 +309,13 @@ thread_local! {
     /// The time of the readiness being handled (see [`tick`]).
     static NOW: Cell<Option<Instant>> = const { Cell::new(None) };
     /// The wall clock's current second (see [`second`]).
-    static SECOND: Cell<Option<Second>> = const { Cell::new(None) };
+    static DATES: Cell<DateCache> = const { Cell::new(DateCache::new()) };
 }
 
-/// The time of the readiness being handled (the runtime's [`hintq_patterns::batch_time`]: one
-/// clock read per batch of events): every request it answers uses it (timeouts, `Date`, the
-/// cache's validity), instead of reading a clock five times a request.
-fn tick() -> Instant {
-    let at = hintq_patterns::batch_time();
+/// Sets the time of the readiness being handled (the runtime's [`Cx::now`]: one clock read
+/// per batch of events): every request it answers uses it (timeouts, `Date`, the cache's
+/// validity), instead of reading a clock five times a request.
+fn tick(at: Instant) -> Instant {
     NOW.set(Some(at));
     at
 }
@@ -322,47 +325,19 @@ fn now() -> Instant {
     NOW.get().unwrap_or_else(Instant::now)
 }
 
-/// One second of the wall clock, placed on the monotonic clock: a request whose [`now`] falls
-/// in `[from, until)` is answered with its `Date` and seconds without reading the wall clock
-/// or formatting (one comparison a request). The wall clock is read again when `now` leaves
-/// the interval, so a step of the wall clock shows within a second.
-#[derive(Clone, Copy)]
-struct Second {
-    from: Instant,
-    until: Instant,
-    /// Whole seconds since the Unix epoch.
-    unix: u64,
-    /// The IMF-fixdate of `unix`.
-    date: [u8; 29],
-}
-
-/// The wall clock's second at [`now`].
-fn second() -> Second {
+/// The `Date` of a response made at [`now`], and its whole Unix seconds, from this thread's
+/// [`DateCache`] (one comparison a request while the second lasts).
+fn second() -> (u64, [u8; 29]) {
     let at = now();
-    match SECOND.get() {
-        Some(s) if at >= s.from && at < s.until => s,
-        _ => {
-            let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-            let left = Duration::from_nanos(u64::from(1_000_000_000 - since.subsec_nanos()));
-            let unix = since.as_secs();
-            let s = Second { from: at, until: at + left, unix, date: http_date(unix as i64) };
-            SECOND.set(Some(s));
-            s
-        }
-    }
+    let mut dates = DATES.get();
+    let s = (dates.unix(at), *dates.get(at));
+    DATES.set(dates);
+    s
 }
 
 /// `Date` for a response made now.
 fn date() -> [u8; 29] {
-    second().date
-}
-
-/// `secs` as an IMF-fixdate, for `Last-Modified` (made once per cache entry).
-fn http_date(secs: i64) -> [u8; 29] {
-    let mut out = [0; 29];
-    let t = UNIX_EPOCH + Duration::from_secs(secs.max(0) as u64);
-    out.copy_from_slice(&httpdate::fmt_http_date(t).as_bytes()[..29]);
-    out
+    second().1
 }
 
 /// Content-Type by file extension: the types a static site needs, else octet-stream.
@@ -607,8 +582,7 @@ impl Files {
         };
         let len = f.len;
         // One look at the clock's second for the validators and the `Date` both.
-        let sec = second();
-        let now = sec.unix;
+        let (now, date) = second();
         let v = Validators {
             etag: &f.etag,
             last_modified: f.mtime as u64,
@@ -636,7 +610,7 @@ impl Files {
             None => (0, len),
         };
         let mut w = HeadWriter::response(out.buf(), Version::Http11, status);
-        w.date(&sec.date);
+        w.date(&date);
         match (status, range) {
             (200, _) => {
                 w.fields(&f.full);
@@ -673,7 +647,7 @@ impl Files {
     fn entry(&self, rel: &[u8], dir_form: bool) -> Result<Entry, Miss> {
         let (fd, st, ctype) = self.open(rel, dir_form).map_err(Miss::Status)?.ok_or(Miss::Redirect)?;
         let (tag, tag_len) = etag(&st);
-        let last_modified = http_date(st.st_mtime.max(0));
+        let last_modified = http_date(st.st_mtime.max(0) as u64);
         Ok(Entry::new(fd, &st, ctype, tag[..tag_len].into(), last_modified, self.cache.hold()))
     }
 
@@ -775,12 +749,12 @@ impl Handler for Files {
         }
         let _ = set_nodelay(fd);
         self.life.opened();
-        let peer = self.cfg.access_log.as_ref().and_then(|_| common::peer_addr(fd));
+        let peer = self.cfg.access_log.as_ref().and_then(|_| peer_addr(fd));
         Some(Conn::new(peer))
     }
 
     fn event(&self, cx: &mut Cx<'_, ()>, c: &mut Conn, fd: RawFd, state: State) -> Next {
-        let now = tick();
+        let now = tick(cx.now());
         if state.is_readable() {
             // New bytes may have come since the last short read (with the ring's receives,
             // they wait in its inbox and are reported once).
@@ -877,7 +851,7 @@ impl Handler for Files {
             && c.head_since.is_some()
             && c.head_begun();
         if timed_out_in_head {
-            tick();
+            tick(Instant::now());
             let mut b = Vec::with_capacity(160);
             write_error_response(&mut b, 408, Some(&date()), true, false);
             let _ = send_now(fd, &b);
@@ -941,7 +915,7 @@ pub fn default_hold(pattern: &Config) -> u64 {
 /// The root (see [`Files::new`]) or the pattern failing to start (see
 /// [`hintq_patterns::start`]: Leader/Followers and Half-Sync refuse some backends).
 pub fn start(mut cfg: ServeConfig, pattern: Config) -> io::Result<Serving> {
-    common::ignore_sigpipe();
+    ignore_sigpipe();
     cfg.file_cache_hold.get_or_insert_with(|| default_hold(&pattern));
     let files = Arc::new(Files::new(cfg)?);
     let server = hintq_patterns::start(pattern, Arc::clone(&files))?;
@@ -982,7 +956,7 @@ impl Serving {
     }
 }
 
-impl common::Running for Serving {
+impl Running for Serving {
     fn local_addr(&self) -> SocketAddr {
         Serving::local_addr(self)
     }
@@ -998,7 +972,7 @@ impl common::Running for Serving {
 
 /// `hintq serve`: starts, reports where it listens on standard error, serves until SIGINT or
 /// SIGTERM, then drains gracefully; with `--processes`, the same over worker processes
-/// ([`common::run`]). Returns whether everything ended cleanly.
+/// ([`crate::run::run`]). Returns whether everything ended cleanly.
 ///
 /// # Errors
 /// Starting (root, address, backend, pattern, worker processes) or opening the access log.
@@ -1007,7 +981,7 @@ pub fn run(args: &ServeArgs) -> io::Result<bool> {
     let pattern = s.pattern_config()?;
     let shape = s.shape(pattern.backend, pattern.pattern, pattern.threads);
     let describe = |addr| format!("{} on http://{addr} ({shape})", args.root.display());
-    common::run("serve", s, describe, || {
+    crate::run::run("serve", s, describe, || {
         let cfg = ServeConfig {
             root: args.root.clone(),
             idle_timeout: s.idle_timeout,
@@ -1026,26 +1000,6 @@ pub fn run(args: &ServeArgs) -> io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `Date` and the seconds come from the cache while the second lasts and move on with the
-    /// wall clock when it ends.
-    #[test]
-    fn the_cached_second_follows_the_wall_clock() {
-        let wall = || SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
-        let before = wall();
-        let a = second();
-        assert!((before..=wall()).contains(&a.unix), "{} not in {before}..", a.unix);
-        let formatted = httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(a.unix));
-        assert_eq!(&a.date[..], formatted.as_bytes());
-        assert_eq!(date(), a.date);
-        // To the next second of the wall clock itself (the cache's end is placed on the
-        // monotonic clock, which a pause between its two readings could leave early).
-        let into = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().subsec_nanos();
-        std::thread::sleep(Duration::from_nanos(u64::from(1_000_000_000 - into)) + Duration::from_millis(50));
-        let b = second();
-        assert!(b.unix > a.unix && b.unix <= wall(), "{} after {}", b.unix, a.unix);
-        assert_ne!(b.date, a.date);
-    }
 
     #[test]
     fn help_lists_the_features() {

@@ -62,7 +62,7 @@ fn changed_replaced_and_deleted_files_show_after_the_validity_period() {
         std::fs::write(root.join(name), &first).unwrap();
         assert_eq!(get(&mut c, &path), (200, first), "{name}: created again");
     }
-    c.assert_kept();
+    c.assert_kept("/a.txt", b"alpha\n");
 }
 
 #[test]
@@ -145,7 +145,7 @@ fn the_hold_limit_decides_which_bodies_are_served_from_memory() {
                 );
             }
         }
-        c.assert_kept();
+        c.assert_kept("/a.txt", b"alpha\n");
     }
 }
 
@@ -217,7 +217,7 @@ fn pipelined_in_order(srv: &Srv) {
         }
         assert!(c.response(false).body == big, "{combo}: big.bin whole");
     }
-    c.assert_kept();
+    c.assert_kept("/a.txt", b"alpha\n");
 }
 
 #[test]

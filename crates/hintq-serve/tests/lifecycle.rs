@@ -32,7 +32,7 @@ fn vanish(srv: &Srv) {
         let combo = srv.combo();
         s.read_exact(&mut tmp).unwrap_or_else(|e| panic!("{combo}: client {i}: {e}"));
         if i % 2 == 0 {
-            tools::reset(s); // the other half vanish politely (FIN)
+            hintq_testkit::reset(s); // the other half vanish politely (FIN)
         }
     }
 }

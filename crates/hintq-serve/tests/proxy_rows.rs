@@ -178,7 +178,7 @@ fn p4_bytes_after_the_body_dropped_and_upstream_not_reused() {
             }
             // The next request on this client connection is answered correctly, and over
             // another upstream connection than the one that sent stray bytes.
-            c.assert_kept();
+            c.assert_kept("/ok", b"ok");
             let bad = fake.requests_to(target)[0].conn;
             let ok = fake.requests_to("/ok");
             assert_ne!(
@@ -263,7 +263,7 @@ fn p6_hop_by_hop_fields_stripped_and_via_added() {
             "{}",
             got.head
         );
-        c.assert_kept();
+        c.assert_kept("/ok", b"ok");
         still_serves(&px);
     });
 }
@@ -323,7 +323,7 @@ fn p8_expect_100_continue_passes_through_without_deadlock() {
         assert_eq!((r.status, r.body.as_slice()), (201, &b"hello"[..]), "{}", r.head);
         let got = &fake.requests_to("/p8")[0];
         assert_eq!(got.header("expect"), Some("100-continue"));
-        c.assert_kept();
+        c.assert_kept("/ok", b"ok");
         // An upstream that answers at once, without 100 and without reading the body: the
         // answer reaches the waiting client, and both connections close (the body was never
         // sent, so neither can carry another request).
@@ -350,7 +350,7 @@ fn p9_post_never_retried() {
         // same thread and its pool).
         refused(&px, b"POST /p9 HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\r\nx", 502);
         let mut c = Client::connect(px.local_addr());
-        c.assert_kept();
+        c.assert_kept("/ok", b"ok");
         c.send(b"POST /p9 HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\r\nx");
         assert_eq!(c.response(false).status, 502);
         c.assert_closed();
@@ -373,7 +373,7 @@ fn p9_idempotent_get_retried_once_on_stale_pooled_connection() {
         });
         let px = start_proxy(fake.addr, b, p);
         let mut c = Client::connect(px.local_addr());
-        c.assert_kept(); // leaves an idle upstream connection in this thread's pool
+        c.assert_kept("/ok", b"ok"); // leaves an idle upstream connection in this thread's pool
         c.send(b"GET /once HTTP/1.1\r\nHost: t\r\n\r\n");
         let r = c.response(false);
         assert_eq!((r.status, r.body.as_slice()), (200, &b"retried"[..]), "{}", r.head);
@@ -382,7 +382,7 @@ fn p9_idempotent_get_retried_once_on_stale_pooled_connection() {
         assert_ne!(got[0].conn, got[1].conn, "the retry goes over a new connection");
         assert_eq!(px.stats().retries, 1);
         // A retry that fails too is the end: 502, no third attempt.
-        c.assert_kept();
+        c.assert_kept("/ok", b"ok");
         c.send(b"GET /always HTTP/1.1\r\nHost: t\r\n\r\n");
         assert_eq!(c.response(false).status, 502);
         std::thread::sleep(Duration::from_millis(200));
@@ -404,7 +404,7 @@ fn p9_idle_upstream_closed_while_pooled_is_not_used() {
         c.send(b"GET /closes HTTP/1.1\r\nHost: t\r\n\r\n");
         assert_eq!(c.response(false).body, b"hi");
         assert!(eventually(Duration::from_secs(2), || px.stats().stale_idle == 1), "{:?}", px.stats());
-        c.assert_kept();
+        c.assert_kept("/ok", b"ok");
         let st = px.stats();
         assert_eq!((st.retries, st.upstream_connects, st.upstream_reused), (0, 2, 0), "{st:?}");
         still_serves(&px);
@@ -477,7 +477,7 @@ fn s19_empty_connection_closed_silently_and_s18_client_vanishing_is_survived() {
         c.send(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
         let mut first = [0u8; 100];
         c.s.read_exact(&mut first).unwrap();
-        tools::reset(c.s);
+        hintq_testkit::reset(c.s);
         std::thread::sleep(Duration::from_millis(100));
         still_serves(&px);
     });
@@ -488,10 +488,10 @@ fn access_log_has_one_line_per_response() {
     let (b, p) = combos()[0];
     let path = std::env::temp_dir().join(format!("hintq-proxy-access-{}.log", std::process::id()));
     let fake = Fake::start(|_, _| After::Close);
-    let log = Arc::new(hintq_serve::common::AccessLog::open(path.to_str().unwrap()).unwrap());
+    let log = Arc::new(hintq_serve::access_log::AccessLog::open(path.to_str().unwrap()).unwrap());
     let px = start_proxy_with(fake.addr, b, p, |c| c.access_log = Some(log));
     let mut c = Client::connect(px.local_addr());
-    c.assert_kept();
+    c.assert_kept("/ok", b"ok");
     c.send(b"GET /gone HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_eq!(c.response(false).status, 502);
     drop(px);

@@ -60,7 +60,7 @@ fn s02_bad_content_length(srv: &Srv) {
     );
     assert_eq!(c.response(false).status, 405);
     assert_eq!(c.response(false).body, b"alpha\n");
-    c.assert_kept();
+    c.assert_kept("/a.txt", b"alpha\n");
 }
 
 fn s03_bad_transfer_encoding(srv: &Srv) {
@@ -178,7 +178,7 @@ fn s10_limits(srv: &Srv) {
     let mut c = srv.client();
     c.send(format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "a".repeat(7990)).as_bytes());
     assert_eq!(c.response(false).status, 404);
-    c.assert_kept();
+    c.assert_kept("/a.txt", b"alpha\n");
 }
 
 fn s11_slowloris(srv: &Srv) {
@@ -259,7 +259,7 @@ fn s13_paths(srv: &Srv) {
         assert_eq!(r.status, status, "{target}: {}", r.head);
         assert!(!String::from_utf8_lossy(&r.body).contains("SECRET"), "{target} leaked the outside file");
     }
-    c.assert_kept();
+    c.assert_kept("/a.txt", b"alpha\n");
     // Absolute-form and a dot-segment that stays inside.
     c.send(b"GET http://t/sub/../a.txt HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_eq!(c.response(false).body, b"alpha\n");
@@ -281,7 +281,7 @@ fn s14_pipelining(srv: &Srv) {
     c.send(b"POST /a.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nGET /\r\n0\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_eq!(c.response(false).status, 405);
     assert_eq!(c.response(false).body, b"alpha\n");
-    c.assert_kept();
+    c.assert_kept("/a.txt", b"alpha\n");
 }
 
 fn s15_valid_then_invalid(srv: &Srv) {
@@ -309,12 +309,12 @@ fn s17_expect(srv: &Srv) {
     assert_eq!(c.response(false).status, 100, "100 before the body is sent");
     c.send(b"hello");
     assert_eq!(c.response(false).status, 405);
-    c.assert_kept();
+    c.assert_kept("/a.txt", b"alpha\n");
     // The body arrives with the head: no interim 100 (RFC 9110 §10.1.1), the answer at once.
     let mut c = srv.client();
     c.send(b"POST /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nhello");
     assert_eq!(c.response(false).status, 405, "no 100 once the body has arrived");
-    c.assert_kept();
+    c.assert_kept("/a.txt", b"alpha\n");
     let mut c = srv.client();
     c.send(b"POST /a.txt HTTP/1.0\r\nContent-Length: 5\r\nExpect: 100-continue\r\nConnection: keep-alive\r\n\r\nhello");
     let r = c.response(false);
@@ -330,7 +330,7 @@ fn s18_client_vanishes(srv: &Srv) {
         let mut tmp = [0u8; 1000];
         s.read_exact(&mut tmp).unwrap();
         // Close with RST while the server is mid-sendfile.
-        tools::reset(s);
+        hintq_testkit::reset(s);
     }
     for _ in 0..5 {
         // Vanishing politely (FIN) mid-response too.
@@ -353,7 +353,7 @@ fn s19_empty_connections(srv: &Srv) {
     let mut c = srv.client();
     c.send(b"\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_eq!(c.response(false).body, b"alpha\n", "leading CRLF ignored");
-    c.assert_kept();
+    c.assert_kept("/a.txt", b"alpha\n");
     // An idle connection that never sent a byte is closed silently, not with 408.
     let mut c = srv.client();
     c.send(b"\r\n");
@@ -361,7 +361,7 @@ fn s19_empty_connections(srv: &Srv) {
 }
 
 /// Sends `method target` with `extra` header lines on `c`; returns the response.
-fn ask(c: &mut Client, method: &str, target: &str, extra: &str) -> support::Resp {
+fn ask(c: &mut Client, method: &str, target: &str, extra: &str) -> tools::Resp {
     c.send(format!("{method} {target} HTTP/1.1\r\nHost: t\r\n{extra}\r\n").as_bytes());
     c.response(method == "HEAD")
 }
@@ -429,7 +429,7 @@ fn v1_validators(srv: &Srv) {
     assert_ne!(r.header("etag"), Some(tag.as_str()));
     std::fs::write(srv.root.path().join("a.txt"), "alpha\n").unwrap();
     std::thread::sleep(support::FILE_VALID + Duration::from_millis(50));
-    c.assert_kept();
+    c.assert_kept("/a.txt", b"alpha\n");
 }
 
 fn as_str(b: &[u8]) -> &str {
@@ -506,7 +506,7 @@ fn r1_ranges(srv: &Srv) {
     let tag = ask(&mut c, "HEAD", "/big.bin", "").header("etag").unwrap().to_string();
     let r = ask(&mut c, "GET", "/big.bin", &format!("Range: bytes=0-9\r\nIf-None-Match: {tag}\r\n"));
     assert_eq!(r.status, 304);
-    c.assert_kept();
+    c.assert_kept("/a.txt", b"alpha\n");
 }
 
 /// If-Range (RFC 9110 §13.1.5): the range only when the strong ETag or the exact
@@ -536,7 +536,7 @@ fn r2_if_range(srv: &Srv) {
     assert!(!partial(&mut c, "\"other\""));
     assert!(!partial(&mut c, "Sat, 01 Jan 2000 00:00:00 GMT"));
     assert!(!partial(&mut c, "garbage"));
-    c.assert_kept();
+    c.assert_kept("/a.txt", b"alpha\n");
 }
 
 /// Directories (no listings): without the slash 301 to the same path plus `/` (query kept,
@@ -579,7 +579,7 @@ fn d1_directories(srv: &Srv) {
         assert_eq!((r.status, r.body.as_slice()), (status, body), "{target}");
         assert_eq!(r.header("location"), None);
     }
-    c.assert_kept();
+    c.assert_kept("/a.txt", b"alpha\n");
 }
 
 /// Basic GET/HEAD semantics the rows rely on.

@@ -12,7 +12,7 @@ pub use bufring::BufRing;
 use std::io;
 use std::mem;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 /// A system call's return type whose `-1` (any negative value) means "failed, see errno".
@@ -147,6 +147,36 @@ pub fn connect(fd: RawFd, addr: SocketAddr) -> io::Result<()> {
     let (ss, len) = sockaddr(addr);
     // SAFETY: `ss` holds a sockaddr of `len` bytes.
     cvt(unsafe { libc::connect(fd, (&ss as *const libc::sockaddr_storage).cast(), len) }).map(drop)
+}
+
+/// Starts a non-blocking connect of `fd` to `addr`: `Ok(true)` when it completed at once
+/// (possible on loopback), `Ok(false)` when it goes on in the background: wait for
+/// writability, then read the outcome with [`take_error`]. A connect interrupted by a signal
+/// goes on in the background too, so `EINTR` means the same as `EINPROGRESS`, and so does
+/// `EALREADY` (what a retry of the interrupted call reports).
+///
+/// # Errors
+/// `connect(2)`'s other failures (`ECONNREFUSED`, `EADDRNOTAVAIL`, ...).
+pub fn start_connect(fd: RawFd, addr: SocketAddr) -> io::Result<bool> {
+    match connect(fd, addr) {
+        Ok(()) => Ok(true),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINPROGRESS | libc::EINTR | libc::EALREADY)) => {
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A new non-blocking TCP socket with `TCP_NODELAY`, connecting to `to` ([`start_connect`]):
+/// the socket, and whether it is connected already. On an error the socket is closed.
+///
+/// # Errors
+/// `socket(2)`'s, `setsockopt(2)`'s, [`start_connect`]'s.
+pub fn tcp_connect(to: SocketAddr) -> io::Result<(OwnedFd, bool)> {
+    let sock = tcp_socket(to)?;
+    set_nodelay(sock.as_raw_fd())?;
+    let done = start_connect(sock.as_raw_fd(), to)?;
+    Ok((sock, done))
 }
 
 /// Sets a socket option of plain-data type `T`.

@@ -11,9 +11,12 @@
 //! a kernel feature this kind of machine has (io_uring, RT signals) are both required, and a
 //! case that would skip fails instead, with the reason. Every skip of the workspace goes
 //! through [`skip`].
+//!
+//! Beside skips, the peer every server test needs now and then: one that vanishes with a
+//! reset ([`reset`]).
 
 use std::fmt::Display;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// The variable that turns skips into failures.
@@ -175,6 +178,18 @@ impl Default for Refusing {
     fn default() -> Refusing {
         Refusing::new()
     }
+}
+
+/// Resets the connection (`SO_LINGER` 0, then close): the peer sees `ECONNRESET`, not an
+/// orderly end of stream.
+///
+/// # Panics
+/// If `SO_LINGER` cannot be set (the close would then be an orderly one, and the test would
+/// check something else than it says).
+pub fn reset(s: TcpStream) {
+    let l = libc::linger { l_onoff: 1, l_linger: 0 };
+    hintq_sys::setsockopt(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_LINGER, l).expect("SO_LINGER 0");
+    drop(s);
 }
 
 #[cfg(test)]

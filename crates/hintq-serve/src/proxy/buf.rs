@@ -7,7 +7,7 @@
 //! the pace of a slow receiver by TCP itself, never by growing memory. A connection that is
 //! idle between requests gives its buffers back, so an idle client costs no buffer at all.
 
-use crate::common::{read_into, send_now, Read};
+use crate::sys::{read_into, send_now, Read};
 use hintq_patterns::Fds;
 use std::io;
 use std::os::fd::RawFd;

@@ -28,7 +28,7 @@
 
 use super::buf::{Buf, Pool};
 use super::{sys, Cause, Settings, Stats};
-use crate::common::{peer_addr, shutdown_write, Read};
+use crate::sys::{peer_addr, shutdown_write, Read};
 use hintq::{Interest, State};
 use hintq_http::{
     end_to_end, error_body, parse_request, parse_response, write_chunk_end, write_chunk_header,
@@ -842,7 +842,7 @@ impl Session {
         self.uin.clear();
         self.cin.clear();
         ctx.pool.fill(&mut self.to_client);
-        let date = ctx.date.get(std::time::SystemTime::now()).to_vec();
+        let date = *ctx.date.get(ctx.now);
         write_error_response(self.to_client.vec(), status, Some(&date), true, is_head);
         self.enter_closing(ctx);
     }

@@ -5,10 +5,10 @@
 #![allow(dead_code)]
 
 use hintq::Backend;
-use hintq_http::{parse_request, parse_response, BodyDecoder, Framing, Limits, Side};
+use hintq_http::{parse_request, BodyDecoder, Framing, Limits, Side};
 use hintq_serve::proxy::{self, Pattern, Proxy};
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -47,13 +47,6 @@ impl Got {
     pub fn header(&self, name: &str) -> Option<&str> {
         header_of(&self.head, name)
     }
-}
-
-pub fn header_of<'a>(head: &'a str, name: &str) -> Option<&'a str> {
-    head.lines().skip(1).find_map(|l| {
-        let (n, v) = l.split_once(':')?;
-        n.eq_ignore_ascii_case(name).then(|| v.trim())
-    })
 }
 
 /// What a script does after answering: keep the connection for the next request, or close it.
@@ -140,7 +133,7 @@ fn serve_conn(mut s: TcpStream, conn: usize, got: &Mutex<Vec<Got>>, script: &Scr
         match after {
             After::Keep => {}
             After::Close => return,
-            After::Reset => return crate::tools::reset(s),
+            After::Reset => return hintq_testkit::reset(s),
         }
     }
 }
@@ -219,131 +212,12 @@ pub fn start_proxy_with(
     proxy::start(cfg).unwrap_or_else(|e| panic!("proxy on {backend}/{pattern}: {e}"))
 }
 
-/// A response as the client read it.
-#[derive(Debug)]
-pub struct Resp {
-    pub status: u16,
-    pub head: String,
-    pub body: Vec<u8>,
-    pub framing: Framing,
-    /// The body ended by its framing (false: the connection closed first, P3).
-    pub complete: bool,
-}
-
-impl Resp {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        header_of(&self.head, name)
-    }
-}
-
-/// A raw client over one connection.
-pub struct Client {
-    pub s: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Client {
-    pub fn connect(addr: SocketAddr) -> Client {
-        let s = TcpStream::connect(addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        Client { s, buf: Vec::new() }
-    }
-
-    pub fn send(&mut self, bytes: &[u8]) {
-        self.s.write_all(bytes).unwrap();
-    }
-
-    /// Reads what has arrived (waiting for at least one byte); 0 at the end of the stream.
-    /// The bytes stay for [`Client::response`].
-    pub fn read_some(&mut self) -> usize {
-        self.fill()
-    }
-
-    fn fill(&mut self) -> usize {
-        let mut tmp = [0u8; 65536];
-        loop {
-            match self.s.read(&mut tmp) {
-                Ok(n) => {
-                    self.buf.extend_from_slice(&tmp[..n]);
-                    return n;
-                }
-                // The rtsig backend's signals may land on a test thread, many in a row: a
-                // retry by recursion (64 KiB a frame) once overflowed the test's stack.
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == ErrorKind::ConnectionReset => return 0,
-                Err(e) => panic!("read: {e} (have {:?})", String::from_utf8_lossy(&self.buf)),
-            }
-        }
-    }
-
-    /// The next response (a 1xx included); `head_req` for a response to HEAD.
-    pub fn response(&mut self, head_req: bool) -> Resp {
-        let limits = Limits::default();
-        let (head, framing, len) = loop {
-            match parse_response(&self.buf, &limits, head_req) {
-                Ok(Some(h)) => {
-                    break (
-                        String::from_utf8_lossy(&self.buf[..h.head_len]).into_owned(),
-                        h.framing,
-                        h.head_len,
-                    )
-                }
-                Ok(None) => {}
-                Err(e) => panic!(
-                    "the proxy sent an invalid response ({e}): {:?}",
-                    String::from_utf8_lossy(&self.buf)
-                ),
-            }
-            assert!(
-                self.fill() > 0,
-                "closed before a complete head: {:?}",
-                String::from_utf8_lossy(&self.buf)
-            );
-        };
-        self.buf.drain(..len);
-        let status: u16 = head[9..12].parse().unwrap();
-        let mut dec = BodyDecoder::new(framing, Side::Response, &limits);
-        let mut body = Vec::new();
-        let complete = loop {
-            let used = dec.decode_to_vec(&self.buf, &mut body).expect("valid framing from the proxy");
-            self.buf.drain(..used);
-            if dec.is_done() {
-                break true;
-            }
-            if self.fill() == 0 {
-                break dec.finish().is_ok();
-            }
-        };
-        Resp { status, head, body, framing, complete }
-    }
-
-    /// Whether the proxy closed (EOF or reset) with nothing more sent; false if the
-    /// connection stays open for `wait`.
-    pub fn closed_within(&mut self, wait: Duration) -> bool {
-        assert!(self.buf.is_empty(), "unread bytes {:?}", String::from_utf8_lossy(&self.buf));
-        crate::tools::closed_within(&mut self.s, wait)
-    }
-
-    pub fn assert_closed(&mut self) {
-        assert!(self.closed_within(Duration::from_secs(3)), "the proxy should have closed the connection");
-    }
-
-    /// The connection is kept: it carries one more request.
-    pub fn assert_kept(&mut self) {
-        self.send(b"GET /ok HTTP/1.1\r\nHost: t\r\n\r\n");
-        let r = self.response(false);
-        assert_eq!((r.status, r.body.as_slice()), (200, &b"ok"[..]), "connection kept: {}", r.head);
-    }
-
-    pub fn shutdown_write(&mut self) {
-        self.s.shutdown(Shutdown::Write).unwrap();
-    }
-}
+pub use crate::tools::{header_of, Client, Resp};
 
 /// The proxy still serves a new client (after whatever a row did).
 pub fn still_serves(p: &Proxy) {
     let mut c = Client::connect(p.local_addr());
-    c.assert_kept();
+    c.assert_kept("/ok", b"ok");
 }
 
 /// Sends `req` on a new connection and expects `status` with `Connection: close`, then the close.

@@ -5,8 +5,7 @@
 use hintq::Backend;
 use hintq_patterns::{Config, Pattern};
 use hintq_serve::serve::{self, ServeConfig, Serving};
-use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -166,113 +165,7 @@ impl Drop for Srv {
     }
 }
 
-#[derive(Debug)]
-pub struct Resp {
-    pub status: u16,
-    pub head: String,
-    pub body: Vec<u8>,
-}
-
-impl Resp {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.head.lines().skip(1).find_map(|l| {
-            let (n, v) = l.split_once(':')?;
-            n.eq_ignore_ascii_case(name).then(|| v.trim())
-        })
-    }
-}
-
-/// A raw client over one connection.
-pub struct Client {
-    pub s: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Client {
-    pub fn connect(addr: SocketAddr) -> Client {
-        let s = TcpStream::connect(addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        Client { s, buf: Vec::new() }
-    }
-
-    pub fn send(&mut self, bytes: &[u8]) {
-        self.s.write_all(bytes).unwrap();
-    }
-
-    /// One read (5 s at most, `EINTR` retried: the rtsig tests in this process send signals).
-    fn fill(&mut self) -> usize {
-        let mut tmp = [0u8; 65536];
-        let end = Instant::now() + Duration::from_secs(5);
-        loop {
-            match self.s.read(&mut tmp) {
-                Ok(n) => {
-                    self.buf.extend_from_slice(&tmp[..n]);
-                    return n;
-                }
-                Err(e) if e.kind() == ErrorKind::ConnectionReset => return 0,
-                Err(e) if e.kind() == ErrorKind::Interrupted && Instant::now() < end => continue,
-                Err(e) => panic!("read: {e} (have {:?})", String::from_utf8_lossy(&self.buf)),
-            }
-        }
-    }
-
-    /// The next response (interim 1xx ones included); `no_body` for HEAD.
-    pub fn response(&mut self, no_body: bool) -> Resp {
-        let end = loop {
-            if let Some(i) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i + 4;
-            }
-            assert!(
-                self.fill() > 0,
-                "closed before a complete head: {:?}",
-                String::from_utf8_lossy(&self.buf)
-            );
-        };
-        let head = String::from_utf8(self.buf[..end].to_vec()).unwrap();
-        self.buf.drain(..end);
-        let status: u16 = head[9..12].parse().unwrap();
-        let mut r = Resp { status, head, body: Vec::new() };
-        let len = if no_body || status < 200 || status == 304 {
-            0
-        } else {
-            r.header("content-length").expect("every response we send has a length").parse().unwrap()
-        };
-        while self.buf.len() < len {
-            assert!(self.fill() > 0, "closed inside a body");
-        }
-        r.body = self.buf.drain(..len).collect();
-        r
-    }
-
-    /// Whether the server closed (EOF or reset) with nothing more sent; false if it stays
-    /// open for `wait`.
-    pub fn closed_within(&mut self, wait: Duration) -> bool {
-        assert!(self.buf.is_empty(), "unread bytes {:?}", String::from_utf8_lossy(&self.buf));
-        crate::tools::closed_within(&mut self.s, wait)
-    }
-
-    /// Asserts the connection is closed (within 3 s).
-    pub fn assert_closed(&mut self) {
-        assert!(self.closed_within(Duration::from_secs(3)), "connection should be closed");
-    }
-
-    /// Asserts the connection is kept: it answers one more request.
-    pub fn assert_kept(&mut self) {
-        self.send(b"GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n");
-        let r = self.response(false);
-        assert_eq!((r.status, r.body.as_slice()), (200, &b"alpha\n"[..]), "connection kept");
-    }
-
-    pub fn shutdown_write(&mut self) {
-        self.s.shutdown(Shutdown::Write).unwrap();
-    }
-
-    /// Everything until the server closes.
-    pub fn read_to_end(&mut self) -> Vec<u8> {
-        while self.fill() > 0 {}
-        std::mem::take(&mut self.buf)
-    }
-}
+pub use crate::tools::Client;
 
 /// Sends `req` on a fresh connection; expects one response with `status` and then a close.
 pub fn refused(srv: &Srv, req: &[u8], status: u16) {

@@ -1,0 +1,225 @@
+//! [`ServerArgs`]: the command-line flags `hintq serve` and `hintq proxy` share
+//! (`--listen`, `--backend`, `--pattern`, `--threads`, `--processes`, `--access-log`, the
+//! timeouts), with [`parse_duration`].
+
+use crate::access_log::AccessLog;
+use crate::processes::{WorkerOf, MAX_PROCESSES};
+use hintq::Backend;
+use hintq_patterns::{Config, Pattern};
+use std::fmt::Write as _;
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// `500ms`, `10s`, `2m`, `1h`, or a bare number of seconds.
+///
+/// # Errors
+/// Anything else, with a message naming the accepted forms.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("bad duration {s:?}: expected e.g. 500ms, 10s, 2m"))?;
+    let scale = match unit {
+        "us" => 1e-6,
+        "ms" => 1e-3,
+        "" | "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("bad duration unit in {s:?}: use us, ms, s, m or h")),
+    };
+    Duration::try_from_secs_f64(n * scale).map_err(|e| format!("bad duration {s:?}: {e}"))
+}
+
+fn parse_threads(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=1024).contains(&n) => Ok(n),
+        _ => Err(format!("bad thread count {s:?}: expected 1 to 1024")),
+    }
+}
+
+fn parse_array_max(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=65_536).contains(&n) => Ok(n),
+        _ => Err(format!("bad array_max {s:?}: expected 1 to 65536")),
+    }
+}
+
+fn parse_processes(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=MAX_PROCESSES).contains(&n) => Ok(n),
+        _ => Err(format!("bad process count {s:?}: expected 1 to {MAX_PROCESSES}")),
+    }
+}
+
+/// The flags `hintq serve` and `hintq proxy` share.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ServerArgs {
+    /// Address to listen on, e.g. 127.0.0.1:8080 (port 0: any free port).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// Event backend [default: $HINTQ_BACKEND, else uring where it works, else epoll].
+    #[arg(long, value_name = "NAME")]
+    pub backend: Option<Backend>,
+    /// Thread pattern: reactor, leader-followers, half-sync, sharded, sharded-shared.
+    #[arg(long, value_name = "NAME", default_value = "reactor")]
+    pub pattern: Pattern,
+    /// Threads (Half-Sync: workers; ignored by the reactor).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_threads)]
+    pub threads: usize,
+    /// Worker processes, each running the pattern and threads above with its own SO_REUSEPORT
+    /// listener on the same address; the kernel spreads connections over them by hashing.
+    /// Each process has its own descriptor limit (RLIMIT_NOFILE), so N processes hold N times
+    /// the connections of one. SIGINT/SIGTERM drain them all.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_processes)]
+    pub processes: usize,
+    /// Internal: run as a worker process of a `--processes` supervisor (see
+    /// `hintq_serve::processes`).
+    #[arg(long, hide = true, value_name = "PID,FD,ADDR")]
+    pub worker: Option<WorkerOf>,
+    /// Access log file, or - for standard output [default: none].
+    #[arg(long, value_name = "FILE|-")]
+    pub access_log: Option<String>,
+    /// Close a keep-alive connection after this long without a request.
+    #[arg(long, value_name = "D", default_value = "60s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+    /// Total time a client has to send a request head, from its first byte (slowloris: 408).
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = parse_duration)]
+    pub header_timeout: Duration,
+    /// Close a connection whose response made no progress for this long.
+    #[arg(long, value_name = "D", default_value = "30s", value_parser = parse_duration)]
+    pub send_timeout: Duration,
+    /// On SIGINT/SIGTERM: no new connections, idle keep-alive connections closed at once,
+    /// responses in flight finished for up to this long; then what is left is closed. A
+    /// second SIGINT/SIGTERM closes everything at once.
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = parse_duration)]
+    pub drain_timeout: Duration,
+    /// rtsig only: RT signals alone, as Provos & Lever's phhttpd, never switching to
+    /// polling under load (a signal-queue overflow still recovers with one poll scan). By
+    /// default rtsig is their hybrid, which polls while the load is heavy.
+    #[arg(long)]
+    pub no_hybrid: bool,
+    /// The most events one get_next_event call returns (Banga's array_max): the length of
+    /// each waiting thread's event array. Leader-followers takes one per call whatever this
+    /// says.
+    #[arg(long, value_name = "N", default_value_t = Config::ARRAY_MAX, value_parser = parse_array_max)]
+    pub array_max: usize,
+    /// io_uring: a thread that waits for events sleeps through this window for a batch
+    /// (returning early only once 64 completions are in), unless its first event comes after
+    /// the window. Fewer, larger batches cost less CPU per request while the server has idle
+    /// time, and each event waits up to the window longer: a trade of latency for CPU, which
+    /// loses throughput where few clients wait on each reply (see the README). Needs Linux
+    /// 6.12; ignored by other backends [default: 0, off].
+    #[arg(long, value_name = "D", default_value = "0", hide_default_value = true, value_parser = parse_duration)]
+    pub coalesce: Duration,
+    /// Measure the event API inside the server and write the runtime's counters per thread
+    /// as JSON to FILE when it exits (after the drain; with --processes, one FILE.<pid> per
+    /// worker): get_next_event calls, events and ns, split into waits whose first,
+    /// zero-timeout call found events (ready_*: no blocking, Banga's Fig. 6) and the others
+    /// (blocked_*: sleep included); declares (declares_new: descriptors added to the interest
+    /// set) and revokes with their ns (Fig. 7). Costs two clock reads per operation and one
+    /// more get_next_event call per wait that blocks; - for standard output [default: off].
+    #[arg(long, value_name = "FILE|-")]
+    pub stats: Option<String>,
+}
+
+impl ServerArgs {
+    /// The pattern configuration these flags ask for.
+    ///
+    /// # Errors
+    /// `HINTQ_BACKEND` naming no backend.
+    pub fn pattern_config(&self) -> io::Result<Config> {
+        let backend = match self.backend {
+            Some(b) => b,
+            None => {
+                Backend::from_env().map_err(|e| io::Error::new(e.kind(), format!("HINTQ_BACKEND: {e}")))?
+            }
+        };
+        let mut cfg = Config::new(self.pattern, self.threads, backend, self.listen_addr());
+        cfg.reuseport = self.worker.is_some();
+        cfg.rtsig_hybrid.enabled = !self.no_hybrid;
+        cfg.array_max = self.array_max;
+        cfg.coalesce = self.coalesce;
+        cfg.measure = self.stats.is_some();
+        cfg.probe_waits = self.stats.is_some();
+        Ok(cfg)
+    }
+
+    /// Where this process listens: a worker's concrete address, else `--listen`.
+    pub fn listen_addr(&self) -> SocketAddr {
+        self.worker.map_or(self.listen, |w| w.listen)
+    }
+
+    /// `backend B, pattern P, threads T` and, with `--processes`, `, processes N`: the
+    /// shape of the server for its start-up line.
+    pub fn shape(&self, backend: Backend, pattern: Pattern, threads: usize) -> String {
+        let mut s = format!("backend {backend}, pattern {pattern}, threads {threads}");
+        if self.processes > 1 {
+            let _ = write!(s, ", processes {}", self.processes);
+        }
+        s
+    }
+
+    /// The access log, if asked for.
+    ///
+    /// # Errors
+    /// Opening the file.
+    pub fn open_access_log(&self) -> io::Result<Option<AccessLog>> {
+        let open = |p: &str| {
+            AccessLog::open(p).map_err(|e| io::Error::new(e.kind(), format!("--access-log {p}: {e}")))
+        };
+        self.access_log.as_deref().map(open).transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        server: ServerArgs,
+    }
+
+    #[test]
+    fn rtsig_is_the_hybrid_unless_no_hybrid_is_given() {
+        use clap::Parser as _;
+        let cfg = |extra: &[&str]| {
+            let args = ["x", "--listen", "127.0.0.1:0", "--backend", "rtsig"].iter().chain(extra);
+            Cli::try_parse_from(args).unwrap().server.pattern_config().unwrap()
+        };
+        assert!(cfg(&[]).rtsig_hybrid.enabled);
+        assert!(!cfg(&["--no-hybrid"]).rtsig_hybrid.enabled);
+    }
+
+    #[test]
+    fn array_max_stats_and_coalesce_reach_the_runtime() {
+        use clap::Parser as _;
+        let cfg = |extra: &[&str]| {
+            let args = ["x", "--listen", "127.0.0.1:0", "--backend", "epoll"].iter().chain(extra);
+            Cli::try_parse_from(args).unwrap().server.pattern_config().unwrap()
+        };
+        let plain = cfg(&[]);
+        assert_eq!(plain.array_max, Config::ARRAY_MAX);
+        assert!(!plain.measure && !plain.probe_waits);
+        assert_eq!(plain.coalesce, Duration::ZERO, "coalescing is off unless asked for");
+        let asked = cfg(&["--array-max", "4", "--stats", "s.json", "--coalesce", "50us"]);
+        assert_eq!(asked.array_max, 4);
+        assert!(asked.measure && asked.probe_waits);
+        assert_eq!(asked.coalesce, Duration::from_micros(50));
+        let bad = ["x", "--listen", "127.0.0.1:0", "--array-max", "0"];
+        assert!(Cli::try_parse_from(bad).is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("50us"), Ok(Duration::from_micros(50)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("").is_err());
+    }
+}
