@@ -14,6 +14,11 @@ use std::fmt;
 /// Launches a figure needs before it is compared.
 pub const MIN_LAUNCHES: usize = 3;
 
+/// The tolerance of a claim that something does not change ("flat", "independent of", "slight
+/// variation") where the paper states none: [`Verdict::same`] says yes only when every launch
+/// of one figure is within 10% of every launch of the other. Printed in each such rule.
+pub const FLAT_TOL: f64 = 0.10;
+
 /// One value per independent launch, ascending.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Figure(Vec<f64>);
@@ -209,12 +214,15 @@ impl Verdict {
         Verdict::below(b, a)
     }
 
-    /// The verdict of a claim that `a` and `b` are the same ("flat", "does not grow"): yes
-    /// when their ranges overlap, no when apart. Within noise is all a measurement can show
-    /// of equality.
-    pub fn same(a: &Figure, b: &Figure) -> Verdict {
+    /// The verdict of a claim that `a` and `b` are the same ("flat", "does not grow"): no when
+    /// their ranges are apart; yes only when they overlap and every launch of each is within
+    /// `tol` of every launch of the other (`a.max() / b.min()` and `b.max() / a.min()` under
+    /// `1 + tol`), so that the change the claim denies is ruled out; else within noise
+    /// (overlapping ranges alone are absence of evidence, not proof of sameness).
+    pub fn same(a: &Figure, b: &Figure, tol: f64) -> Verdict {
         match order(a, b) {
-            Order::Within => Verdict::Yes,
+            Order::Within if a.max() / b.min() < 1.0 + tol && b.max() / a.min() < 1.0 + tol => Verdict::Yes,
+            Order::Within => Verdict::WithinNoise,
             Order::Below | Order::Above => Verdict::No,
             Order::TooFew => Verdict::CannotSay(format!("fewer than {MIN_LAUNCHES} launches")),
         }
@@ -321,8 +329,20 @@ mod tests {
         let a = fig(&[100.0, 110.0, 120.0]);
         let b = fig(&[115.0, 130.0, 140.0]);
         let c = fig(&[137.0, 150.0, 160.0]);
-        assert_eq!(Verdict::same(&a, &b), Verdict::Yes);
-        assert_eq!(Verdict::same(&a, &c), Verdict::No, "1.37x apart is not flat");
+        assert_eq!(Verdict::same(&a, &b, 0.5), Verdict::Yes, "140 / 100 is under 1.5");
+        assert_eq!(Verdict::same(&a, &b, FLAT_TOL), Verdict::WithinNoise, "overlap alone is no proof");
+        assert_eq!(Verdict::same(&a, &c, FLAT_TOL), Verdict::No, "1.37x apart is not flat");
+        // The reviewer's case: 500-2000 against 600-2100 overlaps but rules out no growth.
+        let wide0 = fig(&[500.0, 1000.0, 2000.0]);
+        let wide1 = fig(&[600.0, 1100.0, 2100.0]);
+        assert_eq!(Verdict::same(&wide1, &wide0, FLAT_TOL), Verdict::WithinNoise);
+        let tight0 = fig(&[1000.0, 1010.0, 1020.0]);
+        let tight1 = fig(&[1015.0, 1030.0, 1050.0]);
+        assert_eq!(Verdict::same(&tight1, &tight0, FLAT_TOL), Verdict::Yes);
+        assert_eq!(
+            Verdict::same(&tight1, &fig(&[1.0, 2.0]), FLAT_TOL).to_string(),
+            "cannot say: fewer than 3 launches"
+        );
         assert_eq!(Verdict::under(&a, 121.0), Verdict::Yes);
         assert_eq!(Verdict::under(&a, 99.0), Verdict::No);
         assert_eq!(Verdict::under(&a, 110.0), Verdict::WithinNoise);
