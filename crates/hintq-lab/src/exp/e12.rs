@@ -433,11 +433,9 @@ fn beats(
     // Each whole second's replies there: a spread within the one launch of each point.
     let seconds = |s: &str, x: f64| {
         let v = rows.iter().filter(|r| r.series == s && r.x == x && r.metric == lvl.per_second);
-        Figure::new(
-            v.filter(|r| matches!(r.status, Status::Ok | Status::Disturbed))
-                .filter_map(|r| r.value)
-                .collect(),
-        )
+        let disturbed = v.clone().filter(|r| r.status == Status::Disturbed && r.value.is_some()).count();
+        Figure::new(v.filter(|r| r.status == Status::Ok).filter_map(|r| r.value).collect())
+            .map(|f| f.excluding(disturbed))
     };
     match (mean(a), mean(b)) {
         (Some((x, ma)), Some((xb, mb))) if x == xb && x > ra => {
