@@ -276,14 +276,13 @@ fn a_failing_series_under_a_relative_output_directory_is_said_everywhere() {
     assert!(head.contains(&format!("- failed: E9: {error}").as_str()), "first lines:\n{}", head.join("\n"));
     let first = first_table(&report);
     let e9 = first.iter().find(|c| c[1] == "E9").expect("an E9 row");
-    assert_eq!(e9[7], format!("cannot say: {error}"), "{e9:?}");
+    // E9's row reads hintq-epoll and poll alone: mio's failure withholds none of its verdicts.
+    assert!(!e9[7].contains("mio failed"), "{e9:?}");
     let not_measured = report.split("## Not measured in this run").nth(1).expect("a Not measured section");
     assert!(not_measured.contains(&format!("- failed: E9: {error}")), "{not_measured}");
     let section = report.split("\n## E9:").nth(1).expect("an E9 section");
-    assert!(
-        section.contains(&format!("- libevent test/bench.c: shape cannot say: {error}; literal —")),
-        "{section}"
-    );
+    assert!(section.contains("- libevent test/bench.c: shape "), "{section}");
+    assert!(!section.contains(&format!("shape cannot say: {error}")), "{section}");
     // hintq-epoll, the series that did not fail, was measured all the same.
     let rows = data::read_csv(&std::fs::read_to_string(dir.join("E9.csv")).unwrap()).unwrap();
     assert!(rows

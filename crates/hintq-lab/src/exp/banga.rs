@@ -123,6 +123,11 @@ pub fn fig8(setting: Setting, rows: &[Row], metric: &str, throughput: &[Line]) -
         holds: holds.to_string(),
         rule: FIG8_RULE.trim_start_matches("rule: ").into(),
         literal,
+        // epoll and every select or poll line it may be compared with, at 0 and 2000 cold.
+        inputs: ["hintq-epoll", CLASSICAL.0, IMPROVED.0, POLL.0]
+            .iter()
+            .flat_map(|s| [(s.to_string(), 0.0), (s.to_string(), FIG8_COLD)])
+            .collect(),
     }
 }
 
@@ -205,6 +210,7 @@ pub fn fig9(setting: Setting, rows: &[Row], achieved: &str, p99: &str) -> Figure
         ),
     };
     FigureRow {
+        inputs: Vec::new(),
         figure: figure.into(),
         claim: "At 750 cold connections the event API has much lower latency and saturates at a \
                 somewhat higher rate than improved select.",
@@ -344,6 +350,7 @@ pub fn table2(setting: Setting, rows: &[Row], metric: &str) -> Table2 {
             None => (format!("{name} not measured at {x} cold"), Err("not measured".into())),
         };
         FigureRow {
+            inputs: Vec::new(),
             figure: figure.into(),
             claim,
             paper: Some(PaperNumber { words, value }),

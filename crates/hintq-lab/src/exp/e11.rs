@@ -620,6 +620,7 @@ fn fig6_row(rows: &[Row], f6: &Panel) -> FigureRow {
         None => UNMEASURED.into(),
     };
     FigureRow {
+        inputs: Vec::new(),
         figure: "Banga Fig. 6 (proxy)".into(),
         claim: "Inside the saturated proxy a get_next_event call costs a few µs, rising linearly \
                 with array_max (up to the clients' concurrency).",
@@ -669,6 +670,7 @@ fn fig7_row(rows: &[Row], declare: &Panel, revoke: &Panel) -> FigureRow {
     };
     let holds = Verdict::all(&[same(d, F7_DECLARE), same(r, F7_REVOKE)]).to_string();
     FigureRow {
+        inputs: Vec::new(),
         figure: "Banga Fig. 7 (proxy)".into(),
         claim: "Inside the proxy, declaring and revoking interest cost a few µs, varying slightly \
                 with cold connections.",

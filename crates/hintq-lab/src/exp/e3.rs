@@ -84,6 +84,7 @@ fn fig6_row(rows: &[Row], holds: &str) -> FigureRow {
         None => "cannot say: epoll at array_max 1 not measured".into(),
     };
     FigureRow {
+        inputs: Vec::new(),
         figure: "Banga Fig. 6".into(),
         claim: "get_next_event costs a few µs per call, the same with 0 to 2000 cold connections; \
                 batching lowers the cost per event.",

@@ -89,6 +89,7 @@ impl Experiment for E4 {
             _ => ("epoll missing from the rows".into(), UNMEASURED.into()),
         };
         let figures = vec![FigureRow {
+            inputs: Vec::new(),
             figure: "Banga Fig. 7".into(),
             claim: "declare_interest and revoking it cost a few µs, with slight variation over 0 to 2000 \
                     cold connections.",

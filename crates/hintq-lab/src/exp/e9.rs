@@ -237,7 +237,17 @@ impl Experiment for E9 {
             parts.join("; ")
         };
         reading.push(RULE.into());
+        // The fewest and the most pairs of the run (failed points included): epoll and poll
+        // (libevent-poll stands in) there.
+        let planned = rows.iter().map(|r| r.x);
+        let (lo, hi) =
+            (planned.clone().fold(f64::INFINITY, f64::min), planned.fold(f64::NEG_INFINITY, f64::max));
+        let inputs = ["hintq-epoll", "hintq-poll", "libevent-poll"]
+            .iter()
+            .flat_map(|s| [(s.to_string(), lo), (s.to_string(), hi)])
+            .collect();
         let figures = vec![FigureRow {
+            inputs,
             figure: "libevent test/bench.c".into(),
             claim: "With 1 active pair, epoll-based loops take the same time whatever the number of idle \
                     pairs, while poll and select grow with it.",

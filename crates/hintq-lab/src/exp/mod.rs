@@ -155,6 +155,10 @@ pub struct FigureRow {
     /// The literal verdict: ours against the paper's number, by a rule said in it;
     /// [`NO_NUMBER`] where the paper prints none.
     pub literal: String,
+    /// The points (series, x) its verdicts read: a failure at one of them withholds its
+    /// verdicts ("cannot say" with the failure); a failure elsewhere does not. Empty: every
+    /// point of its experiment (any failure withholds them).
+    pub inputs: Vec<(String, f64)>,
 }
 
 /// The literal verdict of a row whose paper prints no number.
@@ -542,6 +546,7 @@ mod tests {
     #[test]
     fn the_ratio_is_ours_over_the_paper_s_with_three_digits_or_says_why_not() {
         let mut r = FigureRow {
+            inputs: Vec::new(),
             figure: "Banga §8 (SIGIO)".into(),
             claim: "",
             paper: Some(PaperNumber { words: "10.7 µs", value: 10.7 }),
