@@ -346,7 +346,8 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
                 progress.println(&format!("{}: not run: {why}", e.id()));
                 Outcome::NotRun(why)
             }
-            Ok(mut points) => {
+            Ok(points) => {
+                let mut points = crate::runner::interleave(points);
                 if let Some(series) = &args.break_series {
                     break_series(&mut points, series, &lab.raw(e.id()))?;
                 }
