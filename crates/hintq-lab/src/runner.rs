@@ -540,6 +540,25 @@ mod tests {
     }
 
     #[test]
+    fn a_crashing_point_gives_a_failed_row_with_its_error() {
+        let raw = tempfile::tempdir().unwrap();
+        let mut runner = Runner::new(raw.path().to_path_buf(), Duration::ZERO, Duration::ZERO);
+        let p = Point {
+            series: "libevent-poll".into(),
+            x: 100.0,
+            cmd: Cmd::new("sh", &["-c", "echo peer crashed >&2; exit 3"], 0),
+            ..point("libevent-poll", 100.0, "libevent-poll-100")
+        };
+        let rows = runner.run(&p, &Progress::new(Duration::from_secs(1)));
+        let failed: Vec<&Row> = rows.iter().filter(|r| r.status == Status::Failed).collect();
+        assert_eq!(failed.len(), 1, "{rows:?}");
+        assert_eq!((failed[0].series.as_str(), failed[0].x), ("libevent-poll", 100.0));
+        assert!(failed[0].note.starts_with("failed: "), "{}", failed[0].note);
+        assert!(failed[0].note.contains("exit status: 3"), "{}", failed[0].note);
+        assert!(failed[0].note.contains("peer crashed"), "{}", failed[0].note);
+    }
+
+    #[test]
     fn launch_k_of_every_point_runs_before_launch_k_plus_1_of_any() {
         // As E1 made them: series, cold, then launch innermost.
         let mut points = Vec::new();

@@ -347,10 +347,7 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
                 Outcome::NotRun(why)
             }
             Ok(points) => {
-                let mut points = crate::runner::interleave(points);
-                if let Some(series) = &args.break_series {
-                    break_series(&mut points, series, &lab.raw(e.id()))?;
-                }
+                let points = crate::runner::interleave(points);
                 run_experiment(e.as_ref(), &points, &lab, &mut runner, &progress)?
             }
         };
@@ -370,26 +367,6 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
         out.join("REPORT.md").display(),
         started.elapsed().as_secs_f64()
     );
-    Ok(())
-}
-
-/// `--break-series`: the points of `series` run a script under `raw` that says it crashed on
-/// its standard error and exits with status 3.
-fn break_series(points: &mut [Point], series: &str, raw: &std::path::Path) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
-    if !points.iter().any(|p| p.series == series) {
-        return Ok(());
-    }
-    let script = raw.join("bin").join(format!("broken-{series}"));
-    let write = || -> std::io::Result<()> {
-        std::fs::create_dir_all(raw.join("bin"))?;
-        std::fs::write(&script, "#!/bin/sh\necho 'peer crashed (--break-series)' >&2\nexit 3\n")?;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
-    };
-    write().map_err(|e| format!("{}: {e}", script.display()))?;
-    for p in points.iter_mut().filter(|p| p.series == series) {
-        p.cmd.program = script.clone();
-    }
     Ok(())
 }
 
