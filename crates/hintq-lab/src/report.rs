@@ -100,7 +100,7 @@ fn figure_rows(outcomes: &[(&dyn Experiment, Outcome)]) -> Vec<(String, &'static
                     ratio: "—".into(),
                     literal: if f.literal.starts_with('—') { f.literal } else { why.clone() },
                     holds: why.clone(),
-                    rule: f.rule,
+                    rule: crate::verdict::with_chance(&f.rule),
                 },
                 None => Cells {
                     claim: f.claim.into(),
@@ -109,7 +109,7 @@ fn figure_rows(outcomes: &[(&dyn Experiment, Outcome)]) -> Vec<(String, &'static
                     ours: f.ours,
                     literal: judged(&f.literal, &failed, &f.inputs),
                     holds: judged(&f.holds, &failed, &f.inputs),
-                    rule: f.rule,
+                    rule: crate::verdict::with_chance(&f.rule),
                 },
             };
             out.push((f.figure, e.id(), cells));

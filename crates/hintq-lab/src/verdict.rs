@@ -14,6 +14,21 @@ use std::fmt;
 /// Launches a figure needs before it is compared.
 pub const MIN_LAUNCHES: usize = 3;
 
+/// What an order of ranges means, said in every rule that orders launches: with exchangeable
+/// launches, all 3 of one figure fall below all 3 of the other in 1 of the C(6,3) = 20 equally
+/// likely orders of the 6.
+pub const APART_BY_CHANCE: &str = "3 launches against 3 from identical distributions have ranges apart \
+    by chance 10% of the time (5% per direction: 1 in 20 orders of the 6 launches each way)";
+
+/// `rule`, with [`APART_BY_CHANCE`] when it orders launches.
+pub fn with_chance(rule: &str) -> String {
+    if rule.contains("launch") && !rule.contains(APART_BY_CHANCE) {
+        format!("{}; {APART_BY_CHANCE}", rule.trim_end_matches('.'))
+    } else {
+        rule.to_string()
+    }
+}
+
 /// The tolerance of a claim that something does not change ("flat", "independent of", "slight
 /// variation") where the paper states none: [`Verdict::same`] says yes only when every launch
 /// of one figure is within 10% of every launch of the other. Printed in each such rule.
@@ -317,6 +332,17 @@ mod tests {
 
     fn fig(v: &[f64]) -> Figure {
         Figure::new(v.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn a_rule_on_launches_says_how_often_ranges_are_apart_by_chance() {
+        let rule = with_chance("yes when a's launches are all below b's, 3 launches or more.");
+        assert!(rule.ends_with("apart by chance 10% of the time (5% per direction: 1 in 20 orders of the 6 launches each way)"), "{rule}");
+        assert_eq!(with_chance(&rule), rule, "said once");
+        assert_eq!(with_chance("Gooch's arithmetic"), "Gooch's arithmetic");
+        // The 1 in 20: of the orders of 6 exchangeable values, those with a given 3 lowest.
+        let orders = (0u32..64).filter(|m| m.count_ones() == 3).count();
+        assert_eq!(orders, 20);
     }
 
     #[test]

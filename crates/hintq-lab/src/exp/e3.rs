@@ -129,7 +129,7 @@ fn verdict(rows: &[Row], cycle: &[data::Line]) -> (String, String, Vec<String>) 
     }
     let flat = verdict::ends(rows, "epoll", "fig6b_ns_per_cycle");
     let scan = verdict::ends(rows, "poll", "fig6b_ns_per_cycle");
-    reading.push(RULE.into());
+    reading.push(verdict::with_chance(RULE));
     let (Some(b), Some(f), Some(s)) = (batching, flat, scan) else {
         return ("epoll or poll missing from the rows".into(), UNMEASURED.into(), reading);
     };

@@ -243,7 +243,7 @@ impl Experiment for E9 {
         } else {
             parts.join("; ")
         };
-        reading.push(RULE.into());
+        reading.push(verdict::with_chance(RULE));
         // The fewest and the most pairs of the run (failed points included): epoll and poll
         // (libevent-poll stands in) there.
         let planned = rows.iter().map(|r| r.x);
