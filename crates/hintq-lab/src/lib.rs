@@ -68,11 +68,6 @@ pub struct LabArgs {
     /// One tiny point per experiment (for the end-to-end test; never installs).
     #[arg(long, hide = true)]
     pub smoke: bool,
-    /// For the tests: the points of this series run, instead of its program, a script
-    /// written under the output directory that fails (exit status 3), as a peer whose
-    /// benchmark crashes.
-    #[arg(long, hide = true, value_name = "SERIES")]
-    pub break_series: Option<String>,
     /// Internal: the programs the lab runs as separate processes.
     #[command(subcommand)]
     pub internal: Option<Internal>,

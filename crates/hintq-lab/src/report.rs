@@ -47,14 +47,18 @@ pub fn failures(outcomes: &[(&dyn Experiment, Outcome)]) -> Vec<Failure> {
         .collect()
 }
 
-/// A verdict, unless a series of the experiment failed: then "cannot say" with each failure,
-/// never a verdict over the series that remain.
-fn judged(holds: &str, failed: &[Failure]) -> String {
+/// A verdict, unless a point it reads failed: then "cannot say" with each such failure, never
+/// a verdict over the series that remain. `inputs` are the points (series, x) the verdict
+/// reads ([`crate::exp::FigureRow::inputs`]); empty: every point, so any failure withholds it.
+fn judged(holds: &str, failed: &[Failure], inputs: &[(String, f64)]) -> String {
+    let read =
+        |f: &&Failure| inputs.is_empty() || inputs.iter().any(|(s, x)| *s == f.series && f.xs.contains(x));
+    let failed: Vec<&Failure> = failed.iter().filter(read).collect();
     // A literal verdict of a row without the paper's number judges nothing.
     if failed.is_empty() || holds.starts_with('—') {
         return holds.to_string();
     }
-    let said: Vec<String> = failed.iter().map(Failure::said).collect();
+    let said: Vec<String> = failed.iter().map(|f| f.said()).collect();
     format!("cannot say: {}", said.join("; "))
 }
 
@@ -71,7 +75,7 @@ fn figure_rows(outcomes: &[(&dyn Experiment, Outcome)]) -> Vec<(String, &'static
         if figures.is_empty() {
             let (ours, holds) = match (o, &not_run) {
                 (Outcome::Ran { analysis, .. }, _) => {
-                    (analysis.ours.clone(), judged(&analysis.holds, &failed))
+                    (analysis.ours.clone(), judged(&analysis.holds, &failed, &[]))
                 }
                 (_, why) => ("—".into(), why.clone().unwrap_or_default()),
             };
@@ -96,16 +100,16 @@ fn figure_rows(outcomes: &[(&dyn Experiment, Outcome)]) -> Vec<(String, &'static
                     ratio: "—".into(),
                     literal: if f.literal.starts_with('—') { f.literal } else { why.clone() },
                     holds: why.clone(),
-                    rule: f.rule,
+                    rule: crate::verdict::with_chance(&f.rule),
                 },
                 None => Cells {
                     claim: f.claim.into(),
                     paper,
                     ratio: f.ratio_text(),
                     ours: f.ours,
-                    literal: judged(&f.literal, &failed),
-                    holds: judged(&f.holds, &failed),
-                    rule: f.rule,
+                    literal: judged(&f.literal, &failed, &f.inputs),
+                    holds: judged(&f.holds, &failed, &f.inputs),
+                    rule: crate::verdict::with_chance(&f.rule),
                 },
             };
             out.push((f.figure, e.id(), cells));
@@ -202,7 +206,7 @@ fn section(s: &mut String, id: &str, rows: &[data::Row], a: &crate::exp::Analysi
     let _ = writeln!(s, "![{id}]({id}.svg)\n\n([PNG]({id}.png), raw rows: [{id}.csv]({id}.csv))\n");
     let failures = data::failures(rows);
     if a.figures.is_empty() {
-        let _ = writeln!(s, "**Holds here?** {}. {}\n", judged(&a.holds, &failures), a.ours);
+        let _ = writeln!(s, "**Holds here?** {}. {}\n", judged(&a.holds, &failures, &[]), a.ours);
     } else {
         // The rows' own verdicts, as the first table gives them: a section never says more
         // than its rows.
@@ -212,8 +216,8 @@ fn section(s: &mut String, id: &str, rows: &[data::Row], a: &crate::exp::Analysi
                 s,
                 "- {}: shape {}; literal {}.",
                 f.figure,
-                judged(&f.holds, &failures),
-                judged(&f.literal, &failures)
+                judged(&f.holds, &failures, &f.inputs),
+                judged(&f.literal, &failures, &f.inputs)
             );
         }
         let _ = writeln!(s, "\nOurs: {}\n", a.ours);
@@ -356,7 +360,26 @@ pub fn setup(
 
 #[cfg(test)]
 mod tests {
-    use super::{notes_of, peer_lines};
+    use super::{judged, notes_of, peer_lines};
+
+    #[test]
+    fn a_failure_withholds_only_the_verdicts_that_read_its_point() {
+        // E1's poll collapsing at 5000 cold says nothing about Fig. 8 at 0 and 2000 cold.
+        let failed = [crate::data::Failure {
+            experiment: "E1".into(),
+            series: "hintq-poll".into(),
+            xs: vec![5000.0],
+            error: "server died".into(),
+        }];
+        let at = |s: &str, x: f64| (s.to_string(), x);
+        let fig8 = [at("hintq-epoll", 0.0), at("hintq-epoll", 2000.0), at("hintq-poll", 2000.0)];
+        assert_eq!(judged("yes", &failed, &fig8), "yes");
+        let reads = [at("hintq-epoll", 5000.0), at("hintq-poll", 5000.0)];
+        assert_eq!(judged("yes", &failed, &reads), "cannot say: hintq-poll failed at 5000: server died");
+        // A verdict whose inputs are not given reads every point.
+        assert_eq!(judged("no", &failed, &[]), "cannot say: hintq-poll failed at 5000: server died");
+        assert_eq!(judged("— (the paper prints no number)", &failed, &[]), "— (the paper prints no number)");
+    }
 
     #[test]
     fn setup_names_each_peer_once() {

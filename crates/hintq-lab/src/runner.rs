@@ -202,6 +202,32 @@ pub struct Point {
     pub parse: Parse,
 }
 
+/// `points` in launch order: the k-th point of each (series, x) before the (k+1)-th of any,
+/// keeping the experiment's order otherwise, so that launch k of every point runs before
+/// launch k+1 and the machine's drift weighs on every series alike (an experiment that made
+/// a point's launches one after the other gets them spread over the run).
+pub fn interleave(points: Vec<Point>) -> Vec<Point> {
+    let mut seen: Vec<(String, f64, usize)> = Vec::new();
+    let mut keyed: Vec<(usize, Point)> = points
+        .into_iter()
+        .map(|p| {
+            let k = match seen.iter_mut().find(|(s, x, _)| *s == p.series && *x == p.x) {
+                Some(e) => {
+                    e.2 += 1;
+                    e.2
+                }
+                None => {
+                    seen.push((p.series.clone(), p.x, 0));
+                    0
+                }
+            };
+            (k, p)
+        })
+        .collect();
+    keyed.sort_by_key(|(k, _)| *k);
+    keyed.into_iter().map(|(_, p)| p).collect()
+}
+
 /// Runs points and remembers, per command line, what a point produced, so two experiments
 /// reading the same tool's output (E3 and E4 from `hintq bench micro`) run it once.
 pub struct Runner {
@@ -498,6 +524,58 @@ pub fn tree_cpu(proc: &Path, pid: u32) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn point(series: &str, x: f64, name: &str) -> Point {
+        Point {
+            experiment: "E1",
+            series: series.into(),
+            x,
+            name: name.into(),
+            server: None,
+            cmd: Cmd::new("/bin/true", &[], 0),
+            timeout: Duration::from_secs(5),
+            estimate: Duration::from_secs(1),
+            parse: Box::new(|_| Ok(Vec::new())),
+        }
+    }
+
+    #[test]
+    fn a_crashing_point_gives_a_failed_row_with_its_error() {
+        let raw = tempfile::tempdir().unwrap();
+        let mut runner = Runner::new(raw.path().to_path_buf(), Duration::ZERO, Duration::ZERO);
+        let p = Point {
+            series: "libevent-poll".into(),
+            x: 100.0,
+            cmd: Cmd::new("sh", &["-c", "echo peer crashed >&2; exit 3"], 0),
+            ..point("libevent-poll", 100.0, "libevent-poll-100")
+        };
+        let rows = runner.run(&p, &Progress::new(Duration::from_secs(1)));
+        let failed: Vec<&Row> = rows.iter().filter(|r| r.status == Status::Failed).collect();
+        assert_eq!(failed.len(), 1, "{rows:?}");
+        assert_eq!((failed[0].series.as_str(), failed[0].x), ("libevent-poll", 100.0));
+        assert!(failed[0].note.starts_with("failed: "), "{}", failed[0].note);
+        assert!(failed[0].note.contains("exit status: 3"), "{}", failed[0].note);
+        assert!(failed[0].note.contains("peer crashed"), "{}", failed[0].note);
+    }
+
+    #[test]
+    fn launch_k_of_every_point_runs_before_launch_k_plus_1_of_any() {
+        // As E1 made them: series, cold, then launch innermost.
+        let mut points = Vec::new();
+        for s in ["epoll", "poll"] {
+            for x in [0.0, 2000.0] {
+                for rep in 0..3 {
+                    points.push(point(s, x, &format!("{s}-{x}-rep{rep}")));
+                }
+            }
+        }
+        let names: Vec<String> = interleave(points).into_iter().map(|p| p.name).collect();
+        assert_eq!(
+            names[..5],
+            ["epoll-0-rep0", "epoll-2000-rep0", "poll-0-rep0", "poll-2000-rep0", "epoll-0-rep1"]
+        );
+        assert_eq!(names[11], "poll-2000-rep2");
+    }
 
     /// A `/proc` of processes (pid, parent, utime and stime in ticks) with status, fd,
     /// meminfo and sockstat files.

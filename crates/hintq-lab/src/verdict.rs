@@ -14,16 +14,47 @@ use std::fmt;
 /// Launches a figure needs before it is compared.
 pub const MIN_LAUNCHES: usize = 3;
 
-/// One value per independent launch, ascending.
+/// What an order of ranges means, said in every rule that orders launches: with exchangeable
+/// launches, all 3 of one figure fall below all 3 of the other in 1 of the C(6,3) = 20 equally
+/// likely orders of the 6.
+pub const APART_BY_CHANCE: &str = "3 launches against 3 from identical distributions have ranges apart \
+    by chance 10% of the time (5% per direction: 1 in 20 orders of the 6 launches each way)";
+
+/// `rule`, with [`APART_BY_CHANCE`] when it orders launches.
+pub fn with_chance(rule: &str) -> String {
+    if rule.contains("launch") && !rule.contains(APART_BY_CHANCE) {
+        format!("{}; {APART_BY_CHANCE}", rule.trim_end_matches('.'))
+    } else {
+        rule.to_string()
+    }
+}
+
+/// The tolerance of a claim that something does not change ("flat", "independent of", "slight
+/// variation") where the paper states none: [`Verdict::same`] says yes only when every launch
+/// of one figure is within 10% of every launch of the other. Printed in each such rule.
+pub const FLAT_TOL: f64 = 0.10;
+
+/// One value per independent launch, ascending, and how many disturbed rows were left out of
+/// it (a row the runner marked [`Status::Disturbed`]: another process took the machine).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Figure(Vec<f64>);
+pub struct Figure(Vec<f64>, usize);
 
 impl Figure {
     /// The figure of these launches' values; `None` when there is none.
     pub fn new(mut values: Vec<f64>) -> Option<Figure> {
         values.retain(|v| v.is_finite());
         values.sort_by(f64::total_cmp);
-        (!values.is_empty()).then_some(Figure(values))
+        (!values.is_empty()).then_some(Figure(values, 0))
+    }
+
+    /// The same figure, saying that `rows` disturbed rows were left out of it.
+    pub fn excluding(self, rows: usize) -> Figure {
+        Figure(self.0, rows)
+    }
+
+    /// Disturbed rows left out of it.
+    pub fn excluded(&self) -> usize {
+        self.1
     }
 
     /// Launches.
@@ -57,17 +88,30 @@ impl Figure {
 
     /// Every value times `k` (a change of unit; `k` > 0).
     pub fn scaled(&self, k: f64) -> Figure {
-        Figure(self.0.iter().map(|v| v * k).collect())
+        Figure(self.0.iter().map(|v| v * k).collect(), self.1)
     }
 }
 
-/// `1114 (1054–1173, n=5)`: median, range, launches.
+/// `1114 (1054–1173, n=5)`: median, range, launches; `…, n=5; 2 disturbed rows excluded)`
+/// when some were left out.
 impl fmt::Display for Figure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let excluded = match self.1 {
+            0 => String::new(),
+            1 => "; 1 disturbed row excluded".into(),
+            k => format!("; {k} disturbed rows excluded"),
+        };
         if self.n() == 1 {
-            write!(f, "{} (n=1)", num(self.median()))
+            write!(f, "{} (n=1{excluded})", num(self.median()))
         } else {
-            write!(f, "{} ({}–{}, n={})", num(self.median()), num(self.min()), num(self.max()), self.n())
+            write!(
+                f,
+                "{} ({}–{}, n={}{excluded})",
+                num(self.median()),
+                num(self.min()),
+                num(self.max()),
+                self.n()
+            )
         }
     }
 }
@@ -91,14 +135,17 @@ pub fn launch_of(r: &Row) -> u32 {
     from_note.unwrap_or(r.rep)
 }
 
-/// The figure of `series` at `x` for `metric`: each launch's median of its counted values (ok
-/// and disturbed), one value per launch. Only for experiments whose launches are told apart
-/// by [`launch_of`].
+/// The figure of `series` at `x` for `metric`: each launch's median of its ok values, one
+/// value per launch; disturbed rows are left out and counted ([`Figure::excluded`]). Only for
+/// experiments whose launches are told apart by [`launch_of`].
 pub fn launches(rows: &[Row], series: &str, x: f64, metric: &str) -> Option<Figure> {
     let mut by: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    let mut disturbed = 0;
     for r in rows.iter().filter(|r| r.series == series && r.x == x && r.metric == metric) {
-        if let (Some(v), Status::Ok | Status::Disturbed) = (r.value, r.status) {
-            by.entry(launch_of(r)).or_default().push(v);
+        match (r.value, r.status) {
+            (Some(v), Status::Ok) => by.entry(launch_of(r)).or_default().push(v),
+            (Some(_), Status::Disturbed) => disturbed += 1,
+            _ => {}
         }
     }
     Figure::new(
@@ -109,6 +156,7 @@ pub fn launches(rows: &[Row], series: &str, x: f64, metric: &str) -> Option<Figu
             })
             .collect(),
     )
+    .map(|f| f.excluding(disturbed))
 }
 
 /// A series at its smallest and its largest x: `(x0, figure at x0, x1, figure at x1)`.
@@ -209,12 +257,15 @@ impl Verdict {
         Verdict::below(b, a)
     }
 
-    /// The verdict of a claim that `a` and `b` are the same ("flat", "does not grow"): yes
-    /// when their ranges overlap, no when apart. Within noise is all a measurement can show
-    /// of equality.
-    pub fn same(a: &Figure, b: &Figure) -> Verdict {
+    /// The verdict of a claim that `a` and `b` are the same ("flat", "does not grow"): no when
+    /// their ranges are apart; yes only when they overlap and every launch of each is within
+    /// `tol` of every launch of the other (`a.max() / b.min()` and `b.max() / a.min()` under
+    /// `1 + tol`), so that the change the claim denies is ruled out; else within noise
+    /// (overlapping ranges alone are absence of evidence, not proof of sameness).
+    pub fn same(a: &Figure, b: &Figure, tol: f64) -> Verdict {
         match order(a, b) {
-            Order::Within => Verdict::Yes,
+            Order::Within if a.max() / b.min() < 1.0 + tol && b.max() / a.min() < 1.0 + tol => Verdict::Yes,
+            Order::Within => Verdict::WithinNoise,
             Order::Below | Order::Above => Verdict::No,
             Order::TooFew => Verdict::CannotSay(format!("fewer than {MIN_LAUNCHES} launches")),
         }
@@ -234,10 +285,14 @@ impl Verdict {
         }
     }
 
-    /// The verdict of a claim made of parts that must all hold: cannot say if one cannot be
-    /// said, no if one is contradicted, yes if all hold, else within noise.
+    /// The verdict of a claim made of parts that must all hold: no if one is contradicted (one
+    /// established no suffices for a conjunction), else cannot say if one cannot be said (each
+    /// reason once), yes if all hold, else within noise.
     pub fn all(parts: &[Verdict]) -> Verdict {
-        let why: Vec<&str> = parts
+        if parts.contains(&Verdict::No) {
+            return Verdict::No;
+        }
+        let why: std::collections::BTreeSet<&str> = parts
             .iter()
             .filter_map(|v| match v {
                 Verdict::CannotSay(w) => Some(w.as_str()),
@@ -245,12 +300,7 @@ impl Verdict {
             })
             .collect();
         if !why.is_empty() {
-            let mut why: Vec<&str> = why;
-            why.dedup();
-            return Verdict::CannotSay(why.join("; "));
-        }
-        if parts.contains(&Verdict::No) {
-            Verdict::No
+            Verdict::CannotSay(why.into_iter().collect::<Vec<_>>().join("; "))
         } else if parts.iter().all(|v| *v == Verdict::Yes) {
             Verdict::Yes
         } else {
@@ -282,6 +332,17 @@ mod tests {
 
     fn fig(v: &[f64]) -> Figure {
         Figure::new(v.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn a_rule_on_launches_says_how_often_ranges_are_apart_by_chance() {
+        let rule = with_chance("yes when a's launches are all below b's, 3 launches or more.");
+        assert!(rule.ends_with("apart by chance 10% of the time (5% per direction: 1 in 20 orders of the 6 launches each way)"), "{rule}");
+        assert_eq!(with_chance(&rule), rule, "said once");
+        assert_eq!(with_chance("Gooch's arithmetic"), "Gooch's arithmetic");
+        // The 1 in 20: of the orders of 6 exchangeable values, those with a given 3 lowest.
+        let orders = (0u32..64).filter(|m| m.count_ones() == 3).count();
+        assert_eq!(orders, 20);
     }
 
     #[test]
@@ -321,18 +382,33 @@ mod tests {
         let a = fig(&[100.0, 110.0, 120.0]);
         let b = fig(&[115.0, 130.0, 140.0]);
         let c = fig(&[137.0, 150.0, 160.0]);
-        assert_eq!(Verdict::same(&a, &b), Verdict::Yes);
-        assert_eq!(Verdict::same(&a, &c), Verdict::No, "1.37x apart is not flat");
+        assert_eq!(Verdict::same(&a, &b, 0.5), Verdict::Yes, "140 / 100 is under 1.5");
+        assert_eq!(Verdict::same(&a, &b, FLAT_TOL), Verdict::WithinNoise, "overlap alone is no proof");
+        assert_eq!(Verdict::same(&a, &c, FLAT_TOL), Verdict::No, "1.37x apart is not flat");
+        // The reviewer's case: 500-2000 against 600-2100 overlaps but rules out no growth.
+        let wide0 = fig(&[500.0, 1000.0, 2000.0]);
+        let wide1 = fig(&[600.0, 1100.0, 2100.0]);
+        assert_eq!(Verdict::same(&wide1, &wide0, FLAT_TOL), Verdict::WithinNoise);
+        let tight0 = fig(&[1000.0, 1010.0, 1020.0]);
+        let tight1 = fig(&[1015.0, 1030.0, 1050.0]);
+        assert_eq!(Verdict::same(&tight1, &tight0, FLAT_TOL), Verdict::Yes);
+        assert_eq!(
+            Verdict::same(&tight1, &fig(&[1.0, 2.0]), FLAT_TOL).to_string(),
+            "cannot say: fewer than 3 launches"
+        );
         assert_eq!(Verdict::under(&a, 121.0), Verdict::Yes);
         assert_eq!(Verdict::under(&a, 99.0), Verdict::No);
         assert_eq!(Verdict::under(&a, 110.0), Verdict::WithinNoise);
         assert_eq!(Verdict::all(&[Verdict::Yes, Verdict::Yes]), Verdict::Yes);
         assert_eq!(Verdict::all(&[Verdict::Yes, Verdict::WithinNoise]), Verdict::WithinNoise);
         assert_eq!(Verdict::all(&[Verdict::WithinNoise, Verdict::No]), Verdict::No);
+        // One established no decides a conjunction, whatever else cannot be said.
+        assert_eq!(Verdict::all(&[Verdict::unmeasured("poll"), Verdict::No]), Verdict::No);
+        // Each reason once, even when not adjacent.
+        let (p, e) = (Verdict::unmeasured("poll"), Verdict::unmeasured("epoll"));
         assert_eq!(
-            Verdict::all(&[Verdict::No, Verdict::unmeasured("poll"), Verdict::unmeasured("poll")])
-                .to_string(),
-            "cannot say: poll not measured"
+            Verdict::all(&[p.clone(), Verdict::Yes, e, p]).to_string(),
+            "cannot say: epoll not measured; poll not measured"
         );
     }
 
@@ -350,8 +426,12 @@ mod tests {
             row(3, "launch 1", 30.0),
             row(4, "launch 2", 5.0),
             Row { status: Status::Repeated, ..row(5, "launch 3", 1000.0) },
+            Row { status: Status::Disturbed, ..row(6, "launch 2", 9000.0) },
+            Row { status: Status::Disturbed, ..row(7, "launch 4", 9000.0) },
         ];
-        assert_eq!(launches(&rows, "mio", 100.0, "us_per_run"), Some(fig(&[5.0, 11.0, 25.0])));
+        let f = launches(&rows, "mio", 100.0, "us_per_run").unwrap();
+        assert_eq!(f, fig(&[5.0, 11.0, 25.0]).excluding(2), "disturbed rows out of the figure");
+        assert_eq!(f.to_string(), "11.0 (5.00–25.0, n=3; 2 disturbed rows excluded)");
         let by_rep = [row(0, "quiet", 1.0), row(1, "quiet", 2.0)];
         assert_eq!(launches(&by_rep, "mio", 100.0, "us_per_run").map(|f| f.n()), Some(2));
         assert_eq!(launches(&by_rep, "epoll", 100.0, "us_per_run"), None);

@@ -176,6 +176,7 @@ impl Experiment for E10 {
             _ => ("a group line or a raw epoll line missing from the rows".into(), UNMEASURED.into()),
         };
         let figures = vec![FigureRow {
+            inputs: Vec::new(),
             figure: "Banga §9 (wake-one)".into(),
             claim: "With SO_WAKEUP_ONE, a readiness wakes one of the threads waiting on a shared \
                     descriptor instead of all of them.",

@@ -620,6 +620,7 @@ fn fig6_row(rows: &[Row], f6: &Panel) -> FigureRow {
         None => UNMEASURED.into(),
     };
     FigureRow {
+        inputs: Vec::new(),
         figure: "Banga Fig. 6 (proxy)".into(),
         claim: "Inside the saturated proxy a get_next_event call costs a few µs, rising linearly \
                 with array_max (up to the clients' concurrency).",
@@ -662,13 +663,14 @@ fn fig7_row(rows: &[Row], declare: &Panel, revoke: &Panel) -> FigureRow {
     use crate::verdict::{self, Verdict};
     let same = |l: Option<&crate::data::Line>, metric: &str| match l {
         Some(l) => match verdict::ends(rows, &l.name, metric) {
-            Some((_, f0, _, f1)) => Verdict::same(&f1, &f0),
+            Some((_, f0, _, f1)) => Verdict::same(&f1, &f0, verdict::FLAT_TOL),
             None => Verdict::CannotSay("one cold count measured".into()),
         },
         None => Verdict::unmeasured("declare or revoke"),
     };
     let holds = Verdict::all(&[same(d, F7_DECLARE), same(r, F7_REVOKE)]).to_string();
     FigureRow {
+        inputs: Vec::new(),
         figure: "Banga Fig. 7 (proxy)".into(),
         claim: "Inside the proxy, declaring and revoking interest cost a few µs, varying slightly \
                 with cold connections.",
@@ -677,7 +679,8 @@ fn fig7_row(rows: &[Row], declare: &Panel, revoke: &Panel) -> FigureRow {
         ratio: Err("the paper prints no number".into()),
         holds,
         rule: "yes when declare's and revoke's launches at the most cold connections overlap their launches \
-               at the fewest (within noise), 3 launches or more"
+               at the fewest with every launch within 10% of every other (slight variation; overlap with \
+               a wider spread is within noise), 3 launches or more"
             .into(),
         literal: super::NO_NUMBER.into(),
     }

@@ -176,6 +176,7 @@ impl Experiment for E12 {
         }
         let figures = vec![
             FigureRow {
+inputs: Vec::new(),
                 figure: "Provos Figs. 4-9".into(),
                 claim: "As inactive connections grow, the poll server's reply rate falls below the offered \
                         rate and swings towards zero; with /dev/poll it keeps up.",
@@ -264,6 +265,7 @@ fn fig10_row(rows: &[Row]) -> FigureRow {
         _ => ("poll and epoll not both measured".into(), Err("not measured".into()), UNMEASURED.into()),
     };
     FigureRow {
+        inputs: Vec::new(),
         figure: "Provos Fig. 10".into(),
         claim: "The poll server's errors climb to 60% of connections; with /dev/poll errors are only \
                 sporadic.",
@@ -433,11 +435,9 @@ fn beats(
     // Each whole second's replies there: a spread within the one launch of each point.
     let seconds = |s: &str, x: f64| {
         let v = rows.iter().filter(|r| r.series == s && r.x == x && r.metric == lvl.per_second);
-        Figure::new(
-            v.filter(|r| matches!(r.status, Status::Ok | Status::Disturbed))
-                .filter_map(|r| r.value)
-                .collect(),
-        )
+        let disturbed = v.clone().filter(|r| r.status == Status::Disturbed && r.value.is_some()).count();
+        Figure::new(v.filter(|r| r.status == Status::Ok).filter_map(|r| r.value).collect())
+            .map(|f| f.excluding(disturbed))
     };
     match (mean(a), mean(b)) {
         (Some((x, ma)), Some((xb, mb))) if x == xb && x > ra => {
@@ -503,6 +503,7 @@ fn rtsig_row(top: &[(usize, String, f64)], rows: &[Row]) -> FigureRow {
         }
     };
     FigureRow {
+        inputs: Vec::new(),
         figure: "Provos §7 (RT signals against /dev/poll)".into(),
         claim:
             "\"thttpd using /dev/poll scales better than single-threaded phhttpd using RT signals at both \

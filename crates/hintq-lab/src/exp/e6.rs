@@ -651,6 +651,7 @@ fn claim_row(rows: &[Row], i: usize, c: &Claim, v: &Verdict) -> FigureRow {
         _ => NO_NUMBER.into(),
     };
     FigureRow {
+        inputs: Vec::new(),
         figure: format!("Strebelow {}", c.place),
         claim: c.words,
         paper,

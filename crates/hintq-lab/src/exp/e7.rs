@@ -171,6 +171,7 @@ impl Experiment for E7 {
         };
         let figures = vec![
             FigureRow {
+inputs: Vec::new(),
                 figure: "Gooch: poll(2) per descriptor".into(),
                 claim: "poll(2) scans every descriptor on each call: 10,000 descriptors take 30 ms, three \
                         10 ms timeslices, which is way too much.",
@@ -199,6 +200,7 @@ impl Experiment for E7 {
                     .into(),
             },
             FigureRow {
+inputs: Vec::new(),
                 figure: "Gooch: active/inactive split".into(),
                 claim:
                     "Keeping inactive descriptors in a second, rarely polled set removes most of the cost.",

@@ -171,6 +171,7 @@ impl Experiment for E8 {
         let figures = vec![
             sigio_row(rows),
             FigureRow {
+                inputs: Vec::new(),
                 figure: "Provos §4-6 (RT signals)".into(),
                 claim: "RT signals deliver events cheaply until the signal queue overflows; recovery then \
                     costs a poll over every descriptor (§2-4).",
@@ -238,6 +239,7 @@ fn sigio_row(rows: &[Row]) -> FigureRow {
         None => ("rtsig at its default limit not measured".to_string(), UNMEASURED.to_string()),
     };
     FigureRow {
+        inputs: Vec::new(),
         figure: "Banga §8 (SIGIO)".into(),
         claim: "Signal delivery costs more than get_next_event, and cannot batch events.",
         paper: Some(PaperNumber {

@@ -155,6 +155,10 @@ pub struct FigureRow {
     /// The literal verdict: ours against the paper's number, by a rule said in it;
     /// [`NO_NUMBER`] where the paper prints none.
     pub literal: String,
+    /// The points (series, x) its verdicts read: a failure at one of them withholds its
+    /// verdicts ("cannot say" with the failure); a failure elsewhere does not. Empty: every
+    /// point of its experiment (any failure withholds them).
+    pub inputs: Vec<(String, f64)>,
 }
 
 /// The literal verdict of a row whose paper prints no number.
@@ -342,10 +346,8 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
                 progress.println(&format!("{}: not run: {why}", e.id()));
                 Outcome::NotRun(why)
             }
-            Ok(mut points) => {
-                if let Some(series) = &args.break_series {
-                    break_series(&mut points, series, &lab.raw(e.id()))?;
-                }
+            Ok(points) => {
+                let points = crate::runner::interleave(points);
                 run_experiment(e.as_ref(), &points, &lab, &mut runner, &progress)?
             }
         };
@@ -365,26 +367,6 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
         out.join("REPORT.md").display(),
         started.elapsed().as_secs_f64()
     );
-    Ok(())
-}
-
-/// `--break-series`: the points of `series` run a script under `raw` that says it crashed on
-/// its standard error and exits with status 3.
-fn break_series(points: &mut [Point], series: &str, raw: &std::path::Path) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
-    if !points.iter().any(|p| p.series == series) {
-        return Ok(());
-    }
-    let script = raw.join("bin").join(format!("broken-{series}"));
-    let write = || -> std::io::Result<()> {
-        std::fs::create_dir_all(raw.join("bin"))?;
-        std::fs::write(&script, "#!/bin/sh\necho 'peer crashed (--break-series)' >&2\nexit 3\n")?;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
-    };
-    write().map_err(|e| format!("{}: {e}", script.display()))?;
-    for p in points.iter_mut().filter(|p| p.series == series) {
-        p.cmd.program = script.clone();
-    }
     Ok(())
 }
 
@@ -542,6 +524,7 @@ mod tests {
     #[test]
     fn the_ratio_is_ours_over_the_paper_s_with_three_digits_or_says_why_not() {
         let mut r = FigureRow {
+            inputs: Vec::new(),
             figure: "Banga §8 (SIGIO)".into(),
             claim: "",
             paper: Some(PaperNumber { words: "10.7 µs", value: 10.7 }),
