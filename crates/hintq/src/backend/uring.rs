@@ -110,9 +110,10 @@
 //!    it ([`Uring::claim`], called by every operation before it queues anything). When
 //!    another thread enters it later, the queue is taken to be shared, and its registrations
 //!    move to a j ring, which any thread may enter, once: the CQEs the old ring posted are
-//!    reaped, the old ring is closed (its receive buffers are kept while the queue lives:
-//!    only the old owner could unregister them, and a receive of the old ring's teardown may
-//!    still take one; completions it kept aside for want of room are recovered by a full
+//!    reaped, the old ring is closed (its receive buffers are kept for good, counted by
+//!    [`crate::leaked_buffers`]: only the old owner could cancel its receives or unregister
+//!    them, and the old ring, alive after its close while its teardown runs or while a child
+//!    forked meanwhile holds it, may still receive into them; completions it kept aside for want of room are recovered by a full
 //!    scan, d), and each live watch is armed anew, whose first completion reports the current
 //!    state. A send in flight cannot move, since only the old owner can learn how much of it
 //!    went: that use fails with `ResourceBusy` and changes nothing (a revoke refused so keeps
