@@ -110,9 +110,10 @@
 //!    it ([`Uring::claim`], called by every operation before it queues anything). When
 //!    another thread enters it later, the queue is taken to be shared, and its registrations
 //!    move to a j ring, which any thread may enter, once: the CQEs the old ring posted are
-//!    reaped, the old ring is closed (its receive buffers are kept while the queue lives:
-//!    only the old owner could unregister them, and a receive of the old ring's teardown may
-//!    still take one; completions it kept aside for want of room are recovered by a full
+//!    reaped, the old ring is closed (its receive buffers are kept for good, counted by
+//!    [`crate::leaked_buffers`]: only the old owner could cancel its receives or unregister
+//!    them, and the old ring, alive after its close while its teardown runs or while a child
+//!    forked meanwhile holds it, may still receive into them; completions it kept aside for want of room are recovered by a full
 //!    scan, d), and each live watch is armed anew, whose first completion reports the current
 //!    state. A send in flight cannot move, since only the old owner can learn how much of it
 //!    went: that use fails with `ResourceBusy` and changes nothing (a revoke refused so keeps
@@ -697,10 +698,12 @@ pub(crate) struct Uring {
     /// `None` until one does (quirk m).
     owner: Option<libc::pid_t>,
     /// The receive buffers of a ring replaced by [`Uring::rebuild`] that the kernel would not
-    /// unregister (only a one-thread ring's owner thread may), kept while this value lives:
-    /// the old ring's teardown, which runs after its descriptor is closed, may still run a
-    /// receive.
-    retired: Vec<BufRing>,
+    /// unregister (only a one-thread ring's owner thread may), each with whether that ring's
+    /// receives were cancelled and reaped before it closed. One not so proven quiet is leaked
+    /// when this value drops: the old ring lives on after its close while its teardown runs,
+    /// or while another descriptor of it is open (a child forked meanwhile), and its receive
+    /// may still write into these buffers.
+    retired: Vec<(BufRing, bool)>,
     /// Coalescing's window in µs (quirk n); 0: off, or a kernel without a minimum wait.
     window_us: u32,
     /// This queue's sends go through the ring (quirk k): the kernel can, and the builder
@@ -745,6 +748,11 @@ impl Drop for Uring {
     /// and counted ([`crate::leaked_buffers`]). The buffer group is unregistered too, after
     /// which no receive can take its buffers.
     fn drop(&mut self) {
+        for (bufs, quiet) in self.retired.drain(..) {
+            if !quiet {
+                leak(bufs);
+            }
+        }
         let quiet = self.quiesce(DROP_PATIENCE);
         if let Some(bufs) = self.table.bufs.take() {
             if !quiet.receives {
@@ -852,6 +860,16 @@ impl Uring {
         // queue stays as it was, on the old ring.
         let new = ring(self.cq, run)?;
         let bufs = if receives { Some(BufRing::new(&new, RECV_BUFS, RECV_BUF, BGID)?) } else { None };
+        // The old ring's receives are cancelled and reaped before it closes, as a drop does
+        // (a closed ring lives on while its teardown runs, or while a forked child holds a
+        // descriptor of it, and a receive of it would write into its buffers); the watches
+        // it had are re-armed on the new ring below. Only the owner thread may enter a
+        // one-thread ring, and the thread here is another: there nothing can be cancelled.
+        let keep: Vec<bool> = self.table.watches.iter_mut().map(|w| w.keep).collect();
+        let quiet = self.quiesce(DROP_PATIENCE).receives;
+        for (w, k) in self.table.watches.iter_mut().zip(keep) {
+            w.keep = k;
+        }
         self.table.ended.clear();
         for w in self.table.watches.iter_mut() {
             w.live = false;
@@ -866,11 +884,13 @@ impl Uring {
         }
         // The old receive buffers are unregistered from the old ring before it goes; a
         // one-thread ring lets only its owner thread do that, so there they are kept
-        // (`retired`).
+        // (`retired`), and leaked in the end unless its receives were quiet.
         let old_ring = std::mem::replace(&mut self.ring, new);
         if let Some(old) = std::mem::replace(&mut self.table.bufs, bufs) {
-            if let Err(kept) = old.release(&old_ring, BGID) {
-                self.retired.push(kept);
+            if !quiet {
+                self.retired.push((old, false));
+            } else if let Err(kept) = old.release(&old_ring, BGID) {
+                self.retired.push((kept, true));
             }
         }
         drop(old_ring);
