@@ -43,7 +43,12 @@ pub(crate) fn first_listener(
 
 /// Queues on the configured backend with its settings.
 pub(crate) fn builder(cfg: &Config) -> hintq::Builder {
-    hintq::Builder::new(cfg.backend).rtsig_hybrid(cfg.rtsig_hybrid).coalesce(cfg.coalesce)
+    hintq::Builder::new(cfg.backend)
+        .rtsig_hybrid(cfg.rtsig_hybrid)
+        .coalesce(cfg.coalesce)
+        .uring_defer(cfg.uring_defer)
+        .uring_sends(cfg.uring_sends)
+        .uring_receives(cfg.uring_receives)
 }
 
 /// Starts a thread named `name` that calls the thread hook with its `role` and index `i`,

@@ -404,6 +404,16 @@ pub struct Config {
     /// io_uring's coalescing window for the pattern's queues (zero: off); see
     /// [`hintq::Builder::coalesce`].
     pub coalesce: Duration,
+    /// io_uring: the queues' rings defer their completion work to the waiting thread where
+    /// the kernel has it; see [`hintq::Builder::uring_defer`]. Default true.
+    pub uring_defer: bool,
+    /// io_uring: the queues' rings make the replies' sends where the kernel has them; see
+    /// [`hintq::Builder::uring_sends`] and [`Config::ring_sends`]. Default true.
+    pub uring_sends: bool,
+    /// io_uring: the queues' rings receive for handlers that ask
+    /// ([`Handler::receives`]) where the kernel has it; see
+    /// [`hintq::Builder::uring_receives`]. Default true.
+    pub uring_receives: bool,
 }
 
 impl Config {
@@ -411,9 +421,10 @@ impl Config {
     pub const ARRAY_MAX: usize = 64;
 
     /// True if the threads' queues make the replies' sends themselves ([`crate::Fds::send`]):
-    /// a backend that sends ([`Backend::sends`]) on a pattern that does not hand off.
+    /// a backend that sends ([`Backend::sends`]) on a pattern that does not hand off, unless
+    /// [`Config::uring_sends`] is false.
     pub fn ring_sends(&self) -> bool {
-        self.backend.sends() && !self.pattern.hands_off()
+        self.uring_sends && self.backend.sends() && !self.pattern.hands_off()
     }
 
     /// A configuration with defaults: no measuring, fixed thread count, 100 ms tick,
@@ -434,6 +445,9 @@ impl Config {
             on_thread_start: None,
             rtsig_hybrid: hintq::Hybrid::default(),
             coalesce: Duration::ZERO,
+            uring_defer: true,
+            uring_sends: true,
+            uring_receives: true,
         }
     }
 }
@@ -449,6 +463,9 @@ impl fmt::Debug for Config {
             .field("array_max", &self.array_max)
             .field("adaptive", &self.adaptive)
             .field("coalesce", &self.coalesce)
+            .field("uring_defer", &self.uring_defer)
+            .field("uring_sends", &self.uring_sends)
+            .field("uring_receives", &self.uring_receives)
             .finish()
     }
 }

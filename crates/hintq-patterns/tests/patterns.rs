@@ -405,3 +405,92 @@ fn array_max_bounds_the_events_of_one_call_and_probing_splits_the_waits() {
         assert!(c.ready_ns > 0 && (c.blocked_waits == 0 || c.blocked_ns > 0), "{c:?}");
     }
 }
+
+/// Echoes what it gets, through the ring where it can (receives taken from the ring, replies
+/// sent by it) and records whether the ring did either.
+#[derive(Default)]
+struct RingEcho {
+    ring_sent: AtomicU64,
+    ring_received: AtomicU64,
+    replies: AtomicU64,
+}
+
+impl Handler for RingEcho {
+    type Local = ();
+    type Conn = ();
+    fn accept(&self, _fd: RawFd) -> Option<()> {
+        Some(())
+    }
+    fn receives(&self) -> bool {
+        true
+    }
+    fn event(&self, cx: &mut hintq_patterns::Cx<'_, ()>, _conn: &mut (), fd: RawFd, state: State) -> Next {
+        let fds = cx.fds();
+        if state.contains(State::SENT) {
+            return Next::Read;
+        }
+        let mut buf = Vec::new();
+        let n = match fds.take_received(fd, &mut buf, 64) {
+            Some(Ok(n)) => {
+                self.ring_received.fetch_add(1, SeqCst);
+                n
+            }
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::WouldBlock => return Next::Read,
+            Some(Err(_)) => return Next::Close,
+            None => {
+                buf.resize(64, 0);
+                // SAFETY: reads into a live buffer of its length.
+                let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+                if n < 0 {
+                    let e = std::io::Error::last_os_error();
+                    return if e.kind() == std::io::ErrorKind::WouldBlock { Next::Read } else { Next::Close };
+                }
+                buf.truncate(n as usize);
+                n as usize
+            }
+        };
+        if n == 0 {
+            return Next::Close;
+        }
+        self.replies.fetch_add(1, SeqCst);
+        if fds.can_send() {
+            self.ring_sent.fetch_add(1, SeqCst);
+            if fds.send(fd, buf).is_err() {
+                return Next::Close;
+            }
+        } else {
+            // SAFETY: writes the bytes just read; replies are small, the buffer never fills.
+            unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        }
+        Next::Read
+    }
+}
+
+#[test]
+fn uring_sends_and_receives_can_be_turned_off_and_the_server_still_answers() {
+    let _g = serial();
+    if !hintq_testkit::runs("ring sends and receives", Backend::Uring.probe()) {
+        return;
+    }
+    for (sends, receives) in [(true, true), (false, true), (true, false), (false, false)] {
+        let mut cfg = config(Pattern::Reactor, Backend::Uring, 1);
+        cfg.uring_sends = sends;
+        cfg.uring_receives = receives;
+        cfg.uring_defer = sends;
+        assert_eq!(cfg.ring_sends(), sends && Backend::Uring.sends(), "ring_sends follows uring_sends");
+        let h = Arc::new(RingEcho::default());
+        let server = start(cfg, Arc::clone(&h)).unwrap();
+        load(server.local_addr(), 4, 10);
+        let what = format!("sends {sends}, receives {receives}");
+        assert_eq!(h.replies.load(SeqCst), 40, "{what}: every request answered once");
+        if !sends || !Backend::Uring.sends() {
+            assert_eq!(h.ring_sent.load(SeqCst), 0, "{what}: no reply sent by the ring");
+        } else {
+            assert_eq!(h.ring_sent.load(SeqCst), 40, "{what}: every reply sent by the ring");
+        }
+        if !receives {
+            assert_eq!(h.ring_received.load(SeqCst), 0, "{what}: nothing received by the ring");
+        }
+        server.shutdown();
+    }
+}

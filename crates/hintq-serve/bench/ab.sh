@@ -2,8 +2,8 @@
 # A/B of hintq serve (or, with WHAT=proxy, hintq proxy) against itself: two servers serving the
 # same 1 KB file, A and B, which
 # differ in binary ($A_HINTQ, $B_HINTQ: a build before a change and after) and/or in
-# environment ($A_ENV, $B_ENV: for example B_ENV=HINTQ_URING_RECV=0) and/or in flags ($A_ARGS,
-# $B_ARGS: for example A_ARGS=--coalesce=0), loaded in turn by wrk,
+# environment ($A_ENV, $B_ENV: for example B_ENV=HINTQ_BACKEND=epoll) and/or in flags ($A_ARGS,
+# $B_ARGS: for example B_ARGS="--uring-receive off" or A_ARGS=--coalesce=0), loaded in turn by wrk,
 # $RUNS times each, so drift falls on both alike. CPU per request is user + system of each
 # server from /proc/PID/stat across its wrk run, divided by the requests wrk completed.
 # Reported: every run, sorted, the medians' ratio A/B, and the median of each round's A/B.

@@ -38,6 +38,14 @@ fn parse_threads(s: &str) -> Result<usize, String> {
     }
 }
 
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("bad switch {s:?}: expected on or off")),
+    }
+}
+
 fn parse_array_max(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(n) if (1..=65_536).contains(&n) => Ok(n),
@@ -112,6 +120,22 @@ pub struct ServerArgs {
     /// 6.12; ignored by other backends [default: 0, off].
     #[arg(long, value_name = "D", default_value = "0", hide_default_value = true, value_parser = parse_duration)]
     pub coalesce: Duration,
+    /// io_uring: the ring sends the replies where the kernel has IORING_OP_SEND (reactor and
+    /// sharded patterns); off leaves sending to the server (sendmsg, as on the other
+    /// backends; for hintq serve, with their default file-cache hold too). Ignored by other
+    /// backends.
+    #[arg(long, value_name = "on|off", default_value = "on", action = clap::ArgAction::Set, value_parser = parse_on_off)]
+    pub uring_sends: bool,
+    /// io_uring: the ring receives the requests (multishot receive, Linux 6.0) for the
+    /// connections that ask; off leaves reading to the server (read, as on the other
+    /// backends). Ignored by other backends.
+    #[arg(long, value_name = "on|off", default_value = "on", action = clap::ArgAction::Set, value_parser = parse_on_off)]
+    pub uring_receive: bool,
+    /// io_uring: a ring entered by one thread only, whose completion work the kernel runs
+    /// when that thread waits (SINGLE_ISSUER | DEFER_TASKRUN, Linux 6.1); off builds a ring
+    /// any thread may enter (COOP_TASKRUN). Ignored by other backends.
+    #[arg(long, value_name = "on|off", default_value = "on", action = clap::ArgAction::Set, value_parser = parse_on_off)]
+    pub uring_defer: bool,
     /// Measure the event API inside the server and write the runtime's counters per thread
     /// as JSON to FILE when it exits (after the drain; with --processes, one FILE.<pid> per
     /// worker): get_next_event calls, events and ns, split into waits whose first,
@@ -140,6 +164,9 @@ impl ServerArgs {
         cfg.rtsig_hybrid.enabled = !self.no_hybrid;
         cfg.array_max = self.array_max;
         cfg.coalesce = self.coalesce;
+        cfg.uring_sends = self.uring_sends;
+        cfg.uring_receives = self.uring_receive;
+        cfg.uring_defer = self.uring_defer;
         cfg.measure = self.stats.is_some();
         cfg.probe_waits = self.stats.is_some();
         Ok(cfg)
@@ -194,7 +221,7 @@ mod tests {
     }
 
     #[test]
-    fn array_max_stats_and_coalesce_reach_the_runtime() {
+    fn array_max_stats_coalesce_and_uring_switches_reach_the_runtime() {
         use clap::Parser as _;
         let cfg = |extra: &[&str]| {
             let args = ["x", "--listen", "127.0.0.1:0", "--backend", "epoll"].iter().chain(extra);
@@ -210,6 +237,16 @@ mod tests {
         assert_eq!(asked.coalesce, Duration::from_micros(50));
         let bad = ["x", "--listen", "127.0.0.1:0", "--array-max", "0"];
         assert!(Cli::try_parse_from(bad).is_err());
+        assert!(
+            plain.uring_sends && plain.uring_receives && plain.uring_defer,
+            "the ring does all by default"
+        );
+        let off = cfg(&["--uring-sends", "off", "--uring-receive", "off", "--uring-defer", "off"]);
+        assert!(!off.uring_sends && !off.uring_receives && !off.uring_defer);
+        let on = cfg(&["--uring-sends", "on", "--uring-receive", "on", "--uring-defer", "on"]);
+        assert!(on.uring_sends && on.uring_receives && on.uring_defer);
+        let bad = ["x", "--listen", "127.0.0.1:0", "--uring-sends", "0"];
+        assert!(Cli::try_parse_from(bad).is_err(), "on or off, nothing else");
     }
 
     #[test]

@@ -38,7 +38,8 @@
 //!   one system call and a request about one (`read`). A connection that closes after its
 //!   reply, or sends a file range after it, waits for the ring's send to complete; one idle
 //!   after a reply is not taken for a stuck send ([`Handler::expire`] asks the ring).
-//!   `HINTQ_URING_SENDS=0` turns this off (then `sendmsg` as on the other backends).
+//!   `--uring-sends off` ([`Config::uring_sends`]) turns this off (then `sendmsg` as on the
+//!   other backends).
 //!
 //! # What a GET or HEAD gets (RFC 9110)
 //!

@@ -104,23 +104,27 @@ fn the_hold_limit_decides_which_bodies_are_served_from_memory() {
     // is held, its new ones if it is sent from the descriptor: that tells the two apart.
     // Without a limit given, the backend's and pattern's: a 20 KiB file is held where the
     // ring sends the replies (io_uring, 32 KiB), not on epoll nor on io_uring in hand-off mode
-    // (Leader/Followers), where replies go by `sendmsg` (16 KiB).
+    // (Leader/Followers) nor with ring sends turned off (`--uring-sends off`), where replies go
+    // by `sendmsg` (16 KiB).
     let long = Duration::from_secs(30);
     let uring_sends = Backend::Uring.sends();
     let cases = [
-        (Backend::Epoll, Pattern::Reactor, Some(16), [16, 17], [true, false]),
-        (Backend::Epoll, Pattern::Reactor, Some(0), [16, 17], [false, false]),
-        (Backend::Epoll, Pattern::Reactor, None, [20 * 1024, 40 * 1024], [false, false]),
-        (Backend::Uring, Pattern::Reactor, Some(16), [16, 17], [true, false]),
-        (Backend::Uring, Pattern::Reactor, Some(0), [16, 17], [false, false]),
-        (Backend::Uring, Pattern::Reactor, None, [20 * 1024, 40 * 1024], [uring_sends, false]),
-        (Backend::Uring, Pattern::LeaderFollowers, None, [20 * 1024, 40 * 1024], [false, false]),
+        (true, Backend::Epoll, Pattern::Reactor, Some(16), [16, 17], [true, false]),
+        (true, Backend::Epoll, Pattern::Reactor, Some(0), [16, 17], [false, false]),
+        (true, Backend::Epoll, Pattern::Reactor, None, [20 * 1024, 40 * 1024], [false, false]),
+        (true, Backend::Uring, Pattern::Reactor, Some(16), [16, 17], [true, false]),
+        (true, Backend::Uring, Pattern::Reactor, Some(0), [16, 17], [false, false]),
+        (true, Backend::Uring, Pattern::Reactor, None, [20 * 1024, 40 * 1024], [uring_sends, false]),
+        (false, Backend::Uring, Pattern::Reactor, None, [20 * 1024, 40 * 1024], [false, false]),
+        (true, Backend::Uring, Pattern::LeaderFollowers, None, [20 * 1024, 40 * 1024], [false, false]),
     ];
-    for (backend, pattern, hold, sizes, held) in cases {
-        let Some(srv) = Srv::start_with(backend, pattern, "cache hold", |c| {
+    for (sends, backend, pattern, hold, sizes, held) in cases {
+        let tweak = |c: &mut hintq_serve::serve::ServeConfig| {
             c.file_cache_valid = long;
             c.file_cache_hold = hold;
-        }) else {
+        };
+        let Some(srv) = Srv::start_tuned(backend, pattern, "cache hold", tweak, |p| p.uring_sends = sends)
+        else {
             continue;
         };
         let root = srv.root.path();
@@ -141,7 +145,7 @@ fn the_hold_limit_decides_which_bodies_are_served_from_memory() {
                 assert_eq!(
                     r,
                     (200, vec![fill; len]),
-                    "{backend:?}/{pattern:?} hold {hold:?}: {name} held {held}"
+                    "{backend:?}/{pattern:?} ring sends {sends}, hold {hold:?}: {name} held {held}"
                 );
             }
         }

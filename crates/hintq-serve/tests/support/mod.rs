@@ -89,6 +89,17 @@ impl Srv {
         case: &str,
         tweak: impl FnOnce(&mut ServeConfig),
     ) -> Option<Srv> {
+        Srv::start_tuned(backend, pattern, case, tweak, |_| {})
+    }
+
+    /// [`Srv::start_with`], with the pattern's configuration tweaked too.
+    pub fn start_tuned(
+        backend: Backend,
+        pattern: Pattern,
+        case: &str,
+        tweak: impl FnOnce(&mut ServeConfig),
+        tune: impl FnOnce(&mut Config),
+    ) -> Option<Srv> {
         if !hintq_testkit::runs(&format!("{case} on {backend}/{pattern}"), backend.probe()) {
             return None;
         }
@@ -102,6 +113,7 @@ impl Srv {
         let mut pc = Config::new(pattern, 2, backend, "127.0.0.1:0".parse().unwrap());
         pc.tick = Duration::from_millis(50);
         pc.max_fds = 8192;
+        tune(&mut pc);
         match serve::start(cfg, pc) {
             Ok(serving) => {
                 Some(Srv { backend, pattern, addr: serving.local_addr(), serving: Some(serving), root })
