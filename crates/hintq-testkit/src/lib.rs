@@ -101,7 +101,6 @@ pub fn remedy(why: &str) -> Option<&'static str> {
         ("python3", "apt-get install python3"),
         ("pkg-config", "apt-get install pkg-config"),
         ("C compiler", "apt-get install gcc"),
-        ("HINTQ_URING_DISABLE", "unset HINTQ_URING_DISABLE"),
         ("io_uring", "a kernel that lets this process use io_uring: Linux 6.1 or later, sysctl kernel.io_uring_disabled=0, no container seccomp profile refusing io_uring_setup"),
         ("RLIMIT_NOFILE", "a higher hard limit on open files (ulimit -Hn; LimitNOFILE= for a systemd service; nofile in /etc/security/limits.conf)"),
     ];

@@ -102,8 +102,8 @@
 //!    DEFER_TASKRUN` (with `TASKRUN_FLAG`) rather than j's `COOP_TASKRUN`: the kernel queues a
 //!    completion's work on the ring, without signalling the task, and runs it all when the
 //!    owning thread enters to wait, so one `io_uring_enter` reaps a batch more cheaply
-//!    (measured with `crates/hintq-serve/bench/ab.sh` when the choice was the environment
-//!    variable `HINTQ_URING_DEFER=0`). The
+//!    (measured with `crates/hintq-serve/bench/ab.sh`; `Builder::uring_defer(false)`, or
+//!    `hintq serve --uring-defer off`, makes the other kind). The
 //!    TASKRUN flag is raised for that work too, so a zero-timeout wait still enters for it.
 //!    Only one thread may enter such a ring (others get `EEXIST`), while a `Queue` is `Send`:
 //!    the ring is built disabled (`R_DISABLED`) and enabled by the first thread that enters
