@@ -93,7 +93,7 @@ fn record(case: &str, why: &str) -> String {
 /// (Debian's packages, pip for h11), or what the kernel must allow. The reasons are the
 /// workspace's own texts, so a program's name in them is what the case needed.
 pub fn remedy(why: &str) -> Option<&'static str> {
-    const REMEDIES: [(&str, &str); 10] = [
+    const REMEDIES: [(&str, &str); 9] = [
         ("h11", "python3 -m pip install h11"),
         ("httperf", "apt-get install httperf"),
         ("valgrind", "apt-get install valgrind"),
