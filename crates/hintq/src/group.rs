@@ -126,6 +126,25 @@ fn watch_shared(own: &OwnedFd, shared: RawFd, enabled: bool) -> io::Result<()> {
     sys::epoll_ctl(own.as_raw_fd(), libc::EPOLL_CTL_MOD, shared, events, TOKEN_GROUP_SHARED)
 }
 
+/// After [`watch_shared`] enabled the shared set in `own`: if the shared set is ready now,
+/// makes sure `own`'s waiters hear of it. An `EPOLL_CTL_MOD` that finds the watch ready wakes
+/// them only if the watch was not already on `own`'s ready list, and a level-triggered watch
+/// stays there after a harvest reported it (until the next scan of `own`), also while it is
+/// disabled. A member asleep on epoll scans that list before sleeping; one asleep on
+/// io_uring does not (its poll of `own` fires on wake-ups only), so the readiness was never
+/// announced and the member slept on with a connection waiting (the C echo server on
+/// io_uring, about 1 run in 15 on a loaded machine). Removing and adding the watch again
+/// always wakes; it is done only when the shared set is ready (a readiness after the check
+/// wakes through the kernel's callback, which does not look at the ready list).
+fn wake_if_ready(own: &OwnedFd, shared: RawFd) -> io::Result<()> {
+    let mut p = [libc::pollfd { fd: shared, events: libc::POLLIN, revents: 0 }];
+    if hintq_sys::poll(&mut p, 0)? == 0 {
+        return Ok(());
+    }
+    sys::epoll_ctl(own.as_raw_fd(), libc::EPOLL_CTL_DEL, shared, 0, 0)?;
+    sys::epoll_ctl(own.as_raw_fd(), libc::EPOLL_CTL_ADD, shared, libc::EPOLLIN as u32, TOKEN_GROUP_SHARED)
+}
+
 impl Table {
     fn live_members(&mut self) -> Vec<Arc<OwnedFd>> {
         self.members.retain(|m| m.strong_count() > 0);
@@ -142,6 +161,7 @@ impl Table {
     fn move_watch(&mut self, shared: RawFd, to: &Member, waiting: bool) -> io::Result<()> {
         if !self.is_watcher(to.id) {
             watch_shared(&to.own, shared, true)?;
+            wake_if_ready(&to.own, shared)?;
             if let Some(old) = &self.watcher {
                 // Failing, the set stays enabled in both: a member more wakes, none is lost.
                 let _ = watch_shared(&old.member.own, shared, false);

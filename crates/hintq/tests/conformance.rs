@@ -1239,3 +1239,84 @@ fn group_on_epoll_takes_100_members_and_refuses_the_101st() {
     let got = members.iter_mut().filter_map(|q| wait_for(q, rd.as_raw_fd(), MS(20))).count();
     assert_eq!(got, 1, "exactly one of the 100 members gets the readiness");
 }
+
+/// `Delivery::One`'s hand-off wakes the member it hands the shared set to when the set is
+/// ready then. Member A harvests once as the watcher (its own set keeps the nested watch on
+/// its ready list), B becomes the watcher, A waits idle; more pipes than one harvest takes
+/// turn readable, B takes a harvest's worth and hands the set, still ready, to A, which must
+/// wake for the rest. (On io_uring A slept on: its ring's poll of its own set fires on
+/// wake-ups only, and enabling a watch already on the ready list wakes nobody.)
+fn hand_off_to_a_ready_set_wakes(b: Backend) {
+    const PIPES: usize = 80; // more than a harvest takes (64)
+    let group = Group::new(b).unwrap();
+    let pipes: Vec<_> = (0..PIPES).map(|_| pair()).collect();
+    let (to_a, a_rx) = std::sync::mpsc::channel::<()>();
+    let (a_tx, from_a) = std::sync::mpsc::channel::<(libc::pid_t, usize)>();
+    let g = group.clone();
+    let a = thread::spawn(move || {
+        let mut q = g.queue().unwrap();
+        let mut evs = [Event::default(); 1];
+        // Waits first: the watcher; its first readiness comes through its own set.
+        let n = q.get_next_event(&mut evs, Some(MS(5000))).unwrap();
+        a_tx.send((thread_id(), n)).unwrap();
+        a_rx.recv().unwrap();
+        // Waits again while B is the watcher: idle.
+        let n = q.get_next_event(&mut evs, Some(MS(5000))).unwrap();
+        a_tx.send((thread_id(), n)).unwrap();
+    });
+    for (rd, _) in &pipes {
+        group.declare_interest(rd.as_raw_fd(), Interest::READ, Delivery::One).unwrap();
+    }
+    let deadline = Instant::now() + MS(5000);
+    thread::sleep(MS(100)); // A's first wait is under way (a late start only delays it)
+    (&pipes[0].1).write_all(b"1").unwrap();
+    let (a_tid, n) = from_a.recv().unwrap();
+    assert_eq!(n, 1, "A's first wait brought nothing");
+    drain(pipes[0].0.as_raw_fd());
+    let (b_tx, b_rx) = std::sync::mpsc::channel::<(libc::pid_t, usize)>();
+    let (to_b, b_go) = std::sync::mpsc::channel::<()>();
+    let g = group.clone();
+    let bt = thread::spawn(move || {
+        let mut q = g.queue().unwrap();
+        let mut evs = [Event::default(); 1];
+        b_tx.send((thread_id(), 0)).unwrap();
+        b_go.recv().unwrap();
+        // A is busy: B becomes the watcher and sleeps.
+        let n = q.get_next_event(&mut evs, Some(MS(5000))).unwrap();
+        b_tx.send((thread_id(), n)).unwrap();
+        // Kept until the end, not waiting again.
+        b_go.recv().unwrap();
+        drop(q);
+    });
+    let (b_tid, _) = b_rx.recv().unwrap();
+    to_b.send(()).unwrap();
+    while !common::is_sleeping(b_tid) {
+        assert!(Instant::now() < deadline, "B never slept");
+        thread::yield_now();
+    }
+    to_a.send(()).unwrap();
+    while !common::is_sleeping(a_tid) {
+        assert!(Instant::now() < deadline, "A never slept");
+        thread::yield_now();
+    }
+    // Both asleep (B the watcher, A idle); all pipes turn readable at once.
+    for (_, wr) in &pipes[1..] {
+        (&*wr).write_all(b"1").unwrap();
+    }
+    let (_, nb) = b_rx.recv().unwrap();
+    assert_eq!(nb, 1, "B, the watcher, was not woken");
+    let (_, na) = from_a.recv().unwrap();
+    assert_eq!(na, 1, "A, handed a ready shared set, slept through its wait");
+    to_b.send(()).unwrap();
+    a.join().unwrap();
+    bt.join().unwrap();
+}
+
+#[test]
+fn hand_off_to_a_ready_set_wakes_on_every_backend() {
+    for b in [Backend::Uring, Backend::Epoll] {
+        if let Some(b) = usable(b, "hand_off_to_a_ready_set_wakes") {
+            hand_off_to_a_ready_set_wakes(b);
+        }
+    }
+}
