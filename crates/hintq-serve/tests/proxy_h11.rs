@@ -12,7 +12,6 @@ mod tools;
 
 use proxy_util::*;
 use std::io::Write;
-use std::net::TcpListener;
 use std::process::Command;
 
 fn have_h11() -> bool {
@@ -58,7 +57,8 @@ fn h11_accepts_every_response_through_the_proxy() {
         let _ = s.write_all(&bytes);
         After::Keep
     });
-    let down = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap(); // nobody listens
+    let refusing = hintq_testkit::Refusing::new(); // bound, never listening, for the whole test
+    let down = refusing.addr;
     let mut ran = 0;
     for (b, p) in combos() {
         let up = start_proxy(fake.addr, b, p);

@@ -11,7 +11,7 @@ use hintq_http::Framing;
 use hintq_serve::proxy::Pattern;
 use proxy_util::*;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -38,7 +38,8 @@ fn peer_closes(s: &mut TcpStream, wait: Duration) -> bool {
 
 #[test]
 fn p1_upstream_refuses() {
-    let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap(); // nobody listens
+    let refusing = hintq_testkit::Refusing::new(); // bound, never listening, for the whole test
+    let closed = refusing.addr;
     each("P1 refused", |b, p| {
         let px = start_proxy(closed, b, p);
         for _ in 0..2 {

@@ -373,7 +373,9 @@ fn hangup_and_error(b: Backend) {
         assert!(s.contains(State::HUP), "{s:?}");
     }
     // A refused non-blocking connect ends in an error.
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    // A port bound and never listened on for the whole test: no parallel test can take it.
+    let refusing = hintq_testkit::Refusing::new();
+    let port = refusing.addr.port();
     // SAFETY: (test) plain socket calls on a fresh socket.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0) };
     let sa = libc::sockaddr_in {
