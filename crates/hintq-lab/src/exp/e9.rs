@@ -33,7 +33,7 @@ const GROWTH: &str = "Growth with pairs: per event the timed loop makes the same
     (what libev's ev_io_stop/ev_io_start with an unchanged mask amount to in the kernel), \
     hintq-uring grew 1.40x from 100 to 9000 pairs against 1.39x re-armed, hintq-epoll 1.43x \
     against 1.42x, mio 1.51x against 1.50x (2026-11-27, \
-    crates/hintq-lab/results/e9-keep-2026-11-27.csv).";
+    results/lab/e9-keep-2026-11-27.csv).";
 
 /// The most socket pairs whose descriptors all stay below FD_SETSIZE (libevent's select).
 const SELECT_PAIRS: usize = (libc::FD_SETSIZE - 64) / 2;
