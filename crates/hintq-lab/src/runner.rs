@@ -108,6 +108,17 @@ pub struct Ran {
     /// The server's descriptors and memory before the command and while it ran, when
     /// [`Server::sample`] asked for them.
     pub samples: Option<Samples>,
+    /// `CLOCK_MONOTONIC` seconds when the command was started and when it ended (the clock of
+    /// `perf record -k mono`, so a profile can be cut to the command's phases).
+    pub window: (f64, f64),
+}
+
+/// `CLOCK_MONOTONIC` now, in seconds.
+pub fn monotonic() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 /// What the sampler saw of a server: once before the command started (nothing connected but
@@ -363,9 +374,11 @@ fn run_point(p: &Point, dir: &Path) -> Result<Ran, String> {
     // load core, where the lab runs.
     let sampled = measured.zip(chain.last().and_then(|s| s.sample));
     let baseline = sampled.map(|(pid, _)| Sample::take(proc, pid, 0.0));
+    let started = monotonic();
     let result = p.cmd.spawn(dir, "cmd").map_err(|e| format!("{}: {e}", p.cmd.program.display()));
     let sampler = sampled.map(|(pid, every)| Sampler::start(pid, every));
     let result = result.and_then(|mut child| wait_bounded(&mut child, p.timeout));
+    let ended = monotonic();
     let during = sampler.map(Sampler::stop);
     let server_cpu = measured.and_then(|pid| Some(tree_cpu(proc, pid)? - cpu0?));
     servers.iter_mut().rev().for_each(stop);
@@ -377,7 +390,7 @@ fn run_point(p: &Point, dir: &Path) -> Result<Ran, String> {
         return Err(format!("{status}: {last}"));
     }
     let samples = baseline.map(|baseline| Samples { baseline, during: during.unwrap_or_default() });
-    Ok(Ran { dir: dir.to_path_buf(), stdout, server_cpu, samples })
+    Ok(Ran { dir: dir.to_path_buf(), stdout, server_cpu, samples, window: (started, ended) })
 }
 
 /// Where the kernel's process information is.

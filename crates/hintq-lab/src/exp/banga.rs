@@ -227,7 +227,9 @@ pub fn fig9(setting: Setting, rows: &[Row], achieved: &str, p99: &str) -> Figure
 }
 
 /// Banga's Table 2 as a rule, said in E5's and E11's sections beside their verdicts.
-pub const TABLE2_RULE: &str = "Table 2 is judged at one cold count (750, Banga's, when measured) for every \
+pub const TABLE2_RULE: &str = "Each share is a flat profile as Banga's DCPI gave it: the samples of the \
+    mechanism's own functions (kernel and user; the per-descriptor helpers only under them) over all the \
+    time of the core the server runs on, idle included, in the load's hot phase. Table 2 is judged at one cold count (750, Banga's, when measured) for every \
     line, on each point's profiles (launches): classical select's must all be above improved select's \
     and the event API's, improved select's above the event API's, and the event API's below a third of \
     the smaller select share's (Banga: 34% > 12% > 0.68%); poll stands in for select only when neither \

@@ -1,23 +1,28 @@
-//! E5, Banga Table 2: the share of the server's CPU spent in event notification at a fixed
-//! load with many cold connections, sampled with `perf record -g` (software clock, kernel
-//! call chains).
+//! E5, Banga Table 2: the share of the server's core spent in event notification at a fixed
+//! load with many cold connections, as Banga's DCPI profiles gave it: flat (self) samples of
+//! the mechanism's own functions, kernel and user, over all the time of the core the server
+//! is pinned to, idle included. `perf record -C <core> -c 1000000 -k mono -g` samples that
+//! core system-wide, one sample per millisecond of CPU time (software clock: an idle core
+//! gives no samples, so the denominator is the window's length, not the sample count); the
+//! report is cut to the load generator's hot phase (`perf report --time`).
 //!
 //! What counts is an exact list of functions per mechanism ([`Mechanism::kernel`],
 //! [`Mechanism::user`]), each found in this kernel's `/proc/kallsyms` (6.18; functions it
 //! inlines, like `ep_poll` into `do_epoll_wait`, count through their caller), not symbol
 //! substrings: `select_task_rq_fair` (the scheduler), `__napi_poll` (network softirq) or
-//! `__alloc_pages` are no event notification. A kernel sample counts if any frame of its call
-//! chain is one of the mechanism's functions, so a shared helper (`fdget`, `fput`,
-//! `sock_poll`, `tcp_poll`, `__pollwait`) counts exactly when the mechanism called it: under
-//! `do_select` it does, under `__sys_recvfrom` it does not. io_uring's ring also carries
-//! sends, so for it only the poll path and the wait count, not the whole `io_uring_enter`.
+//! `__alloc_pages` are no event notification. A sample counts by its own function only (a
+//! flat profile: what the mechanism's functions call, the scheduler's switch included, is
+//! not theirs), except the per-descriptor helpers it shares with other paths ([`SHARED`]:
+//! the socket's poll function, Banga's `soo_select`, and the descriptor lookup), which count
+//! when one of the mechanism's functions called them. io_uring's ring also carries sends, so
+//! for it only the poll path and the wait count, not the whole `io_uring_enter`.
 
 use super::e1::servers;
 use super::serve::{self};
 use super::{panel, Analysis, Experiment, Lab};
 use crate::data::{num, Row, Status};
 use crate::plot::label;
-use crate::runner::{Cmd, Point, Server};
+use crate::runner::{Cmd, Point, Ran, Server};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -98,6 +103,21 @@ const URING: &[&str] = &[
     "__io_arm_poll_handler",
     "io_cqring_wait",
 ];
+/// Per-descriptor helpers a mechanism shares with other paths: counted as its own time only
+/// when one of its functions called them (Banga's `soo_select` is Linux's `sock_poll` and
+/// `tcp_poll`).
+pub const SHARED: &[&str] = &[
+    "sock_poll",
+    "tcp_poll",
+    "tcp_stream_is_readable",
+    "unix_poll",
+    "pipe_poll",
+    "fdget",
+    "__fget_light",
+    "__fget_files",
+    "fput",
+];
+
 /// Counted only as the sample's own function: the rest of `io_uring_enter` submits sends.
 const URING_SELF: &[&str] = &["__x64_sys_io_uring_enter", "__do_sys_io_uring_enter"];
 const RTSIG: &[&str] =
@@ -116,7 +136,7 @@ impl Mechanism {
         }
     }
 
-    /// Kernel functions whose samples count, with everything they call.
+    /// Kernel functions whose own samples count.
     pub fn kernel(self) -> Vec<&'static str> {
         let lists: &[&[&str]] = match self {
             Mechanism::Select => &[SELECT, POLL_TABLE],
@@ -155,7 +175,8 @@ impl Mechanism {
     }
 
     /// Whether a sample with this call chain (outermost caller first, the sampled function
-    /// last) is in event notification by this mechanism.
+    /// last) is in event notification by this mechanism: its own function is one of the
+    /// mechanism's, or one of the [`SHARED`] helpers called by one of them.
     pub fn counts(self, chain: &[&str]) -> bool {
         let Some(leaf) = chain.last().map(|f| base(f)) else { return false };
         let kernel = self.kernel();
@@ -163,7 +184,10 @@ impl Mechanism {
             let f = f.trim_start_matches('<');
             self.user().iter().any(|p| f.starts_with(p))
         };
-        self.kernel_self().contains(&leaf) || user(leaf) || chain.iter().any(|f| kernel.contains(&base(f)))
+        kernel.contains(&leaf)
+            || self.kernel_self().contains(&leaf)
+            || user(leaf)
+            || (SHARED.contains(&leaf) && chain.iter().any(|f| kernel.contains(&base(f))))
     }
 
     /// The functions counted, for the report.
@@ -171,7 +195,12 @@ impl Mechanism {
         let mut all = self.kernel();
         all.extend(self.kernel_self());
         let user: Vec<String> = self.user().iter().map(|p| format!("{p}*")).collect();
-        format!("{} (kernel, with their callees); {} (own time)", all.join(", "), user.join(", "))
+        format!(
+            "{} (kernel), {} (user), own time; {} when they call them",
+            all.join(", "),
+            user.join(", "),
+            SHARED.join(", ")
+        )
     }
 }
 
@@ -197,69 +226,77 @@ pub fn perf_ok() -> Result<(), String> {
     }
 }
 
-/// The `perf report` arguments whose output [`event_share`] reads: one entry per function,
+/// The `perf report` arguments whose output [`flat_samples`] reads: one entry per function,
 /// each followed by its call chains folded on one line with their sample counts.
 pub const REPORT_ARGS: &[&str] =
     &["report", "--stdio", "--no-children", "--sort", "symbol", "-g", "folded,0,caller,count"];
 
-/// The share (%) of samples in `mechanism`'s event notification, from a `perf report` made
-/// with [`REPORT_ARGS`] of a `perf record -g`. An entry without call chains (a report of a
-/// recording without `-g`) counts by its own function only. `None` if the report has no
-/// samples.
-pub fn event_share(report: &str, mechanism: Mechanism) -> Option<f64> {
-    // Per entry: its percentage, and its chains' counts (all, counted).
-    let mut entries: Vec<(f64, bool, u64, u64)> = Vec::new();
-    for line in report.lines().filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty()) {
-        let first = line.split_whitespace().next().unwrap_or("");
-        if let Some(pct) = first.strip_suffix('%').and_then(|p| p.parse::<f64>().ok()) {
-            // `  10.85%  [k] sock_poll  -  -`: the function (which may hold spaces) follows
-            // the `[k]`/`[.]` column.
-            let symbol = line.split_once("] ").map_or("", |(_, rest)| rest.trim_end_matches([' ', '-']));
-            entries.push((pct, mechanism.counts(&[symbol]), 0, 0));
-        } else if let (Some(e), Some((n, chain))) = (entries.last_mut(), line.trim().split_once(' ')) {
-            let Ok(n) = n.parse::<u64>() else { continue };
-            let frames: Vec<&str> = chain.split(';').collect();
-            e.2 += n;
-            if mechanism.counts(&frames) {
-                e.3 += n;
-            }
+/// CPU time one sample stands for (`perf record -c 1000000` on the software clock, ns).
+const PERIOD_NS: u64 = 1_000_000;
+
+/// The samples in `mechanism`'s event notification ([`Mechanism::counts`]) in a `perf
+/// report` made with [`REPORT_ARGS`] of a `perf record -g`: the counts of the call chains
+/// that count. `None` if the report has no call chain.
+pub fn flat_samples(report: &str, mechanism: Mechanism) -> Option<u64> {
+    let mut chains = 0;
+    let mut counted = 0;
+    for line in report.lines().filter(|l| !l.trim_start().starts_with('#')) {
+        let Some((n, chain)) = line.trim().split_once(' ') else { continue };
+        let Ok(n) = n.parse::<u64>() else { continue };
+        chains += 1;
+        if mechanism.counts(&chain.split(';').collect::<Vec<_>>()) {
+            counted += n;
         }
     }
-    (!entries.is_empty()).then(|| {
-        entries
-            .iter()
-            .map(|&(pct, own, all, counted)| match all {
-                0 if own => pct,
-                0 => 0.0,
-                _ => pct * counted as f64 / all as f64,
-            })
-            .sum()
-    })
+    (chains > 0).then_some(counted)
 }
 
-/// `server` run under `perf record` (software clock, 999 Hz), writing `perf.data` into the
-/// point's directory; E5's and E11's profiles.
+/// `server` run under `perf record`, sampling the core it is pinned to system-wide (every
+/// process there, the kernel's work for it included), one sample per millisecond of CPU
+/// time, stamped with `CLOCK_MONOTONIC`, writing `perf.data` into the point's directory;
+/// E5's and E11's profiles.
 pub fn profiled(mut server: Server) -> Server {
+    let core = server.cmd.cpu.to_string();
+    let period = PERIOD_NS.to_string();
     let mut args: Vec<String> =
-        ["record", "-g", "-F", "999", "-o", "perf.data", "--"].into_iter().map(String::from).collect();
+        ["record", "-C", &core, "-c", &period, "-k", "mono", "-g", "-o", "perf.data", "--"]
+            .into_iter()
+            .map(String::from)
+            .collect();
     args.push(server.cmd.program.to_string_lossy().into());
     args.extend(server.cmd.args.clone());
     server.cmd = Cmd { program: "perf".into(), args, cpu: server.cmd.cpu };
     server
 }
 
-/// The [`event_share`] of `mechanism` in the `perf.data` a [`profiled`] server left in `dir`
-/// (its report is kept there as `perf-report.txt`).
-pub fn profile_share(dir: &Path, mechanism: Mechanism) -> Result<f64, String> {
+/// The load generator's hot phase in `CLOCK_MONOTONIC` seconds: from the command's start
+/// plus its warm-up, for its hot seconds.
+pub fn hot_window(ran: &Ran, json: &serde_json::Value) -> Result<(f64, f64), String> {
+    let warm = serve::at(json, "/warmup_seconds").ok_or("load.json has no /warmup_seconds")?;
+    let hot = serve::at(json, "/hot_seconds").ok_or("load.json has no /hot_seconds")?;
+    let start = ran.window.0 + warm;
+    Ok((start, (start + hot).min(ran.window.1)))
+}
+
+/// The share (%) of the profiled core's time in `mechanism`'s event notification within
+/// `window`, idle included: [`flat_samples`] of the `perf.data` a [`profiled`] server left
+/// in `dir`, each [`PERIOD_NS`] of CPU, over the window's length (the report is kept there
+/// as `perf-report.txt`).
+pub fn profile_share(dir: &Path, mechanism: Mechanism, window: (f64, f64)) -> Result<f64, String> {
+    let (from, to) = window;
+    if to <= from {
+        return Err(format!("an empty profile window ({from:.6} to {to:.6} s)"));
+    }
     let out = Command::new("perf")
         .args(REPORT_ARGS)
-        .args(["-i", "perf.data"])
+        .args(["-i", "perf.data", "--time", &format!("{from:.6},{to:.6}")])
         .current_dir(dir)
         .output()
         .map_err(|e| format!("perf report: {e}"))?;
     let text = String::from_utf8_lossy(&out.stdout);
     let _ = std::fs::write(dir.join("perf-report.txt"), text.as_bytes());
-    event_share(&text, mechanism).ok_or_else(|| "perf report gave no samples".into())
+    let samples = flat_samples(&text, mechanism).ok_or("perf report gave no samples")?;
+    Ok(samples as f64 * PERIOD_NS as f64 * 1e-9 / (to - from) * 100.0)
 }
 
 impl Experiment for E5 {
@@ -273,8 +310,8 @@ impl Experiment for E5 {
         "Banga et al. Table 2"
     }
     fn claim(&self) -> &'static str {
-        "Classical select took 34% of the server's CPU (750 cold, 50 hot, 400 req/s); the event \
-         API took under 1%."
+        "Classical select took 34% of the CPU (750 cold, 50 hot, 400 req/s; a flat profile of \
+         the whole machine, idle included); improved select 12%; the event API under 1%."
     }
     fn needs(&self, lab: &Lab) -> Result<(), String> {
         lab.need(&["serve"]).and(lab.need(&["load"])).and(perf_ok())
@@ -308,7 +345,8 @@ impl Experiment for E5 {
                     timeout: Duration::from_secs_f64(secs + 60.0),
                     estimate: Duration::from_secs_f64(secs + 3.0),
                     parse: Box::new(move |ran| {
-                        let share = profile_share(&ran.dir, mechanism)?;
+                        let window = hot_window(ran, &serve::load_json(ran)?)?;
+                        let share = profile_share(&ran.dir, mechanism, window)?;
                         Ok(vec![Row {
                             experiment: "E5".into(),
                             series: name.clone(),
@@ -331,7 +369,7 @@ impl Experiment for E5 {
             "event_cpu_pct",
             "400 req/s, 50 hot",
             "cold connections",
-            "% of server CPU samples",
+            "% of the server core's time (flat)",
             (false, false),
         );
         let mut reading: Vec<String> = p
@@ -369,7 +407,7 @@ impl Experiment for E5 {
 
 #[cfg(test)]
 mod tests {
-    use super::{event_share, Experiment, Mechanism, E5};
+    use super::{flat_samples, Experiment, Mechanism, E5};
     use crate::data::Row;
 
     /// A `perf report` of a select server made with `REPORT_ARGS`, as perf 6.1 prints it
@@ -406,20 +444,20 @@ mod tests {
 
     #[test]
     fn counts_the_functions_of_the_mechanism_and_not_their_namesakes() {
-        // do_select 20, fdget under do_select 10 (not the 2 under recvfrom), tcp_poll 5,
-        // hintq's select 3, pollwake 2.
-        let select = event_share(REPORT, Mechanism::Select).unwrap();
-        assert!((select - 40.0).abs() < 1e-9, "{select}");
+        // do_select 20, fdget under do_select 10 (not the 2 under recvfrom), tcp_poll under
+        // do_select 5, hintq's select 3, pollwake 2.
+        assert_eq!(flat_samples(REPORT, Mechanism::Select), Some(40));
         // None of it is epoll's: not the scheduler's select_task_rq_fair, not the softirq's
         // __napi_poll and net_rx_action, not the page allocator.
-        assert_eq!(event_share(REPORT, Mechanism::Epoll), Some(0.0));
+        assert_eq!(flat_samples(REPORT, Mechanism::Epoll), Some(0));
         // poll shares select's wake-up (pollwake) only.
-        assert_eq!(event_share(REPORT, Mechanism::Poll), Some(2.0));
-        assert_eq!(event_share("# nothing\n", Mechanism::Select), None);
+        assert_eq!(flat_samples(REPORT, Mechanism::Poll), Some(2));
+        // A report without call chains says nothing.
+        assert_eq!(flat_samples("# nothing\n    30.00%  [k] do_sys_poll  -  -\n", Mechanism::Poll), None);
     }
 
     #[test]
-    fn a_function_counts_by_its_chain_and_a_report_without_chains_by_its_name() {
+    fn a_sample_counts_by_its_own_function_and_a_shared_helper_by_its_caller() {
         let m = Mechanism::Epoll;
         assert!(m.counts(&[
             "net_rx_action",
@@ -436,6 +474,8 @@ mod tests {
             "tcp_poll"
         ]));
         assert!(!m.counts(&["__x64_sys_recvfrom", "sock_recvmsg", "tcp_poll"]));
+        // Flat: what the mechanism calls is not its own time (the switch away while waiting).
+        assert!(!m.counts(&["do_epoll_wait", "schedule_hrtimeout_range", "schedule", "__schedule"]));
         for f in
             ["select_task_rq_fair", "__napi_poll", "net_rx_action", "__alloc_pages", "get_page_from_freelist"]
         {
@@ -447,12 +487,11 @@ mod tests {
         }
         // io_uring: the poll path and the wait, not the sends its ring carries.
         let u = Mechanism::Uring;
-        assert!(u.counts(&["__x64_sys_io_uring_enter", "io_cqring_wait", "schedule"]));
+        assert!(u.counts(&["__x64_sys_io_uring_enter", "io_cqring_wait"]));
+        assert!(!u.counts(&["__x64_sys_io_uring_enter", "io_cqring_wait", "schedule"]));
         assert!(u.counts(&["__x64_sys_io_uring_enter"]));
         assert!(!u.counts(&["__x64_sys_io_uring_enter", "io_submit_sqes", "io_issue_sqe", "tcp_sendmsg"]));
-        let plain = "    30.00%  [k] do_sys_poll  -  -\n    10.00%  [k] fdget  -  -\n    \
-                     4.00%  [.] hintq::backend::pollset::PollSet::collect::h0123456789abcdef  -  -\n";
-        assert_eq!(event_share(plain, Mechanism::Poll), Some(34.0));
+        assert!(Mechanism::Poll.counts(&["hintq::backend::pollset::PollSet::collect::h0123456789abcdef"]));
         assert_eq!(Mechanism::of_series("hintq-select-classic"), Some(Mechanism::Select));
         assert_eq!(Mechanism::of_series("nginx"), Some(Mechanism::Epoll));
     }
@@ -494,7 +533,10 @@ mod tests {
             .holds
             .contains("epoll 3.00 (2.97–3.03, n=3) below a third of improved select's 10.0"));
         assert!(a.figures[2].literal.starts_with("no (rule: every profile's share under 1% of the CPU"));
-        assert!(a.reading[0].starts_with("Table 2 is judged at one cold count (750"));
+        assert!(
+            a.reading[0].starts_with("Each share is a flat profile")
+                && a.reading[0].contains("Table 2 is judged at one cold count (750")
+        );
         assert!(a.reading.iter().any(|r| r
             .starts_with("hintq-select-classic (classical select): 40.0% at 750 cold, 10.0% at 5000 cold")));
         assert!(a.reading.iter().any(|r| r.starts_with("hintq-select counts: __x64_sys_select")));

@@ -523,7 +523,13 @@ mod tests {
         assert_eq!(firsts, ["hintq-epoll", "hintq-epoll", "mio", "libevent-select"]);
         // Each launch's rows are numbered apart from the others'.
         let p = points.iter().find(|p| p.name == "mio-n100-l2").unwrap();
-        let ran = Ran { dir: dir.path().into(), stdout: "1\n2\n3\n".into(), server_cpu: None, samples: None };
+        let ran = Ran {
+            dir: dir.path().into(),
+            stdout: "1\n2\n3\n".into(),
+            server_cpu: None,
+            samples: None,
+            window: (0.0, 0.0),
+        };
         assert_eq!((p.parse)(&ran).unwrap().iter().map(|r| r.rep).collect::<Vec<_>>(), [6, 7, 8]);
         // Each launch pays its quiet windows.
         assert!(points.iter().all(|p| p.estimate >= lab.window() * 2));
@@ -533,7 +539,13 @@ mod tests {
         assert_eq!(points.len(), 8);
         assert!(points.iter().all(|p| r(p) == if p.x == 1000.0 { "3" } else { "1" }));
         let p = points.iter().find(|p| p.name == "hintq-poll-n9000-l2").unwrap();
-        let ran = Ran { dir: dir.path().into(), stdout: "1000000\n".into(), server_cpu: None, samples: None };
+        let ran = Ran {
+            dir: dir.path().into(),
+            stdout: "1000000\n".into(),
+            server_cpu: None,
+            samples: None,
+            window: (0.0, 0.0),
+        };
         assert_eq!((p.parse)(&ran).unwrap().iter().map(|r| r.rep).collect::<Vec<_>>(), [2]);
     }
 
