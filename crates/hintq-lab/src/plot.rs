@@ -4,7 +4,8 @@
 //! The ticks are chosen here, not by plotters: a log axis has a label at each decade (and at
 //! 2 and 5 times it when the range spans less than two decades), labels are thinned so none
 //! overlaps another and none is printed twice, and a linear x axis whose values are all whole
-//! numbers (threads, members) has whole-number ticks only. A value of 0 on a log axis is drawn
+//! numbers (threads, members) has whole-number ticks only. An x axis with at most twelve
+//! measured values is labelled at those values only. A value of 0 on a log axis is drawn
 //! one decade below the least positive value, at a tick labelled 0, and the axis title says so.
 //! Each series has its own colour, marker and (after the first ten) dashed line, the same in
 //! every panel of a figure; the legend sits under the chart, where it hides no data.
@@ -37,6 +38,8 @@ pub struct Panel {
 
 const SIZE: (u32, u32) = (900, 600);
 const FONT: &str = "sans-serif";
+/// The most distinct x values whose ticks are the values themselves.
+const MEASURED_TICKS: usize = 12;
 /// The height of a row of the legend, in pixels.
 const LEGEND_ROW: u32 = 18;
 
@@ -192,6 +195,21 @@ impl Axis {
             note: zero
                 .map(|z| format!("log scale; 0 is drawn at {}, a decade below {}", short(z), short(least))),
         }
+    }
+
+    /// Labels only the values measured, when there are at most [`MEASURED_TICKS`] distinct
+    /// ones (a sweep's offered rates, cold counts), thinned so that none overlaps another:
+    /// no tick suggests an x that was not measured.
+    fn at_measured(&mut self, values: &[f64], px: f64, dir: Dir) {
+        let mut v: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+        v.sort_by(f64::total_cmp);
+        v.dedup();
+        if v.is_empty() || v.len() > MEASURED_TICKS {
+            return;
+        }
+        let span = self.range.1 - self.range.0;
+        let label = |x: f64| if self.log && x <= 0.0 { "0".to_string() } else { short(x) };
+        self.ticks = thin(v.iter().map(|&x| (self.at(x), label(x))), px / span, dir);
     }
 
     /// Where `v` is drawn.
@@ -435,7 +453,8 @@ where
     // Thread and member counts: no tick between two whole numbers.
     let whole = !xs.is_empty() && xs.iter().all(|x| x.fract() == 0.0);
     let (w, h) = area.dim_in_pixel();
-    let x = Axis::new(&xs, panel.log_x, whole, f64::from(w) - 95.0, Dir::X);
+    let mut x = Axis::new(&xs, panel.log_x, whole, f64::from(w) - 95.0, Dir::X);
+    x.at_measured(&xs, f64::from(w) - 95.0, Dir::X);
     let y = Axis::new(&ys, panel.log_y, false, f64::from(h) - 100.0, Dir::Y);
     let dx = dodges(&panel.lines, &x);
     let mut x_notes: Vec<String> = x.note.iter().cloned().collect();
@@ -620,12 +639,17 @@ mod tests {
     }
 
     #[test]
-    fn thread_axes_have_whole_number_ticks() {
+    fn x_ticks_are_the_measured_values_and_thread_axes_whole_numbers() {
         let dir = tempfile::tempdir().unwrap();
+        // At most twelve measured values: those values only (issue 26: no tick suggests an x
+        // that was not measured; one rate is one tick).
+        let many: Vec<f64> = (1..=13).map(f64::from).collect();
         for (xs, want) in [
-            (&[1.0, 2.0][..], &["0", "1", "2"][..]),
-            (&[1.0, 2.0, 3.0, 4.0][..], &["0", "1", "2", "3", "4"][..]),
-            (&[1.0, 8.0, 16.0][..], &["0", "2", "4", "6", "8", "10", "12", "14", "16"][..]),
+            (&[1.0, 2.0][..], &["1", "2"][..]),
+            (&[1.0, 2.0, 3.0, 4.0][..], &["1", "2", "3", "4"][..]),
+            (&[1.0, 8.0, 16.0][..], &["1", "8", "16"][..]),
+            // More than twelve: whole-number ticks of the axis.
+            (&many[..], &["0", "2", "4", "6", "8", "10", "12", "14"][..]),
         ] {
             let pts: Vec<(f64, f64, f64, f64)> =
                 xs.iter().map(|&x| (x, 50_000.0, 49_000.0, 51_000.0)).collect();
@@ -640,6 +664,14 @@ mod tests {
             let svg = dir.path().join("t.svg");
             render("ticks", &[p], &svg, &dir.path().join("t.png")).unwrap();
             assert_eq!(x_tick_labels(&std::fs::read_to_string(&svg).unwrap()), want, "threads {xs:?}");
+        }
+        // One rate measured: one tick, on a log axis too, and 0 where a cold count was 0.
+        for (xs, log, want) in
+            [(&[8000.0][..], true, &["8000"][..]), (&[0.0, 2000.0][..], true, &["0", "2000"][..])]
+        {
+            let mut axis = Axis::new(xs, log, true, 600.0, Dir::X);
+            axis.at_measured(xs, 600.0, Dir::X);
+            assert_eq!(axis.ticks.iter().map(|t| t.1.as_str()).collect::<Vec<_>>(), want, "{xs:?}");
         }
     }
 

@@ -133,10 +133,30 @@ pub fn fig8(setting: Setting, rows: &[Row], metric: &str, throughput: &[Line]) -
 
 /// The rule of Fig. 9's shape verdict.
 const FIG9_RULE: &str = "at 750 cold: yes when epoll's p99 launches are all below improved select's at the \
-    highest rate both were offered (much lower latency) and, one of them having saturated (its median \
-    achieved under 95% of the rate offered), epoll's launches at its highest achieved rate are all above \
-    improved select's at its own (saturates higher); cannot say when neither saturated or with fewer than \
-    3 launches";
+    highest rate both were offered (much lower latency) and epoll saturates higher: where the proxy was \
+    driven to saturation (its hot clients sending as fast as it answers, Banga's S-Clients), epoll's \
+    launches all above improved select's; else, one of them having saturated in the sweep (its median \
+    achieved under 95% of the rate offered), epoll's launches at its highest achieved rate all above \
+    improved select's at its own; cannot say when neither saturated, when the load generator's busiest \
+    thread was 70% busy or more at a saturation point, or with fewer than 3 launches";
+
+/// The metric of the saturation points of Fig. 9 (req/s, x: cold connections), and the
+/// metric its load generator's busiest thread is kept under.
+pub const FIG9_SATURATION: &str = "fig9_saturation_rps";
+/// See [`FIG9_SATURATION`].
+pub const FIG9_SATURATION_BUSY: &str = "load_hot_busy_pct_fig9_saturation_errors";
+
+/// Fig. 9's claim.
+const FIG9_CLAIM: &str = "At 750 cold connections the event API has much lower latency and saturates at a \
+    somewhat higher rate than improved select.";
+
+/// Banga's saturation rates (§7.3).
+fn fig9_paper() -> PaperNumber {
+    PaperNumber {
+        words: "saturates at 1348 req/s vs 1291 for improved select (§7.3): ratio 1.044",
+        value: 1348.0 / 1291.0,
+    }
+}
 
 /// Fig. 9 at 750 cold: the highest rate the event API (epoll) achieved over improved select's,
 /// against Banga's 1348 ÷ 1291 at saturation (no ratio if neither fell short of the rate
@@ -169,6 +189,48 @@ pub fn fig9(setting: Setting, rows: &[Row], achieved: &str, p99: &str) -> Figure
         let f = |name: &str| verdict::launches(rows, name, rate, p99);
         Some((rate, f("hintq-epoll")?, f(IMPROVED.0)?))
     };
+    // Driven to saturation (the proxy's E11): both lines' launches at 750 cold.
+    let driven = |name: &str| verdict::launches(rows, name, PAPER_COLD, FIG9_SATURATION);
+    if let (Some(e), Some(s)) = (driven("hintq-epoll"), driven(IMPROVED.0)) {
+        let bound = [("hintq-epoll"), IMPROVED.0]
+            .iter()
+            .find_map(|n| super::serve::load_bound_in(rows, FIG9_SATURATION_BUSY, n, PAPER_COLD));
+        let higher = match &bound {
+            Some(why) => Verdict::CannotSay(why.clone()),
+            None => Verdict::above(&e, &s),
+        };
+        let mut ours = format!(
+            "at 750 cold, driven to saturation: {} (epoll {} ÷ improved select {} req/s)",
+            num(e.median() / s.median()),
+            e,
+            s
+        );
+        let lower = match latency() {
+            Some((rate, el, sl)) => {
+                ours += &format!("; p99 ms at {} req/s offered: epoll {el}, improved select {sl}", num(rate));
+                Verdict::below(&el, &sl)
+            }
+            None => Verdict::unmeasured("p99 of both at one rate"),
+        };
+        let literal = match &bound {
+            Some(why) => format!("cannot say: {why}"),
+            None => format!(
+                "{} (rule: every epoll launch at least 1.044 times every improved select launch, at saturation)",
+                Verdict::above(&e, &s.scaled(1348.0 / 1291.0))
+            ),
+        };
+        return FigureRow {
+            inputs: Vec::new(),
+            figure: figure.into(),
+            claim: FIG9_CLAIM,
+            paper: Some(fig9_paper()),
+            literal,
+            ours,
+            ratio: Ok(e.median() / s.median()),
+            holds: Verdict::all(&[lower, higher]).to_string(),
+            rule: FIG9_RULE.into(),
+        };
+    }
     let (ours, ratio, holds, literal) = match (top("hintq-epoll"), top(IMPROVED.0)) {
         (Some((e, offered, e_sat)), Some((s, _, s_sat))) => {
             let mut ours = format!(
@@ -212,12 +274,8 @@ pub fn fig9(setting: Setting, rows: &[Row], achieved: &str, p99: &str) -> Figure
     FigureRow {
         inputs: Vec::new(),
         figure: figure.into(),
-        claim: "At 750 cold connections the event API has much lower latency and saturates at a \
-                somewhat higher rate than improved select.",
-        paper: Some(PaperNumber {
-            words: "saturates at 1348 req/s vs 1291 for improved select (§7.3): ratio 1.044",
-            value: 1348.0 / 1291.0,
-        }),
+        claim: FIG9_CLAIM,
+        paper: Some(fig9_paper()),
         literal,
         ours,
         ratio,
@@ -405,4 +463,54 @@ pub fn table2(setting: Setting, rows: &[Row], metric: &str) -> Table2 {
         format!("at {x} cold: {}", measured.join(", "))
     };
     Table2 { figures, ours, holds }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{fig9, Setting, FIG9_SATURATION, FIG9_SATURATION_BUSY, IMPROVED};
+    use crate::data::Row;
+
+    /// Launches of `metric` for `series` at `x`.
+    fn launches(series: &str, x: f64, metric: &str, vs: [f64; 3]) -> Vec<Row> {
+        vs.iter()
+            .enumerate()
+            .map(|(k, &v)| Row { rep: k as u32, ..Row::ok("E11", series, x, metric, v) })
+            .collect()
+    }
+
+    #[test]
+    fn fig9_reads_the_saturation_the_proxy_was_driven_to() {
+        let mut rows = Vec::new();
+        // The sweep: both keep pace at 8000 req/s, epoll's p99 below improved select's.
+        rows.extend(launches("hintq-epoll", 8000.0, "p99", [1.0, 1.1, 1.2]));
+        rows.extend(launches(IMPROVED.0, 8000.0, "p99", [3.0, 3.1, 3.3]));
+        rows.extend(launches("hintq-epoll", 8000.0, "rps", [8000.0; 3]));
+        rows.extend(launches(IMPROVED.0, 8000.0, "rps", [8000.0; 3]));
+        // Driven to saturation at 750 cold: epoll 30,000 req/s, improved select 20,000.
+        rows.extend(launches("hintq-epoll", 750.0, FIG9_SATURATION, [30_000.0, 29_500.0, 30_200.0]));
+        rows.extend(launches(IMPROVED.0, 750.0, FIG9_SATURATION, [20_000.0, 20_300.0, 19_800.0]));
+        let f = fig9(Setting::Proxy, &rows, "rps", "p99");
+        assert_eq!(f.holds, "yes", "{}", f.ours);
+        assert!(f.ours.starts_with("at 750 cold, driven to saturation: 1.50"), "{}", f.ours);
+        assert!(f.literal.starts_with("yes (rule: every epoll launch at least 1.044 times"), "{}", f.literal);
+        // Without the saturation points the sweep never saturated: cannot say.
+        let sweep: Vec<Row> = rows.iter().filter(|r| r.metric != FIG9_SATURATION).cloned().collect();
+        assert!(fig9(Setting::Proxy, &sweep, "rps", "p99")
+            .holds
+            .starts_with("cannot say: neither saturated"));
+        // The load generator at its limit at a saturation point: cannot say.
+        let mut busy = rows.clone();
+        busy.push(Row::ok("E11", IMPROVED.0, 750.0, FIG9_SATURATION_BUSY, 90.0));
+        let f = fig9(Setting::Proxy, &busy, "rps", "p99");
+        assert!(
+            f.holds.starts_with("cannot say: the load generator's busiest hot thread was 90.0% busy"),
+            "{}",
+            f.holds
+        );
+        // Improved select saturating higher: no.
+        let mut worse = sweep.clone();
+        worse.extend(launches("hintq-epoll", 750.0, FIG9_SATURATION, [20_000.0, 20_300.0, 19_800.0]));
+        worse.extend(launches(IMPROVED.0, 750.0, FIG9_SATURATION, [30_000.0, 29_500.0, 30_200.0]));
+        assert_eq!(fig9(Setting::Proxy, &worse, "rps", "p99").holds, "no");
+    }
 }

@@ -436,8 +436,16 @@ fn from_csv(e: &dyn Experiment, dir: &std::path::Path, say: impl Fn(&str)) -> Re
     if !failed.is_empty() {
         title.push_str(&format!("; FAILED, not drawn: {}", failed.join(", ")));
     }
+    // A panel with nothing measured is left out and named in the title, not drawn empty.
+    let (drawn, empty): (Vec<Panel>, Vec<Panel>) =
+        analysis.panels.iter().cloned().partition(|p| p.lines.iter().any(|l| !l.points.is_empty()));
+    let drawn = if drawn.is_empty() { analysis.panels.clone() } else { drawn };
+    if !empty.is_empty() && drawn.len() < analysis.panels.len() {
+        let names: Vec<&str> = empty.iter().map(|p| p.title.as_str()).collect();
+        title.push_str(&format!("; not measured in this run, not drawn: {}", names.join("; ")));
+    }
     let (svg, png) = (dir.join(format!("{}.svg", e.id())), dir.join(format!("{}.png", e.id())));
-    if let Err(err) = plot::render(&title, &analysis.panels, &svg, &png) {
+    if let Err(err) = plot::render(&title, &drawn, &svg, &png) {
         say(&format!("{}: plot failed: {err}", e.id()));
     }
     Ok(Outcome::Ran { rows, analysis })
