@@ -220,14 +220,16 @@ impl Experiment for E11 {
             &["epoll", "poll"][..],
             &["epoll"][..],
         );
-        let colds: Vec<usize> = lab.pick(vec![0, 500, 1000, 2000, 5000, 10000], vec![0, 2000], vec![0]);
-        let rates: Vec<f64> =
-            lab.pick(vec![1000.0, 2000.0, 4000.0, 8000.0, 16000.0], vec![8000.0], vec![500.0]);
+        // Banga's 0 to 2000 cold and 5000 (3 launches each: the full run's time).
+        let colds: Vec<usize> = lab.pick(vec![0, 1000, 2000, 5000], vec![0, 2000], vec![0]);
+        let rates: Vec<f64> = lab.pick(vec![2000.0, 8000.0, 16000.0], vec![8000.0], vec![500.0]);
         let levels: Vec<&'static Level> = lab.pick(vec![&PAPER, &SCALED], vec![&PAPER], vec![&PAPER]);
         let t2_colds: Vec<usize> = lab.pick(vec![750], vec![750], vec![100]);
-        // Quick: Table 2 at Banga's 400 req/s only; the saturated profile in the full run.
+        // Table 2 at Banga's 400 req/s, 3 profiles a line (the saturated profile, drawn in
+        // earlier runs, judged nothing and is left out for the full run's time; the smoke run
+        // still tries its path).
         let t2_loads = lab.pick(
-            &[(T2_400, Some(400.0)), (T2_SAT, None)][..],
+            &[(T2_400, Some(400.0))][..],
             &[(T2_400, Some(400.0))][..],
             &[(T2_400, Some(400.0)), (T2_SAT, None)][..],
         );
