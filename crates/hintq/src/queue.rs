@@ -2,7 +2,7 @@
 //! hints with one pending element per registration, and the descriptor-order scan used when
 //! the FIFO overflows.
 
-use crate::backend::{Any, Backend, Config, GoochPolicy, Hybrid, Poller, Ready};
+use crate::backend::{Any, Arm, Backend, Config, GoochPolicy, Hybrid, Poller, Ready};
 use crate::group::GroupLink;
 use crate::token::{
     advance_floor, next_gen, token, untoken, GROUP_BIT, GROUP_GEN, INTERNAL, TOKEN_GROUP_OWN, TOKEN_WAKER,
@@ -208,15 +208,16 @@ impl Builder {
     /// An io_uring refused by the kernel is not an error: the queue falls back to epoll.
     pub fn build(self) -> io::Result<Queue> {
         let (backend, poller) = self.backend.open(&self.config)?;
-        let lean_backend = matches!(poller, Any::Epoll(_) | Any::Uring(_)) && !poller.needs_rearm();
+        let caps = poller.capabilities();
+        let lean_backend = matches!(poller, Any::Epoll(_) | Any::Uring(_)) && !caps.oneshot;
         let unusual = if lean_backend { 0 } else { unusual::BACKEND }
             | if self.capacity == usize::MAX { 0 } else { unusual::BOUNDED };
         Ok(Queue {
             unusual,
             batch: 0,
             backend,
-            oneshot: poller.needs_rearm(),
-            once: poller.reports_once(),
+            oneshot: caps.oneshot,
+            once: caps.reports_once,
             poller,
             slots: Vec::new(),
             fifo: VecDeque::new(),
@@ -262,11 +263,11 @@ pub struct Queue {
     batch: u16,
     backend: Backend,
     poller: Any,
-    /// The backend disarms a registration as it reports it ([`Poller::needs_rearm`], fixed
+    /// The backend disarms a registration as it reports it ([`Capabilities::oneshot`](crate::backend::Capabilities), fixed
     /// per backend): asked once here, not through the trait for every event.
     oneshot: bool,
     /// The backend reports each registration at most once per wait
-    /// ([`Poller::reports_once`]), fixed per backend.
+    /// ([`Capabilities::reports_once`](crate::backend::Capabilities)), fixed per backend.
     once: bool,
     slots: Vec<Slot>,
     fifo: VecDeque<Entry>,
@@ -317,7 +318,7 @@ impl Queue {
     /// The coalescing window in effect: `None` when [`Builder::coalesce`] was not asked for,
     /// or where the backend or the kernel cannot honour it.
     pub fn coalescing(&self) -> Option<Duration> {
-        self.poller.coalescing()
+        self.poller.capabilities().coalescing
     }
 
     /// Counters about this queue.
@@ -364,7 +365,7 @@ impl Queue {
     /// which the backend forgets it (uring, poll, select, gooch).
     pub fn declare(&mut self, fd: RawFd, interest: Interest) -> io::Result<()> {
         let Some(gen) = self.register(fd, interest)? else { return Ok(()) };
-        if !self.poller.reports_existing() {
+        if !self.poller.capabilities().reports_existing {
             let state = self.state_or_undo(fd, gen)?;
             if !state.is_empty() {
                 self.push(token(fd, gen), state);
@@ -412,7 +413,7 @@ impl Queue {
             self.slots[i].key = next_gen(self.slots[i].gen());
         }
         let gen = self.slots[i].gen();
-        if let Err(e) = self.poller.set(fd, token(fd, gen), interest, fresh) {
+        if let Err(e) = self.poller.set(fd, token(fd, gen), interest, Arm::new(fresh)) {
             // A fresh slot left empty on top would stop the slots from ever shortening.
             if fresh && i + 1 == self.slots.len() {
                 self.shorten();
@@ -482,7 +483,7 @@ impl Queue {
     /// stops receiving at 64 KiB until they are, so a fast sender is held back by TCP.
     pub fn take_received(&mut self, fd: RawFd, buf: &mut Vec<u8>, max: usize) -> Option<io::Result<usize>> {
         let gen = self.generation(fd)?;
-        self.poller.take_received(fd, token(fd, gen), buf, max)
+        self.poller.ring()?.take_received(fd, token(fd, gen), buf, max)
     }
 
     /// True if the backend receives for `fd` now ([`Queue::take_received`] answers for it).
@@ -491,13 +492,14 @@ impl Queue {
     /// full) keeps the interest while receiving, and the inbox, stopped at 64 KiB, holds the
     /// sender back instead.
     pub fn receiving(&self, fd: RawFd) -> bool {
-        self.generation(fd).is_some_and(|gen| self.poller.receiving(fd, token(fd, gen)))
+        let Some(ring) = self.poller.ring_ref() else { return false };
+        self.generation(fd).is_some_and(|gen| ring.receiving(fd, token(fd, gen)))
     }
 
     /// True if this queue's backend makes sends itself ([`Queue::send`]): `uring` on a kernel
     /// with `IORING_OP_SEND`, unless [`Builder::uring_sends`]`(false)`; never in hand-off mode.
     pub fn can_send(&self) -> bool {
-        !self.handoff && self.poller.sends()
+        !self.handoff && self.poller.ring_ref().is_some_and(|r| r.sends())
     }
 
     /// Has the kernel send all of `buf` on `fd`, which this queue watches. On `uring` the
@@ -525,14 +527,17 @@ impl Queue {
         let Some(gen) = self.generation(fd) else {
             return Err((io::Error::new(io::ErrorKind::NotFound, "descriptor not registered"), buf));
         };
-        self.poller.send(fd, token(fd, gen), buf)
+        match self.poller.ring() {
+            Some(ring) => ring.send(fd, token(fd, gen), buf),
+            None => Err((io::Error::from(io::ErrorKind::Unsupported), buf)),
+        }
     }
 
     /// True while a send of `fd` ([`Queue::send`]) is in flight. Asking arms a report: its
     /// completion, success or failure, comes as an event with [`State::SENT`].
     pub fn sending(&mut self, fd: RawFd) -> bool {
         match self.generation(fd) {
-            Some(gen) => self.poller.sending(fd, token(fd, gen)),
+            Some(gen) => self.poller.ring().is_some_and(|r| r.sending(fd, token(fd, gen))),
             None => false,
         }
     }
@@ -541,13 +546,13 @@ impl Queue {
     /// only part was sent), once; `None` if it did not fail or is in flight.
     pub fn send_error(&mut self, fd: RawFd) -> Option<io::Error> {
         let gen = self.generation(fd)?;
-        self.poller.send_error(fd, token(fd, gen))
+        self.poller.ring()?.send_error(fd, token(fd, gen))
     }
 
     /// An empty buffer to fill and give to [`Queue::send`]: one of a completed send when
     /// the queue kept it, so that replies cost no allocation.
     pub fn send_buffer(&mut self) -> Vec<u8> {
-        self.poller.send_buffer()
+        self.poller.ring().map(|r| r.send_buffer()).unwrap_or_default()
     }
 
     /// True if `ev` belongs to a registration that is still live: false once its descriptor
@@ -588,7 +593,7 @@ impl Queue {
     /// Registers an internal descriptor (a group's epoll set) under an internal token.
     pub(crate) fn watch_internal(&mut self, fd: RawFd, tok: u64) -> io::Result<()> {
         self.internal.push((tok, fd));
-        self.poller.set(fd, tok, Interest::READ, true)
+        self.poller.set(fd, tok, Interest::READ, Arm::Fresh)
     }
 
     /// One-shot backends disarm internal watches too; they are re-armed as soon as read.
@@ -597,7 +602,7 @@ impl Queue {
             return Ok(());
         }
         match self.internal.iter().find(|(t, _)| *t == tok) {
-            Some(&(tok, fd)) => self.poller.rearm(fd, tok, Interest::READ),
+            Some(&(tok, fd)) => self.poller.set(fd, tok, Interest::READ, Arm::Rearm),
             None => Ok(()),
         }
     }
@@ -1167,7 +1172,7 @@ impl Queue {
                 slot.disarmed = false;
                 let interest = slot.interest;
                 self.stats.rearms += 1;
-                self.poller.rearm(fd, token(fd, gen), interest)?;
+                self.poller.set(fd, token(fd, gen), interest, Arm::Rearm)?;
             }
             self.rearm = rearm;
         }
