@@ -66,7 +66,9 @@ mod backend;
 mod event;
 mod group;
 mod queue;
+mod ring;
 pub mod shared;
+mod slots;
 mod sys;
 pub mod timer;
 mod token;
@@ -79,6 +81,7 @@ pub use backend::{
 pub use event::{Event, Interest, State};
 pub use group::{Delivery, Group};
 pub use queue::{Builder, Queue, Stats};
+pub use ring::{RingIo, SendError};
 pub use shared::Rearm;
 pub use timer::{TimerId, Timers, Wheel};
 pub use waker::Waker;

@@ -4,6 +4,8 @@
 
 use crate::backend::{Any, Arm, Backend, Config, GoochPolicy, Hybrid, Poller, Ready};
 use crate::group::GroupLink;
+use crate::ring::RingIo;
+use crate::slots::{Slot, LIVE};
 use crate::token::{
     advance_floor, next_gen, token, untoken, GROUP_BIT, GROUP_GEN, INTERNAL, TOKEN_GROUP_OWN, TOKEN_WAKER,
 };
@@ -71,46 +73,6 @@ pub struct Stats {
     pub migrations: u64,
 }
 
-/// In a slot's key: the registration is live (its interest is not empty). Generations stay
-/// below 2^30 ([`crate::token::next_gen`]), so a report's generation with this bit added
-/// equals the key of the live registration it belongs to, and of nothing else: registration,
-/// generation and liveness in one compare.
-const LIVE: u32 = 1 << 31;
-
-#[derive(Clone, Copy, Default)]
-struct Slot {
-    /// The generation, with [`LIVE`] while the registration is.
-    key: u32,
-    interest: Interest,
-    /// The FIFO holds an element for this registration.
-    pending: bool,
-    /// Reported by a one-shot backend and not re-armed yet.
-    disarmed: bool,
-    /// States of reports coalesced into the pending element.
-    extra: State,
-    /// The lean path's batch ([`Queue::batch`]) that last delivered this registration: a
-    /// later report in the same batch is looked for among the events already handed out, to
-    /// be coalesced into its event. A hint only (the batch number wraps): the search decides.
-    seen: u16,
-}
-
-const _: () = assert!(std::mem::size_of::<Slot>() == 16);
-
-impl Slot {
-    fn gen(&self) -> u32 {
-        self.key & !LIVE
-    }
-
-    fn live(&self) -> bool {
-        self.key & LIVE != 0
-    }
-
-    /// The live registration of generation `gen`.
-    fn is(&self, gen: u32) -> bool {
-        self.key == gen | LIVE
-    }
-}
-
 #[derive(Clone, Copy)]
 struct Entry {
     token: u64,
@@ -172,8 +134,8 @@ impl Builder {
         self
     }
 
-    /// On io_uring, sends made by the ring ([`Queue::send`]) where the kernel has them: the
-    /// default. `false` leaves sending to the application ([`Queue::can_send`] is false),
+    /// On io_uring, sends made by the ring ([`RingIo::send`]) where the kernel has them: the
+    /// default. `false` leaves sending to the application ([`RingIo::can_send`] is false),
     /// for measuring what ring sends are worth. Ignored by other backends.
     pub fn uring_sends(mut self, on: bool) -> Builder {
         self.config.uring_sends = on;
@@ -181,7 +143,7 @@ impl Builder {
     }
 
     /// On io_uring, receives made by the ring for registrations that ask
-    /// ([`Interest::RECEIVE`], [`Queue::take_received`]) where the kernel has them: the
+    /// ([`Interest::RECEIVE`], [`RingIo::take_received`]) where the kernel has them: the
     /// default. `false` leaves reading to the application. Ignored by other backends.
     pub fn uring_receives(mut self, on: bool) -> Builder {
         self.config.uring_receives = on;
@@ -253,13 +215,13 @@ const TRIM_PEAK: usize = 1024;
 ///
 /// On `uring` a queue is fastest used by one thread: its ring (`DEFER_TASKRUN`) admits only
 /// the first thread that enters it. A queue used from another thread afterwards moves its
-/// registrations, once, to a ring any thread may enter; while a send ([`Queue::send`]) is in
+/// registrations, once, to a ring any thread may enter; while a send ([`RingIo::send`]) is in
 /// flight that move is refused with `ResourceBusy` and the call changes nothing. Make a
 /// queue on the thread that will wait on it, or move it before its first use.
 pub struct Queue {
     /// Bits of [`unusual`]: zero in the common case, which [`Queue::lean`] serves.
     unusual: u32,
-    /// The lean path's calls on io_uring, counted (wrapping) for [`Slot::seen`].
+    /// The lean path's calls on io_uring, counted (wrapping) for [`Slot::seen`](crate::slots::Slot).
     batch: u16,
     backend: Backend,
     poller: Any,
@@ -468,91 +430,14 @@ impl Queue {
         revoked.and(closed)
     }
 
-    /// What the backend received for `fd` ([`Interest::RECEIVE`]), at most `max` bytes of it,
-    /// appended to `buf` (moved into it, without a copy, when `buf` has no capacity yet); what
-    /// is left over is reported again as an event: `Some(Ok(n))` with `n > 0` bytes,
-    /// `Some(Ok(0))` at the end of the stream, `Some(Err(WouldBlock))` when nothing came
-    /// since the last call, `Some(Err(e))` when the receive failed (`ECONNRESET`).
-    /// `None` when the backend does not receive for `fd` (every backend but `uring`, a
-    /// kernel without multishot receive, [`Builder::uring_receives`]`(false)`, hand-off mode, or `WRITE` in
-    /// the interest for now): read from the descriptor yourself. Bytes the ring received
-    /// before the interest changed are still handed out here first.
-    ///
-    /// On `uring` the data is received in the ring by the kernel entry that waits for
-    /// events, and taking it makes no system call; a registration whose bytes are not taken
-    /// stops receiving at 64 KiB until they are, so a fast sender is held back by TCP.
-    pub fn take_received(&mut self, fd: RawFd, buf: &mut Vec<u8>, max: usize) -> Option<io::Result<usize>> {
-        let gen = self.generation(fd)?;
-        self.poller.ring()?.take_received(fd, token(fd, gen), buf, max)
-    }
-
-    /// True if the backend receives for `fd` now ([`Queue::take_received`] answers for it).
-    /// Revoking a registration drops what was received and not taken, as closing a socket
-    /// drops its unread bytes: an application that stops reading for a while (its buffer is
-    /// full) keeps the interest while receiving, and the inbox, stopped at 64 KiB, holds the
-    /// sender back instead.
-    pub fn receiving(&self, fd: RawFd) -> bool {
-        let Some(ring) = self.poller.ring_ref() else { return false };
-        self.generation(fd).is_some_and(|gen| ring.receiving(fd, token(fd, gen)))
-    }
-
-    /// True if this queue's backend makes sends itself ([`Queue::send`]): `uring` on a kernel
-    /// with `IORING_OP_SEND`, unless [`Builder::uring_sends`]`(false)`; never in hand-off mode.
-    pub fn can_send(&self) -> bool {
-        !self.handoff && self.poller.ring_ref().is_some_and(|r| r.sends())
-    }
-
-    /// Has the kernel send all of `buf` on `fd`, which this queue watches. On `uring` the
-    /// send is queued in the ring and made by the next `get_next_event`'s kernel entry,
-    /// together with every other send queued meanwhile and the wait for readiness: one
-    /// system call for a batch of replies. A send that succeeds is silent (its buffer is
-    /// kept for [`Queue::send_buffer`]) unless [`Queue::sending`] asked to hear of it; one
-    /// that fails is reported as an event of `fd`'s registration with
-    /// `State::SENT | State::ERR`, and [`Queue::send_error`] says why.
-    ///
-    /// One send per descriptor is in flight at a time, so bytes leave in the order they
-    /// were given. The queue owns the buffer meanwhile; revoking interest in `fd` cancels
-    /// the send (the socket can then really close, but what was not sent is lost: a
-    /// connection that closes after its last reply waits until [`Queue::sending`] is false).
-    ///
-    /// # Errors
-    /// `Unsupported` when the queue cannot send ([`Queue::can_send`]); `NotFound` if `fd`
-    /// has no live registration here; `WouldBlock` while a send of `fd` is in flight; the
-    /// failure of `fd`'s previous send if it failed and was not taken; ring errors. The
-    /// buffer comes back with the error.
-    pub fn send(&mut self, fd: RawFd, buf: Vec<u8>) -> Result<(), (io::Error, Vec<u8>)> {
-        if !self.can_send() {
-            return Err((io::Error::from(io::ErrorKind::Unsupported), buf));
-        }
-        let Some(gen) = self.generation(fd) else {
-            return Err((io::Error::new(io::ErrorKind::NotFound, "descriptor not registered"), buf));
-        };
-        match self.poller.ring() {
-            Some(ring) => ring.send(fd, token(fd, gen), buf),
-            None => Err((io::Error::from(io::ErrorKind::Unsupported), buf)),
-        }
-    }
-
-    /// True while a send of `fd` ([`Queue::send`]) is in flight. Asking arms a report: its
-    /// completion, success or failure, comes as an event with [`State::SENT`].
-    pub fn sending(&mut self, fd: RawFd) -> bool {
-        match self.generation(fd) {
-            Some(gen) => self.poller.ring().is_some_and(|r| r.sending(fd, token(fd, gen))),
-            None => false,
-        }
-    }
-
-    /// Why `fd`'s last send failed (`EPIPE`, `ECONNRESET`: the peer is gone; `WriteZero`:
-    /// only part was sent), once; `None` if it did not fail or is in flight.
-    pub fn send_error(&mut self, fd: RawFd) -> Option<io::Error> {
-        let gen = self.generation(fd)?;
-        self.poller.ring()?.send_error(fd, token(fd, gen))
-    }
-
-    /// An empty buffer to fill and give to [`Queue::send`]: one of a completed send when
-    /// the queue kept it, so that replies cost no allocation.
-    pub fn send_buffer(&mut self) -> Vec<u8> {
-        self.poller.ring().map(|r| r.send_buffer()).unwrap_or_default()
+    /// The io_uring ring's own I/O: sends, and receives into the ring's buffers, of the
+    /// descriptors this queue watches. `None` on every other backend (and where io_uring
+    /// was refused and the queue fell back to epoll): read and write the descriptors
+    /// yourself.
+    pub fn ring_io(&mut self) -> Option<RingIo<'_>> {
+        let handoff = self.handoff;
+        let ring = self.poller.ring()?;
+        Some(RingIo::new(ring, &self.slots, handoff))
     }
 
     /// True if `ev` belongs to a registration that is still live: false once its descriptor
@@ -571,7 +456,7 @@ impl Queue {
     /// [`Event::generation`]), or `None` when this queue has no interest in `fd`. Lets a
     /// thread that hands events to others tell a stale one from the current registration.
     pub fn generation(&self, fd: RawFd) -> Option<u32> {
-        self.slots.get(usize::try_from(fd).ok()?).filter(|s| s.live()).map(Slot::gen)
+        crate::slots::generation(&self.slots, fd)
     }
 
     /// A handle that wakes this queue's `get_next_event` from any thread.
@@ -709,7 +594,7 @@ impl Queue {
 
     /// [`Queue::lean`] on io_uring: the completions of one view of the ring become the
     /// caller's events in place, a registration's later completions in the same view
-    /// coalesced into its event ([`Slot::seen`]). Any other completion (a poll that ended, a
+    /// coalesced into its event ([`Slot::seen`](crate::slots::Slot)). Any other completion (a poll that ended, a
     /// send, a receive, the waker) and those after it go the usual way
     /// ([`Queue::lean_uring_rest`]), and so does a call while the backend holds reports of
     /// its own (`Uring::quiet`).

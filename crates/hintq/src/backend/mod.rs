@@ -22,7 +22,7 @@ mod poll;
 mod pollset;
 pub(crate) mod rtsig;
 mod select;
-mod uring;
+pub(crate) mod uring;
 
 /// How many buffers the library left allocated for the rest of the process because the
 /// kernel might still read or write them: io_uring sends and receives that could not be
@@ -496,10 +496,10 @@ impl Backend {
         }
     }
 
-    /// True if a queue on this backend makes sends itself ([`crate::Queue::send`]) unless its
+    /// True if a queue on this backend makes sends itself ([`crate::RingIo::send`]) unless its
     /// builder says not to ([`crate::Builder::uring_sends`]): `uring` where this kernel runs
     /// it with `IORING_OP_SEND`. A queue in hand-off mode still does not
-    /// ([`crate::Queue::can_send`]).
+    /// ([`crate::RingIo::can_send`]).
     pub fn sends(self) -> bool {
         self == Backend::Uring && self.probe().is_ok() && uring::sends()
     }
