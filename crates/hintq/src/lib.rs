@@ -65,6 +65,7 @@ pub mod accept;
 mod backend;
 mod event;
 mod group;
+mod member;
 mod queue;
 mod ring;
 pub mod shared;

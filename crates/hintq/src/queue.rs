@@ -3,8 +3,9 @@
 //! the FIFO overflows.
 
 use crate::backend::{Any, Arm, Backend, Config, GoochPolicy, Hybrid, Poller, Ready};
-use crate::group::GroupLink;
+use crate::member::GroupLink;
 use crate::ring::RingIo;
+use crate::shared::Rearm;
 use crate::slots::{Slot, LIVE};
 use crate::token::{
     advance_floor, next_gen, token, untoken, GROUP_BIT, GROUP_GEN, INTERNAL, TOKEN_GROUP_OWN, TOKEN_WAKER,
@@ -1034,13 +1035,31 @@ impl Queue {
         }
     }
 
-    pub(crate) fn poller_handoff(&mut self) -> Option<crate::backend::Handoff> {
-        self.poller.handoff()
-    }
-
-    pub(crate) fn set_handoff(&mut self) {
+    /// Switches the queue into hand-off mode and returns the thread-safe re-arm path; see
+    /// the [module docs](crate::shared). Calling it again returns another handle.
+    ///
+    /// # Errors
+    /// `Unsupported` on `poll`, `select-classic`, `rtsig` and `gooch`, and for a [`crate::Group`] member;
+    /// creating the waker on `select`.
+    pub fn handoff(&mut self) -> io::Result<Rearm> {
+        let unsupported = |why: String| io::Error::new(io::ErrorKind::Unsupported, why);
+        if self.group.is_some() {
+            return Err(unsupported("a group member queue cannot be put in hand-off mode".into()));
+        }
+        let Some(how) = self.poller.handoff() else {
+            return Err(unsupported(format!(
+                "the {} backend cannot re-activate a descriptor from another thread; use epoll, \
+                 epoll-et, epoll-oneshot, select or uring",
+                self.backend()
+            )));
+        };
+        let waker = match how {
+            crate::backend::Handoff::Select(_) => Some(self.waker()?),
+            _ => None,
+        };
         self.handoff = true;
         self.unusual |= unusual::HANDOFF;
+        Ok(Rearm::new(how, waker))
     }
 
     /// Re-arms one-shot registrations delivered by the previous call.
