@@ -59,7 +59,7 @@
 //! in hand-off mode leaves each delivered descriptor deactivated until a `Send + Sync`
 //! [`Rearm`] re-activates it from the handling thread: see [`shared`].
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod accept;
 mod backend;

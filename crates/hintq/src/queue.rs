@@ -102,9 +102,11 @@ impl Builder {
         self
     }
 
-    /// Sizes the io_uring completion ring to `n` entries (rounded up to a power of two), so
-    /// that tests can make it overflow. Ignored by other backends.
-    #[doc(hidden)]
+    /// Sizes the io_uring completion ring to `n` entries (rounded up to a power of two;
+    /// default 4096, 16 bytes each): how many completions the kernel can post between two
+    /// waits before it must keep them aside (overflow, flushed by the next wait at some
+    /// cost). A server with more ready connections per wait than that wants a larger ring;
+    /// a smaller one saves memory. Ignored by other backends.
     pub fn uring_entries(mut self, n: u32) -> Builder {
         self.config.uring_cq = Some(n);
         self
