@@ -6,10 +6,10 @@ use crate::backend::{Any, Arm, Backend, Config, GoochPolicy, Hybrid, Poller, Rea
 use crate::member::GroupLink;
 use crate::ring::RingIo;
 use crate::shared::Rearm;
-use crate::slots::{Slot, LIVE};
-use crate::token::{
-    advance_floor, next_gen, token, untoken, GROUP_BIT, GROUP_GEN, INTERNAL, TOKEN_GROUP_OWN, TOKEN_WAKER,
-};
+#[cfg(test)]
+use crate::slots::TRIM_PEAK;
+use crate::slots::{Slot, Table, LIVE};
+use crate::token::{next_gen, token, untoken, GROUP_BIT, GROUP_GEN, INTERNAL, TOKEN_GROUP_OWN, TOKEN_WAKER};
 use crate::{sys, Event, Interest, State, Waker};
 use std::collections::VecDeque;
 use std::io;
@@ -184,7 +184,7 @@ impl Builder {
             oneshot: caps.oneshot,
             once: caps.reports_once,
             poller,
-            slots: Vec::new(),
+            slots: Table::default(),
             fifo: VecDeque::new(),
             live: 0,
             capacity: self.capacity,
@@ -194,10 +194,6 @@ impl Builder {
             scan_cursor: 0,
             scan_buf: Vec::new(),
             registered: 0,
-            gen_floor: 0,
-            trims: 0,
-            dirty: 0,
-            peak: 0,
             waker: None,
             internal: Vec::new(),
             group: None,
@@ -206,10 +202,6 @@ impl Builder {
         })
     }
 }
-
-/// Tables indexed by descriptor number this long or longer are trimmed when registrations
-/// fall ([`Queue::trim`]).
-const TRIM_PEAK: usize = 1024;
 
 /// A per-thread queue of readiness events: the paper's HINTS queue and INTERESTED sets.
 ///
@@ -234,7 +226,8 @@ pub struct Queue {
     /// The backend reports each registration at most once per wait
     /// ([`Capabilities::reports_once`](crate::backend::Capabilities)), fixed per backend.
     once: bool,
-    slots: Vec<Slot>,
+    /// The slot table, indexed by descriptor number, with its trimming.
+    slots: Table,
     fifo: VecDeque<Entry>,
     /// FIFO elements whose registration is still current.
     live: usize,
@@ -247,18 +240,6 @@ pub struct Queue {
     scan_cursor: usize,
     scan_buf: Vec<libc::pollfd>,
     registered: usize,
-    /// Above every generation of the slots a trim dropped: the first generation of a slot
-    /// made again, so that no token of a dropped one names it.
-    gen_floor: u32,
-    /// Trims made (for tests).
-    trims: u64,
-    /// The most slots since pages were last given back ([`Queue::trim`]).
-    dirty: usize,
-    /// The most registrations at once since the last trim (at a trim, those left): the slots
-    /// are dropped back only while a peak of [`TRIM_PEAK`] or more ends ([`Queue::shorten`]),
-    /// so that a few connections coming and going at high numbers (a shard whose neighbours
-    /// hold the low ones) do not refill and drop thousands of slots each.
-    peak: usize,
     waker: Option<Arc<OwnedFd>>,
     /// Internal watches (waker, group sets): token and descriptor.
     internal: Vec<(u64, RawFd)>,
@@ -370,8 +351,7 @@ impl Queue {
             if self.slots.capacity() == 0 {
                 self.slots.reserve(sys::fd_table_reserve().max(i + 1));
             }
-            self.slots.resize(i + 1, Slot { key: self.gen_floor, ..Slot::default() });
-            self.dirty = self.dirty.max(i + 1);
+            self.slots.grow(i);
         }
         let fresh = !self.slots[i].live();
         if fresh {
@@ -391,9 +371,7 @@ impl Queue {
         slot.disarmed = false;
         if fresh {
             self.registered += 1;
-            let begins = self.registered == TRIM_PEAK && self.peak < TRIM_PEAK;
-            self.peak = self.peak.max(self.registered);
-            if begins {
+            if self.slots.registered(self.registered) {
                 // Slots left empty on top before a peak (revoked, or refused, while no peak let
                 // them go) go now: the top is in use again, so the revoke of the highest
                 // registration shortens the slots when this peak ends.
@@ -440,7 +418,7 @@ impl Queue {
     pub fn ring_io(&mut self) -> Option<RingIo<'_>> {
         let handoff = self.handoff;
         let ring = self.poller.ring()?;
-        Some(RingIo::new(ring, &self.slots, handoff))
+        Some(RingIo::new(ring, &self.slots[..], handoff))
     }
 
     /// True if `ev` belongs to a registration that is still live: false once its descriptor
@@ -459,7 +437,7 @@ impl Queue {
     /// [`Event::generation`]), or `None` when this queue has no interest in `fd`. Lets a
     /// thread that hands events to others tell a stale one from the current registration.
     pub fn generation(&self, fd: RawFd) -> Option<u32> {
-        crate::slots::generation(&self.slots, fd)
+        crate::slots::generation(&self.slots[..], fd)
     }
 
     /// A handle that wakes this queue's `get_next_event` from any thread.
@@ -1118,48 +1096,13 @@ impl Queue {
         ev
     }
 
-    /// Keeps the slots ending at the highest registered number: called when that
-    /// registration is revoked, it drops the slots back to the next one (their generations
-    /// folded into `gen_floor`, in the generations' cyclic order, so no token of theirs names
-    /// a slot made again), and a registration left at a high number stops it rather than
-    /// repeating it. When the slots have halved since pages were last given back, from
-    /// [`TRIM_PEAK`] or more, [`Queue::trim`] gives back the pages they left.
-    ///
-    /// Only while a peak of [`TRIM_PEAK`] registrations or more ends: the registrations left
-    /// at each trim are the next peak, so the slots fall by halves until fewer than
-    /// [`TRIM_PEAK`] registrations remain, and then keep their length (at most half the
-    /// length they had at the peak).
-    /// Without such a peak a connection that comes and goes at a high number beside a few low
-    /// ones (a shard whose neighbours hold the numbers between) would refill and drop every
-    /// slot between them, each time.
+    /// Keeps the slots ending at the highest registered number ([`Table::shorten`]), and
+    /// has the backend give back pages of its own tables when the slots did
+    /// ([`Poller::trim`]): a server whose connections came and went ends at its baseline.
     fn shorten(&mut self) {
-        if self.peak < TRIM_PEAK {
-            return;
+        if self.slots.shorten(self.registered) {
+            self.poller.trim();
         }
-        let used = self.slots.iter().rposition(|s| s.live() || s.pending).map_or(0, |i| i + 1);
-        self.gen_floor = advance_floor(self.gen_floor, self.slots[used..].iter().map(Slot::gen));
-        self.slots.truncate(used);
-        if self.dirty >= TRIM_PEAK && used * 2 <= self.dirty {
-            self.trim();
-            // What is left is the new peak: under TRIM_PEAK it is over.
-            self.peak = self.registered;
-        }
-    }
-
-    /// Gives back the pages of the slots dropped since the last call (the room stays
-    /// reserved up to the descriptor limit, so the next peak copies nothing), and has the
-    /// backend do the same with its own tables ([`Poller::trim`]): a server whose
-    /// connections came and went ends at its baseline. One call per halving of the slots.
-    fn trim(&mut self) {
-        self.trims += 1;
-        if self.trims == 1 {
-            // The room may sit on pages the allocator had used before: all of it, once.
-            hintq_sys::release_spare(&mut self.slots);
-        } else {
-            hintq_sys::release_dropped(&mut self.slots, self.dirty);
-        }
-        self.dirty = self.slots.len();
-        self.poller.trim();
     }
 
     /// Forgets a registration: bumps nothing (the next declare does), drops its pending
@@ -1293,7 +1236,7 @@ mod tests {
             q.declare(a.as_raw_fd(), Interest::empty()).unwrap();
         }
         assert_eq!(q.slots.len(), first.0.as_raw_fd() as usize + 1);
-        assert!(q.trims >= 1);
+        assert!(q.slots.trims >= 1);
     }
 
     /// Without a peak of [`TRIM_PEAK`] registrations the slots keep their length: a few
@@ -1317,7 +1260,7 @@ mod tests {
                 q.declare(a.as_raw_fd(), Interest::empty()).unwrap();
             }
         }
-        assert_eq!(q.trims, 0, "scans while two connections came and went");
+        assert_eq!(q.slots.trims, 0, "scans while two connections came and went");
         // The other way round: one low registration, a connection at a high number.
         q.declare(pairs[0].0.as_raw_fd(), Interest::READ).unwrap();
         for _ in 0..200 {
@@ -1325,7 +1268,7 @@ mod tests {
             assert_eq!(q.slots.len(), high as usize + 1, "slots dropped without a peak");
             q.declare(high, Interest::READ).unwrap();
         }
-        assert_eq!(q.trims, 0, "trims while a connection came and went at a high number");
+        assert_eq!(q.slots.trims, 0, "trims while a connection came and went at a high number");
         // A peak, then its end: the slots drop back to the low registration, once.
         for (a, _) in &pairs[1..] {
             q.declare(a.as_raw_fd(), Interest::READ).unwrap();
@@ -1335,14 +1278,14 @@ mod tests {
         }
         // From the top down: the slots halve, are trimmed once, and then, fewer than
         // TRIM_PEAK registrations being left, keep their length.
-        assert_eq!(q.trims, 1, "the end of a peak trims once");
+        assert_eq!(q.slots.trims, 1, "the end of a peak trims once");
         let short = q.slots.len();
         assert!(short <= (high as usize + 2).div_ceil(2), "{short} slots left of {}", high + 1);
         for _ in 0..200 {
             q.declare(pairs[1].0.as_raw_fd(), Interest::READ).unwrap();
             q.declare(pairs[1].0.as_raw_fd(), Interest::empty()).unwrap();
         }
-        assert_eq!(q.trims, 1, "trims while one connection came and went in short slots");
+        assert_eq!(q.slots.trims, 1, "trims while one connection came and went in short slots");
         assert_eq!(q.slots.len(), short);
     }
 
@@ -1380,7 +1323,7 @@ mod tests {
             for (a, _) in pairs[1..].iter().rev() {
                 q.declare(a.as_raw_fd(), Interest::empty()).unwrap();
             }
-            assert_eq!(q.trims, 1, "the end of the peak trimmed (refused first: {refused_first})");
+            assert_eq!(q.slots.trims, 1, "the end of the peak trimmed (refused first: {refused_first})");
             assert!(q.slots.len() < file.as_raw_fd() as usize, "{} slots left", q.slots.len());
         }
     }
