@@ -166,6 +166,19 @@ struct MicroArgs {
     /// CPU to pin the process to [default: the last allowed one].
     #[arg(long, value_name = "N")]
     cpu: Option<usize>,
+    /// io_uring rings (the uring backend's and the raw loop's) that defer their work to the
+    /// one thread that waits (SINGLE_ISSUER | DEFER_TASKRUN, Linux 6.1); off: COOP_TASKRUN.
+    #[arg(long, value_name = "on|off", default_value = "on", action = clap::ArgAction::Set, value_parser = on_off)]
+    uring_defer: bool,
+}
+
+/// `on` or `off`.
+fn on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("{s:?}: on or off")),
+    }
 }
 
 /// Parses the command line and runs what it says: the `hintq` binary.
@@ -230,6 +243,7 @@ fn bench_wake(args: WakeArgs) -> ExitCode {
         cpu: args.cpu,
         out: args.out,
         command: std::env::args().collect::<Vec<_>>().join(" "),
+        ..Default::default()
     };
     match hintq_bench::run_wake(&cfg, args.rounds.map(|n| n as usize)) {
         Ok(_) => ExitCode::SUCCESS,
@@ -248,6 +262,7 @@ fn bench_micro(args: MicroArgs) -> ExitCode {
         cpu: args.cpu,
         out: args.out,
         command: std::env::args().collect::<Vec<_>>().join(" "),
+        uring_defer: args.uring_defer,
     };
     match hintq_bench::run_micro(&cfg) {
         Ok(_) => ExitCode::SUCCESS,
@@ -266,6 +281,7 @@ fn bench_hist(what: &str, args: HistArgs) -> ExitCode {
         cpu: args.cpu,
         out: args.out,
         command: std::env::args().collect::<Vec<_>>().join(" "),
+        ..Default::default()
     };
     let run = if what == "rtsig" { hintq_bench::run_rtsig } else { hintq_bench::run_gooch };
     match run(&cfg) {

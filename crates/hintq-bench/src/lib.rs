@@ -63,7 +63,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// What `hintq bench micro` was asked for.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Config {
     /// Fewer points and repetitions and shorter measurements: under a minute.
     pub quick: bool,
@@ -77,6 +77,24 @@ pub struct Config {
     pub out: Option<PathBuf>,
     /// The command line, as recorded in the CSV.
     pub command: String,
+    /// io_uring rings (the `uring` backend's and the raw loop's) that defer their work to
+    /// the one thread that waits (`SINGLE_ISSUER | DEFER_TASKRUN`) where the kernel has it:
+    /// `hintq bench micro --uring-defer on|off` (default on).
+    pub uring_defer: bool,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            quick: false,
+            reps: None,
+            backends: None,
+            cpu: None,
+            out: None,
+            command: String::new(),
+            uring_defer: true,
+        }
+    }
 }
 
 /// What a run produced.
@@ -121,6 +139,7 @@ pub fn run_micro(cfg: &Config) -> io::Result<Outcome> {
         target: Duration::from_millis(if cfg.quick { 25 } else { 200 }),
         idle: if cfg.quick { micro::IDLE_QUICK.to_vec() } else { micro::IDLE.to_vec() },
         backends,
+        uring_defer: cfg.uring_defer,
     };
     let names: Vec<&str> = plan.backends.iter().map(|b| b.name()).collect();
     println!(
@@ -135,7 +154,7 @@ pub fn run_micro(cfg: &Config) -> io::Result<Outcome> {
         ("repetitions".into(), reps.to_string()),
         ("time per measurement".into(), format!("{} ms after calibration", plan.target.as_millis())),
         ("fig6a method".into(), "clock read just before and after each get_next_event / epoll_wait call; writes and reads untimed; ops = calls".into()),
-        ("fig6b method".into(), format!("clock read around a batch of whole cycles (write 1 byte, wait with a {}-event array, read); ops = cycles; raw-uring (with uring) = a multishot POLL_ADD per descriptor on a ring set up as the uring backend's (CQ 4096, SINGLE_ISSUER + DEFER_TASKRUN + TASKRUN_FLAG, or COOP_TASKRUN + TASKRUN_FLAG where DEFER_TASKRUN is refused or HINTQ_URING_DEFER=0), CQEs reaped from the ring, io_uring_enter only when none is there or the kernel flags work", micro::CYCLE_ARRAY)),
+        ("fig6b method".into(), format!("clock read around a batch of whole cycles (write 1 byte, wait with a {}-event array, read); ops = cycles; raw-uring (with uring) = a multishot POLL_ADD per descriptor on a ring set up as the uring backend's (CQ 4096, SINGLE_ISSUER + DEFER_TASKRUN + TASKRUN_FLAG, or COOP_TASKRUN + TASKRUN_FLAG where DEFER_TASKRUN is refused or --uring-defer off), CQEs reaped from the ring, io_uring_enter only when none is there or the kernel flags work", micro::CYCLE_ARRAY)),
         ("fig7 method".into(), format!("clock read around a batch of {} declare_interest(READ) calls, then around their {} revokes; raw-epoll = epoll_ctl ADD / DEL; ops = calls", micro::BATCH, micro::BATCH)),
         ("descriptors".into(), "active: AF_UNIX stream socketpairs (non-blocking); idle: eventfds never written, registered for READ".into()),
     ]);

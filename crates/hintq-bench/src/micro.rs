@@ -58,6 +58,8 @@ pub struct Plan {
     pub idle: Vec<usize>,
     /// The hintq backends whose probe succeeded.
     pub backends: Vec<Backend>,
+    /// io_uring rings defer their work to the waiting thread ([`crate::Config::uring_defer`]).
+    pub uring_defer: bool,
 }
 
 /// The descriptors of fig6b and fig7, created once, in an order that keeps the active pair
@@ -183,8 +185,8 @@ fn rotated(targets: &[Target], rep: u32) -> Vec<Target> {
     t
 }
 
-fn queue_with(b: Backend, fds: impl Iterator<Item = RawFd>) -> io::Result<Queue> {
-    let mut q = Queue::new(b)?;
+fn queue_with(b: Backend, uring_defer: bool, fds: impl Iterator<Item = RawFd>) -> io::Result<Queue> {
+    let mut q = hintq::Builder::new(b).uring_defer(uring_defer).build()?;
     for fd in fds {
         q.declare_interest(fd, Interest::READ)?;
     }
@@ -250,7 +252,7 @@ pub fn fig6a(plan: &Plan, out: &mut Output) -> io::Result<()> {
                         .map_err(named)?
                     }
                     Target::Queue(b) => {
-                        let mut q = queue_with(b, watched())?;
+                        let mut q = queue_with(b, plan.uring_defer, watched())?;
                         let mut evs = vec![Event::default(); k];
                         measure(plan.target, |n| {
                             let mut s = Sample::<1>::default();
@@ -312,7 +314,7 @@ pub fn fig6b(plan: &Plan, fds: &Fds, out: &mut Output) -> io::Result<()> {
                         })?
                     }
                     Target::Queue(b) => {
-                        let mut q = queue_with(b, registered())?;
+                        let mut q = queue_with(b, plan.uring_defer, registered())?;
                         let mut evs = [Event::default(); CYCLE_ARRAY];
                         cycles(plan.target, peer, watched, || match q.get_next_event(&mut evs, None)? {
                             0 => Err(nothing("get_next_event")),
@@ -320,7 +322,7 @@ pub fn fig6b(plan: &Plan, fds: &Fds, out: &mut Output) -> io::Result<()> {
                         })?
                     }
                     Target::RawUring => {
-                        let mut ring = RawUring::new()?;
+                        let mut ring = RawUring::new(plan.uring_defer)?;
                         registered().try_for_each(|fd| ring.add(fd))?;
                         cycles(plan.target, peer, watched, || match ring.wait()? {
                             0 => Err(nothing("io_uring_enter")),
@@ -379,7 +381,7 @@ pub fn fig7(plan: &Plan, fds: &Fds, out: &mut Output) -> io::Result<()> {
                     Target::Queue(b) => {
                         // declare_interest (state returned: the call plus a poll(2)), then
                         // declare (the paper's NULL statemask: the call alone).
-                        let q = std::cell::RefCell::new(queue_with(b, registered())?);
+                        let q = std::cell::RefCell::new(queue_with(b, plan.uring_defer, registered())?);
                         let revoke = |fd| q.borrow_mut().declare(fd, Interest::empty());
                         let with_state = |fd| q.borrow_mut().declare_interest(fd, Interest::READ).map(drop);
                         let r = declare_revoke(plan.target, with_state, revoke, extra)?;

@@ -173,7 +173,7 @@ pub fn write_eventfd(fd: RawFd) -> io::Result<()> {
 /// A raw io_uring multishot-poll loop, driven directly through the `io-uring` crate: the
 /// floor the `uring` backend is held to. Its ring is set up as the backend's is (completion
 /// ring of 4096; `SINGLE_ISSUER`, `DEFER_TASKRUN` and `TASKRUN_FLAG` where the kernel takes
-/// them and `HINTQ_URING_DEFER` is not 0, else `COOP_TASKRUN` and `TASKRUN_FLAG`), so a ratio
+/// them and `defer` asks for it, else `COOP_TASKRUN` and `TASKRUN_FLAG`), so a ratio
 /// between the two is the backend's own work. `user_data` is the descriptor. Used on the
 /// thread that made it (a `DEFER_TASKRUN` ring admits no other).
 pub struct RawUring {
@@ -181,8 +181,8 @@ pub struct RawUring {
 }
 
 impl RawUring {
-    /// A ring like the `uring` backend's.
-    pub fn new() -> io::Result<RawUring> {
+    /// A ring like the `uring` backend's; `defer`: as [`hintq::Builder::uring_defer`].
+    pub fn new(defer: bool) -> io::Result<RawUring> {
         // 2: deferred, 1: cooperative, 0: neither.
         let build = |run: u8| {
             let mut b = io_uring::IoUring::builder();
@@ -194,7 +194,6 @@ impl RawUring {
             }
             b.build(256)
         };
-        let defer = std::env::var_os("HINTQ_URING_DEFER").is_none_or(|v| v != "0");
         let mut last = io::Error::from_raw_os_error(libc::EINVAL);
         for run in [2, 1, 0].into_iter().filter(|&r| defer || r < 2) {
             match build(run) {

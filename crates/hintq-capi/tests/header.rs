@@ -102,7 +102,7 @@ fn event_constants_are_the_core_bits() {
         0x7,
         "the core has interest bits the header lacks"
     );
-    // `State::SENT` reports a completion of `Queue::send`, which the C API does not offer: a C
+    // `State::SENT` reports a completion of `RingIo::send`, which the C API does not offer: a C
     // queue never reports it, so the header has no constant for it.
     assert_eq!((State::all() - State::SENT).bits(), 0x1f, "the core has state bits the header lacks");
 }

@@ -182,75 +182,15 @@ impl Fds<'_> {
         true
     }
 
-    /// True when replies can be sent by the queue's ring ([`Fds::send`]): io_uring, on a
-    /// thread that owns its queue (reactor, sharded, sharded-shared).
-    pub fn can_send(&self) -> bool {
-        self.q.as_deref().is_some_and(Queue::can_send)
-    }
-
-    /// Has the kernel send all of `buf` on the connection's descriptor or an attached one,
-    /// made by the thread's next wait together with every other reply queued meanwhile
-    /// ([`hintq::Queue::send`]). A send that succeeds is silent unless [`Fds::sending`] is
-    /// asked; one that fails calls the handler with `State::SENT | State::ERR`. One send per
-    /// descriptor at a time; closing the connection, or revoking the descriptor's interest
-    /// ([`Next::Wait`](crate::Next::Wait), an empty [`Fds::declare`]), cancels it.
-    ///
-    /// # Errors
-    /// `Unsupported` where [`Fds::can_send`] is false; `NotFound` for a descriptor that is not
-    /// the connection's; the queue's errors. The buffer comes back with the error.
-    pub fn send(&mut self, fd: RawFd, buf: Vec<u8>) -> Result<(), (io::Error, Vec<u8>)> {
-        if !self.owns(fd) {
-            return Err((refuse(io::ErrorKind::NotFound, "not a descriptor of this connection"), buf));
-        }
-        match self.q.as_deref_mut() {
-            Some(q) => q.send(fd, buf),
-            None => Err((refuse(io::ErrorKind::Unsupported, "no queue of its own"), buf)),
-        }
-    }
-
-    /// True while a send of `fd` is in flight; asking makes its completion call the handler
-    /// (with `State::SENT`).
-    pub fn sending(&mut self, fd: RawFd) -> bool {
-        self.owns(fd) && self.q.as_deref_mut().is_some_and(|q| q.sending(fd))
-    }
-
-    /// Why the last send of `fd` failed, once.
-    pub fn send_error(&mut self, fd: RawFd) -> Option<io::Error> {
-        if !self.owns(fd) {
-            return None;
-        }
-        self.q.as_deref_mut()?.send_error(fd)
-    }
-
-    /// What the backend received for a descriptor of the connection, at most `max` bytes of
-    /// it, appended to `buf` (the rest is reported again), where
-    /// it receives ([`Handler::receives`](crate::Handler::receives), [`hintq::Queue::take_received`]):
-    /// `Some(Ok(n))` bytes, `Some(Ok(0))` end of stream, `Some(Err(WouldBlock))` nothing
-    /// yet, `Some(Err(e))` the receive failed. `None`: read from the descriptor.
-    pub fn take_received(&mut self, fd: RawFd, buf: &mut Vec<u8>, max: usize) -> Option<io::Result<usize>> {
-        if !self.owns(fd) {
-            return None;
-        }
-        self.q.as_deref_mut()?.take_received(fd, buf, max)
-    }
-
-    /// True if the backend receives for a descriptor of the connection now
-    /// ([`hintq::Queue::receiving`]): keep reading interest in it while the connection lives,
-    /// since revoking drops what was received and not taken.
-    pub fn receiving(&self, fd: RawFd) -> bool {
-        self.owns(fd) && self.q.as_deref().is_some_and(|q| q.receiving(fd))
-    }
-
-    /// An empty buffer for [`Fds::send`], reused from a completed send when possible.
-    pub fn send_buffer(&mut self) -> Vec<u8> {
-        self.q.as_deref_mut().map(Queue::send_buffer).unwrap_or_default()
-    }
-
-    /// `fd` is the connection's own descriptor or attached to it.
-    fn owns(&self, fd: RawFd) -> bool {
-        self.conn
-            .as_ref()
-            .is_some_and(|(cfd, extra)| *cfd == fd || extra.iter().any(|e| e.fd.as_raw_fd() == fd))
+    /// The io_uring ring's own I/O ([`hintq::RingIo`]: sends, and receives into the ring's
+    /// buffers) of the thread's queue, for the connection's descriptor and those attached to
+    /// it; `None` off io_uring and in the thread-pool patterns (no queue of its own). A send
+    /// that succeeds is silent unless [`hintq::RingIo::sending`] is asked; one that fails
+    /// calls the handler with `State::SENT | State::ERR`. Closing the connection, or revoking
+    /// a descriptor's interest ([`Next::Wait`](crate::Next::Wait), an empty
+    /// [`Fds::declare`]), cancels its send and drops what was received and not taken.
+    pub fn ring_io(&mut self) -> Option<hintq::RingIo<'_>> {
+        self.q.as_deref_mut()?.ring_io()
     }
 
     /// Moves an attached descriptor from the connection to the thread, registration and all:

@@ -41,14 +41,14 @@
 //!
 //! ## Sends made by the ring
 //!
-//! Where the thread owns an io_uring queue, [`Fds::send`] gives a buffer to the kernel
+//! Where the thread owns an io_uring queue, [`hintq::RingIo::send`] gives a buffer to the kernel
 //! instead of calling `send(2)`: it leaves with the thread's next wait, in the same
 //! `io_uring_enter` as every other reply queued meanwhile and the wait for readiness
-//! ([`hintq::Queue::send`]). A send that succeeds is silent; [`Fds::sending`] arms a
+//! ([`hintq::RingIo::send`]). A send that succeeds is silent; [`hintq::RingIo::sending`] arms a
 //! report of its completion, which calls the handler with `State::SENT`; a failed one calls
-//! it with `State::SENT | State::ERR` ([`Fds::send_error`] says why). One send per
+//! it with `State::SENT | State::ERR` ([`hintq::RingIo::send_error`] says why). One send per
 //! descriptor is in flight, and closing the connection cancels it, so a handler that closes
-//! after its last reply first waits for `sending` to be false. [`Fds::can_send`] says
+//! after its last reply first waits for `sending` to be false. [`hintq::RingIo::can_send`] says
 //! whether this is available (not on other backends, nor in the thread-pool patterns).
 //!
 //! ## What a handler must do
@@ -159,7 +159,7 @@ impl Pattern {
 
     /// True for the patterns whose threads share one queue and pass connections on through
     /// hand-off ([`hintq::Rearm`]): Leader/Followers and Half-Sync. Their queues do not make
-    /// sends themselves ([`hintq::Queue::can_send`]).
+    /// sends themselves ([`hintq::RingIo::can_send`]).
     pub fn hands_off(self) -> bool {
         matches!(self, Pattern::LeaderFollowers | Pattern::HalfSync)
     }
@@ -301,7 +301,7 @@ pub trait Handler: Send + Sync + 'static {
 
     /// True if the handler takes a connection's data from the backend where it receives it
     /// itself ([`Interest::RECEIVE`]; io_uring's multishot receive): it calls
-    /// [`Fds::take_received`] for the connection's descriptor before reading from it.
+    /// [`hintq::RingIo::take_received`] for the connection's descriptor before reading from it.
     /// Default false: the handler reads.
     fn receives(&self) -> bool {
         false

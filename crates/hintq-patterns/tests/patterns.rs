@@ -430,7 +430,7 @@ impl Handler for RingEcho {
             return Next::Read;
         }
         let mut buf = Vec::new();
-        let n = match fds.take_received(fd, &mut buf, 64) {
+        let n = match fds.ring_io().and_then(|mut r| r.take_received(fd, &mut buf, 64)) {
             Some(Ok(n)) => {
                 self.ring_received.fetch_add(1, SeqCst);
                 n
@@ -453,9 +453,9 @@ impl Handler for RingEcho {
             return Next::Close;
         }
         self.replies.fetch_add(1, SeqCst);
-        if fds.can_send() {
+        if let Some(mut ring) = fds.ring_io().filter(hintq::RingIo::can_send) {
             self.ring_sent.fetch_add(1, SeqCst);
-            if fds.send(fd, buf).is_err() {
+            if ring.send(fd, buf).is_err() {
                 return Next::Close;
             }
         } else {

@@ -120,21 +120,27 @@ impl Out {
     /// # Errors
     /// The ring's send failed (the peer is gone).
     pub fn settled(&mut self, fds: &mut Fds<'_>, fd: RawFd) -> io::Result<bool> {
-        if self.in_ring {
-            if fds.sending(fd) {
-                self.awaited = true;
-                return Ok(false);
-            }
-            (self.in_ring, self.awaited) = (false, false);
-            if let Some(e) = fds.send_error(fd) {
-                return Err(e);
-            }
+        if !self.in_ring {
+            return Ok(true);
         }
-        Ok(true)
+        // Bytes went to the ring, so the queue has one.
+        let Some(mut ring) = fds.ring_io() else {
+            (self.in_ring, self.awaited) = (false, false);
+            return Ok(true);
+        };
+        if ring.sending(fd) {
+            self.awaited = true;
+            return Ok(false);
+        }
+        (self.in_ring, self.awaited) = (false, false);
+        match ring.send_error(fd) {
+            Some(e) => Err(e),
+            None => Ok(true),
+        }
     }
 
     /// [`Out::flush`], with the byte pieces given to the queue's ring when the connection
-    /// can send that way ([`Fds::can_send`]): copied into one buffer that the thread's next
+    /// can send that way ([`hintq::RingIo::can_send`]): copied into one buffer that the thread's next
     /// wait sends together with the other connections' replies (one system call for the
     /// batch). A file range waits for the ring's send before it, then goes by `sendfile`.
     /// `done` then means given to the ring, not yet sent: a connection that closes after
@@ -143,7 +149,7 @@ impl Out {
     /// # Errors
     /// As [`Out::flush`], and the ring's send failing.
     pub fn flush_via(&mut self, fds: &mut Fds<'_>, fd: RawFd) -> io::Result<Flushed> {
-        if self.items.is_empty() || !fds.can_send() {
+        if self.items.is_empty() || !fds.ring_io().is_some_and(|r| r.can_send()) {
             // Nothing new to send: what the ring has in flight is not waited for (that
             // would ask for a completion event, and stop the caller reading, for nothing).
             return self.flush(fd);
@@ -155,7 +161,8 @@ impl Out {
         if !matches!(self.items.front(), Some(Item::Bytes(..) | Item::Shared(..))) {
             return self.flush(fd);
         }
-        let mut buf = fds.send_buffer();
+        let Some(mut ring) = fds.ring_io() else { return self.flush(fd) };
+        let mut buf = ring.send_buffer();
         while let Some(item) = self.items.pop_front() {
             match item {
                 // A whole run first: it goes to the ring as it is (no copy), and the ring's
@@ -180,15 +187,13 @@ impl Out {
                 }
             }
         }
-        if let Err((e, _)) = fds.send(fd, buf) {
-            return Err(e);
-        }
+        ring.send(fd, buf)?;
         self.in_ring = true;
         if self.items.is_empty() {
             return Ok(Flushed { done: true, progress: true, ring: false });
         }
         // A file range follows: it waits for this send, whose completion is asked for.
-        fds.sending(fd);
+        ring.sending(fd);
         Ok(Flushed { progress: true, ..waiting })
     }
 

@@ -627,11 +627,16 @@ impl Relay {
         self.stats.peak_buffers.fetch_max(pool.peak_out, Relaxed);
         self.stats.peak_buffered.fetch_max(pool.peak_len, Relaxed);
         let r = r.and_then(|()| match s.upstream_fd() {
-            Some(ufd) => fds.declare(ufd, s.upstream_interest(fds.receiving(ufd))).map_err(|_| End),
+            Some(ufd) => {
+                let receiving = fds.ring_io().is_some_and(|r| r.receiving(ufd));
+                fds.declare(ufd, s.upstream_interest(receiving)).map_err(|_| End)
+            }
             None => Ok(()),
         });
         match r {
-            Ok(()) => Next::from_interest(s.client_interest(fds.receiving(s.client))),
+            Ok(()) => {
+                Next::from_interest(s.client_interest(fds.ring_io().is_some_and(|r| r.receiving(s.client))))
+            }
             Err(End) => Next::Close,
         }
     }

@@ -259,7 +259,7 @@ impl Conn {
             // A buffer an idle connection gave back (see `release`), not a fresh allocation.
             self.input = INPUTS.with_borrow_mut(Vec::pop).unwrap_or_default();
         }
-        match fds.take_received(fd, &mut self.input, usize::MAX) {
+        match fds.ring_io().and_then(|mut r| r.take_received(fd, &mut self.input, usize::MAX)) {
             // Taken whole: the socket is drained as far as the ring knows, and new bytes come
             // with a new event.
             Some(Ok(0)) => return Ok(Read::Eof),

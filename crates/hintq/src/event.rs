@@ -15,11 +15,11 @@ bitflags::bitflags! {
         const EXCEPT = 0x4;
         /// With `READ`, on a connected stream socket: the backend may receive the data itself
         /// (`uring`: a multishot receive into a ring of provided buffers, so that reading
-        /// costs no system call of its own). Take it with [`crate::Queue::take_received`]
+        /// costs no system call of its own). Take it with [`crate::RingIo::take_received`]
         /// after a readable event; where the backend does not receive, that returns `None`
         /// and the application reads as usual. Ignored by every other backend, and in
         /// hand-off mode. Revoking drops what was received and not taken (see
-        /// [`crate::Queue::receiving`]).
+        /// [`crate::RingIo::receiving`]).
         const RECEIVE = 0x100;
     }
 }
@@ -40,7 +40,7 @@ bitflags::bitflags! {
         /// An error is pending on the descriptor (`POLLERR`), or it was closed under a
         /// state-based backend (`POLLNVAL`).
         const ERR = 0x10;
-        /// A send made with [`crate::Queue::send`] completed: take its buffer and result
+        /// A send made with [`crate::RingIo::send`] completed: take its buffer and result
         /// with [`crate::Queue::take_sent`]. Not a readiness: reported whatever the interest.
         const SENT = 0x20;
     }

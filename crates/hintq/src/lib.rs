@@ -59,14 +59,17 @@
 //! in hand-off mode leaves each delivered descriptor deactivated until a `Send + Sync`
 //! [`Rearm`] re-activates it from the handling thread: see [`shared`].
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod accept;
 mod backend;
 mod event;
 mod group;
+mod member;
 mod queue;
+mod ring;
 pub mod shared;
+mod slots;
 mod sys;
 pub mod timer;
 mod token;
@@ -79,6 +82,7 @@ pub use backend::{
 pub use event::{Event, Interest, State};
 pub use group::{Delivery, Group};
 pub use queue::{Builder, Queue, Stats};
+pub use ring::{RingIo, SendError};
 pub use shared::Rearm;
 pub use timer::{TimerId, Timers, Wheel};
 pub use waker::Waker;

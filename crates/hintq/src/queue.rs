@@ -2,11 +2,14 @@
 //! hints with one pending element per registration, and the descriptor-order scan used when
 //! the FIFO overflows.
 
-use crate::backend::{Any, Backend, Config, GoochPolicy, Hybrid, Poller, Ready};
-use crate::group::GroupLink;
-use crate::token::{
-    advance_floor, next_gen, token, untoken, GROUP_BIT, GROUP_GEN, INTERNAL, TOKEN_GROUP_OWN, TOKEN_WAKER,
-};
+use crate::backend::{Any, Arm, Backend, Config, GoochPolicy, Hybrid, Poller, Ready};
+use crate::member::GroupLink;
+use crate::ring::RingIo;
+use crate::shared::Rearm;
+#[cfg(test)]
+use crate::slots::TRIM_PEAK;
+use crate::slots::{Slot, Table, LIVE};
+use crate::token::{next_gen, token, untoken, GROUP_BIT, GROUP_GEN, INTERNAL, TOKEN_GROUP_OWN, TOKEN_WAKER};
 use crate::{sys, Event, Interest, State, Waker};
 use std::collections::VecDeque;
 use std::io;
@@ -71,46 +74,6 @@ pub struct Stats {
     pub migrations: u64,
 }
 
-/// In a slot's key: the registration is live (its interest is not empty). Generations stay
-/// below 2^30 ([`crate::token::next_gen`]), so a report's generation with this bit added
-/// equals the key of the live registration it belongs to, and of nothing else: registration,
-/// generation and liveness in one compare.
-const LIVE: u32 = 1 << 31;
-
-#[derive(Clone, Copy, Default)]
-struct Slot {
-    /// The generation, with [`LIVE`] while the registration is.
-    key: u32,
-    interest: Interest,
-    /// The FIFO holds an element for this registration.
-    pending: bool,
-    /// Reported by a one-shot backend and not re-armed yet.
-    disarmed: bool,
-    /// States of reports coalesced into the pending element.
-    extra: State,
-    /// The lean path's batch ([`Queue::batch`]) that last delivered this registration: a
-    /// later report in the same batch is looked for among the events already handed out, to
-    /// be coalesced into its event. A hint only (the batch number wraps): the search decides.
-    seen: u16,
-}
-
-const _: () = assert!(std::mem::size_of::<Slot>() == 16);
-
-impl Slot {
-    fn gen(&self) -> u32 {
-        self.key & !LIVE
-    }
-
-    fn live(&self) -> bool {
-        self.key & LIVE != 0
-    }
-
-    /// The live registration of generation `gen`.
-    fn is(&self, gen: u32) -> bool {
-        self.key == gen | LIVE
-    }
-}
-
 #[derive(Clone, Copy)]
 struct Entry {
     token: u64,
@@ -139,9 +102,11 @@ impl Builder {
         self
     }
 
-    /// Sizes the io_uring completion ring to `n` entries (rounded up to a power of two), so
-    /// that tests can make it overflow. Ignored by other backends.
-    #[doc(hidden)]
+    /// Sizes the io_uring completion ring to `n` entries (rounded up to a power of two;
+    /// default 4096, 16 bytes each): how many completions the kernel can post between two
+    /// waits before it must keep them aside (overflow, flushed by the next wait at some
+    /// cost). A server with more ready connections per wait than that wants a larger ring;
+    /// a smaller one saves memory. Ignored by other backends.
     pub fn uring_entries(mut self, n: u32) -> Builder {
         self.config.uring_cq = Some(n);
         self
@@ -172,8 +137,8 @@ impl Builder {
         self
     }
 
-    /// On io_uring, sends made by the ring ([`Queue::send`]) where the kernel has them: the
-    /// default. `false` leaves sending to the application ([`Queue::can_send`] is false),
+    /// On io_uring, sends made by the ring ([`RingIo::send`]) where the kernel has them: the
+    /// default. `false` leaves sending to the application ([`RingIo::can_send`] is false),
     /// for measuring what ring sends are worth. Ignored by other backends.
     pub fn uring_sends(mut self, on: bool) -> Builder {
         self.config.uring_sends = on;
@@ -181,7 +146,7 @@ impl Builder {
     }
 
     /// On io_uring, receives made by the ring for registrations that ask
-    /// ([`Interest::RECEIVE`], [`Queue::take_received`]) where the kernel has them: the
+    /// ([`Interest::RECEIVE`], [`RingIo::take_received`]) where the kernel has them: the
     /// default. `false` leaves reading to the application. Ignored by other backends.
     pub fn uring_receives(mut self, on: bool) -> Builder {
         self.config.uring_receives = on;
@@ -208,17 +173,18 @@ impl Builder {
     /// An io_uring refused by the kernel is not an error: the queue falls back to epoll.
     pub fn build(self) -> io::Result<Queue> {
         let (backend, poller) = self.backend.open(&self.config)?;
-        let lean_backend = matches!(poller, Any::Epoll(_) | Any::Uring(_)) && !poller.needs_rearm();
+        let caps = poller.capabilities();
+        let lean_backend = matches!(poller, Any::Epoll(_) | Any::Uring(_)) && !caps.oneshot;
         let unusual = if lean_backend { 0 } else { unusual::BACKEND }
             | if self.capacity == usize::MAX { 0 } else { unusual::BOUNDED };
         Ok(Queue {
             unusual,
             batch: 0,
             backend,
-            oneshot: poller.needs_rearm(),
-            once: poller.reports_once(),
+            oneshot: caps.oneshot,
+            once: caps.reports_once,
             poller,
-            slots: Vec::new(),
+            slots: Table::default(),
             fifo: VecDeque::new(),
             live: 0,
             capacity: self.capacity,
@@ -228,10 +194,6 @@ impl Builder {
             scan_cursor: 0,
             scan_buf: Vec::new(),
             registered: 0,
-            gen_floor: 0,
-            trims: 0,
-            dirty: 0,
-            peak: 0,
             waker: None,
             internal: Vec::new(),
             group: None,
@@ -241,10 +203,6 @@ impl Builder {
     }
 }
 
-/// Tables indexed by descriptor number this long or longer are trimmed when registrations
-/// fall ([`Queue::trim`]).
-const TRIM_PEAK: usize = 1024;
-
 /// A per-thread queue of readiness events: the paper's HINTS queue and INTERESTED sets.
 ///
 /// `Send` but not `Sync`: one thread uses it at a time. To wait on the same descriptors from
@@ -252,23 +210,24 @@ const TRIM_PEAK: usize = 1024;
 ///
 /// On `uring` a queue is fastest used by one thread: its ring (`DEFER_TASKRUN`) admits only
 /// the first thread that enters it. A queue used from another thread afterwards moves its
-/// registrations, once, to a ring any thread may enter; while a send ([`Queue::send`]) is in
+/// registrations, once, to a ring any thread may enter; while a send ([`RingIo::send`]) is in
 /// flight that move is refused with `ResourceBusy` and the call changes nothing. Make a
 /// queue on the thread that will wait on it, or move it before its first use.
 pub struct Queue {
     /// Bits of [`unusual`]: zero in the common case, which [`Queue::lean`] serves.
     unusual: u32,
-    /// The lean path's calls on io_uring, counted (wrapping) for [`Slot::seen`].
+    /// The lean path's calls on io_uring, counted (wrapping) for [`Slot::seen`](crate::slots::Slot).
     batch: u16,
     backend: Backend,
     poller: Any,
-    /// The backend disarms a registration as it reports it ([`Poller::needs_rearm`], fixed
+    /// The backend disarms a registration as it reports it ([`Capabilities::oneshot`](crate::backend::Capabilities), fixed
     /// per backend): asked once here, not through the trait for every event.
     oneshot: bool,
     /// The backend reports each registration at most once per wait
-    /// ([`Poller::reports_once`]), fixed per backend.
+    /// ([`Capabilities::reports_once`](crate::backend::Capabilities)), fixed per backend.
     once: bool,
-    slots: Vec<Slot>,
+    /// The slot table, indexed by descriptor number, with its trimming.
+    slots: Table,
     fifo: VecDeque<Entry>,
     /// FIFO elements whose registration is still current.
     live: usize,
@@ -281,18 +240,6 @@ pub struct Queue {
     scan_cursor: usize,
     scan_buf: Vec<libc::pollfd>,
     registered: usize,
-    /// Above every generation of the slots a trim dropped: the first generation of a slot
-    /// made again, so that no token of a dropped one names it.
-    gen_floor: u32,
-    /// Trims made (for tests).
-    trims: u64,
-    /// The most slots since pages were last given back ([`Queue::trim`]).
-    dirty: usize,
-    /// The most registrations at once since the last trim (at a trim, those left): the slots
-    /// are dropped back only while a peak of [`TRIM_PEAK`] or more ends ([`Queue::shorten`]),
-    /// so that a few connections coming and going at high numbers (a shard whose neighbours
-    /// hold the low ones) do not refill and drop thousands of slots each.
-    peak: usize,
     waker: Option<Arc<OwnedFd>>,
     /// Internal watches (waker, group sets): token and descriptor.
     internal: Vec<(u64, RawFd)>,
@@ -317,7 +264,7 @@ impl Queue {
     /// The coalescing window in effect: `None` when [`Builder::coalesce`] was not asked for,
     /// or where the backend or the kernel cannot honour it.
     pub fn coalescing(&self) -> Option<Duration> {
-        self.poller.coalescing()
+        self.poller.capabilities().coalescing
     }
 
     /// Counters about this queue.
@@ -364,7 +311,7 @@ impl Queue {
     /// which the backend forgets it (uring, poll, select, gooch).
     pub fn declare(&mut self, fd: RawFd, interest: Interest) -> io::Result<()> {
         let Some(gen) = self.register(fd, interest)? else { return Ok(()) };
-        if !self.poller.reports_existing() {
+        if !self.poller.capabilities().reports_existing {
             let state = self.state_or_undo(fd, gen)?;
             if !state.is_empty() {
                 self.push(token(fd, gen), state);
@@ -404,15 +351,14 @@ impl Queue {
             if self.slots.capacity() == 0 {
                 self.slots.reserve(sys::fd_table_reserve().max(i + 1));
             }
-            self.slots.resize(i + 1, Slot { key: self.gen_floor, ..Slot::default() });
-            self.dirty = self.dirty.max(i + 1);
+            self.slots.grow(i);
         }
         let fresh = !self.slots[i].live();
         if fresh {
             self.slots[i].key = next_gen(self.slots[i].gen());
         }
         let gen = self.slots[i].gen();
-        if let Err(e) = self.poller.set(fd, token(fd, gen), interest, fresh) {
+        if let Err(e) = self.poller.set(fd, token(fd, gen), interest, Arm::new(fresh)) {
             // A fresh slot left empty on top would stop the slots from ever shortening.
             if fresh && i + 1 == self.slots.len() {
                 self.shorten();
@@ -425,9 +371,7 @@ impl Queue {
         slot.disarmed = false;
         if fresh {
             self.registered += 1;
-            let begins = self.registered == TRIM_PEAK && self.peak < TRIM_PEAK;
-            self.peak = self.peak.max(self.registered);
-            if begins {
+            if self.slots.registered(self.registered) {
                 // Slots left empty on top before a peak (revoked, or refused, while no peak let
                 // them go) go now: the top is in use again, so the revoke of the highest
                 // registration shortens the slots when this peak ends.
@@ -467,87 +411,14 @@ impl Queue {
         revoked.and(closed)
     }
 
-    /// What the backend received for `fd` ([`Interest::RECEIVE`]), at most `max` bytes of it,
-    /// appended to `buf` (moved into it, without a copy, when `buf` has no capacity yet); what
-    /// is left over is reported again as an event: `Some(Ok(n))` with `n > 0` bytes,
-    /// `Some(Ok(0))` at the end of the stream, `Some(Err(WouldBlock))` when nothing came
-    /// since the last call, `Some(Err(e))` when the receive failed (`ECONNRESET`).
-    /// `None` when the backend does not receive for `fd` (every backend but `uring`, a
-    /// kernel without multishot receive, [`Builder::uring_receives`]`(false)`, hand-off mode, or `WRITE` in
-    /// the interest for now): read from the descriptor yourself. Bytes the ring received
-    /// before the interest changed are still handed out here first.
-    ///
-    /// On `uring` the data is received in the ring by the kernel entry that waits for
-    /// events, and taking it makes no system call; a registration whose bytes are not taken
-    /// stops receiving at 64 KiB until they are, so a fast sender is held back by TCP.
-    pub fn take_received(&mut self, fd: RawFd, buf: &mut Vec<u8>, max: usize) -> Option<io::Result<usize>> {
-        let gen = self.generation(fd)?;
-        self.poller.take_received(fd, token(fd, gen), buf, max)
-    }
-
-    /// True if the backend receives for `fd` now ([`Queue::take_received`] answers for it).
-    /// Revoking a registration drops what was received and not taken, as closing a socket
-    /// drops its unread bytes: an application that stops reading for a while (its buffer is
-    /// full) keeps the interest while receiving, and the inbox, stopped at 64 KiB, holds the
-    /// sender back instead.
-    pub fn receiving(&self, fd: RawFd) -> bool {
-        self.generation(fd).is_some_and(|gen| self.poller.receiving(fd, token(fd, gen)))
-    }
-
-    /// True if this queue's backend makes sends itself ([`Queue::send`]): `uring` on a kernel
-    /// with `IORING_OP_SEND`, unless [`Builder::uring_sends`]`(false)`; never in hand-off mode.
-    pub fn can_send(&self) -> bool {
-        !self.handoff && self.poller.sends()
-    }
-
-    /// Has the kernel send all of `buf` on `fd`, which this queue watches. On `uring` the
-    /// send is queued in the ring and made by the next `get_next_event`'s kernel entry,
-    /// together with every other send queued meanwhile and the wait for readiness: one
-    /// system call for a batch of replies. A send that succeeds is silent (its buffer is
-    /// kept for [`Queue::send_buffer`]) unless [`Queue::sending`] asked to hear of it; one
-    /// that fails is reported as an event of `fd`'s registration with
-    /// `State::SENT | State::ERR`, and [`Queue::send_error`] says why.
-    ///
-    /// One send per descriptor is in flight at a time, so bytes leave in the order they
-    /// were given. The queue owns the buffer meanwhile; revoking interest in `fd` cancels
-    /// the send (the socket can then really close, but what was not sent is lost: a
-    /// connection that closes after its last reply waits until [`Queue::sending`] is false).
-    ///
-    /// # Errors
-    /// `Unsupported` when the queue cannot send ([`Queue::can_send`]); `NotFound` if `fd`
-    /// has no live registration here; `WouldBlock` while a send of `fd` is in flight; the
-    /// failure of `fd`'s previous send if it failed and was not taken; ring errors. The
-    /// buffer comes back with the error.
-    pub fn send(&mut self, fd: RawFd, buf: Vec<u8>) -> Result<(), (io::Error, Vec<u8>)> {
-        if !self.can_send() {
-            return Err((io::Error::from(io::ErrorKind::Unsupported), buf));
-        }
-        let Some(gen) = self.generation(fd) else {
-            return Err((io::Error::new(io::ErrorKind::NotFound, "descriptor not registered"), buf));
-        };
-        self.poller.send(fd, token(fd, gen), buf)
-    }
-
-    /// True while a send of `fd` ([`Queue::send`]) is in flight. Asking arms a report: its
-    /// completion, success or failure, comes as an event with [`State::SENT`].
-    pub fn sending(&mut self, fd: RawFd) -> bool {
-        match self.generation(fd) {
-            Some(gen) => self.poller.sending(fd, token(fd, gen)),
-            None => false,
-        }
-    }
-
-    /// Why `fd`'s last send failed (`EPIPE`, `ECONNRESET`: the peer is gone; `WriteZero`:
-    /// only part was sent), once; `None` if it did not fail or is in flight.
-    pub fn send_error(&mut self, fd: RawFd) -> Option<io::Error> {
-        let gen = self.generation(fd)?;
-        self.poller.send_error(fd, token(fd, gen))
-    }
-
-    /// An empty buffer to fill and give to [`Queue::send`]: one of a completed send when
-    /// the queue kept it, so that replies cost no allocation.
-    pub fn send_buffer(&mut self) -> Vec<u8> {
-        self.poller.send_buffer()
+    /// The io_uring ring's own I/O: sends, and receives into the ring's buffers, of the
+    /// descriptors this queue watches. `None` on every other backend (and where io_uring
+    /// was refused and the queue fell back to epoll): read and write the descriptors
+    /// yourself.
+    pub fn ring_io(&mut self) -> Option<RingIo<'_>> {
+        let handoff = self.handoff;
+        let ring = self.poller.ring()?;
+        Some(RingIo::new(ring, &self.slots[..], handoff))
     }
 
     /// True if `ev` belongs to a registration that is still live: false once its descriptor
@@ -566,7 +437,7 @@ impl Queue {
     /// [`Event::generation`]), or `None` when this queue has no interest in `fd`. Lets a
     /// thread that hands events to others tell a stale one from the current registration.
     pub fn generation(&self, fd: RawFd) -> Option<u32> {
-        self.slots.get(usize::try_from(fd).ok()?).filter(|s| s.live()).map(Slot::gen)
+        crate::slots::generation(&self.slots[..], fd)
     }
 
     /// A handle that wakes this queue's `get_next_event` from any thread.
@@ -588,7 +459,7 @@ impl Queue {
     /// Registers an internal descriptor (a group's epoll set) under an internal token.
     pub(crate) fn watch_internal(&mut self, fd: RawFd, tok: u64) -> io::Result<()> {
         self.internal.push((tok, fd));
-        self.poller.set(fd, tok, Interest::READ, true)
+        self.poller.set(fd, tok, Interest::READ, Arm::Fresh)
     }
 
     /// One-shot backends disarm internal watches too; they are re-armed as soon as read.
@@ -597,7 +468,7 @@ impl Queue {
             return Ok(());
         }
         match self.internal.iter().find(|(t, _)| *t == tok) {
-            Some(&(tok, fd)) => self.poller.rearm(fd, tok, Interest::READ),
+            Some(&(tok, fd)) => self.poller.set(fd, tok, Interest::READ, Arm::Rearm),
             None => Ok(()),
         }
     }
@@ -704,7 +575,7 @@ impl Queue {
 
     /// [`Queue::lean`] on io_uring: the completions of one view of the ring become the
     /// caller's events in place, a registration's later completions in the same view
-    /// coalesced into its event ([`Slot::seen`]). Any other completion (a poll that ended, a
+    /// coalesced into its event ([`Slot::seen`](crate::slots::Slot)). Any other completion (a poll that ended, a
     /// send, a receive, the waker) and those after it go the usual way
     /// ([`Queue::lean_uring_rest`]), and so does a call while the backend holds reports of
     /// its own (`Uring::quiet`).
@@ -1144,13 +1015,31 @@ impl Queue {
         }
     }
 
-    pub(crate) fn poller_handoff(&mut self) -> Option<crate::backend::Handoff> {
-        self.poller.handoff()
-    }
-
-    pub(crate) fn set_handoff(&mut self) {
+    /// Switches the queue into hand-off mode and returns the thread-safe re-arm path; see
+    /// the [module docs](crate::shared). Calling it again returns another handle.
+    ///
+    /// # Errors
+    /// `Unsupported` on `poll`, `select-classic`, `rtsig` and `gooch`, and for a [`crate::Group`] member;
+    /// creating the waker on `select`.
+    pub fn handoff(&mut self) -> io::Result<Rearm> {
+        let unsupported = |why: String| io::Error::new(io::ErrorKind::Unsupported, why);
+        if self.group.is_some() {
+            return Err(unsupported("a group member queue cannot be put in hand-off mode".into()));
+        }
+        let Some(how) = self.poller.handoff() else {
+            return Err(unsupported(format!(
+                "the {} backend cannot re-activate a descriptor from another thread; use epoll, \
+                 epoll-et, epoll-oneshot, select or uring",
+                self.backend()
+            )));
+        };
+        let waker = match how {
+            crate::backend::Handoff::Select(_) => Some(self.waker()?),
+            _ => None,
+        };
         self.handoff = true;
         self.unusual |= unusual::HANDOFF;
+        Ok(Rearm::new(how, waker))
     }
 
     /// Re-arms one-shot registrations delivered by the previous call.
@@ -1167,7 +1056,7 @@ impl Queue {
                 slot.disarmed = false;
                 let interest = slot.interest;
                 self.stats.rearms += 1;
-                self.poller.rearm(fd, token(fd, gen), interest)?;
+                self.poller.set(fd, token(fd, gen), interest, Arm::Rearm)?;
             }
             self.rearm = rearm;
         }
@@ -1207,48 +1096,13 @@ impl Queue {
         ev
     }
 
-    /// Keeps the slots ending at the highest registered number: called when that
-    /// registration is revoked, it drops the slots back to the next one (their generations
-    /// folded into `gen_floor`, in the generations' cyclic order, so no token of theirs names
-    /// a slot made again), and a registration left at a high number stops it rather than
-    /// repeating it. When the slots have halved since pages were last given back, from
-    /// [`TRIM_PEAK`] or more, [`Queue::trim`] gives back the pages they left.
-    ///
-    /// Only while a peak of [`TRIM_PEAK`] registrations or more ends: the registrations left
-    /// at each trim are the next peak, so the slots fall by halves until fewer than
-    /// [`TRIM_PEAK`] registrations remain, and then keep their length (at most half the
-    /// length they had at the peak).
-    /// Without such a peak a connection that comes and goes at a high number beside a few low
-    /// ones (a shard whose neighbours hold the numbers between) would refill and drop every
-    /// slot between them, each time.
+    /// Keeps the slots ending at the highest registered number ([`Table::shorten`]), and
+    /// has the backend give back pages of its own tables when the slots did
+    /// ([`Poller::trim`]): a server whose connections came and went ends at its baseline.
     fn shorten(&mut self) {
-        if self.peak < TRIM_PEAK {
-            return;
+        if self.slots.shorten(self.registered) {
+            self.poller.trim();
         }
-        let used = self.slots.iter().rposition(|s| s.live() || s.pending).map_or(0, |i| i + 1);
-        self.gen_floor = advance_floor(self.gen_floor, self.slots[used..].iter().map(Slot::gen));
-        self.slots.truncate(used);
-        if self.dirty >= TRIM_PEAK && used * 2 <= self.dirty {
-            self.trim();
-            // What is left is the new peak: under TRIM_PEAK it is over.
-            self.peak = self.registered;
-        }
-    }
-
-    /// Gives back the pages of the slots dropped since the last call (the room stays
-    /// reserved up to the descriptor limit, so the next peak copies nothing), and has the
-    /// backend do the same with its own tables ([`Poller::trim`]): a server whose
-    /// connections came and went ends at its baseline. One call per halving of the slots.
-    fn trim(&mut self) {
-        self.trims += 1;
-        if self.trims == 1 {
-            // The room may sit on pages the allocator had used before: all of it, once.
-            hintq_sys::release_spare(&mut self.slots);
-        } else {
-            hintq_sys::release_dropped(&mut self.slots, self.dirty);
-        }
-        self.dirty = self.slots.len();
-        self.poller.trim();
     }
 
     /// Forgets a registration: bumps nothing (the next declare does), drops its pending
@@ -1382,7 +1236,7 @@ mod tests {
             q.declare(a.as_raw_fd(), Interest::empty()).unwrap();
         }
         assert_eq!(q.slots.len(), first.0.as_raw_fd() as usize + 1);
-        assert!(q.trims >= 1);
+        assert!(q.slots.trims >= 1);
     }
 
     /// Without a peak of [`TRIM_PEAK`] registrations the slots keep their length: a few
@@ -1406,7 +1260,7 @@ mod tests {
                 q.declare(a.as_raw_fd(), Interest::empty()).unwrap();
             }
         }
-        assert_eq!(q.trims, 0, "scans while two connections came and went");
+        assert_eq!(q.slots.trims, 0, "scans while two connections came and went");
         // The other way round: one low registration, a connection at a high number.
         q.declare(pairs[0].0.as_raw_fd(), Interest::READ).unwrap();
         for _ in 0..200 {
@@ -1414,7 +1268,7 @@ mod tests {
             assert_eq!(q.slots.len(), high as usize + 1, "slots dropped without a peak");
             q.declare(high, Interest::READ).unwrap();
         }
-        assert_eq!(q.trims, 0, "trims while a connection came and went at a high number");
+        assert_eq!(q.slots.trims, 0, "trims while a connection came and went at a high number");
         // A peak, then its end: the slots drop back to the low registration, once.
         for (a, _) in &pairs[1..] {
             q.declare(a.as_raw_fd(), Interest::READ).unwrap();
@@ -1424,14 +1278,14 @@ mod tests {
         }
         // From the top down: the slots halve, are trimmed once, and then, fewer than
         // TRIM_PEAK registrations being left, keep their length.
-        assert_eq!(q.trims, 1, "the end of a peak trims once");
+        assert_eq!(q.slots.trims, 1, "the end of a peak trims once");
         let short = q.slots.len();
         assert!(short <= (high as usize + 2).div_ceil(2), "{short} slots left of {}", high + 1);
         for _ in 0..200 {
             q.declare(pairs[1].0.as_raw_fd(), Interest::READ).unwrap();
             q.declare(pairs[1].0.as_raw_fd(), Interest::empty()).unwrap();
         }
-        assert_eq!(q.trims, 1, "trims while one connection came and went in short slots");
+        assert_eq!(q.slots.trims, 1, "trims while one connection came and went in short slots");
         assert_eq!(q.slots.len(), short);
     }
 
@@ -1469,7 +1323,7 @@ mod tests {
             for (a, _) in pairs[1..].iter().rev() {
                 q.declare(a.as_raw_fd(), Interest::empty()).unwrap();
             }
-            assert_eq!(q.trims, 1, "the end of the peak trimmed (refused first: {refused_first})");
+            assert_eq!(q.slots.trims, 1, "the end of the peak trimmed (refused first: {refused_first})");
             assert!(q.slots.len() < file.as_raw_fd() as usize, "{} slots left", q.slots.len());
         }
     }

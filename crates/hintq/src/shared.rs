@@ -1,13 +1,13 @@
 //! Hand-off mode: one queue, several threads (Leader/Followers, Half-Sync/Half-Async).
 //!
-//! A [`Queue`] belongs to one thread at a time, and by default it re-arms what it delivered
-//! at its own next [`Queue::get_next_event`]. The thread-pool patterns of Strebelow &
+//! A [`Queue`](crate::Queue) belongs to one thread at a time, and by default it re-arms what it delivered
+//! at its own next [`Queue::get_next_event`](crate::Queue::get_next_event). The thread-pool patterns of Strebelow &
 //! Prehofer need something else: the thread that *takes* an event (the leader, or the
 //! asynchronous thread) is not the one that *handles* it, and the descriptor must stay quiet
 //! until the handler has read the message and sent the reply, then be re-activated by the
 //! handler while another thread may already be blocked in `get_next_event`.
 //!
-//! [`Queue::handoff`] switches a queue into that mode and returns a [`Rearm`]:
+//! [`Queue::handoff`](crate::Queue::handoff) switches a queue into that mode and returns a [`Rearm`]:
 //!
 //! * Every event the queue delivers leaves its registration **deactivated**: it is not
 //!   reported again, whatever arrives, until [`Rearm::rearm`] is called for it. How the
@@ -30,7 +30,7 @@
 //!
 //! # Thread rules
 //!
-//! * The [`Queue`] itself stays `Send`, not `Sync`: the pattern shares it behind a lock (the
+//! * The [`Queue`](crate::Queue) itself stays `Send`, not `Sync`: the pattern shares it behind a lock (the
 //!   Leader/Followers "mutually exclusive section") or keeps it in one thread (Half-Sync).
 //!   Declaring, revoking and closing go through the queue, hence through that lock.
 //! * [`Rearm`] is `Send + Sync` and may be used from any thread, concurrently with a
@@ -42,7 +42,7 @@
 
 use crate::backend::Handoff;
 use crate::token::token;
-use crate::{Event, Interest, Queue, Waker};
+use crate::{Event, Interest, Waker};
 use std::io;
 use std::os::fd::RawFd;
 
@@ -68,6 +68,12 @@ impl std::fmt::Debug for Rearm {
 }
 
 impl Rearm {
+    /// The handle of a queue put in hand-off mode (`Queue::handoff`): `how` its backend
+    /// re-activates, `waker` wakes its blocked `select`.
+    pub(crate) fn new(how: Handoff, waker: Option<Waker>) -> Rearm {
+        Rearm { how, waker }
+    }
+
     /// Re-activates the registration that delivered `ev`, for `interest` (the declared one).
     ///
     /// # Errors
@@ -78,7 +84,7 @@ impl Rearm {
     }
 
     /// [`Rearm::rearm`] by descriptor and registration generation ([`Event::generation`],
-    /// [`Queue::generation`]), for a caller that keeps those rather than the event.
+    /// [`Queue::generation`](crate::Queue::generation)), for a caller that keeps those rather than the event.
     ///
     /// # Errors
     /// As for [`Rearm::rearm`].
@@ -90,33 +96,5 @@ impl Rearm {
     /// is reported even while an earlier event of the descriptor is being handled.
     pub fn is_edge(&self) -> bool {
         matches!(self.how, Handoff::Edge)
-    }
-}
-
-impl Queue {
-    /// Switches the queue into hand-off mode and returns the thread-safe re-arm path; see
-    /// the [module docs](crate::shared). Calling it again returns another handle.
-    ///
-    /// # Errors
-    /// `Unsupported` on `poll`, `select-classic`, `rtsig` and `gooch`, and for a [`crate::Group`] member;
-    /// creating the waker on `select`.
-    pub fn handoff(&mut self) -> io::Result<Rearm> {
-        let unsupported = |why: String| io::Error::new(io::ErrorKind::Unsupported, why);
-        if self.group.is_some() {
-            return Err(unsupported("a group member queue cannot be put in hand-off mode".into()));
-        }
-        let Some(how) = self.poller_handoff() else {
-            return Err(unsupported(format!(
-                "the {} backend cannot re-activate a descriptor from another thread; use epoll, \
-                 epoll-et, epoll-oneshot, select or uring",
-                self.backend()
-            )));
-        };
-        let waker = match how {
-            Handoff::Select(_) => Some(self.waker()?),
-            _ => None,
-        };
-        self.set_handoff();
-        Ok(Rearm { how, waker })
     }
 }

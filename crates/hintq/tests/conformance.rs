@@ -955,7 +955,7 @@ fn change_interest(b: Backend) {
 /// Reads what `fd` has now: what the queue received for it, or (where it does not receive)
 /// one `recv(2)`.
 fn take(q: &mut Queue, fd: RawFd, buf: &mut Vec<u8>) -> io::Result<usize> {
-    if let Some(r) = q.take_received(fd, buf, usize::MAX) {
+    if let Some(r) = q.ring_io().and_then(|mut r| r.take_received(fd, buf, usize::MAX)) {
         return r;
     }
     let mut tmp = [0u8; 65536];
@@ -1014,8 +1014,8 @@ fn receive_in_order(b: Backend) {
     let fd = a.as_raw_fd();
     q.declare(fd, Interest::READ | Interest::RECEIVE).unwrap();
     // Whether this backend receives (a take of at most 0 bytes consumes nothing).
-    let receives = q.take_received(fd, &mut Vec::new(), 0).is_some();
-    assert_eq!(q.receiving(fd), receives, "{b}");
+    let receives = q.ring_io().and_then(|mut r| r.take_received(fd, &mut Vec::new(), 0)).is_some();
+    assert_eq!(q.ring_io().is_some_and(|r| r.receiving(fd)), receives, "{b}");
     // Small writes, each taken before the next.
     let mut got = Vec::new();
     for chunk in [&b"GET / HTTP/1.1\r\n"[..], b"Host: x\r\n", b"\r\n"] {
@@ -1037,7 +1037,8 @@ fn receive_in_order(b: Backend) {
     let _ = collect(&mut q, 8, MS(50));
     let mut first = Vec::new();
     let n = take(&mut q, fd, &mut first).unwrap_or(0);
-    if b == Backend::Uring && q.take_received(fd, &mut Vec::new(), 0).is_some() {
+    if b == Backend::Uring && q.ring_io().and_then(|mut r| r.take_received(fd, &mut Vec::new(), 0)).is_some()
+    {
         assert!(n <= (64 + 512 + 4) * 1024, "{b}: an inbox nobody takes stops, yet it held {n} bytes");
     }
     // What is there now, to EAGAIN: edge-triggered backends report no new edge for it.
@@ -1058,7 +1059,11 @@ fn receive_in_order(b: Backend) {
     assert!(wait_for(&mut q, fd, MS(2000)).is_some_and(|s| s.contains(State::READ)));
     q.declare(fd, Interest::READ | Interest::WRITE | Interest::RECEIVE).unwrap();
     // Polled now, but bytes are held: a revoke would drop them, so it still says receiving.
-    assert_eq!(q.receiving(fd), receives, "{b}: receiving while polled with bytes held");
+    assert_eq!(
+        q.ring_io().is_some_and(|r| r.receiving(fd)),
+        receives,
+        "{b}: receiving while polled with bytes held"
+    );
     let mut got = Vec::new();
     take_until(&mut q, fd, &mut got, 6);
     assert_eq!(got, b"before", "{b}: what came before the change of interest");
@@ -1109,14 +1114,18 @@ fn received_end_after_bytes_is_reported_again(b: Backend) {
     thread::sleep(MS(50));
     assert!(wait_for(&mut q, fd, MS(2000)).is_some(), "{b}: readable");
     let mut got = Vec::new();
-    match q.take_received(fd, &mut got, usize::MAX) {
+    match q.ring_io().and_then(|mut r| r.take_received(fd, &mut got, usize::MAX)) {
         // Not receiving: the application reads to EAGAIN as usual; nothing to check here.
         None => return,
         Some(r) => assert_eq!(r.unwrap(), 3, "{b}"),
     }
     let s = wait_for(&mut q, fd, MS(1000)).expect("the end of stream reported again");
     assert!(s.contains(State::HUP), "{b}: {s:?}");
-    assert_eq!(q.take_received(fd, &mut got, usize::MAX).unwrap().unwrap(), 0, "{b}: end of stream");
+    assert_eq!(
+        q.ring_io().and_then(|mut r| r.take_received(fd, &mut got, usize::MAX)).unwrap().unwrap(),
+        0,
+        "{b}: end of stream"
+    );
 }
 
 /// Where the backend receives, a take of at most `max` bytes leaves the rest, reported again.
@@ -1128,13 +1137,13 @@ fn received_bytes_taken_in_parts(b: Backend) {
     peer.write_all(b"0123456789").unwrap();
     assert!(wait_for(&mut q, fd, MS(2000)).is_some(), "{b}: readable");
     let mut got = Vec::with_capacity(16);
-    match q.take_received(fd, &mut got, 4) {
+    match q.ring_io().and_then(|mut r| r.take_received(fd, &mut got, 4)) {
         None => return, // not receiving: nothing to check
         Some(r) => assert_eq!(r.unwrap(), 4, "{b}"),
     }
     assert_eq!(got, b"0123");
     assert!(wait_for(&mut q, fd, MS(1000)).is_some(), "{b}: the rest reported again");
-    assert_eq!(q.take_received(fd, &mut got, usize::MAX).unwrap().unwrap(), 6);
+    assert_eq!(q.ring_io().and_then(|mut r| r.take_received(fd, &mut got, usize::MAX)).unwrap().unwrap(), 6);
     assert_eq!(got, b"0123456789");
 }
 

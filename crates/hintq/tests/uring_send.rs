@@ -1,4 +1,4 @@
-//! Sends made by the ring ([`Queue::send`]): bytes arrive whole and in order, a send in
+//! Sends made by the ring ([`RingIo::send`]): bytes arrive whole and in order, a send in
 //! flight is reported when asked, a failed one always, and revoking interest cancels a send
 //! stuck on a full socket so that the connection really closes.
 //!
@@ -8,7 +8,7 @@ mod common;
 
 use common::tcp;
 
-use hintq::{Backend, Event, Interest, Queue, State};
+use hintq::{Backend, Event, Interest, Queue, SendError, State};
 use std::io::{ErrorKind, Read};
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
@@ -23,8 +23,8 @@ fn ring_queue(case: &str) -> Option<Queue> {
     ) {
         return None;
     }
-    let q = Queue::new(Backend::Uring).unwrap();
-    assert!(q.can_send(), "io_uring runs here but the queue cannot send");
+    let mut q = Queue::new(Backend::Uring).unwrap();
+    assert!(q.ring_io().is_some_and(|r| r.can_send()), "io_uring runs here but the queue cannot send");
     Some(q)
 }
 
@@ -61,25 +61,32 @@ fn sends_arrive_whole_and_in_order() {
         all
     });
     for i in 0..200u32 {
-        let mut buf = q.send_buffer();
+        let mut buf = q.ring_io().map(|mut r| r.send_buffer()).unwrap_or_default();
         assert!(buf.is_empty());
         buf.extend((0..5000u32).map(|k| (i.wrapping_mul(7) + k) as u8));
         let mut buf = Some(buf);
         loop {
-            match q.send(fd, buf.take().unwrap()) {
+            match q.ring_io().expect("a ring").send(fd, buf.take().unwrap()).map_err(SendError::into_parts) {
                 Ok(()) => break,
                 Err((e, b)) if e.kind() == ErrorKind::WouldBlock => {
                     buf = Some(b);
-                    assert!(q.sending(fd), "WouldBlock with no send in flight");
+                    assert!(
+                        q.ring_io().is_some_and(|mut r| r.sending(fd)),
+                        "WouldBlock with no send in flight"
+                    );
                     // Asked: the completion is reported.
                     let ev = wait_for(&mut q, fd, State::SENT).expect("the send in flight was not reported");
-                    assert!(!ev.state().contains(State::ERR), "send failed: {:?}", q.send_error(fd));
+                    assert!(
+                        !ev.state().contains(State::ERR),
+                        "send failed: {:?}",
+                        q.ring_io().and_then(|mut r| r.send_error(fd))
+                    );
                 }
                 Err((e, _)) => panic!("send {i}: {e}"),
             }
         }
     }
-    while q.sending(fd) {
+    while q.ring_io().is_some_and(|mut r| r.sending(fd)) {
         wait_for(&mut q, fd, State::SENT).expect("the last send was not reported");
     }
     let all = reader.join().unwrap();
@@ -90,7 +97,7 @@ fn sends_arrive_whole_and_in_order() {
             "send {i} garbled"
         );
     }
-    assert!(q.send_error(fd).is_none());
+    assert!(q.ring_io().and_then(|mut r| r.send_error(fd)).is_none());
     q.close(sock).unwrap();
 }
 
@@ -99,7 +106,7 @@ fn a_send_that_succeeds_is_silent_unless_asked() {
     let Some(mut q) = ring_queue("a_send_that_succeeds_is_silent_unless_asked") else { return };
     let (sock, fd, mut client) = tcp();
     q.declare(fd, Interest::READ).unwrap();
-    q.send(fd, b"hello".to_vec()).unwrap();
+    q.ring_io().expect("a ring").send(fd, b"hello".to_vec()).unwrap();
     // The wait submits it; nothing is reported for it.
     let mut evs = [Event::default(); 4];
     let n = q.get_next_event(&mut evs, Some(Duration::from_millis(100))).unwrap();
@@ -107,9 +114,9 @@ fn a_send_that_succeeds_is_silent_unless_asked() {
     let mut got = [0u8; 5];
     client.read_exact(&mut got).unwrap();
     assert_eq!(&got, b"hello");
-    assert!(!q.sending(fd));
+    assert!(!q.ring_io().is_some_and(|mut r| r.sending(fd)));
     // Its buffer is kept for the next send.
-    assert!(q.send_buffer().capacity() >= 5);
+    assert!(q.ring_io().map(|mut r| r.send_buffer()).unwrap_or_default().capacity() >= 5);
     q.close(sock).unwrap();
 }
 
@@ -124,7 +131,7 @@ fn a_failed_send_is_reported_with_its_error() {
     // Several sends: the first may be taken by the kernel before the reset is seen.
     let mut failed = None;
     for _ in 0..20 {
-        match q.send(fd, vec![7u8; 1000]) {
+        match q.ring_io().expect("a ring").send(fd, vec![7u8; 1000]).map_err(SendError::into_parts) {
             Ok(()) => {}
             Err((e, _)) if e.kind() == ErrorKind::WouldBlock => {}
             Err((e, _)) => {
@@ -134,7 +141,9 @@ fn a_failed_send_is_reported_with_its_error() {
         }
         if let Some(ev) = wait_for(&mut q, fd, State::SENT) {
             assert!(ev.state().contains(State::ERR));
-            failed = Some(q.send_error(fd).expect("a reported failure has an error"));
+            failed = Some(
+                q.ring_io().and_then(|mut r| r.send_error(fd)).expect("a reported failure has an error"),
+            );
             break;
         }
     }
@@ -152,10 +161,13 @@ fn revoking_cancels_a_send_stuck_on_a_full_socket() {
     let (sock, fd, mut client) = tcp();
     q.declare(fd, Interest::READ).unwrap();
     // 64 MiB: far more than the socket buffers hold, and the client does not read.
-    q.send(fd, vec![1u8; 64 << 20]).unwrap();
+    q.ring_io().expect("a ring").send(fd, vec![1u8; 64 << 20]).unwrap();
     let mut evs = [Event::default(); 4];
     q.get_next_event(&mut evs, Some(Duration::from_millis(50))).unwrap();
-    assert!(q.sending(fd), "a 64 MiB send to a peer that does not read completed");
+    assert!(
+        q.ring_io().is_some_and(|mut r| r.sending(fd)),
+        "a 64 MiB send to a peer that does not read completed"
+    );
     // Revoke, then close: the send is cancelled, so the socket really closes and the client
     // reads end-of-file after what was sent.
     q.close(sock).unwrap();
@@ -174,21 +186,15 @@ fn revoking_cancels_a_send_stuck_on_a_full_socket() {
 
 #[test]
 fn queues_that_cannot_send_say_so_and_give_the_buffer_back() {
+    // Backends without a ring have no way to the ring's I/O at all.
     for backend in [Backend::Epoll, Backend::Poll] {
         let mut q = Queue::new(backend).unwrap();
-        assert!(!q.can_send());
-        let (sock, fd, _client) = tcp();
-        q.declare(fd, Interest::READ).unwrap();
-        let (e, buf) = q.send(fd, b"abc".to_vec()).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Unsupported, "{backend}");
-        assert_eq!(buf, b"abc");
-        assert!(!q.sending(fd));
-        q.close(sock).unwrap();
+        assert!(q.ring_io().is_none(), "{backend} has a ring's I/O");
     }
     // A descriptor the queue does not watch.
     if let Some(mut q) = ring_queue("send_to_an_unwatched_descriptor") {
         let (sock, fd, _client) = tcp();
-        let (e, _) = q.send(fd, b"abc".to_vec()).unwrap_err();
+        let (e, _) = q.ring_io().expect("a ring").send(fd, b"abc".to_vec()).unwrap_err().into_parts();
         assert_eq!(e.kind(), ErrorKind::NotFound);
         drop(sock);
     }
@@ -242,10 +248,10 @@ fn drop_with_a_send_stuck(case: &str, elsewhere: bool) -> Option<usize> {
         filled += n as usize;
     }
     const LEN: usize = 64 << 10;
-    q.send(fd, vec![b'S'; LEN]).unwrap();
+    q.ring_io().expect("a ring").send(fd, vec![b'S'; LEN]).unwrap();
     let mut evs = [Event::default(); 4];
     q.get_next_event(&mut evs, Some(Duration::ZERO)).unwrap();
-    assert!(q.sending(fd), "a send to full socket buffers completed");
+    assert!(q.ring_io().is_some_and(|mut r| r.sending(fd)), "a send to full socket buffers completed");
     // SAFETY: (test) duplicates a descriptor this process holds.
     let held = unsafe { libc::dup(ring) };
     assert!(held >= 0, "dup: {}", std::io::Error::last_os_error());
@@ -331,15 +337,18 @@ fn a_builder_turns_ring_sends_and_receives_off() {
     let Some(_) = ring_queue(case) else { return };
     let mut q = hintq::Builder::new(Backend::Uring).uring_sends(false).uring_receives(false).build().unwrap();
     assert_eq!(q.backend(), Backend::Uring);
-    assert!(!q.can_send(), "sends off, yet the queue can send");
+    assert!(!q.ring_io().is_some_and(|r| r.can_send()), "sends off, yet the queue can send");
     let (sock, fd, mut client) = tcp();
     q.declare(fd, Interest::READ | Interest::RECEIVE).unwrap();
-    let (e, buf) = q.send(fd, b"abc".to_vec()).unwrap_err();
+    let (e, buf) = q.ring_io().expect("a ring").send(fd, b"abc".to_vec()).unwrap_err().into_parts();
     assert_eq!((e.kind(), buf.as_slice()), (ErrorKind::Unsupported, &b"abc"[..]));
     std::io::Write::write_all(&mut client, b"ping").unwrap();
     wait_for(&mut q, fd, State::READ).expect("no readable event");
-    assert!(!q.receiving(fd), "receives off, yet the ring receives");
-    assert!(q.take_received(fd, &mut Vec::new(), 64).is_none(), "receives off, yet the ring took the bytes");
+    assert!(!q.ring_io().is_some_and(|r| r.receiving(fd)), "receives off, yet the ring receives");
+    assert!(
+        q.ring_io().and_then(|mut r| r.take_received(fd, &mut Vec::new(), 64)).is_none(),
+        "receives off, yet the ring took the bytes"
+    );
     assert_eq!(common::drain(fd), 4, "the bytes are not in the socket for the application");
     q.close(sock).unwrap();
 }
@@ -366,7 +375,7 @@ fn a_queue_moved_off_its_one_thread_ring_keeps_that_rings_receive_buffers() {
         // This thread enters first (a wait that enters the kernel): it owns a one-thread ring
         // from now on.
         q.get_next_event(&mut evs, Some(Duration::from_millis(10))).unwrap();
-        if !q.receiving(fd) {
+        if !q.ring_io().is_some_and(|r| r.receiving(fd)) {
             hintq_testkit::skip(case, "the ring does not receive here");
             return;
         }

@@ -94,7 +94,7 @@ impl Buf {
         if room == 0 {
             return Ok(Read::Again);
         }
-        match fds.take_received(fd, &mut self.v, room) {
+        match fds.ring_io().and_then(|mut r| r.take_received(fd, &mut self.v, room)) {
             Some(Ok(0)) => Ok(Read::Eof),
             // Taken whole or up to the room: the rest, and what comes next, come as events.
             Some(Ok(n)) => Ok(Read::Data { n, short: true }),
@@ -157,7 +157,7 @@ impl Pool {
     /// The bytes of `b` for a send of the queue's ring, and whether `b` gave its buffer for
     /// them. When the bytes fill `b`'s buffer from its start (nothing consumed, nothing
     /// pinned for a retry), the buffer itself goes, without a copy, and `b` gets `spare` (the
-    /// ring's cleared buffer from [`Fds::send_buffer`]) if it is of this pool's size, else one
+    /// ring's cleared buffer from [`hintq::RingIo::send_buffer`]) if it is of this pool's size, else one
     /// of the pool's; `b` is then empty, and still counts as holding one buffer. Otherwise the
     /// bytes are copied into `spare` and `b` is unchanged (consume them once the ring took
     /// them). [`Pool::take_back`] undoes a hand-off the ring refused.

@@ -13,7 +13,7 @@
 //! thread while it waits in the idle pool. A session refers to them by number.
 //!
 //! On io_uring (reactor and sharded patterns) the bytes for the client leave through the
-//! ring ([`Fds::send`]): copied into a buffer of the queue's pool and sent with the thread's
+//! ring ([`hintq::RingIo::send`]): copied into a buffer of the queue's pool and sent with the thread's
 //! next `io_uring_enter`, with the other sessions' replies. One such send is in flight per
 //! client; the session does not send more, half-close or end until it has completed (it
 //! asks, and the completion drives it again). The request to the upstream goes the same
@@ -331,7 +331,7 @@ pub(crate) struct Session {
     hup: bool,
     cin: Buf,
     to_client: Buf,
-    /// Bytes of `to_client` were given to the queue's ring ([`Fds::send`]) and may not have
+    /// Bytes of `to_client` were given to the queue's ring ([`hintq::RingIo::send`]) and may not have
     /// left yet: the connection does not close, nor send more, until they have.
     in_ring: bool,
     to_up: Buf,
@@ -518,11 +518,11 @@ impl Session {
     /// for the send's completion to drive the session again. A failed send ends it.
     fn client_settled(&mut self, fds: &mut Fds<'_>) -> Result<bool, End> {
         if self.in_ring {
-            if fds.sending(self.client) {
+            if fds.ring_io().is_some_and(|mut r| r.sending(self.client)) {
                 return Ok(false);
             }
             self.in_ring = false;
-            if fds.send_error(self.client).is_some() {
+            if fds.ring_io().and_then(|mut r| r.send_error(self.client)).is_some() {
                 return Err(End);
             }
         }
@@ -533,7 +533,7 @@ impl Session {
         if self.to_client.is_empty() || !self.writable {
             return Ok(false);
         }
-        if ctx.fds.can_send() {
+        if ctx.fds.ring_io().is_some_and(|r| r.can_send()) {
             // io_uring: the ring sends, with the thread's next wait and the other sessions'
             // replies. One send in flight: the rest waits for its completion, which drives
             // the session again.
@@ -675,18 +675,18 @@ impl Session {
         }
         if up.in_ring {
             // One send in flight: its completion (asked for here) drives the session again.
-            if ctx.fds.sending(up.fd) {
+            if ctx.fds.ring_io().is_some_and(|mut r| r.sending(up.fd)) {
                 return Ok(false);
             }
             up.in_ring = false;
-            if let Some(e) = ctx.fds.send_error(up.fd) {
+            if let Some(e) = ctx.fds.ring_io().and_then(|mut r| r.send_error(up.fd)) {
                 return self.upstream_failed(e, ctx);
             }
         }
         if self.to_up.is_empty() || !up.writable {
             return Ok(false);
         }
-        if ctx.fds.can_send() {
+        if ctx.fds.ring_io().is_some_and(|r| r.can_send()) {
             // io_uring: the ring sends it with the thread's next wait (see the module doc).
             // Not taken when not watched at this moment (taken from the idle pool, say).
             match ring_send(ctx.fds, up.fd, &mut self.to_up, ctx.pool) {
@@ -973,8 +973,11 @@ impl Session {
                 if let Some(up) = self.up.take() {
                     // An upstream that answered before taking the whole request may still
                     // have the ring's send of it in flight: closed, not pooled.
-                    let settled =
-                        !up.in_ring || (!ctx.fds.sending(up.fd) && ctx.fds.send_error(up.fd).is_none());
+                    let settled = !up.in_ring
+                        || ctx
+                            .fds
+                            .ring_io()
+                            .is_none_or(|mut r| !r.sending(up.fd) && r.send_error(up.fd).is_none());
                     // P4: bytes after the response (or a body to HEAD/204/304) mean the
                     // upstream's framing cannot be trusted: those bytes are dropped and the
                     // connection is not reused.
@@ -1034,14 +1037,15 @@ impl Session {
     }
 }
 
-/// Gives the bytes of `buf` to the queue's ring to send on `fd` ([`Fds::send`]): `Ok(true)`
+/// Gives the bytes of `buf` to the queue's ring to send on `fd` ([`hintq::RingIo::send`]): `Ok(true)`
 /// when taken (and gone from `buf`), `Ok(false)` when `fd` is not watched at this moment
 /// (the caller writes them itself). A buffer whose bytes start at its start goes to the ring
 /// whole ([`Pool::hand_off`]): a response's head and body are not copied once more.
 fn ring_send(fds: &mut Fds<'_>, fd: RawFd, buf: &mut Buf, pool: &mut Pool) -> io::Result<bool> {
-    let (out, whole) = pool.hand_off(buf, fds.send_buffer());
+    let Some(mut ring) = fds.ring_io() else { return Ok(false) };
+    let (out, whole) = pool.hand_off(buf, ring.send_buffer());
     let n = out.len();
-    match fds.send(fd, out) {
+    match ring.send(fd, out).map_err(hintq::SendError::into_parts) {
         Ok(()) => {
             if !whole {
                 buf.consume(n);

@@ -24,7 +24,7 @@
 //!    delivered descriptor with `DEL` (a `MOD` to no events would still report `HUP` and
 //!    `ERR`, over and over) and re-activates it with `ADD`; one-shot needs only the `MOD`.
 
-use super::{Handoff, Poller, Ready};
+use super::{Arm, Capabilities, Handoff, Poller, Ready};
 use crate::{sys, Interest};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -119,25 +119,21 @@ pub(crate) fn remove(epfd: RawFd, fd: RawFd) -> io::Result<()> {
 }
 
 impl Poller for Epoll {
-    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, fresh: bool) -> io::Result<()> {
-        upsert(self.epfd.as_raw_fd(), fd, sys::epoll_events(interest) | self.flags(), token, fresh)
+    fn capabilities(&self) -> Capabilities {
+        // `epoll_wait` returns each ready item once per call.
+        Capabilities { oneshot: self.mode == Mode::Oneshot, reports_once: true, ..Capabilities::PLAIN }
+    }
+
+    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, arm: Arm) -> io::Result<()> {
+        let events = sys::epoll_events(interest) | self.flags();
+        match arm {
+            Arm::Rearm => rearm(self.epfd.as_raw_fd(), fd, events, token),
+            _ => upsert(self.epfd.as_raw_fd(), fd, events, token, arm == Arm::Fresh),
+        }
     }
 
     fn delete(&mut self, fd: RawFd, _token: u64) -> io::Result<()> {
         remove(self.epfd.as_raw_fd(), fd)
-    }
-
-    fn rearm(&mut self, fd: RawFd, token: u64, interest: Interest) -> io::Result<()> {
-        rearm(self.epfd.as_raw_fd(), fd, sys::epoll_events(interest) | self.flags(), token)
-    }
-
-    fn needs_rearm(&self) -> bool {
-        self.mode == Mode::Oneshot
-    }
-
-    fn reports_once(&self) -> bool {
-        // `epoll_wait` returns each ready item once per call.
-        true
     }
 
     fn handoff(&mut self) -> Option<Handoff> {

@@ -31,7 +31,7 @@
 //! once as `ERR` and dropped; timeouts rounded up to the millisecond).
 
 use super::pollset::PollSet;
-use super::{Poller, Ready};
+use super::{Arm, Poller, Ready};
 use crate::{sys, Interest};
 use std::collections::HashSet;
 use std::io;
@@ -126,7 +126,7 @@ impl Poller for Gooch {
         hintq_sys::truncate_release(&mut self.activity, used);
     }
 
-    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {
+    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _arm: Arm) -> io::Result<()> {
         let inactive = self.set.in_back(fd);
         self.set.set(fd, token, interest);
         if !inactive {

@@ -22,7 +22,7 @@ mod poll;
 mod pollset;
 pub(crate) mod rtsig;
 mod select;
-mod uring;
+pub(crate) mod uring;
 
 /// How many buffers the library left allocated for the rest of the process because the
 /// kernel might still read or write them: io_uring sends and receives that could not be
@@ -40,34 +40,75 @@ pub(crate) struct Ready {
     pub state: State,
 }
 
-/// What every backend does. Tokens are opaque to the backend.
+/// How [`Poller::set`] is to watch a descriptor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Arm {
+    /// The queue believes `fd` is new to the backend.
+    Fresh,
+    /// The queue believes the backend watches `fd` already (a change of interest).
+    Existing,
+    /// Re-arms a registration a one-shot backend ([`Capabilities::oneshot`]) disarmed when
+    /// it reported it. A descriptor closed meanwhile is not watched again: its number may
+    /// belong to another file by now. Other backends take it as [`Arm::Existing`].
+    Rearm,
+}
+
+impl Arm {
+    /// [`Arm::Fresh`] or [`Arm::Existing`].
+    #[inline]
+    pub(crate) fn new(fresh: bool) -> Arm {
+        if fresh {
+            Arm::Fresh
+        } else {
+            Arm::Existing
+        }
+    }
+}
+
+/// What a backend's mechanism does that the queue must know of: fixed per backend (and
+/// per mode, and per kernel for io_uring), asked once per queue or per statistics call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Capabilities {
+    /// The backend disarms a registration when it reports it (`epoll-oneshot`): the queue
+    /// re-arms it with [`Arm::Rearm`] once the event is delivered.
+    pub oneshot: bool,
+    /// One wait reports each registration at most once (`epoll`): the queue may hand a
+    /// wait's reports out without coalescing them.
+    pub reports_once: bool,
+    /// Readiness that predates `set` is reported by the next wait. False only for `rtsig`:
+    /// a signal is raised for an arrival, never for a state.
+    pub reports_existing: bool,
+    /// The coalescing window in effect ([`crate::Builder::coalesce`]): io_uring on a kernel
+    /// with a minimum wait only.
+    pub coalescing: Option<Duration>,
+}
+
+impl Capabilities {
+    /// A level- or edge-triggered backend that reports existing readiness and neither
+    /// disarms, dedupes nor coalesces.
+    pub(crate) const PLAIN: Capabilities =
+        Capabilities { oneshot: false, reports_once: false, reports_existing: true, coalescing: None };
+}
+
+/// What every backend does: readiness only. Tokens are opaque to the backend. What one
+/// backend alone has is reached through [`Any`]: io_uring's sends and receives
+/// ([`Any::ring`]), rtsig's wake-up signal ([`Any::wake_signal`]).
 pub(crate) trait Poller: Send {
+    /// What the mechanism does that the queue must know of.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::PLAIN
+    }
+
     /// Watches `fd` for `interest` under `token`, replacing what was watched for `fd` before.
-    /// `fresh` says whether the queue believes `fd` is new to the backend; a backend must
+    /// `arm` says whether the queue believes `fd` is new to the backend; a backend must
     /// still cope when it is wrong (the descriptor was closed and its number reused, so the
     /// kernel forgot it; or it was dup2'ed over).
-    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, fresh: bool) -> io::Result<()>;
+    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, arm: Arm) -> io::Result<()>;
 
     /// Stops watching `fd`. A descriptor the kernel already forgot (closed) is not an error.
     /// After this returns, the backend holds no reference to the open file (io_uring: the
     /// poll request is cancelled), so `close(fd)` really closes it.
     fn delete(&mut self, fd: RawFd, token: u64) -> io::Result<()>;
-
-    /// Re-arms a registration after it was reported. Only one-shot backends need it.
-    fn rearm(&mut self, _fd: RawFd, _token: u64, _interest: Interest) -> io::Result<()> {
-        Ok(())
-    }
-
-    /// True for backends that disarm a registration when they report it.
-    fn needs_rearm(&self) -> bool {
-        false
-    }
-
-    /// True for backends whose one wait reports each registration at most once (`epoll`):
-    /// the queue may then hand a wait's reports out without coalescing them.
-    fn reports_once(&self) -> bool {
-        false
-    }
 
     /// Waits up to `timeout` (`None`: forever, zero: not at all) for readiness and appends
     /// reports to `out`, at most `max` where the mechanism lets the caller choose (a backend
@@ -76,52 +117,9 @@ pub(crate) trait Poller: Send {
     /// the timeout (a spurious wake-up).
     fn wait(&mut self, out: &mut Vec<Ready>, max: usize, timeout: Option<Duration>) -> io::Result<()>;
 
-    /// The coalescing window in effect ([`crate::Builder::coalesce`]): io_uring on a kernel
-    /// with a minimum wait only.
-    fn coalescing(&self) -> Option<Duration> {
-        None
-    }
-
     /// The backend's own counters, merged into [`crate::Stats`].
     fn counters(&self) -> Counters {
         Counters::default()
-    }
-
-    /// For backends that cannot watch an eventfd (`rtsig`): the thread and signal a
-    /// [`crate::Waker`] must send to wake this backend's wait.
-    fn wake_signal(&self) -> Option<WakeSignal> {
-        None
-    }
-
-    /// What the backend received for `fd`'s registration `token` ([`crate::Interest::RECEIVE`]),
-    /// at most `max` bytes of it, appended to `buf`: `Some(Ok(n))` bytes (n > 0), `Some(Ok(0))` end of stream,
-    /// `Some(Err(WouldBlock))` nothing yet, `Some(Err(e))` the receive failed. `None`: the
-    /// backend does not receive for it; the caller reads itself.
-    fn take_received(
-        &mut self,
-        _fd: RawFd,
-        _token: u64,
-        _buf: &mut Vec<u8>,
-        _max: usize,
-    ) -> Option<io::Result<usize>> {
-        None
-    }
-
-    /// True if the backend receives for `fd`'s registration `token` now.
-    fn receiving(&self, _fd: RawFd, _token: u64) -> bool {
-        false
-    }
-
-    /// True if the backend holds received bytes (or an end of stream, or an error) of `fd`
-    /// not taken yet: readable, whatever `poll(2)` says (for the overflow scan).
-    fn holds(&self, _fd: RawFd) -> bool {
-        false
-    }
-
-    /// True if readiness that predates `set` is reported by the next wait. False only for
-    /// `rtsig`: a signal is raised for an arrival, never for a state.
-    fn reports_existing(&self) -> bool {
-        true
     }
 
     /// Gives back the pages of tables indexed by descriptor number past the highest number
@@ -139,47 +137,6 @@ pub(crate) trait Poller: Send {
     /// [`Handoff`] path. Nothing to do for one-shot (the kernel disarmed it) and edge-native
     /// backends (no new report without a new arrival).
     fn deactivate(&mut self, _fd: RawFd, _token: u64) {}
-
-    /// True if the backend makes sends itself ([`Poller::send`]): io_uring.
-    fn sends(&self) -> bool {
-        false
-    }
-
-    /// Queues `buf` to be sent whole on `fd`, registered under `token`. A send that succeeds
-    /// is reported (as [`State::SENT`] under `token`) only if [`Poller::sending`] asked; one
-    /// that fails always, as `SENT | ERR`. One send per descriptor at a time (`WouldBlock`
-    /// otherwise); the failure of the last one, not taken yet, is returned instead. On error
-    /// the buffer comes back.
-    fn send(&mut self, _fd: RawFd, _token: u64, buf: Vec<u8>) -> Result<(), (io::Error, Vec<u8>)> {
-        Err((io::Error::from(io::ErrorKind::Unsupported), buf))
-    }
-
-    /// True while a send of `fd` under `token` is in flight; its completion is then reported.
-    fn sending(&mut self, _fd: RawFd, _token: u64) -> bool {
-        false
-    }
-
-    /// Takes the failure of `fd`'s last send under `token`, if it failed.
-    fn send_error(&mut self, _fd: RawFd, _token: u64) -> Option<io::Error> {
-        None
-    }
-
-    /// An empty buffer for a send, reused from completed ones when possible.
-    fn send_buffer(&mut self) -> Vec<u8> {
-        Vec::new()
-    }
-
-    /// Submits what is queued for the kernel (io_uring's sends) without waiting: called
-    /// when the queue hands out events without waiting for the backend.
-    fn submit(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-
-    /// Events may have been lost inside the backend (io_uring CQ overflow with `EBADR`):
-    /// returns and clears the flag; the queue answers with a full rescan.
-    fn take_lost(&mut self) -> bool {
-        false
-    }
 }
 
 /// The backend a queue runs on, chosen at run time and dispatched statically: a `match`
@@ -212,62 +169,24 @@ macro_rules! each {
 
 impl Poller for Any {
     #[inline]
-    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, fresh: bool) -> io::Result<()> {
-        each!(self, p => p.set(fd, token, interest, fresh))
+    fn capabilities(&self) -> Capabilities {
+        each!(self, p => p.capabilities())
+    }
+    #[inline]
+    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, arm: Arm) -> io::Result<()> {
+        each!(self, p => p.set(fd, token, interest, arm))
     }
     #[inline]
     fn delete(&mut self, fd: RawFd, token: u64) -> io::Result<()> {
         each!(self, p => p.delete(fd, token))
     }
     #[inline]
-    fn rearm(&mut self, fd: RawFd, token: u64, interest: Interest) -> io::Result<()> {
-        each!(self, p => p.rearm(fd, token, interest))
-    }
-    #[inline]
-    fn needs_rearm(&self) -> bool {
-        each!(self, p => p.needs_rearm())
-    }
-    #[inline]
-    fn reports_once(&self) -> bool {
-        each!(self, p => p.reports_once())
-    }
-    #[inline]
     fn wait(&mut self, out: &mut Vec<Ready>, max: usize, timeout: Option<Duration>) -> io::Result<()> {
         each!(self, p => p.wait(out, max, timeout))
     }
     #[inline]
-    fn coalescing(&self) -> Option<Duration> {
-        each!(self, p => p.coalescing())
-    }
-    #[inline]
     fn counters(&self) -> Counters {
         each!(self, p => p.counters())
-    }
-    #[inline]
-    fn wake_signal(&self) -> Option<WakeSignal> {
-        each!(self, p => p.wake_signal())
-    }
-    #[inline]
-    fn take_received(
-        &mut self,
-        fd: RawFd,
-        token: u64,
-        buf: &mut Vec<u8>,
-        max: usize,
-    ) -> Option<io::Result<usize>> {
-        each!(self, p => p.take_received(fd, token, buf, max))
-    }
-    #[inline]
-    fn receiving(&self, fd: RawFd, token: u64) -> bool {
-        each!(self, p => p.receiving(fd, token))
-    }
-    #[inline]
-    fn holds(&self, fd: RawFd) -> bool {
-        each!(self, p => p.holds(fd))
-    }
-    #[inline]
-    fn reports_existing(&self) -> bool {
-        each!(self, p => p.reports_existing())
     }
     #[inline]
     fn trim(&mut self) {
@@ -281,33 +200,62 @@ impl Poller for Any {
     fn deactivate(&mut self, fd: RawFd, token: u64) {
         each!(self, p => p.deactivate(fd, token))
     }
+}
+
+/// What one backend alone has, reached through the enum rather than the trait.
+impl Any {
+    /// The io_uring ring, whose I/O (sends, receives into its buffers) no other backend has.
     #[inline]
-    fn sends(&self) -> bool {
-        each!(self, p => p.sends())
+    pub(crate) fn ring(&mut self) -> Option<&mut uring::Uring> {
+        match self {
+            Any::Uring(u) => Some(u),
+            _ => None,
+        }
     }
+
+    /// [`Any::ring`], shared.
     #[inline]
-    fn send(&mut self, fd: RawFd, token: u64, buf: Vec<u8>) -> Result<(), (io::Error, Vec<u8>)> {
-        each!(self, p => p.send(fd, token, buf))
+    pub(crate) fn ring_ref(&self) -> Option<&uring::Uring> {
+        match self {
+            Any::Uring(u) => Some(u),
+            _ => None,
+        }
     }
-    #[inline]
-    fn sending(&mut self, fd: RawFd, token: u64) -> bool {
-        each!(self, p => p.sending(fd, token))
+
+    /// For backends that cannot watch an eventfd (`rtsig`): the thread and signal a
+    /// [`crate::Waker`] must send to wake this backend's wait.
+    pub(crate) fn wake_signal(&self) -> Option<WakeSignal> {
+        match self {
+            Any::Rtsig(r) => Some(r.wake_signal()),
+            _ => None,
+        }
     }
+
+    /// Submits what the ring has queued for the kernel (its sends) without waiting: called
+    /// when the queue hands out events without waiting for the backend. Nothing elsewhere.
     #[inline]
-    fn send_error(&mut self, fd: RawFd, token: u64) -> Option<io::Error> {
-        each!(self, p => p.send_error(fd, token))
+    pub(crate) fn submit(&mut self) -> io::Result<()> {
+        match self {
+            Any::Uring(u) => u.submit(),
+            _ => Ok(()),
+        }
     }
+
+    /// Events may have been lost inside the ring (CQ overflow with `EBADR`): returns and
+    /// clears the flag; the queue answers with a full rescan. False elsewhere.
     #[inline]
-    fn send_buffer(&mut self) -> Vec<u8> {
-        each!(self, p => p.send_buffer())
+    pub(crate) fn take_lost(&mut self) -> bool {
+        match self {
+            Any::Uring(u) => u.take_lost(),
+            _ => false,
+        }
     }
+
+    /// True if the ring holds received bytes (or an end of stream, or an error) of `fd`
+    /// not taken yet: readable, whatever `poll(2)` says (for the overflow scan).
     #[inline]
-    fn submit(&mut self) -> io::Result<()> {
-        each!(self, p => p.submit())
-    }
-    #[inline]
-    fn take_lost(&mut self) -> bool {
-        each!(self, p => p.take_lost())
+    pub(crate) fn holds(&self, fd: RawFd) -> bool {
+        self.ring_ref().is_some_and(|u| u.holds(fd))
     }
 }
 
@@ -548,10 +496,10 @@ impl Backend {
         }
     }
 
-    /// True if a queue on this backend makes sends itself ([`crate::Queue::send`]) unless its
+    /// True if a queue on this backend makes sends itself ([`crate::RingIo::send`]) unless its
     /// builder says not to ([`crate::Builder::uring_sends`]): `uring` where this kernel runs
     /// it with `IORING_OP_SEND`. A queue in hand-off mode still does not
-    /// ([`crate::Queue::can_send`]).
+    /// ([`crate::RingIo::can_send`]).
     pub fn sends(self) -> bool {
         self == Backend::Uring && self.probe().is_ok() && uring::sends()
     }

@@ -13,7 +13,7 @@
 //!    ends before its deadline.
 
 use super::pollset::PollSet;
-use super::{Poller, Ready};
+use super::{Arm, Poller, Ready};
 use crate::{sys, Interest};
 use std::io;
 use std::os::fd::RawFd;
@@ -29,7 +29,7 @@ impl Poller for Poll {
         self.set.trim();
     }
 
-    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {
+    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _arm: Arm) -> io::Result<()> {
         self.set.set(fd, token, interest);
         Ok(())
     }

@@ -59,7 +59,7 @@
 //! one `fcntl` per registration; switches are counted in [`crate::Stats::switches`].
 
 use super::pollset::PollSet;
-use super::{Counters, Poller, Ready, WakeSignal};
+use super::{Arm, Capabilities, Counters, Poller, Ready, WakeSignal};
 use crate::sys::{self, Disposition};
 use crate::token::{is_internal, TOKEN_WAKER};
 use crate::{Interest, State};
@@ -338,7 +338,7 @@ impl Poller for Rtsig {
         self.internal.trim();
     }
 
-    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {
+    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _arm: Arm) -> io::Result<()> {
         if is_internal(token) {
             self.internal.set(fd, token, interest);
             return Ok(());
@@ -386,12 +386,16 @@ impl Poller for Rtsig {
         self.counters
     }
 
-    fn reports_existing(&self) -> bool {
-        false
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { reports_existing: false, ..Capabilities::PLAIN }
     }
+}
 
-    fn wake_signal(&self) -> Option<WakeSignal> {
-        Some(WakeSignal { tid: Arc::clone(&self.tid), signo: self.signo })
+impl Rtsig {
+    /// The thread and signal a [`crate::Waker`] must send to wake this backend's wait: it
+    /// cannot watch an eventfd.
+    pub(crate) fn wake_signal(&self) -> WakeSignal {
+        WakeSignal { tid: Arc::clone(&self.tid), signo: self.signo }
     }
 }
 
@@ -421,12 +425,12 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let token = 7 << 32 | listener.as_raw_fd() as u64;
-        rt.set(listener.as_raw_fd(), token, Interest::READ, true).unwrap();
+        rt.set(listener.as_raw_fd(), token, Interest::READ, Arm::Fresh).unwrap();
         let clients: Vec<_> =
             (0..64).map(|_| TcpStream::connect(listener.local_addr().unwrap()).unwrap()).collect();
         let (accepted, _) = listener.accept().unwrap();
         let other = 9 << 32 | accepted.as_raw_fd() as u64;
-        rt.set(accepted.as_raw_fd(), other, Interest::READ, true).unwrap();
+        rt.set(accepted.as_raw_fd(), other, Interest::READ, Arm::Fresh).unwrap();
         assert_eq!(rt.stash.len(), 1, "{} hints for one listener", rt.stash.len());
         assert_eq!(rt.stash[0].token, token);
         assert!(rt.stash[0].state.contains(State::READ));

@@ -41,7 +41,7 @@
 //!    behind a mutex since they may grow. The classical mode rebuilds its sets from a table
 //!    only its own thread touches, so it has no hand-off path (as `poll`).
 
-use super::{Handoff, Poller, Ready};
+use super::{Arm, Handoff, Poller, Ready};
 use crate::sys::{self, FdWord, FD_BITS};
 use crate::{Interest, State};
 use std::io;
@@ -228,7 +228,7 @@ impl Select {
 }
 
 impl Poller for Select {
-    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {
+    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _arm: Arm) -> io::Result<()> {
         // Descriptors are non-negative: the queue refuses the others.
         let i = fd as usize;
         if self.table.len() <= i {

@@ -29,7 +29,7 @@
 //!    blocked it: reap, and the next enter flushes.
 //! d. When the kernel cannot even allocate an overflow entry it drops the CQE, bumps the CQ
 //!    ring's overflow counter, and fails one later wait with `EBADR`. Either sign raises the
-//!    [`Poller::take_lost`] flag and the queue answers with a full descriptor scan. A drop
+//!    [`Uring::take_lost`] flag and the queue answers with a full descriptor scan. A drop
 //!    during a cancel ends that wait early, since the CQE it waits for may be the lost one.
 //! e. Before kernel commit a2da676376fe (2022) an overflowed `F_MORE` CQE could arrive after a
 //!    poll's last one. After a re-arm it carries the live poll's `user_data`, so it reads as
@@ -64,7 +64,7 @@
 //!    flags (as in m); with them, a completion would wait for its arming thread's next
 //!    system call.
 //!
-//! k. Sends ([`Poller::send`]): the ring does the I/O too, not only the notification. A send
+//! k. Sends ([`Uring::send`]): the ring does the I/O too, not only the notification. A send
 //!    is an `IORING_OP_SEND` with `MSG_WAITALL` (the kernel retries a short send on a stream
 //!    socket itself, 5.18) and `MSG_NOSIGNAL`, queued in the SQ ring and submitted by the
 //!    next `io_uring_enter`, the one that also waits for readiness: a batch of handlers'
@@ -85,7 +85,7 @@
 //!    queue's first such registration). Each completion's bytes are copied out at once into
 //!    the registration's inbox and the buffer is given back, so no buffer waits on the
 //!    application; the completion is reported as `READ` and the application takes the bytes
-//!    with [`Poller::take_received`], without a system call. End of stream (`res == 0`) and
+//!    with [`Uring::take_received`], without a system call. End of stream (`res == 0`) and
 //!    errors end the receive and are kept for `take_received` too. `-ENOBUFS` (every buffer
 //!    taken between two reaps) ends it quietly; it is re-armed like a poll (a): the bytes are
 //!    still in the socket. An inbox over [`INBOX_MAX`] stops the receive (an `ASYNC_CANCEL`,
@@ -146,7 +146,7 @@
 //! neither `REMOVE` nor `CANCEL`.
 
 use super::fdmap::FdMap;
-use super::{Handoff, Poller, ProbeError, ProbeErrorKind, Ready};
+use super::{Arm, Capabilities, Handoff, Poller, ProbeError, ProbeErrorKind, Ready};
 use crate::token::{is_internal, untoken, BACKEND_BIT};
 use crate::{sys, Interest, State};
 use hintq_sys::BufRing;
@@ -463,7 +463,7 @@ struct Table {
     removed: Option<i32>,
     /// Sends by descriptor: in flight, or failed and not taken yet (quirk k).
     sends: FdMap<Send>,
-    /// Cleared buffers of completed sends, for [`Poller::send_buffer`].
+    /// Cleared buffers of completed sends, for [`Uring::send_buffer`].
     pool: Vec<Vec<u8>>,
     /// The result of our last `ASYNC_CANCEL`, once its CQE came.
     cancelled: Option<i32>,
@@ -528,7 +528,7 @@ struct Send {
     /// The registration's token (without [`SEND`]).
     token: u64,
     buf: Vec<u8>,
-    /// Report the completion even if the send succeeds ([`Poller::sending`] was asked).
+    /// Report the completion even if the send succeeds ([`Uring::sending`] was asked).
     notify: bool,
     /// `-errno`, or the bytes sent when fewer than asked, once the CQE came: a failed send,
     /// kept until taken.
@@ -686,7 +686,7 @@ impl Table {
 pub(crate) struct Uring {
     ring: IoUring,
     table: Table,
-    /// CQEs were dropped (quirk d); see [`Poller::take_lost`].
+    /// CQEs were dropped (quirk d); see [`Uring::take_lost`].
     lost: bool,
     /// The CQ ring's overflow (drop) counter when last read.
     dropped: u32,
@@ -1289,7 +1289,7 @@ impl Poller for Uring {
     }
 
     /// Arms at once (quirk g). `fresh` is not needed: the table knows what is watched (b).
-    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _fresh: bool) -> io::Result<()> {
+    fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _arm: Arm) -> io::Result<()> {
         // Before anything changes: a move to another ring (quirk m) may be refused.
         self.claim()?;
         self.forget(fd)?;
@@ -1316,7 +1316,51 @@ impl Poller for Uring {
         self.cancel_send(fd)
     }
 
-    fn take_received(
+    /// Hands out what was reaped earlier and what is in the ring; enters the kernel only to
+    /// submit, to flush overflow, or to block when there is nothing to hand out.
+    fn wait(&mut self, out: &mut Vec<Ready>, _max: usize, timeout: Option<Duration>) -> io::Result<()> {
+        self.claim()?;
+        self.settle()?;
+        let block = self.table.pending.is_empty() && timeout != Some(Duration::ZERO);
+        if block {
+            self.table.shrink_idle();
+        }
+        if block || self.must_enter() {
+            // Quirk n: under load, wait for a batch, a window at most.
+            let want = if self.window_us > 0 { COALESCE_WANT } else { 1 };
+            self.enter_for(want, if block { timeout } else { Some(Duration::ZERO) })?;
+            self.settle()?;
+        }
+        out.append(&mut self.table.pending);
+        Ok(())
+    }
+
+    fn handoff(&mut self) -> Option<Handoff> {
+        // Several threads will enter the ring (quirks j, m): a ring of its own, run plainly,
+        // with the registrations moved over (kept as it is if a send is in flight, which a
+        // queue does not have before its threads start).
+        if self.run != Run::Plain {
+            // A deferred ring that could not be replaced lets only its owner in: no hand-off
+            // (a send in flight, which a queue has not before its threads start, or no ring).
+            if self.rebuild(Run::Plain).is_err() && self.run == Run::Deferred {
+                return None;
+            }
+        }
+        // Multishot completions after the first are edge-triggered (quirk list above), and a
+        // terminated poll is re-issued by `wait` itself: nothing to re-activate.
+        Some(Handoff::Edge)
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let coalescing = (self.window_us > 0).then(|| Duration::from_micros(self.window_us.into()));
+        Capabilities { coalescing, ..Capabilities::PLAIN }
+    }
+}
+
+/// The ring's own I/O, which no other backend has: sends, receives into the ring's
+/// buffers, the submission of what is queued, completions lost.
+impl Uring {
+    pub(crate) fn take_received(
         &mut self,
         fd: RawFd,
         token: u64,
@@ -1371,19 +1415,19 @@ impl Poller for Uring {
 
     /// Receives asked for (polled for now if `WRITE` is in the interest), or bytes held: a
     /// revoke would drop something.
-    fn receiving(&self, fd: RawFd, token: u64) -> bool {
+    pub(crate) fn receiving(&self, fd: RawFd, token: u64) -> bool {
         self.table.watches.get(token).is_some_and(|w| w.events & RECV != 0) || self.holds(fd)
     }
 
-    fn holds(&self, fd: RawFd) -> bool {
+    pub(crate) fn holds(&self, fd: RawFd) -> bool {
         self.table.inbox.get(fd).is_some_and(Inbox::holds)
     }
 
-    fn sends(&self) -> bool {
+    pub(crate) fn sends(&self) -> bool {
         self.sends
     }
 
-    fn send(&mut self, fd: RawFd, token: u64, buf: Vec<u8>) -> Result<(), (io::Error, Vec<u8>)> {
+    pub(crate) fn send(&mut self, fd: RawFd, token: u64, buf: Vec<u8>) -> Result<(), (io::Error, Vec<u8>)> {
         if !self.sends() {
             return Err((io::Error::from(io::ErrorKind::Unsupported), buf));
         }
@@ -1430,7 +1474,7 @@ impl Poller for Uring {
         Ok(())
     }
 
-    fn sending(&mut self, fd: RawFd, token: u64) -> bool {
+    pub(crate) fn sending(&mut self, fd: RawFd, token: u64) -> bool {
         match self.table.sends.get_mut(fd) {
             Some(s) if s.token == token && s.failed.is_none() => {
                 s.notify = true;
@@ -1440,7 +1484,7 @@ impl Poller for Uring {
         }
     }
 
-    fn send_error(&mut self, fd: RawFd, token: u64) -> Option<io::Error> {
+    pub(crate) fn send_error(&mut self, fd: RawFd, token: u64) -> Option<io::Error> {
         let res = self.table.sends.get(fd).filter(|s| s.token == token)?.failed?;
         let s = self.table.sends.remove(fd).expect("found above");
         let len = s.buf.len();
@@ -1452,30 +1496,11 @@ impl Poller for Uring {
         })
     }
 
-    fn send_buffer(&mut self) -> Vec<u8> {
+    pub(crate) fn send_buffer(&mut self) -> Vec<u8> {
         self.table.pool.pop().unwrap_or_default()
     }
 
-    /// Hands out what was reaped earlier and what is in the ring; enters the kernel only to
-    /// submit, to flush overflow, or to block when there is nothing to hand out.
-    fn wait(&mut self, out: &mut Vec<Ready>, _max: usize, timeout: Option<Duration>) -> io::Result<()> {
-        self.claim()?;
-        self.settle()?;
-        let block = self.table.pending.is_empty() && timeout != Some(Duration::ZERO);
-        if block {
-            self.table.shrink_idle();
-        }
-        if block || self.must_enter() {
-            // Quirk n: under load, wait for a batch, a window at most.
-            let want = if self.window_us > 0 { COALESCE_WANT } else { 1 };
-            self.enter_for(want, if block { timeout } else { Some(Duration::ZERO) })?;
-            self.settle()?;
-        }
-        out.append(&mut self.table.pending);
-        Ok(())
-    }
-
-    fn submit(&mut self) -> io::Result<()> {
+    pub(crate) fn submit(&mut self) -> io::Result<()> {
         if self.ring.submission().is_empty() {
             return Ok(());
         }
@@ -1485,27 +1510,7 @@ impl Poller for Uring {
         Ok(())
     }
 
-    fn handoff(&mut self) -> Option<Handoff> {
-        // Several threads will enter the ring (quirks j, m): a ring of its own, run plainly,
-        // with the registrations moved over (kept as it is if a send is in flight, which a
-        // queue does not have before its threads start).
-        if self.run != Run::Plain {
-            // A deferred ring that could not be replaced lets only its owner in: no hand-off
-            // (a send in flight, which a queue has not before its threads start, or no ring).
-            if self.rebuild(Run::Plain).is_err() && self.run == Run::Deferred {
-                return None;
-            }
-        }
-        // Multishot completions after the first are edge-triggered (quirk list above), and a
-        // terminated poll is re-issued by `wait` itself: nothing to re-activate.
-        Some(Handoff::Edge)
-    }
-
-    fn coalescing(&self) -> Option<Duration> {
-        (self.window_us > 0).then(|| Duration::from_micros(self.window_us.into()))
-    }
-
-    fn take_lost(&mut self) -> bool {
+    pub(crate) fn take_lost(&mut self) -> bool {
         std::mem::take(&mut self.lost)
     }
 }
