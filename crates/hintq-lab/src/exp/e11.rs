@@ -442,7 +442,7 @@ impl Experiment for E11 {
             for l in &p.lines {
                 for pt in &l.points {
                     reading.push(format!(
-                        "Table 2, {}, {what}, {} cold: {}% of the proxy's CPU samples in event notification.",
+                        "Table 2, {}, {what}, {} cold: {}% of the proxy core's time (flat, idle included) in event notification.",
                         l.name,
                         pt.x,
                         num(pt.spread.median)

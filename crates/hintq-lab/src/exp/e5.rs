@@ -1,16 +1,20 @@
-//! E5, Banga Table 2: the share of the server's CPU spent in event notification at a fixed
-//! load with many cold connections, sampled with `perf record -g` (software clock, kernel
-//! call chains).
+//! E5, Banga Table 2: the share of the server core's CPU time spent in event notification at
+//! a fixed load with many cold connections, as Banga measured it: a flat profile (each sample
+//! counted by its own function only) of the whole core the server is pinned to, idle
+//! included (`perf record -C <core>`, software clock, no call chains: this machine has no
+//! hardware counters).
 //!
 //! What counts is an exact list of functions per mechanism ([`Mechanism::kernel`],
 //! [`Mechanism::user`]), each found in this kernel's `/proc/kallsyms` (6.18; functions it
 //! inlines, like `ep_poll` into `do_epoll_wait`, count through their caller), not symbol
 //! substrings: `select_task_rq_fair` (the scheduler), `__napi_poll` (network softirq) or
-//! `__alloc_pages` are no event notification. A kernel sample counts if any frame of its call
-//! chain is one of the mechanism's functions, so a shared helper (`fdget`, `fput`,
-//! `sock_poll`, `tcp_poll`, `__pollwait`) counts exactly when the mechanism called it: under
-//! `do_select` it does, under `__sys_recvfrom` it does not. io_uring's ring also carries
-//! sends, so for it only the poll path and the wait count, not the whole `io_uring_enter`.
+//! `__alloc_pages` are no event notification. In a flat profile a sample counts when its own
+//! function is one of the mechanism's: helpers the mechanism calls (`fdget`, `sock_poll`,
+//! `tcp_poll`) are not its functions, as in Banga's table. A report with call chains (an older
+//! profile) still counts a sample whose chain passes through one of them, so a shared helper
+//! counts exactly when the mechanism called it: under `do_select` it does, under
+//! `__sys_recvfrom` it does not. io_uring's ring also carries sends, so for it only the poll
+//! path and the wait count, not the whole `io_uring_enter`.
 
 use super::e1::servers;
 use super::serve::{self};
@@ -198,14 +202,14 @@ pub fn perf_ok() -> Result<(), String> {
 }
 
 /// The `perf report` arguments whose output [`event_share`] reads: one entry per function,
-/// each followed by its call chains folded on one line with their sample counts.
-pub const REPORT_ARGS: &[&str] =
-    &["report", "--stdio", "--no-children", "--sort", "symbol", "-g", "folded,0,caller,count"];
+/// its share of all the samples of the recording (of the whole core, idle included, for a
+/// [`profiled`] server) by its own time.
+pub const REPORT_ARGS: &[&str] = &["report", "--stdio", "--no-children", "--sort", "symbol"];
 
 /// The share (%) of samples in `mechanism`'s event notification, from a `perf report` made
-/// with [`REPORT_ARGS`] of a `perf record -g`. An entry without call chains (a report of a
-/// recording without `-g`) counts by its own function only. `None` if the report has no
-/// samples.
+/// with [`REPORT_ARGS`]: an entry without call chains (a flat profile, [`profiled`]'s) counts
+/// by its own function only; one followed by folded call chains (`-g folded,0,caller,count`
+/// of a `perf record -g`) by its chains. `None` if the report has no samples.
 pub fn event_share(report: &str, mechanism: Mechanism) -> Option<f64> {
     // Per entry: its percentage, and its chains' counts (all, counted).
     let mut entries: Vec<(f64, bool, u64, u64)> = Vec::new();
@@ -237,11 +241,18 @@ pub fn event_share(report: &str, mechanism: Mechanism) -> Option<f64> {
     })
 }
 
-/// `server` run under `perf record` (software clock, 999 Hz), writing `perf.data` into the
-/// point's directory; E5's and E11's profiles.
+/// `server` run under `perf record` sampling the whole core it is pinned to, every process
+/// and the idle loop (`-a -C <core>`, software clock `cpu-clock` at 999 Hz, flat: no call
+/// chains), writing `perf.data` into the point's directory until the server exits; E5's and
+/// E11's profiles. Its report's shares are of all the core's time, idle included (Banga's
+/// denominator: the whole machine's time).
 pub fn profiled(mut server: Server) -> Server {
+    let core = server.cmd.cpu.to_string();
     let mut args: Vec<String> =
-        ["record", "-g", "-F", "999", "-o", "perf.data", "--"].into_iter().map(String::from).collect();
+        ["record", "-e", "cpu-clock", "-a", "-C", &core, "-F", "999", "-o", "perf.data", "--"]
+            .into_iter()
+            .map(String::from)
+            .collect();
     args.push(server.cmd.program.to_string_lossy().into());
     args.extend(server.cmd.args.clone());
     server.cmd = Cmd { program: "perf".into(), args, cpu: server.cmd.cpu };
@@ -267,7 +278,7 @@ impl Experiment for E5 {
         "E5"
     }
     fn title(&self) -> &'static str {
-        "share of server CPU in event notification, fixed load, many cold connections"
+        "share of the server core's time (idle included) in event notification, fixed load, many cold connections"
     }
     fn paper(&self) -> &'static str {
         "Banga et al. Table 2"
@@ -331,7 +342,7 @@ impl Experiment for E5 {
             "event_cpu_pct",
             "400 req/s, 50 hot",
             "cold connections",
-            "% of server CPU samples",
+            "% of the server core's samples (idle included)",
             (false, false),
         );
         let mut reading: Vec<String> = p
@@ -355,7 +366,8 @@ impl Experiment for E5 {
         let t2 = super::banga::table2(super::banga::Setting::Server, rows, "event_cpu_pct");
         reading.insert(0, format!("{}.", super::banga::TABLE2_RULE));
         reading.splice(1..1, t2.figures.iter().map(|f| format!("{}: {}.", f.figure, f.holds)));
-        let (ours, holds, figures) = (format!("{} of server CPU", t2.ours), t2.holds, t2.figures);
+        let (ours, holds, figures) =
+            (format!("{} of the server core's time (flat, idle included)", t2.ours), t2.holds, t2.figures);
         Analysis {
             panels: vec![p],
             ours,
@@ -457,6 +469,44 @@ mod tests {
         assert_eq!(Mechanism::of_series("nginx"), Some(Mechanism::Epoll));
     }
 
+    /// A flat `perf report` (REPORT_ARGS) of the whole server core, idle included: 60% idle,
+    /// the rest the server, its load's softirqs and select's helpers.
+    const FLAT: &str = "\
+# Samples: 1K of event 'cpu-clock'
+# Overhead  Symbol
+#
+    60.00%  [k] pv_native_safe_halt                            -      -
+    10.00%  [k] do_select                                      -      -
+     6.00%  [k] fdget                                          -      -
+     5.00%  [k] tcp_poll                                       -      -
+     4.00%  [k] __napi_poll                                    -      -
+     3.00%  [k] pollwake                                       -      -
+     2.00%  [.] <hintq::backend::select::Select as hintq::backend::Poller>::wait   -      -
+     1.00%  [.] hintq::queue::Queue::get_next_event::h0123456789abcdef   -      -
+     9.00%  [.] hintq_http::head::parse                        -      -
+";
+
+    #[test]
+    fn a_flat_profile_of_the_core_counts_the_mechanism_s_own_functions_over_all_its_time() {
+        // do_select 10 + pollwake 3 + hintq's select 2 + hintq's queue 1, of the core's 100
+        // (idle's 60 included); not the helpers it calls (fdget, tcp_poll).
+        let select = event_share(FLAT, Mechanism::Select).unwrap();
+        assert!((select - 16.0).abs() < 1e-9, "{select}");
+        assert_eq!(event_share(FLAT, Mechanism::Epoll), Some(1.0), "hintq's queue only");
+        // The recording samples the server's whole core (every process, idle), flat.
+        let cmd = crate::runner::Cmd::new("/bin/hintq", &["serve", "--backend", "select"], 3);
+        let server = crate::runner::Server::new(cmd, "127.0.0.1:1".parse().unwrap());
+        let p = super::profiled(server);
+        assert_eq!(p.cmd.program.to_str(), Some("perf"));
+        let args = p.cmd.args.join(" ");
+        assert!(
+            args.starts_with("record -e cpu-clock -a -C 3 -F 999 -o perf.data -- /bin/hintq serve"),
+            "{args}"
+        );
+        assert!(!p.cmd.args.iter().any(|a| a == "-g"), "{args}");
+        assert!(!super::REPORT_ARGS.contains(&"-g"));
+    }
+
     /// Three profiles of a point: `v`, `v` + 1%, `v` − 1% of `v`.
     fn row(series: &str, x: f64, v: f64) -> Vec<Row> {
         [v, v * 1.01, v * 0.99]
@@ -485,7 +535,7 @@ mod tests {
         assert_eq!(
             a.ours,
             "at 750 cold: classical select 40.0% (39.6–40.4, n=3), improved select 30.0% (29.7–30.3, n=3), \
-             epoll 3.00% (2.97–3.03, n=3), poll 20.0% (19.8–20.2, n=3) of server CPU"
+             epoll 3.00% (2.97–3.03, n=3), poll 20.0% (19.8–20.2, n=3) of the server core's time (flat, idle included)"
         );
         assert_eq!(a.holds, "yes");
         let holds: Vec<&str> = a.figures.iter().map(|f| f.holds.split(' ').next().unwrap()).collect();
@@ -494,7 +544,7 @@ mod tests {
             .holds
             .contains("epoll 3.00 (2.97–3.03, n=3) below a third of improved select's 10.0"));
         assert!(a.figures[2].literal.starts_with("no (rule: every profile's share under 1% of the CPU"));
-        assert!(a.reading[0].starts_with("Table 2 is judged at one cold count (750"));
+        assert!(a.reading[0].contains("Table 2 is judged at one cold count (750"));
         assert!(a.reading.iter().any(|r| r
             .starts_with("hintq-select-classic (classical select): 40.0% at 750 cold, 10.0% at 5000 cold")));
         assert!(a.reading.iter().any(|r| r.starts_with("hintq-select counts: __x64_sys_select")));
