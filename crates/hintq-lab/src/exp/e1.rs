@@ -119,7 +119,8 @@ impl Experiment for E1 {
     }
     fn plan(&self, lab: &Lab) -> Vec<Point> {
         let colds: Vec<usize> = lab.pick(
-            vec![0, 1000, 2000, 5000, 10000, 15000, 25_000, 50_000, 100_000],
+            // 1000 and 10000 left out for the full run's time (issue 26's budget).
+            vec![0, 2000, 5000, 15000, 25_000, 50_000, 100_000],
             // Banga's Fig. 8 number is at 2000 cold.
             vec![0, 2000],
             vec![0, 100],
