@@ -204,7 +204,12 @@ pub fn perf_ok() -> Result<(), String> {
 /// The `perf report` arguments whose output [`event_share`] reads: one entry per function,
 /// its share of all the samples of the recording (of the whole core, idle included, for a
 /// [`profiled`] server) by its own time.
-pub const REPORT_ARGS: &[&str] = &["report", "--stdio", "--no-children", "--sort", "symbol"];
+pub const REPORT_ARGS: &[&str] = &["report", "--stdio", "--no-children", "--sort", "comm,symbol"];
+
+/// The commands (thread names' beginnings) of the servers profiled: `hintq` (and its
+/// `hintq-reactor-N` threads), `nginx`. Other processes on the core (this machine is shared)
+/// count in the core's time, never in event notification.
+pub const SERVER_COMMS: &[&str] = &["hintq", "nginx"];
 
 /// The share (%) of samples in `mechanism`'s event notification, from a `perf report` made
 /// with [`REPORT_ARGS`]: an entry without call chains (a flat profile, [`profiled`]'s) counts
@@ -265,6 +270,18 @@ pub fn profiled(mut server: Server) -> Server {
 /// time the recording spanned (`header`'s `sample duration`, first to last sample: the
 /// server's start to its end, `perf report --header-only`). `None` without either.
 pub fn core_share(report: &str, header: &str, mechanism: Mechanism) -> Option<f64> {
+    // Only the server's entries (`  4.74%  hintq-reactor-0  [k] do_epoll_wait`); their
+    // percentages stay of all the samples (perf's default, --percentage absolute).
+    let server: String = report
+        .lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            let Some((pct, rest)) = t.split_once(char::is_whitespace) else { return true };
+            !pct.ends_with('%') || SERVER_COMMS.iter().any(|c| rest.trim_start().starts_with(c))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let report = server.as_str();
     let field = |text: &str, key: &str| {
         text.lines().find_map(|l| {
             let v = l.trim_start_matches(['#', ' ']).strip_prefix(key)?.trim_start_matches([' ', ':']);
@@ -498,17 +515,19 @@ mod tests {
     /// the rest the server, its load's softirqs and select's helpers.
     const FLAT: &str = "\
 # Samples: 1K of event 'cpu-clock'
-# Overhead  Symbol
+# Overhead  Command  Symbol
 #
-    60.00%  [k] pv_native_safe_halt                            -      -
-    10.00%  [k] do_select                                      -      -
-     6.00%  [k] fdget                                          -      -
-     5.00%  [k] tcp_poll                                       -      -
-     4.00%  [k] __napi_poll                                    -      -
-     3.00%  [k] pollwake                                       -      -
-     2.00%  [.] <hintq::backend::select::Select as hintq::backend::Poller>::wait   -      -
-     1.00%  [.] hintq::queue::Queue::get_next_event::h0123456789abcdef   -      -
-     9.00%  [.] hintq_http::head::parse                        -      -
+    60.00%  swapper          [k] pv_native_safe_halt                            -      -
+    10.00%  hintq            [k] do_select                                      -      -
+     6.00%  hintq            [k] fdget                                          -      -
+     5.00%  hintq            [k] tcp_poll                                       -      -
+     4.00%  ksoftirqd/1      [k] __napi_poll                                    -      -
+     3.00%  hintq-reactor-0  [k] pollwake                                       -      -
+     2.00%  hintq-reactor-0  [.] <hintq::backend::select::Select as hintq::backend::Poller>::wait   -      -
+     1.00%  hintq            [.] hintq::queue::Queue::get_next_event::h0123456789abcdef   -      -
+     6.00%  nginx            [.] hintq_http::head::parse                        -      -
+     2.00%  select::stale_a  [k] do_select                                      -      -
+     1.00%  opt cgu.0        [k] do_select                                      -      -
 ";
 
     #[test]
@@ -519,6 +538,9 @@ mod tests {
         let header = "# time of first sample : 14939.5\n# sample duration :    400.4004 ms\n";
         let s = super::core_share(&report, header, Mechanism::Select).unwrap();
         assert!((s - 4.0).abs() < 1e-9, "{s}");
+        // Another process's select on the shared core (a test named select::stale_a, "opt
+        // cgu.0") is the core's time, not the server's event notification.
+        assert!((event_share(&report, Mechanism::Select).unwrap() - 19.0).abs() < 1e-9);
         // Busier than the span (rounding): never over the samples' share.
         let full = "# sample duration :    50.0 ms\n";
         assert!((super::core_share(&report, full, Mechanism::Select).unwrap() - 16.0).abs() < 1e-9);
@@ -530,9 +552,12 @@ mod tests {
     fn a_flat_profile_of_the_core_counts_the_mechanism_s_own_functions_over_all_its_time() {
         // do_select 10 + pollwake 3 + hintq's select 2 + hintq's queue 1, of the core's 100
         // (idle's 60 included); not the helpers it calls (fdget, tcp_poll).
-        let select = event_share(FLAT, Mechanism::Select).unwrap();
+        // (The core busy all the recording: the share of the samples is the core's.)
+        let report = format!("# Event count (approx.): 1000000\n{FLAT}");
+        let share = |m| super::core_share(&report, "# sample duration : 1.0 ms\n", m);
+        let select = share(Mechanism::Select).unwrap();
         assert!((select - 16.0).abs() < 1e-9, "{select}");
-        assert_eq!(event_share(FLAT, Mechanism::Epoll), Some(1.0), "hintq's queue only");
+        assert_eq!(share(Mechanism::Epoll), Some(1.0), "hintq's queue only");
         // The recording samples the server's whole core (every process, idle), flat.
         let cmd = crate::runner::Cmd::new("/bin/hintq", &["serve", "--backend", "select"], 3);
         let server = crate::runner::Server::new(cmd, "127.0.0.1:1".parse().unwrap());
