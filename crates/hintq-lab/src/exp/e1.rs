@@ -233,7 +233,7 @@ impl Experiment for E1 {
             "(a) throughput, 32 hot connections, 1 KB file",
             x,
             "requests per second",
-            (true, false),
+            (false, false),
         );
         let c = panel(
             rows,
@@ -241,7 +241,7 @@ impl Experiment for E1 {
             "(b) server CPU per request",
             x,
             "µs CPU per request",
-            (true, true),
+            (false, true),
         );
         let user = panel(
             rows,
@@ -249,7 +249,7 @@ impl Experiment for E1 {
             "(c) user-space memory per connection held (server's processes, RSS)",
             x,
             "bytes per connection",
-            (true, false),
+            (false, false),
         );
         let kernel = panel(
             rows,
@@ -257,7 +257,7 @@ impl Experiment for E1 {
             "(d) kernel memory per connection held (slab + TCP buffers, both ends)",
             x,
             "bytes per connection",
-            (true, false),
+            (false, false),
         );
         let mut reading = Vec::new();
         for l in &t.lines {

@@ -368,7 +368,7 @@ impl Experiment for E11 {
             "(a) Fig. 8: proxy throughput, 32 hot connections, 1 KB file",
             "cold connections to the proxy",
             "requests per second",
-            (true, false),
+            (false, false),
         );
         let cpu = panel(
             rows,
@@ -376,7 +376,7 @@ impl Experiment for E11 {
             "(b) proxy CPU per request",
             "cold connections to the proxy",
             "µs CPU per request",
-            (true, true),
+            (false, true),
         );
         let x = "offered rate (requests per second)";
         let fig9 = panel(
