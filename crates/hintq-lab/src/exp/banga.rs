@@ -86,6 +86,7 @@ pub fn fig8(setting: Setting, rows: &[Row], metric: &str, throughput: &[Line]) -
     let scan = [CLASSICAL, IMPROVED, POLL]
         .into_iter()
         .find_map(|(series, name)| Some((name, median(throughput, series, FIG8_COLD)?)));
+    let measured = epoll.is_some() && scan.is_some();
     let (ours, ratio) = match (epoll, scan) {
         (Some(e), Some((name, s))) => (
             format!("{} (epoll {} ÷ {name} {} req/s at {FIG8_COLD} cold)", num(e / s), num(e), num(s)),
@@ -97,6 +98,12 @@ pub fn fig8(setting: Setting, rows: &[Row], metric: &str, throughput: &[Line]) -
         ),
     };
     let (holds, figures) = fig8_verdict(rows, metric, FIG8_COLD);
+    // A figure not measured judges nothing, whatever the launches' rows say.
+    let holds = if measured {
+        holds
+    } else {
+        Verdict::unmeasured(&format!("epoll and a select or poll line at {FIG8_COLD} cold"))
+    };
     // Banga's +28%: epoll at least 1.28 times select at 2000 cold, every launch against every
     // launch; poll standing in for select is not Banga's comparison.
     let launches = |series: &str| verdict::launches(rows, series, FIG8_COLD, metric);
@@ -287,7 +294,8 @@ pub fn fig9(setting: Setting, rows: &[Row], achieved: &str, p99: &str) -> Figure
 /// Banga's Table 2 as a rule, said in E5's and E11's sections beside their verdicts.
 pub const TABLE2_RULE: &str = "Each share is a flat profile as Banga's DCPI gave it: the samples of the \
     mechanism's own functions (kernel and user; the per-descriptor helpers only under them) over all the \
-    time of the core the server runs on, idle included, in the load's hot phase. Table 2 is judged at one cold count (750, Banga's, when measured) for every \
+    time of the core the server runs on, idle included, in the load's hot phase; only the server's own \
+    processes (hintq, nginx) count as event notification, any other on the core as the core's time. Table 2 is judged at one cold count (750, Banga's, when measured) for every \
     line, on each point's profiles (launches): classical select's must all be above improved select's \
     and the event API's, improved select's above the event API's, and the event API's below a third of \
     the smaller select share's (Banga: 34% > 12% > 0.68%); poll stands in for select only when neither \
