@@ -1,4 +1,4 @@
-//! E1, Banga Fig. 8 and Provos Figs. 4-10: throughput, errors and server CPU per request as
+//! E1, Banga Fig. 8: throughput, errors and server CPU per request as
 //! cold (idle) connections grow, per backend, and nginx with one worker beside. Banga's three
 //! lines are there: classical select (`select-classic`), improved select (`select`) and the
 //! event API on a kernel event queue (`uring`, `epoll`), up to 15,000 cold connections, served
@@ -108,7 +108,7 @@ impl Experiment for E1 {
         "static server throughput vs cold connections"
     }
     fn paper(&self) -> &'static str {
-        "Banga et al. Fig. 8; Provos & Lever Figs. 4-10"
+        "Banga et al. Fig. 8"
     }
     fn claim(&self) -> &'static str {
         "With select/poll, throughput falls as cold connections grow; with the event API it stays \
