@@ -11,7 +11,7 @@ use common::tcp;
 use hintq::{Backend, Event, Interest, Queue, SendError, State};
 use std::io::{ErrorKind, Read};
 use std::os::fd::RawFd;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const PATIENCE: Duration = Duration::from_secs(5);
 
@@ -31,15 +31,7 @@ fn ring_queue(case: &str) -> Option<Queue> {
 /// Waits for an event of `fd` whose state has `want`; the events of other descriptors are
 /// dropped.
 fn wait_for(q: &mut Queue, fd: RawFd, want: State) -> Option<Event> {
-    let end = Instant::now() + PATIENCE;
-    let mut evs = [Event::default(); 16];
-    while Instant::now() < end {
-        let n = q.get_next_event(&mut evs, Some(Duration::from_millis(50))).unwrap();
-        if let Some(e) = evs[..n].iter().find(|e| e.fd() == fd && e.state().contains(want)) {
-            return Some(*e);
-        }
-    }
-    None
+    common::wait_event(q, fd, want, PATIENCE)
 }
 
 #[test]

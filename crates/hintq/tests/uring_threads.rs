@@ -29,15 +29,7 @@ fn ring_queue(case: &str) -> Option<Queue> {
 
 /// Waits for an event of `fd` whose state has `want`; other descriptors' events are dropped.
 fn wait_for(q: &mut Queue, fd: RawFd, want: State) -> bool {
-    let end = Instant::now() + PATIENCE;
-    let mut evs = [Event::default(); 16];
-    while Instant::now() < end {
-        let n = q.get_next_event(&mut evs, Some(Duration::from_millis(50))).unwrap();
-        if evs[..n].iter().any(|e| e.fd() == fd && e.state().contains(want)) {
-            return true;
-        }
-    }
-    false
+    common::wait_event(q, fd, want, PATIENCE).is_some()
 }
 
 /// Takes what the ring received for `fd` until `want` bytes came.
