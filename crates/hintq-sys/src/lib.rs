@@ -245,6 +245,18 @@ pub fn eventfd() -> io::Result<OwnedFd> {
     Ok(unsafe { owned(fd) })
 }
 
+/// A close-on-exec epoll instance (`epoll_create1(EPOLL_CLOEXEC)`): the one the core's epoll
+/// backend and groups, and the benchmarks' raw loops, all create.
+///
+/// # Errors
+/// `epoll_create1(2)`'s (`EMFILE`, `ENOMEM`, ...).
+pub fn epoll_create() -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall; the result is checked.
+    let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+    // SAFETY: `fd` was just created and is owned by nobody else.
+    Ok(unsafe { owned(fd) })
+}
+
 /// One `poll(2)` over `fds` with `timeout_ms` (-1 blocks, 0 is a pure scan), once (`EINTR`
 /// is the caller's); returns how many entries have `revents` set.
 ///
