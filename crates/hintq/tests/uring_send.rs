@@ -6,24 +6,16 @@
 
 mod common;
 
-use common::tcp;
+use common::{tcp, PATIENCE};
 
 use hintq::{Backend, Event, Interest, Queue, SendError, State};
 use std::io::{ErrorKind, Read};
 use std::os::fd::RawFd;
 use std::time::Duration;
 
-const PATIENCE: Duration = Duration::from_secs(5);
-
 /// A queue that sends through the ring; `None` (after saying why) when there is none here.
 fn ring_queue(case: &str) -> Option<Queue> {
-    if !hintq_testkit::runs(
-        case,
-        Backend::Uring.probe().map_err(|why| format!("io_uring unavailable: {why}")),
-    ) {
-        return None;
-    }
-    let mut q = Queue::new(Backend::Uring).unwrap();
+    let mut q = common::ring_queue(case)?;
     assert!(q.ring_io().is_some_and(|r| r.can_send()), "io_uring runs here but the queue cannot send");
     Some(q)
 }

@@ -10,6 +10,16 @@ pub const MS: fn(u64) -> Duration = Duration::from_millis;
 #[allow(unused_imports)] // each test binary uses its own subset
 pub use hintq_testkit::reset;
 
+/// How long the ring tests wait for an event before calling it lost.
+pub const PATIENCE: Duration = Duration::from_secs(5);
+
+/// A queue on the io_uring backend; `None` (after saying why, through the testkit's skip)
+/// when io_uring is not available here.
+pub fn ring_queue(case: &str) -> Option<hintq::Queue> {
+    let probe = hintq::Backend::Uring.probe().map_err(|why| format!("io_uring unavailable: {why}"));
+    hintq_testkit::runs(case, probe).then(|| hintq::Queue::new(hintq::Backend::Uring).unwrap())
+}
+
 /// The first event for `fd` whose state contains `want` (`State::empty()`: any event for
 /// `fd`), waiting at most `limit`; `None` if none came. Events for other descriptors are
 /// taken and dropped.
