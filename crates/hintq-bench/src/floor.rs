@@ -134,8 +134,7 @@ fn accept(listener: RawFd) -> io::Result<RawFd> {
 
 /// A new epoll instance (never closed: the loops end with the process).
 pub(crate) fn epoll_create() -> io::Result<RawFd> {
-    // SAFETY: plain system call.
-    cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })
+    hintq_sys::epoll_create().map(std::os::fd::IntoRawFd::into_raw_fd)
 }
 
 /// Watches `fd` for input, level-triggered, its number as the event's data.

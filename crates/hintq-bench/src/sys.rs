@@ -3,7 +3,7 @@
 //! core pinning and the descriptor limit come from the shared helpers of `hintq-sys`.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use hintq_sys::cvt;
 /// A connected, non-blocking `AF_UNIX` stream pair: `(watched, peer)`. The benchmark writes
@@ -45,10 +45,7 @@ const RAW_EVENTS: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
 impl RawEpoll {
     /// An epoll instance returning at most `max` events per wait.
     pub fn new(max: usize) -> io::Result<RawEpoll> {
-        // SAFETY: plain syscall.
-        let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
-        // SAFETY: `fd` was just created and is owned by nobody else.
-        let epfd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let epfd = epoll_create()?;
         Ok(RawEpoll { epfd, buf: vec![libc::epoll_event { events: 0, u64: 0 }; max.max(1)] })
     }
 
@@ -132,12 +129,7 @@ pub fn set_sigpending(soft: u64) -> io::Result<()> {
 pub use hintq_sys::{gettid, is_sleeping};
 
 /// A new epoll instance.
-pub fn epoll_create() -> io::Result<OwnedFd> {
-    // SAFETY: plain syscall.
-    let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
-    // SAFETY: `fd` was just created and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
+pub use hintq_sys::epoll_create;
 
 /// `EPOLL_CTL_ADD` of `fd` to `epfd` with `events` and `data`.
 pub fn epoll_add(epfd: RawFd, fd: RawFd, events: u32, data: u64) -> io::Result<()> {

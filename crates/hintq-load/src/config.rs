@@ -266,24 +266,7 @@ impl Config {
     }
 }
 
-/// Parses `10s`, `500ms`, `2m`, `1h`, `250us` or a bare number of seconds (`1.5`).
-///
-/// # Errors
-/// A message naming the accepted forms.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("bad duration {s:?}: expected e.g. 10s, 500ms, 2m"))?;
-    let scale = match unit {
-        "" | "s" => 1.0,
-        "ms" => 1e-3,
-        "us" => 1e-6,
-        "m" => 60.0,
-        "h" => 3600.0,
-        _ => return Err(format!("bad duration unit in {s:?}: use us, ms, s, m or h")),
-    };
-    Duration::try_from_secs_f64(n * scale).map_err(|e| format!("bad duration {s:?}: {e}"))
-}
+pub use hintq_sys::parse_duration;
 
 /// Parses an error rate: a fraction (`0.01`) or a percentage (`1%`), from 0 to 1 (100%).
 ///
@@ -347,14 +330,5 @@ mod tests {
         for bad in ["1.5", "-1%", "101%", "x", "%", "NaN"] {
             assert!(parse_error_rate(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("10 s").is_err() && parse_duration("x").is_err());
     }
 }

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The access log: one Common Log Format line per response,
 /// `127.0.0.1 - - [22/Nov/2026:13:47:30 +0000] "GET /a.html HTTP/1.1" 200 1024`.
@@ -54,20 +54,22 @@ impl AccessLog {
     }
 }
 
-/// `22/Nov/2026:13:47:30 +0000` (UTC): the fields of the IMF-fixdate that `httpdate`
-/// writes for the Date header (`Sun, 22 Nov 2026 13:47:30 GMT`), in the Common Log Format's
-/// order, so that no second calendar routine is needed.
+/// `22/Nov/2026:13:47:30 +0000` (UTC): the fields of the IMF-fixdate that
+/// [`hintq_http::http_date`] writes for the Date header (`Sun, 22 Nov 2026 13:47:30 GMT`), in
+/// the Common Log Format's order, so that no second calendar routine is needed.
 fn clf_time(t: SystemTime) -> String {
-    let imf = httpdate::fmt_http_date(t.clamp(UNIX_EPOCH, UNIX_EPOCH + Duration::from_secs(253_402_300_799)));
+    let imf = hintq_http::http_date(t.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs());
+    let imf = std::str::from_utf8(&imf).unwrap_or_default();
     match imf.split(' ').collect::<Vec<_>>()[..] {
         [_, day, month, year, time, _] => format!("{day}/{month}/{year}:{time} +0000"),
-        _ => imf, // not reached: httpdate writes IMF-fixdate
+        _ => imf.to_owned(), // not reached: http_date writes IMF-fixdate
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn clf_dates() {

@@ -11,25 +11,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// `500ms`, `10s`, `2m`, `1h`, or a bare number of seconds.
-///
-/// # Errors
-/// Anything else, with a message naming the accepted forms.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("bad duration {s:?}: expected e.g. 500ms, 10s, 2m"))?;
-    let scale = match unit {
-        "us" => 1e-6,
-        "ms" => 1e-3,
-        "" | "s" => 1.0,
-        "m" => 60.0,
-        "h" => 3600.0,
-        _ => return Err(format!("bad duration unit in {s:?}: use us, ms, s, m or h")),
-    };
-    Duration::try_from_secs_f64(n * scale).map_err(|e| format!("bad duration {s:?}: {e}"))
-}
+pub use hintq_sys::parse_duration;
 
 fn parse_threads(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
@@ -247,16 +229,5 @@ mod tests {
         assert!(on.uring_sends && on.uring_receives && on.uring_defer);
         let bad = ["x", "--listen", "127.0.0.1:0", "--uring-sends", "0"];
         assert!(Cli::try_parse_from(bad).is_err(), "on or off, nothing else");
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("50us"), Ok(Duration::from_micros(50)));
-        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
-        assert!(parse_duration("5 parsecs").is_err());
-        assert!(parse_duration("").is_err());
     }
 }

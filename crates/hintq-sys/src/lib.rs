@@ -245,6 +245,18 @@ pub fn eventfd() -> io::Result<OwnedFd> {
     Ok(unsafe { owned(fd) })
 }
 
+/// A close-on-exec epoll instance (`epoll_create1(EPOLL_CLOEXEC)`): the one the core's epoll
+/// backend and groups, and the benchmarks' raw loops, all create.
+///
+/// # Errors
+/// `epoll_create1(2)`'s (`EMFILE`, `ENOMEM`, ...).
+pub fn epoll_create() -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall; the result is checked.
+    let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+    // SAFETY: `fd` was just created and is owned by nobody else.
+    Ok(unsafe { owned(fd) })
+}
+
 /// One `poll(2)` over `fds` with `timeout_ms` (-1 blocks, 0 is a pure scan), once (`EINTR`
 /// is the caller's); returns how many entries have `revents` set.
 ///
@@ -569,9 +581,47 @@ pub fn resident_pages(ptr: *const u8, len: usize) -> Option<usize> {
     (r == 0).then(|| vec.iter().filter(|&&b| b & 1 != 0).count())
 }
 
+/// Parses a command-line duration: `250us`, `500ms`, `10s`, `2m`, `1h`, or a bare number of
+/// seconds (`1.5`); surrounding blanks are ignored. The one parser of `hintq load`, `serve` and
+/// `proxy` flags.
+///
+/// # Errors
+/// Anything else, with a message naming the accepted forms.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("bad duration {s:?}: expected e.g. 500ms, 10s, 2m"))?;
+    let scale = match unit {
+        "us" => 1e-6,
+        "ms" => 1e-3,
+        "" | "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("bad duration unit in {s:?}: use us, ms, s, m or h")),
+    };
+    Duration::try_from_secs_f64(n * scale).map_err(|e| format!("bad duration {s:?}: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("50us"), Ok(Duration::from_micros(50)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration(" 10s "), Ok(Duration::from_secs(10)));
+        for bad in ["10 s", "x", "", "5 parsecs", "-1s", "1e999"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn cvt_keeps_errno() {

@@ -118,12 +118,7 @@ pub(crate) fn eventfd_drain(fd: RawFd) -> bool {
 }
 
 /// A close-on-exec epoll instance.
-pub(crate) fn epoll_create() -> io::Result<OwnedFd> {
-    // SAFETY: plain syscall.
-    let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
-    // SAFETY: `fd` was just created and is open.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
+pub(crate) use hintq_sys::epoll_create;
 
 /// `epoll_ctl(2)`; `events` and `data` are ignored for `EPOLL_CTL_DEL`.
 pub(crate) fn epoll_ctl(epfd: RawFd, op: libc::c_int, fd: RawFd, events: u32, data: u64) -> io::Result<()> {

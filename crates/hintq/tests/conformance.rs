@@ -34,15 +34,7 @@ fn queue(b: Backend) -> Queue {
 
 /// Collects events until `fd` shows up or `limit` passes; returns its state.
 fn wait_for(q: &mut Queue, fd: RawFd, limit: Duration) -> Option<State> {
-    let deadline = Instant::now() + limit;
-    let mut evs = [Event::default(); 16];
-    while Instant::now() < deadline {
-        let n = q.get_next_event(&mut evs, Some(deadline - Instant::now())).unwrap();
-        if let Some(ev) = evs[..n].iter().find(|e| e.fd() == fd) {
-            return Some(ev.state());
-        }
-    }
-    None
+    common::wait_event(q, fd, State::empty(), limit).map(|e| e.state())
 }
 
 /// Every event delivered within `limit` (stops early after a quiet `quiet` period).

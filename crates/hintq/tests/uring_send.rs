@@ -6,24 +6,16 @@
 
 mod common;
 
-use common::tcp;
+use common::{tcp, PATIENCE};
 
 use hintq::{Backend, Event, Interest, Queue, SendError, State};
 use std::io::{ErrorKind, Read};
 use std::os::fd::RawFd;
-use std::time::{Duration, Instant};
-
-const PATIENCE: Duration = Duration::from_secs(5);
+use std::time::Duration;
 
 /// A queue that sends through the ring; `None` (after saying why) when there is none here.
 fn ring_queue(case: &str) -> Option<Queue> {
-    if !hintq_testkit::runs(
-        case,
-        Backend::Uring.probe().map_err(|why| format!("io_uring unavailable: {why}")),
-    ) {
-        return None;
-    }
-    let mut q = Queue::new(Backend::Uring).unwrap();
+    let mut q = common::ring_queue(case)?;
     assert!(q.ring_io().is_some_and(|r| r.can_send()), "io_uring runs here but the queue cannot send");
     Some(q)
 }
@@ -31,15 +23,7 @@ fn ring_queue(case: &str) -> Option<Queue> {
 /// Waits for an event of `fd` whose state has `want`; the events of other descriptors are
 /// dropped.
 fn wait_for(q: &mut Queue, fd: RawFd, want: State) -> Option<Event> {
-    let end = Instant::now() + PATIENCE;
-    let mut evs = [Event::default(); 16];
-    while Instant::now() < end {
-        let n = q.get_next_event(&mut evs, Some(Duration::from_millis(50))).unwrap();
-        if let Some(e) = evs[..n].iter().find(|e| e.fd() == fd && e.state().contains(want)) {
-            return Some(*e);
-        }
-    }
-    None
+    common::wait_event(q, fd, want, PATIENCE)
 }
 
 #[test]

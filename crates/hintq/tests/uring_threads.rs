@@ -9,35 +9,15 @@
 
 mod common;
 
-use common::tcp;
+use common::{ring_queue, tcp, PATIENCE};
 use hintq::{Backend, Event, Interest, Queue, State};
 use std::io::{ErrorKind, Write};
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
-const PATIENCE: Duration = Duration::from_secs(5);
-
-fn ring_queue(case: &str) -> Option<Queue> {
-    if !hintq_testkit::runs(
-        case,
-        Backend::Uring.probe().map_err(|why| format!("io_uring unavailable: {why}")),
-    ) {
-        return None;
-    }
-    Some(Queue::new(Backend::Uring).unwrap())
-}
-
 /// Waits for an event of `fd` whose state has `want`; other descriptors' events are dropped.
 fn wait_for(q: &mut Queue, fd: RawFd, want: State) -> bool {
-    let end = Instant::now() + PATIENCE;
-    let mut evs = [Event::default(); 16];
-    while Instant::now() < end {
-        let n = q.get_next_event(&mut evs, Some(Duration::from_millis(50))).unwrap();
-        if evs[..n].iter().any(|e| e.fd() == fd && e.state().contains(want)) {
-            return true;
-        }
-    }
-    false
+    common::wait_event(q, fd, want, PATIENCE).is_some()
 }
 
 /// Takes what the ring received for `fd` until `want` bytes came.

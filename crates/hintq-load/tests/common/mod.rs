@@ -117,21 +117,6 @@ fn read_head(s: &mut TcpStream, partial: &AtomicUsize) -> Option<()> {
     Some(())
 }
 
-fn reset(s: TcpStream) {
-    let l = libc::linger { l_onoff: 1, l_linger: 0 };
-    // SAFETY: a valid linger struct for a valid socket.
-    unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            &l as *const _ as *const libc::c_void,
-            std::mem::size_of::<libc::linger>() as u32,
-        )
-    };
-    drop(s);
-}
-
 fn serve(mut s: TcpStream, mode: Mode, partial: &AtomicUsize, stalled: &AtomicBool) {
     s.set_nodelay(true).unwrap();
     let mut served = 0u64;
@@ -172,7 +157,7 @@ fn serve(mut s: TcpStream, mode: Mode, partial: &AtomicUsize, stalled: &AtomicBo
                 let _ = s.write_all(&r[..r.len() - 4]);
                 std::thread::sleep(Duration::from_millis(5));
                 if let Mode::ResetMidBody = mode {
-                    reset(s);
+                    hintq_testkit::reset(s);
                 }
                 return;
             }

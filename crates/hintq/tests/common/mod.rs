@@ -7,22 +7,40 @@ use std::time::Duration;
 
 pub const MS: fn(u64) -> Duration = Duration::from_millis;
 
-/// Closes `s` with a reset (`SO_LINGER` 0): the peer's next receive or send fails with
-/// `ECONNRESET`.
-pub fn reset(s: std::net::TcpStream) {
-    use std::os::fd::AsRawFd;
-    let lin = libc::linger { l_onoff: 1, l_linger: 0 };
-    // SAFETY: (test) a live linger struct and its size.
-    let r = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&lin as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(r, 0, "SO_LINGER: {}", std::io::Error::last_os_error());
+#[allow(unused_imports)] // each test binary uses its own subset
+pub use hintq_testkit::reset;
+
+/// How long the ring tests wait for an event before calling it lost.
+pub const PATIENCE: Duration = Duration::from_secs(5);
+
+/// A queue on the io_uring backend; `None` (after saying why, through the testkit's skip)
+/// when io_uring is not available here.
+pub fn ring_queue(case: &str) -> Option<hintq::Queue> {
+    let probe = hintq::Backend::Uring.probe().map_err(|why| format!("io_uring unavailable: {why}"));
+    hintq_testkit::runs(case, probe).then(|| hintq::Queue::new(hintq::Backend::Uring).unwrap())
+}
+
+/// The first event for `fd` whose state contains `want` (`State::empty()`: any event for
+/// `fd`), waiting at most `limit`; `None` if none came. Events for other descriptors are
+/// taken and dropped.
+pub fn wait_event(
+    q: &mut hintq::Queue,
+    fd: std::os::fd::RawFd,
+    want: hintq::State,
+    limit: Duration,
+) -> Option<hintq::Event> {
+    let deadline = std::time::Instant::now() + limit;
+    let mut evs = [hintq::Event::default(); 16];
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        let n = q.get_next_event(&mut evs, Some(left.min(MS(50)))).unwrap();
+        if let Some(e) = evs[..n].iter().find(|e| e.fd() == fd && e.state().contains(want)) {
+            return Some(*e);
+        }
+    }
 }
 
 /// A connected TCP pair: (server side, non-blocking; its number; client).
