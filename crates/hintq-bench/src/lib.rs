@@ -305,10 +305,10 @@ pub fn run_gooch(cfg: &Config) -> io::Result<Vec<rec::Rec>> {
         ("quick".into(), cfg.quick.to_string()),
         ("repetitions".into(), plan.reps.to_string()),
         ("time per measurement".into(), format!("{} ms (perfd, split)", plan.target.as_millis())),
-        ("gooch policy".into(), format!("gooch = {:?} (default); gooch-p2 = the same with promote_at 2", hintq::GoochPolicy::default())),
+        ("gooch policy".into(), format!("gooch = promote_at 1, inactive set polled every {} ms (Gooch's \"occasionally\": once every ten 10 ms timeslices; the backend's default is {:?}); gooch-p2 = the same with promote_at 2", gooch::INTERVAL.as_millis(), hintq::GoochPolicy::default())),
         ("perfd method".into(), format!("poll(2) with timeout 0 over N idle descriptors (N in {:?}), eventfds or unbound UDP sockets asked for POLLIN, clock around a batch of calls; eventfd-wait: N-1 idle eventfds then 1 ready socket, timeout -1 (wait entries queued on every idle fd); Gooch 1998: about {} ns per fd (Pentium 100, Linux 2.1.x)", gooch::NS, gooch::GOOCH_NS_PER_FD)),
         ("split method".into(), format!("N registered (N in {:?}): 1% (at least 1) AF_UNIX socketpairs, the rest idle eventfds; a cycle writes 1 byte on the next active one in rotation, get_next_event (array of 64) until it is reported, reading what is reported; {} ms untimed warm-up, then clock around the batch; migrations = Stats::migrations over the queue's life (warm-up included)", gooch::NS, gooch::WARMUP.as_millis())),
-        ("wake method".into(), format!("{} registered, 1% cycling as in split, one more socketpair silent for {} ms + 0..10 ms (xorshift phase) while they cycle, then written; latency = clock from just after that write to the end of the cycle whose events included it; {} samples per backend and repetition; cycles = busy cycles until delivered", gooch::WAKE_N, gooch::QUIET.as_millis(), plan.samples)),
+        ("wake method".into(), format!("{} registered, 1% cycling as in split, one more socketpair silent for {} ms (gooch only, so it is demoted) + 0..{} ms (xorshift phase) while they cycle, then written; latency = clock from just after that write to the end of the cycle whose events included it; {} samples per backend and repetition; cycles = busy cycles until delivered", gooch::WAKE_N, gooch::QUIET.as_millis(), gooch::INTERVAL.as_millis(), plan.samples)),
     ]);
     let rows = gooch::run(&plan)?;
     let secs = finish(&mut meta, started);
