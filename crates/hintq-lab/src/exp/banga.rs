@@ -198,7 +198,7 @@ pub fn fig9(setting: Setting, rows: &[Row], achieved: &str, p99: &str) -> Figure
     };
     // Driven to saturation (the proxy's E11): both lines' launches at 750 cold.
     let driven = |name: &str| verdict::launches(rows, name, PAPER_COLD, FIG9_SATURATION);
-    if let (Some(e), Some(s)) = (driven("hintq-epoll"), driven(IMPROVED.0)) {
+    let saturation = |e: Figure, s: Figure| {
         let bound = [("hintq-epoll"), IMPROVED.0]
             .iter()
             .find_map(|n| super::serve::load_bound_in(rows, FIG9_SATURATION_BUSY, n, PAPER_COLD));
@@ -226,20 +226,12 @@ pub fn fig9(setting: Setting, rows: &[Row], achieved: &str, p99: &str) -> Figure
                 Verdict::above(&e, &s.scaled(1348.0 / 1291.0))
             ),
         };
-        return FigureRow {
-            inputs: Vec::new(),
-            figure: figure.into(),
-            claim: FIG9_CLAIM,
-            paper: Some(fig9_paper()),
-            literal,
-            ours,
-            ratio: Ok(e.median() / s.median()),
-            holds: Verdict::all(&[lower, higher]).to_string(),
-            rule: FIG9_RULE.into(),
-        };
-    }
-    let (ours, ratio, holds, literal) = match (top("hintq-epoll"), top(IMPROVED.0)) {
-        (Some((e, offered, e_sat)), Some((s, _, s_sat))) => {
+        (ours, Ok(e.median() / s.median()), Verdict::all(&[lower, higher]).to_string(), literal)
+    };
+    let driven_both = driven("hintq-epoll").zip(driven(IMPROVED.0));
+    let (ours, ratio, holds, literal) = match (driven_both, top("hintq-epoll"), top(IMPROVED.0)) {
+        (Some((e, s)), _, _) => saturation(e, s),
+        (None, Some((e, offered, e_sat)), Some((s, _, s_sat))) => {
             let mut ours = format!(
                 "at 750 cold: {} (epoll {} ÷ improved select {} req/s, the highest each achieved)",
                 num(e.median() / s.median()),
