@@ -226,13 +226,7 @@ fn bench_floor(args: FloorArgs) -> ExitCode {
         eprintln!("hintq bench floor: {} on http://{at} ({:?})", file.display(), args.mechanism);
         hintq_bench::floor::serve(listener, args.mechanism, hintq_bench::floor::response(&body, kind))
     };
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("hintq bench floor: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    done("floor", run())
 }
 
 fn bench_wake(args: WakeArgs) -> ExitCode {
@@ -245,13 +239,7 @@ fn bench_wake(args: WakeArgs) -> ExitCode {
         command: std::env::args().collect::<Vec<_>>().join(" "),
         ..Default::default()
     };
-    match hintq_bench::run_wake(&cfg, args.rounds.map(|n| n as usize)) {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("hintq bench wake-one: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    done("wake-one", hintq_bench::run_wake(&cfg, args.rounds.map(|n| n as usize)))
 }
 
 fn bench_micro(args: MicroArgs) -> ExitCode {
@@ -264,13 +252,7 @@ fn bench_micro(args: MicroArgs) -> ExitCode {
         command: std::env::args().collect::<Vec<_>>().join(" "),
         uring_defer: args.uring_defer,
     };
-    match hintq_bench::run_micro(&cfg) {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("hintq bench micro: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    done("micro", hintq_bench::run_micro(&cfg))
 }
 
 fn bench_hist(what: &str, args: HistArgs) -> ExitCode {
@@ -284,13 +266,7 @@ fn bench_hist(what: &str, args: HistArgs) -> ExitCode {
         ..Default::default()
     };
     let run = if what == "rtsig" { hintq_bench::run_rtsig } else { hintq_bench::run_gooch };
-    match run(&cfg) {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("hintq bench {what}: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    done(what, run(&cfg))
 }
 
 fn backends() -> ExitCode {
@@ -531,6 +507,17 @@ fn proxy(args: hintq_serve::proxy::ProxyArgs) -> ExitCode {
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("hintq proxy: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The exit status of `hintq bench <what>`: success, or the error on stderr and failure.
+fn done<T>(what: &str, result: Result<T, impl std::fmt::Display>) -> ExitCode {
+    match result {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hintq bench {what}: {e}");
             ExitCode::FAILURE
         }
     }
