@@ -139,19 +139,27 @@ impl Fifo {
     /// The registration of `slot` was revoked (it was `pending`; `slots` is the table after
     /// the revoke): its element, if any, is stale. Stale elements are dropped once they
     /// outnumber the live ones by far.
+    #[inline]
     pub(crate) fn revoked(&mut self, pending: bool, slots: &[Slot]) {
         if pending {
             self.live -= 1;
         }
         if self.entries.len() > 2 * self.live + 64 {
-            self.entries.retain(|e| {
-                if e.token & GROUP_BIT != 0 {
-                    return true;
-                }
-                let (fd, gen) = untoken(e.token);
-                slots.get(fd as usize).is_some_and(|s| s.gen() == gen && s.pending)
-            });
+            self.compact(slots);
         }
+    }
+
+    /// Drops the elements of registrations no longer pending.
+    #[cold]
+    #[inline(never)]
+    fn compact(&mut self, slots: &[Slot]) {
+        self.entries.retain(|e| {
+            if e.token & GROUP_BIT != 0 {
+                return true;
+            }
+            let (fd, gen) = untoken(e.token);
+            slots.get(fd as usize).is_some_and(|s| s.gen() == gen && s.pending)
+        });
     }
 
     /// The group tokens queued (for a member leaving its group).

@@ -1019,6 +1019,7 @@ impl Queue {
 
     /// Forgets a registration: bumps nothing (the next declare does), drops its pending
     /// element from the count and compacts the FIFO when stale elements pile up.
+    #[inline]
     fn revoke_slot(&mut self, i: usize) {
         let slot = &mut self.slots[i];
         let pending = slot.pending;
