@@ -64,6 +64,7 @@
 pub mod accept;
 mod backend;
 mod event;
+mod fifo;
 mod group;
 mod member;
 mod queue;

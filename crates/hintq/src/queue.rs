@@ -2,23 +2,20 @@
 //! hints with one pending element per registration, and the descriptor-order scan used when
 //! the FIFO overflows.
 
-use crate::backend::{Any, Arm, Backend, Config, GoochPolicy, Hybrid, Poller, Ready};
+use crate::backend::{Any, Arm, Backend, Capabilities, Config, GoochPolicy, Hybrid, Poller, Ready};
+use crate::fifo::{Fifo, Popped, Pushed};
 use crate::member::GroupLink;
 use crate::ring::RingIo;
 use crate::shared::Rearm;
 #[cfg(test)]
 use crate::slots::TRIM_PEAK;
 use crate::slots::{Slot, Table, LIVE};
-use crate::token::{next_gen, token, untoken, GROUP_BIT, GROUP_GEN, INTERNAL, TOKEN_GROUP_OWN, TOKEN_WAKER};
+use crate::token::{next_gen, token, untoken, GROUP_GEN, INTERNAL, TOKEN_GROUP_OWN, TOKEN_WAKER};
 use crate::{sys, Event, Interest, State, Waker};
-use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// How many descriptors one `poll(2)` of the overflow scan covers.
-const SCAN_CHUNK: usize = 256;
 
 /// The least number of reports one wait asks the backend for, whatever the caller's array
 /// size: a caller taking one event at a time is then served from the FIFO, without a system
@@ -72,12 +69,6 @@ pub struct Stats {
     pub switches: u64,
     /// `gooch`: descriptors moved between the active and inactive sets.
     pub migrations: u64,
-}
-
-#[derive(Clone, Copy)]
-struct Entry {
-    token: u64,
-    state: State,
 }
 
 /// Builds a [`Queue`] with non-default settings.
@@ -181,18 +172,12 @@ impl Builder {
             unusual,
             batch: 0,
             backend,
-            oneshot: caps.oneshot,
-            once: caps.reports_once,
+            caps,
             poller,
             slots: Table::default(),
-            fifo: VecDeque::new(),
-            live: 0,
-            capacity: self.capacity,
+            fifo: Fifo::new(self.capacity),
             ready: Vec::new(),
             rearm: Vec::new(),
-            overflow: None,
-            scan_cursor: 0,
-            scan_buf: Vec::new(),
             registered: 0,
             waker: None,
             internal: Vec::new(),
@@ -220,25 +205,16 @@ pub struct Queue {
     batch: u16,
     backend: Backend,
     poller: Any,
-    /// The backend disarms a registration as it reports it ([`Capabilities::oneshot`](crate::backend::Capabilities), fixed
-    /// per backend): asked once here, not through the trait for every event.
-    oneshot: bool,
-    /// The backend reports each registration at most once per wait
-    /// ([`Capabilities::reports_once`](crate::backend::Capabilities)), fixed per backend.
-    once: bool,
+    /// What the backend does beyond readiness (disarms what it reports, reports each
+    /// registration once per wait, reports state that predates a registration), fixed per
+    /// backend: asked once here, not through the backend for every event or declaration.
+    caps: Capabilities,
     /// The slot table, indexed by descriptor number, with its trimming.
     slots: Table,
-    fifo: VecDeque<Entry>,
-    /// FIFO elements whose registration is still current.
-    live: usize,
-    capacity: usize,
+    /// The FIFO of pending hints, with coalescing and the overflow scan.
+    fifo: Fifo,
     ready: Vec<Ready>,
     rearm: Vec<(RawFd, u32)>,
-    /// `Some(n)`: the FIFO overflowed and `n` registrations remain to be scanned before the
-    /// queue returns to FIFO-only delivery.
-    overflow: Option<usize>,
-    scan_cursor: usize,
-    scan_buf: Vec<libc::pollfd>,
     registered: usize,
     waker: Option<Arc<OwnedFd>>,
     /// Internal watches (waker, group sets): token and descriptor.
@@ -264,7 +240,7 @@ impl Queue {
     /// The coalescing window in effect: `None` when [`Builder::coalesce`] was not asked for,
     /// or where the backend or the kernel cannot honour it.
     pub fn coalescing(&self) -> Option<Duration> {
-        self.poller.capabilities().coalescing
+        self.caps.coalescing
     }
 
     /// Counters about this queue.
@@ -311,7 +287,7 @@ impl Queue {
     /// which the backend forgets it (uring, poll, select, gooch).
     pub fn declare(&mut self, fd: RawFd, interest: Interest) -> io::Result<()> {
         let Some(gen) = self.register(fd, interest)? else { return Ok(()) };
-        if !self.poller.capabilities().reports_existing {
+        if !self.caps.reports_existing {
             let state = self.state_or_undo(fd, gen)?;
             if !state.is_empty() {
                 self.push(token(fd, gen), state);
@@ -464,7 +440,7 @@ impl Queue {
 
     /// One-shot backends disarm internal watches too; they are re-armed as soon as read.
     fn rearm_internal(&mut self, tok: u64) -> io::Result<()> {
-        if !self.oneshot {
+        if !self.caps.oneshot {
             return Ok(());
         }
         match self.internal.iter().find(|(t, _)| *t == tok) {
@@ -655,8 +631,7 @@ impl Queue {
         deadline: Option<Instant>,
     ) -> io::Result<usize> {
         for ev in &events[..n] {
-            self.slots[ev.fd as usize].pending = true;
-            self.live += 1;
+            self.fifo.hold(&mut self.slots[ev.fd as usize]);
         }
         let Any::Uring(u) = &mut self.poller else { unreachable!("the lean path waits on io_uring") };
         u.lean_rest(&mut self.ready)?;
@@ -792,9 +767,8 @@ impl Queue {
             self.start_overflow();
         }
         let direct = self.fifo.is_empty()
-            && self.overflow.is_none()
-            && self.group.is_none()
-            && self.capacity == usize::MAX;
+            && !self.fifo.overflowing()
+            && self.unusual & (unusual::GROUP | unusual::BOUNDED) == 0;
         let mut n = start;
         // By index, not taken out and put back: the list stays where it is (its handling
         // never touches it), which spares two moves of it per call.
@@ -822,14 +796,12 @@ impl Queue {
             }
         }
         self.ready.clear();
-        if !self.once {
+        if !self.caps.reports_once {
             // What later reports of the batch added to an event handed out (see
             // `deliver_now`) joins it, and its registration is no longer pending.
             for ev in &mut out[..n] {
                 let slot = &mut self.slots[ev.fd as usize];
-                slot.pending = false;
-                self.live -= 1;
-                ev.state |= std::mem::take(&mut slot.extra).visible(slot.interest);
+                ev.state |= self.fifo.release(slot).visible(slot.interest);
             }
         }
         Ok(n)
@@ -852,40 +824,29 @@ impl Queue {
             return None;
         }
         let state = state.visible(slot.interest);
-        if self.oneshot {
+        if self.caps.oneshot {
             slot.disarmed = true;
         }
         let ev = self.handed(fd, gen, state)?;
-        if !self.once {
-            self.slots[fd as usize].pending = true;
-            self.live += 1;
+        if !self.caps.reports_once {
+            self.fifo.hold(&mut self.slots[fd as usize]);
         }
         Some(ev)
     }
 
     /// Adds one hint for an own registration to the FIFO.
     fn push(&mut self, tok: u64, state: State) {
-        let (fd, gen) = untoken(tok);
-        let Some(slot) = self.slots.get_mut(fd as usize).filter(|s| s.is(gen)) else {
-            self.stats.stale += 1;
-            return;
-        };
-        if slot.pending {
-            slot.extra |= state;
-            self.stats.coalesced += 1;
-        } else if self.live >= self.capacity {
-            self.start_overflow();
-        } else {
-            slot.pending = true;
-            self.live += 1;
-            self.fifo.push_back(Entry { token: tok, state });
-            self.unusual |= unusual::FIFO;
+        match self.fifo.push(&mut self.slots, tok, state) {
+            Pushed::Queued => self.unusual |= unusual::FIFO,
+            Pushed::Coalesced => self.stats.coalesced += 1,
+            Pushed::Stale => self.stats.stale += 1,
+            Pushed::Full => self.start_overflow(),
         }
     }
 
     fn start_overflow(&mut self) {
         self.stats.overflows += 1;
-        self.overflow = Some(self.registered);
+        self.fifo.overflow(self.registered);
         self.unusual |= unusual::OVERFLOW;
     }
 
@@ -893,9 +854,15 @@ impl Queue {
     fn dequeue(&mut self, out: &mut [Event]) -> io::Result<usize> {
         let mut n = 0;
         while n < out.len() {
-            let Some(e) = self.fifo.pop_front() else { break };
-            let ev =
-                if e.token & GROUP_BIT != 0 { self.group_deliver(e.token, e.state) } else { self.deliver(e) };
+            let ev = match self.fifo.pop(&mut self.slots) {
+                None => break,
+                Some(Popped::Own { fd, gen, state }) => self.deliver(fd, gen, state),
+                Some(Popped::Group { token, state }) => self.group_deliver(token, state),
+                Some(Popped::Stale) => {
+                    self.stats.stale += 1;
+                    None
+                }
+            };
             if let Some(ev) = ev {
                 out[n] = ev;
                 n += 1;
@@ -904,25 +871,18 @@ impl Queue {
         if self.fifo.is_empty() {
             self.unusual &= !unusual::FIFO;
         }
-        if n < out.len() && self.overflow.is_some() {
+        if n < out.len() && self.fifo.overflowing() {
             n += self.scan(&mut out[n..])?;
         }
         self.stats.delivered += n as u64;
         Ok(n)
     }
 
-    fn deliver(&mut self, e: Entry) -> Option<Event> {
-        let (fd, gen) = untoken(e.token);
-        let slot = self.slots.get_mut(fd as usize).filter(|s| s.gen() == gen && s.pending);
-        let Some(slot) = slot else {
-            self.stats.stale += 1;
-            return None;
-        };
-        slot.pending = false;
-        self.live -= 1;
-        let state = (e.state | std::mem::take(&mut slot.extra)).visible(slot.interest);
-        if self.oneshot {
-            slot.disarmed = true;
+    /// A registration's hint taken from the FIFO (its state coalesced and limited to the
+    /// interest) is handed out.
+    fn deliver(&mut self, fd: RawFd, gen: u32, state: State) -> Option<Event> {
+        if self.caps.oneshot {
+            self.slots[fd as usize].disarmed = true;
         }
         self.handed(fd, gen, state)
     }
@@ -932,7 +892,7 @@ impl Queue {
     fn handed(&mut self, fd: RawFd, gen: u32, state: State) -> Option<Event> {
         if state.is_empty() {
             // Only bits the application no longer asks for (interest narrowed meanwhile).
-            if self.oneshot {
+            if self.caps.oneshot {
                 self.rearm.push((fd, gen));
             }
             self.stats.stale += 1;
@@ -942,64 +902,16 @@ impl Queue {
         Some(Event { fd, state, gen })
     }
 
-    /// The descriptor-order scan (paper §6), resumed where the last one stopped so that
-    /// every registration is looked at once per pass whatever `out.len()` is.
+    /// The overflow scan ([`Fifo::scan`]) into `out`; each registration found is handed out.
     fn scan(&mut self, out: &mut [Event]) -> io::Result<usize> {
-        let mut remaining = self.overflow.unwrap_or(0).min(self.registered);
-        let limit = self.slots.len();
-        let mut n = 0;
-        let mut cursor = self.scan_cursor % limit.max(1);
-        while remaining > 0 && n < out.len() {
-            self.scan_buf.clear();
-            let mut at = cursor;
-            for _ in 0..limit {
-                if self.scan_buf.len() == SCAN_CHUNK.min(remaining) {
-                    break;
-                }
-                let s = &self.slots[at];
-                if s.live() && !s.pending {
-                    self.scan_buf.push(libc::pollfd {
-                        fd: at as RawFd,
-                        events: sys::poll_events(s.interest),
-                        revents: 0,
-                    });
-                }
-                at = (at + 1) % limit;
-            }
-            if self.scan_buf.is_empty() {
-                remaining = 0;
-                break;
-            }
-            loop {
-                match sys::poll(&mut self.scan_buf, 0) {
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    r => break r.map(drop)?,
-                };
-            }
-            for i in 0..self.scan_buf.len() {
-                let p = self.scan_buf[i];
-                if n == out.len() {
-                    break;
-                }
-                remaining -= 1;
-                cursor = (p.fd as usize + 1) % limit;
-                let slot = &mut self.slots[p.fd as usize];
-                let held = if self.poller.holds(p.fd) { State::READ } else { State::empty() };
-                let state = (sys::state_from_poll(p.revents) | held).visible(slot.interest);
-                if state.is_empty() {
-                    continue;
-                }
-                let gen = slot.gen();
-                slot.disarmed = self.oneshot;
-                self.delivered_one(p.fd, gen);
-                out[n] = Event { fd: p.fd, state, gen };
-                n += 1;
-            }
+        let poller = &self.poller;
+        let n = self.fifo.scan(&self.slots, self.registered, out, |fd| poller.holds(fd))?;
+        for ev in &out[..n] {
+            self.slots[ev.fd as usize].disarmed = self.caps.oneshot;
+            self.delivered_one(ev.fd, ev.gen);
         }
-        self.scan_cursor = cursor;
         self.stats.scanned += n as u64;
-        self.overflow = (remaining > 0).then_some(remaining);
-        if remaining == 0 {
+        if !self.fifo.overflowing() {
             self.unusual &= !unusual::OVERFLOW;
         }
         Ok(n)
@@ -1010,7 +922,7 @@ impl Queue {
     fn delivered_one(&mut self, fd: RawFd, gen: u32) {
         if self.handoff {
             self.poller.deactivate(fd, token(fd, gen));
-        } else if self.oneshot {
+        } else if self.caps.oneshot {
             self.rearm.push((fd, gen));
         }
     }
@@ -1075,7 +987,7 @@ impl Queue {
     fn group_harvest(&mut self, which: u64, max: usize) -> io::Result<()> {
         if let Some(g) = &mut self.group {
             let fifo = &mut self.fifo;
-            g.harvest(which, max, |token, state| fifo.push_back(Entry { token, state }))?;
+            g.harvest(which, max, |token, state| fifo.push_group(token, state))?;
         }
         Ok(())
     }
@@ -1083,7 +995,7 @@ impl Queue {
     fn group_prefetch(&mut self, max: usize) -> io::Result<()> {
         if let Some(g) = &mut self.group {
             let fifo = &mut self.fifo;
-            g.prefetch(max, |token, state| fifo.push_back(Entry { token, state }))?;
+            g.prefetch(max, |token, state| fifo.push_group(token, state))?;
         }
         Ok(())
     }
@@ -1107,23 +1019,13 @@ impl Queue {
 
     /// Forgets a registration: bumps nothing (the next declare does), drops its pending
     /// element from the count and compacts the FIFO when stale elements pile up.
+    #[inline]
     fn revoke_slot(&mut self, i: usize) {
         let slot = &mut self.slots[i];
-        if slot.pending {
-            self.live -= 1;
-        }
+        let pending = slot.pending;
         *slot = Slot { key: slot.gen(), ..Slot::default() };
         self.registered -= 1;
-        if self.fifo.len() > 2 * self.live + 64 {
-            let slots = &self.slots;
-            self.fifo.retain(|e| {
-                if e.token & GROUP_BIT != 0 {
-                    return true;
-                }
-                let (fd, gen) = untoken(e.token);
-                slots.get(fd as usize).is_some_and(|s| s.gen() == gen && s.pending)
-            });
-        }
+        self.fifo.revoked(pending, &self.slots);
     }
 }
 
@@ -1132,7 +1034,7 @@ impl Drop for Queue {
     /// (delivered, or still in the FIFO), so that another member gets them.
     fn drop(&mut self) {
         if let Some(g) = &mut self.group {
-            g.leave(self.fifo.iter().map(|e| e.token).filter(|t| t & GROUP_BIT != 0));
+            g.leave(self.fifo.group_tokens());
         }
     }
 }
@@ -1142,8 +1044,8 @@ impl std::fmt::Debug for Queue {
         f.debug_struct("Queue")
             .field("backend", &self.backend)
             .field("registered", &self.registered)
-            .field("pending", &self.live)
-            .field("overflow", &self.overflow)
+            .field("pending", &self.fifo.pending())
+            .field("overflow", &self.fifo.overflowing())
             .finish()
     }
 }

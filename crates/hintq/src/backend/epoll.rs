@@ -41,10 +41,14 @@ pub(crate) enum Mode {
 
 pub(crate) struct Epoll {
     epfd: Arc<OwnedFd>,
+    /// `epfd`'s number, read without going through the `Arc`.
+    fd: RawFd,
     mode: Mode,
+    /// The trigger mode's flag (`EPOLLET`, `EPOLLONESHOT` or none), added to every watch.
+    flags: u32,
     /// The kernel's reports of one wait, [`WAIT_MAX`] of them (12 KiB), made with the set
-    /// so that a wait neither grows nor checks it.
-    buf: Box<[libc::epoll_event]>,
+    /// so that a wait neither grows nor checks it (its length is the type's).
+    buf: Box<[libc::epoll_event; WAIT_MAX]>,
 }
 
 /// The most reports one `epoll_wait` takes.
@@ -52,21 +56,20 @@ pub(crate) const WAIT_MAX: usize = 1024;
 
 impl Epoll {
     pub(crate) fn new(mode: Mode) -> io::Result<Epoll> {
-        let buf = vec![libc::epoll_event { events: 0, u64: 0 }; WAIT_MAX].into_boxed_slice();
-        Ok(Epoll { epfd: Arc::new(sys::epoll_create()?), mode, buf })
-    }
-
-    fn flags(&self) -> u32 {
-        match self.mode {
+        let buf = Box::new([libc::epoll_event { events: 0, u64: 0 }; WAIT_MAX]);
+        let flags = match mode {
             Mode::Level => 0,
             Mode::Edge => libc::EPOLLET as u32,
             Mode::Oneshot => libc::EPOLLONESHOT as u32,
-        }
+        };
+        let epfd = sys::epoll_create()?;
+        Ok(Epoll { fd: epfd.as_raw_fd(), epfd: Arc::new(epfd), mode, flags, buf })
     }
 }
 
 /// Watches `fd` in `epfd`, replacing any earlier watch: `ADD` first when `fresh`, else `MOD`,
 /// each retried as the other on `EEXIST`/`ENOENT` (quirk b).
+#[inline]
 pub(crate) fn upsert(epfd: RawFd, fd: RawFd, events: u32, data: u64, fresh: bool) -> io::Result<()> {
     let (first, second, retry_on) = if fresh {
         (libc::EPOLL_CTL_ADD, libc::EPOLL_CTL_MOD, libc::EEXIST)
@@ -111,6 +114,7 @@ pub(crate) fn handoff_rearm(
 }
 
 /// Stops watching `fd` in `epfd`; a descriptor the kernel already dropped is fine (quirk c).
+#[inline]
 pub(crate) fn remove(epfd: RawFd, fd: RawFd) -> io::Result<()> {
     match sys::epoll_ctl(epfd, libc::EPOLL_CTL_DEL, fd, 0, 0) {
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::EBADF)) => Ok(()),
@@ -124,16 +128,18 @@ impl Poller for Epoll {
         Capabilities { oneshot: self.mode == Mode::Oneshot, reports_once: true, ..Capabilities::PLAIN }
     }
 
+    #[inline]
     fn set(&mut self, fd: RawFd, token: u64, interest: Interest, arm: Arm) -> io::Result<()> {
-        let events = sys::epoll_events(interest) | self.flags();
+        let events = sys::epoll_events(interest) | self.flags;
         match arm {
-            Arm::Rearm => rearm(self.epfd.as_raw_fd(), fd, events, token),
-            _ => upsert(self.epfd.as_raw_fd(), fd, events, token, arm == Arm::Fresh),
+            Arm::Rearm => rearm(self.fd, fd, events, token),
+            _ => upsert(self.fd, fd, events, token, arm == Arm::Fresh),
         }
     }
 
+    #[inline]
     fn delete(&mut self, fd: RawFd, _token: u64) -> io::Result<()> {
-        remove(self.epfd.as_raw_fd(), fd)
+        remove(self.fd, fd)
     }
 
     fn handoff(&mut self) -> Option<Handoff> {
@@ -141,7 +147,7 @@ impl Poller for Epoll {
             Mode::Edge => Handoff::Edge,
             Mode::Level | Mode::Oneshot => Handoff::Epoll {
                 epfd: Arc::clone(&self.epfd),
-                flags: self.flags(),
+                flags: self.flags,
                 add: self.mode == Mode::Level,
             },
         })
@@ -150,7 +156,7 @@ impl Poller for Epoll {
     fn deactivate(&mut self, fd: RawFd, _token: u64) {
         if self.mode == Mode::Level {
             // Quirk f. A failure means the descriptor is gone, which deactivates it too.
-            let _ = remove(self.epfd.as_raw_fd(), fd);
+            let _ = remove(self.fd, fd);
         }
     }
 
@@ -162,8 +168,9 @@ impl Poller for Epoll {
 }
 
 impl Epoll {
-    /// One `epoll_wait` for at most `max` (1 to [`WAIT_MAX`]) reports: the kernel's own
-    /// records, which the queue's common path turns into the caller's events in place.
+    /// One `epoll_wait` for at most `max` (taken as 1 to [`WAIT_MAX`]) reports: the
+    /// kernel's own records, which the queue's common path turns into the caller's events in
+    /// place.
     #[inline(always)]
     pub(crate) fn wait_raw(
         &mut self,
@@ -171,8 +178,8 @@ impl Epoll {
         timeout_ms: libc::c_int,
     ) -> io::Result<&[libc::epoll_event]> {
         let max = max.clamp(1, WAIT_MAX);
-        let n = sys::epoll_wait(self.epfd.as_raw_fd(), &mut self.buf[..max], timeout_ms)?;
-        Ok(&self.buf[..n])
+        let n = sys::epoll_wait(self.fd, &mut self.buf[..max], timeout_ms)?;
+        Ok(&self.buf[..n.min(max)])
     }
 
     /// The reports of the last wait from `from` on (`from..got` of [`Epoll::wait_raw`]'s answer).

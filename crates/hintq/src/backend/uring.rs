@@ -982,13 +982,24 @@ impl Uring {
             None if want <= 1 || self.window_us == 0 => self.enter_plain(want as u32),
             _ => self.enter_timed(want, timeout),
         };
-        match r.map_err(|e| (e.raw_os_error(), e)) {
-            Ok(_) | Err((Some(libc::ETIME | libc::EBUSY), _)) => Ok(()),
-            Err((Some(libc::EBADR), _)) => {
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) => self.enter_failed(e),
+        }
+    }
+
+    /// An enter's error: `ETIME` and `EBUSY` are none (quirks f, c), `EBADR` marks completions
+    /// lost (quirk d); the others are the caller's.
+    #[cold]
+    #[inline(never)]
+    fn enter_failed(&mut self, e: io::Error) -> io::Result<()> {
+        match e.raw_os_error() {
+            Some(libc::ETIME | libc::EBUSY) => Ok(()),
+            Some(libc::EBADR) => {
                 self.lost = true;
                 Ok(())
             }
-            Err((_, e)) => Err(e),
+            _ => Err(e),
         }
     }
 
@@ -1009,6 +1020,7 @@ impl Uring {
     /// One `io_uring_enter` without a timeout argument: submits the SQ ring's entries, runs
     /// the ring's pending work (`GETEVENTS`, which also flushes overflowed completions, quirk
     /// c) and waits for `min_complete` completions (0: returns at once).
+    #[inline]
     fn enter_plain(&mut self, min_complete: u32) -> io::Result<usize> {
         let to_submit = self.ring.submission().len() as u32;
         const GETEVENTS: u32 = 1;
@@ -1018,6 +1030,7 @@ impl Uring {
 
     /// Whether an enter is due even with CQEs in hand: entries wait in the SQ ring, or
     /// overflowed CQEs wait in the kernel (quirk c).
+    #[inline]
     fn must_enter(&mut self) -> bool {
         let sq = self.ring.submission();
         !sq.is_empty() || sq.cq_overflow() || sq.taskrun()
@@ -1240,10 +1253,15 @@ impl Uring {
         if self.run == Run::Deferred && self.owner != Some(thread_id()) {
             return Ok(false);
         }
-        if block {
-            self.table.shrink_idle();
+        if !block {
+            // Submits what is queued and runs the ring's pending work, waiting for nothing.
+            match self.enter_plain(0) {
+                Ok(_) => return Ok(true),
+                Err(e) => return self.enter_failed(e).map(|()| true),
+            }
         }
-        self.enter_claimed(1, if block { timeout } else { Some(Duration::ZERO) })?;
+        self.table.shrink_idle();
+        self.enter_claimed(1, timeout)?;
         Ok(true)
     }
 
@@ -1500,10 +1518,18 @@ impl Uring {
         self.table.pool.pop().unwrap_or_default()
     }
 
+    /// Submits what is queued (sends, re-arms); nothing to do, and no call, when the
+    /// submission ring is empty, as it is after most waits.
+    #[inline]
     pub(crate) fn submit(&mut self) -> io::Result<()> {
         if self.ring.submission().is_empty() {
             return Ok(());
         }
+        self.submit_queued()
+    }
+
+    #[inline(never)]
+    fn submit_queued(&mut self) -> io::Result<()> {
         self.claim()?;
         self.enter(Some(Duration::ZERO))?;
         self.reap();
