@@ -38,39 +38,30 @@ bench_tmp() {
     head -c 1024 /dev/zero | tr '\0' 'x' >"$TMP/www/1k.html"
 }
 
-# Writes $TMP/nginx.conf: one worker allowed $1 descriptors and $2 connections, no access
-# log, unlimited keep-alive, temporary paths inside $TMP; the http block's own directives
-# (server blocks, upstreams) are read from standard input.
-nginx_conf() {
-    {
-        cat <<EOF
-worker_processes 1;
-worker_rlimit_nofile $1;
-pid $TMP/nginx.pid;
-error_log $TMP/logs/error.log warn;
-events { worker_connections $2; }
-http {
-    access_log off;
-    keepalive_timeout 600s;
-    keepalive_requests 100000000;
-    client_body_temp_path $TMP/body;
-    proxy_temp_path $TMP/proxy;
-    fastcgi_temp_path $TMP/fastcgi;
-    uwsgi_temp_path $TMP/uwsgi;
-    scgi_temp_path $TMP/scgi;
-EOF
-        cat
-        echo "}"
-    } >"$TMP/nginx.conf"
-}
+# The lab's nginx templates (crates/hintq-lab/peers/nginx-{static,proxy}.conf.in): nginx as
+# its users tune it, one text for the lab and for these scripts.
+NGINX_TEMPLATES=$BENCH_ROOT/crates/hintq-lab/peers
+# Files up to this size are served by nginx with `sendfile off` (one writev from the open-file
+# cache costs less), larger ones with `sendfile on`: the lab's SENDFILE_ABOVE.
+NGINX_SENDFILE_ABOVE=16384
 
-# Prints the server block of nginx as its users tune it for small static files, for
-# nginx_conf's standard input: listening on $1 (host:port), serving $TMP/www, with an
-# open-file cache and sendfile off (a 1 KB body is cheaper copied than sent by sendfile).
-nginx_static() {
-    echo "    types { text/html html; }"
-    echo "    server { listen $1 backlog=4096; root $TMP/www;"
-    echo "             open_file_cache max=10000 inactive=60s; open_file_cache_valid 60s; sendfile off; }"
+# Prints the lab's template $1 (static or proxy) filled in, comment lines left out: one
+# worker listening on 127.0.0.1:$2, allowed $3 descriptors and connections, its pid, logs
+# ($TMP/error-$2.log) and temporary files under $TMP. static: serving $TMP/www with sendfile
+# $4 (default off, as for small files); proxy: to the upstream $4 (host:port) through a
+# keep-alive pool. $NGINX_EXTRA, if set, is added to the http block (more server blocks).
+nginx_template() {
+    local kind=$1 port=$2 conns=$3 value=${4:-}
+    case $kind in
+    static) value=${value:-off} ;;
+    proxy) [ -n "$value" ] || { echo "nginx_template proxy: no upstream" >&2; exit 1; } ;;
+    *) echo "nginx_template: no template '$kind'" >&2; exit 1 ;;
+    esac
+    grep -v '^#' "$NGINX_TEMPLATES/nginx-$kind.conf.in" |
+        sed -e "s|@DIR@|$TMP|g" -e "s|@PORT@|$port|g" -e "s|@CONNECTIONS@|$conns|g" \
+            -e "s|@ROOT@|$TMP/www|g" -e "s|@SENDFILE@|$value|g" -e "s|@UPSTREAM@|$value|g" |
+        awk -v extra="${NGINX_EXTRA:-}" '{ if (last != "") print last; last = $0 }
+            END { if (extra != "") print extra; print last }'
 }
 
 # Prints the first line of a rows file: "# <UTC time> <kernel> <n> cpus; ...; commit <id>",
@@ -87,17 +78,18 @@ rows_stamp() {
     echo "$line commit $(git -C "$BENCH_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
 }
 
-# Starts nginx from $TMP/nginx.conf pinned to CPU $1, waits until it listens on $2
-# (host:port), and sets NGINX_MASTER and NGINX_WORKER (the one worker, which does the work).
+# Starts nginx from $3 (default $TMP/nginx.conf, made by nginx_template: in the foreground)
+# pinned to CPU $1, waits until it listens on $2 (host:port), and sets NGINX_MASTER and
+# NGINX_WORKER (the one worker, which does the work).
 nginx_start() {
-    taskset -c "$1" nginx -p "$TMP" -c "$TMP/nginx.conf" -g 'daemon off;' 2>"$TMP/logs/nginx.stderr" &
+    taskset -c "$1" nginx -p "$TMP" -c "${3:-$TMP/nginx.conf}" 2>"$TMP/logs/nginx-${2#*:}.stderr" &
     NGINX_MASTER=$!
     PIDS+=("$NGINX_MASTER")
     wait_port "$2"
     NGINX_WORKER=$(pgrep -P "$NGINX_MASTER" | head -1)
     if [ -z "$NGINX_WORKER" ]; then
         echo "nginx did not start:" >&2
-        cat "$TMP/logs/nginx.stderr" "$TMP/logs/error.log" >&2
+        cat "$TMP/logs/nginx-${2#*:}.stderr" "$TMP/error-${2#*:}.log" >&2
         exit 1
     fi
 }

@@ -36,7 +36,7 @@ bench_hintq
 bench_tmp heavy-tail
 OURS=127.0.0.1:$PORT
 NGINX=127.0.0.1:$((PORT + 1))
-nginx_static "$NGINX" | nginx_conf 20000 20000
+nginx_template static "${NGINX#*:}" 20000 >"$TMP/nginx.conf"
 taskset -c "$SRV_CPU" "$HINTQ" serve --root "$TMP/www" --listen "$OURS" --threads 1 --backend "$BACKEND" \
     2>"$TMP/logs/hintq.log" &
 PIDS+=("$!")

@@ -31,15 +31,7 @@ bench_hintq
 bench_tmp vs-wrk
 backend_flag=()
 if [ -n "$BACKEND" ]; then backend_flag=(--backend "$BACKEND"); fi
-nginx_conf 50000 40000 <<EOF
-    sendfile on;
-    tcp_nopush on;
-    server {
-        listen 127.0.0.1:$PORT backlog=4096;
-        root $TMP/www;
-        location / { }
-    }
-EOF
+nginx_template static "$PORT" 50000 on >"$TMP/nginx.conf"
 nginx_start "$SERVER_CPU" "127.0.0.1:$PORT"
 WORKER=$NGINX_WORKER
 URL="http://127.0.0.1:$PORT/1k.html"

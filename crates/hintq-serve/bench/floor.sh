@@ -35,7 +35,7 @@ NAMES=(nginx serve-uring serve-epoll floor-uring floor-epoll)
 declare -A ADDR PID
 for i in "${!NAMES[@]}"; do ADDR[${NAMES[$i]}]=127.0.0.1:$((PORT + i)); done
 
-nginx_static "${ADDR[nginx]}" | nginx_conf 19000 18000
+nginx_template static "${ADDR[nginx]#*:}" 19000 >"$TMP/nginx.conf"
 nginx_start "$SRV_CPU" "${ADDR[nginx]}"
 PID[nginx]=$NGINX_WORKER
 for b in uring epoll; do

@@ -43,7 +43,7 @@ bench_hintq
 bench_tmp openloop-bench
 OURS=127.0.0.1:$PORT
 NGINX=127.0.0.1:$((PORT + 1))
-nginx_static "$NGINX" | nginx_conf 19000 18000
+nginx_template static "${NGINX#*:}" 19000 >"$TMP/nginx.conf"
 
 taskset -c "$SRV_CPU" "$HINTQ" serve --root "$TMP/www" --listen "$OURS" --threads 1 --backend "$BACKEND" \
     --idle-timeout 3600s 2>"$TMP/logs/hintq.log" &

@@ -50,17 +50,7 @@ RELAY=127.0.0.1:$((PORT + 4))  # the relay floor
 mechanism=uring
 if [ "$BACKEND" = epoll ]; then mechanism=epoll; fi
 
-nginx_conf 50000 40000 <<EOF
-    upstream up { server $UP; keepalive 64; keepalive_requests 100000000; }
-    server {
-        listen $NGINX backlog=4096;
-        location / {
-            proxy_pass http://up;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-    }
-EOF
+nginx_template proxy "${NGINX#*:}" 50000 "$UP" >"$TMP/nginx.conf"
 
 taskset -c "$UP_CPU" "$HINTQ" serve --root "$TMP/www" --listen "$UP" "${backend_flag[@]}" 2>"$TMP/logs/up.log" &
 UP_PID=$!

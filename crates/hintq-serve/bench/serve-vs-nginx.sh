@@ -54,10 +54,8 @@ OURS=127.0.0.1:$PORT
 NGINX=127.0.0.1:$((PORT + 1))
 NGINX_UNTUNED=127.0.0.1:$((PORT + 2))
 SYSCALLS=${SYSCALLS:-1}
-{
-    nginx_static "$NGINX"
-    echo "    server { listen $NGINX_UNTUNED backlog=4096; root $TMP/www; sendfile on; }"
-} | nginx_conf 19000 18000
+NGINX_EXTRA="    server { listen $NGINX_UNTUNED backlog=4096; root $TMP/www; open_file_cache off; sendfile on; }" \
+    nginx_template static "${NGINX#*:}" 19000 >"$TMP/nginx.conf"
 
 cat >"$TMP/idle.py" <<'EOF'
 # Holds N idle connections to HOST:PORT until killed. With ASK=1 each first makes one

@@ -170,6 +170,84 @@ fn proxy_closes_a_peer_that_stops_reading_at_the_send_timeout() {
     });
 }
 
+/// A client that stops reading while the end of a response is still leaving the proxy is
+/// closed at the send timeout, not kept for the (longer) idle timeout. Regression: the end
+/// of the exchange set the idle timeout whatever was still to send. The kernel's buffers on
+/// the way are made small (`SO_SNDBUF` on the proxy's listener, which its accepted sockets
+/// inherit; `SO_RCVBUF` on the client's socket), so that of a 20 kB response the kernel
+/// takes a few kB and the rest is still the proxy's when the exchange with the upstream ends.
+#[test]
+fn proxy_closes_a_peer_that_stops_reading_the_end_of_a_response_at_the_send_timeout() {
+    let fake = upstream(20_000);
+    each(&proxy::PATTERNS, |b, p| {
+        let send = Duration::from_secs(1);
+        let Some(px) = start_proxy(&fake, b, p, "proxy send timeout after the exchange", LONG, send) else {
+            return;
+        };
+        assert!(shrink_send_buffers(px.local_addr()) > 0, "{b}/{p}: no listener found");
+        let mut s = small_receiver(px.local_addr());
+        s.write_all(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        let open = within(Duration::from_secs(5), || px.open_connections() == 1);
+        assert!(open.is_some(), "{b}/{p}: the connection was not taken");
+        let closed = within(Duration::from_secs(10), || px.open_connections() == 0);
+        assert!(
+            closed.is_some(),
+            "{b}/{p}: a peer that stopped reading the end of a response still held 10 s after (send timeout 1 s)"
+        );
+    });
+}
+
+/// Sets the smallest `SO_SNDBUF` on the listening sockets of this process bound to `addr`
+/// (the proxy runs in the test's process); how many there were.
+fn shrink_send_buffers(addr: std::net::SocketAddr) -> usize {
+    let mut n = 0;
+    for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+        let Some(fd) = entry.file_name().to_str().and_then(|f| f.parse::<i32>().ok()) else { continue };
+        // SAFETY: sockaddr_storage is plain data; all-zero is valid.
+        let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        // SAFETY: `ss` has room for `len` bytes; a descriptor that is not a socket fails.
+        if unsafe { libc::getsockname(fd, (&mut ss as *mut libc::sockaddr_storage).cast(), &mut len) } != 0 {
+            continue;
+        }
+        if hintq_sys::socket_addr(&ss) != Some(addr) {
+            continue;
+        }
+        let mut listening: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: `listening` and `len` are valid for writes of the sizes given.
+        let r = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_ACCEPTCONN,
+                (&mut listening as *mut i32).cast(),
+                &mut len,
+            )
+        };
+        if r == 0 && listening == 1 {
+            hintq_sys::setsockopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, 1 as libc::c_int).unwrap();
+            n += 1;
+        }
+    }
+    n
+}
+
+/// A connection to `addr` from a socket with the smallest `SO_RCVBUF`.
+fn small_receiver(addr: std::net::SocketAddr) -> std::net::TcpStream {
+    use std::os::fd::{AsRawFd, OwnedFd};
+    let sock: OwnedFd = hintq_sys::tcp_socket(addr).unwrap();
+    hintq_sys::setsockopt(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, 1 as libc::c_int).unwrap();
+    let s = std::net::TcpStream::from(sock);
+    // tcp_socket's socket is non-blocking: connect, then wait for it to be writable.
+    let _ = hintq_sys::start_connect(s.as_raw_fd(), addr).unwrap();
+    let mut pfd = [libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLOUT, revents: 0 }];
+    hintq_sys::poll(&mut pfd, 5000).unwrap();
+    hintq_sys::take_error(s.as_raw_fd()).unwrap();
+    s.set_nonblocking(false).unwrap();
+    s
+}
+
 /// A drain closes idle keep-alive connections at once (both long timeouts notwithstanding):
 /// it ends well within its grace, with nothing closed by force.
 #[test]

@@ -340,6 +340,10 @@ pub(crate) struct Session {
     ex: Option<Box<Exchange>>,
     phase: Phase,
     head_started: bool,
+    /// Between requests with the last response still leaving (in `to_client` or the ring's
+    /// send): the deadline is the send timeout's until it has left, then the idle timeout's
+    /// ([`Session::between_requests`]).
+    flushing: bool,
     pub deadline: Instant,
 }
 
@@ -360,6 +364,7 @@ impl Session {
             ex: None,
             phase: Phase::Head,
             head_started: false,
+            flushing: false,
             deadline,
         }
     }
@@ -432,6 +437,7 @@ impl Session {
 
     /// Moves everything that can move; see the module docs.
     pub(crate) fn pump(&mut self, ctx: &mut Ctx<'_, '_>) -> Result<(), End> {
+        let mut moved = false;
         loop {
             let mut progress = self.read_client(ctx)?;
             if self.phase == Phase::Head {
@@ -456,9 +462,28 @@ impl Session {
             if !progress {
                 break;
             }
+            moved = true;
         }
+        self.between_requests(ctx, moved)?;
         for b in [&mut self.cin, &mut self.to_client, &mut self.to_up, &mut self.uin] {
             ctx.pool.settle(b);
+        }
+        Ok(())
+    }
+
+    /// Between requests, while the last response is still leaving: the send timeout runs
+    /// (again from each `moved`, bytes having left), as it did during the exchange; once all
+    /// has left, the idle timeout. Asking the ring whether its send is still in flight arms
+    /// the report of its completion, which drives the session here again.
+    fn between_requests(&mut self, ctx: &mut Ctx<'_, '_>, moved: bool) -> Result<(), End> {
+        if self.phase != Phase::Head || self.head_started || !self.flushing {
+            return Ok(());
+        }
+        if self.to_client.is_empty() && self.client_settled(ctx.fds)? {
+            self.flushing = false;
+            self.deadline = ctx.now + ctx.cfg.idle_timeout;
+        } else if moved {
+            self.deadline = ctx.now + ctx.cfg.send_timeout;
         }
         Ok(())
     }
@@ -573,6 +598,7 @@ impl Session {
         }
         if !self.head_started {
             self.head_started = true;
+            self.flushing = false;
             self.deadline = ctx.now + ctx.cfg.header_timeout;
         }
         // The head is looked at where it is, not moved out (it is most of a kilobyte).
@@ -994,9 +1020,12 @@ impl Session {
                 self.to_up.clear();
                 // A client that half-closed after pipelining still gets every answer (S16).
                 if ex.keep_client && !ctx.draining() && !(self.eof && self.cin.is_empty()) {
+                    // The response may still be leaving: the send timeout until it has left
+                    // (between_requests), not the idle timeout.
                     self.phase = Phase::Head;
                     self.head_started = false;
-                    self.deadline = ctx.now + ctx.cfg.idle_timeout;
+                    self.flushing = true;
+                    self.deadline = ctx.now + ctx.cfg.send_timeout;
                 } else {
                     self.enter_closing(ctx);
                 }

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# hintq at every body size against nginx, same run: CPU per request of hintq ÷ nginx's for
+# bodies of 1 KiB, 16 KiB, 64 KiB, 256 KiB and 1 MiB, as a static server and as a reverse
+# proxy (issue 29, "What done looks like": static <= 0.75 at every size; proxy <= 0.75 at
+# every size and <= 0.5 at 256 KiB and 1 MiB).
+#
+#   static: wrk -> hintq serve --threads 1           | wrk -> nginx, 1 worker (static template)
+#   proxy:  wrk -> hintq proxy --threads 1 -> up     | wrk -> nginx, 1 worker (proxy template) -> up
+#   up:     one hintq serve, behind both proxies
+#
+# nginx is configured from the lab's templates (crates/hintq-lab/peers/, bench/lib.sh's
+# nginx_template), as its users tune it by size: an open-file cache, `sendfile off` for files
+# up to 16 KiB and `on` above (two nginx processes, one of each, the one matching the size
+# measured; each idle while the other runs); as a proxy, an upstream keep-alive pool. Every
+# configuration is written whole into the raw rows' header.
+#
+# Pinning: the server under test (hintq serve, hintq proxy, either nginx) on $SRV_CPU; wrk
+# and the upstream hintq serve on $LOAD_CPU (this machine has two cores). Load: wrk -t1
+# -c$C -d${DUR}s, keep-alive, GET of one file of the size. CPU: user + system of the measured
+# process (hintq: all its threads; nginx: the worker) from /proc/PID/stat across the wrk run,
+# over the requests wrk completed. Rounds: per size and kind, one run of each server, their
+# order turned each round; the figure is the median of each round's own ratio hintq ÷ nginx
+# (the two ran in the same phase of the machine). Bounded: 4 x SIZES x RUNS wrk runs of DUR
+# seconds, plus a 1 s warm-up per server and size (about 6 min with the defaults).
+#
+# nginx runs from configurations of ours in a temporary directory (the system's nginx config
+# and service are never touched); only processes started here are stopped. Reported, not
+# asserted (the machine is shared: see the loadavg lines). Raw rows go to $OUT.
+#
+# Usage: crates/hintq-serve/bench/sizes-vs-nginx.sh
+#   [env: SIZES="1k 16k 64k 256k 1m" C=50 RUNS=3 DUR=5 PORT=18400 SRV_CPU=0 LOAD_CPU=1
+#    BACKEND= (hintq's default) HINTQ=path/to/hintq OUT=rows.csv]
+set -euo pipefail
+
+SIZES=${SIZES:-1k 16k 64k 256k 1m}
+C=${C:-50}
+RUNS=${RUNS:-3}
+DUR=${DUR:-5}
+PORT=${PORT:-18400}
+SRV_CPU=${SRV_CPU:-0}
+LOAD_CPU=${LOAD_CPU:-1}
+BACKEND=${BACKEND:-}
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+# shellcheck source=../../../bench/lib.sh
+. "$ROOT/bench/lib.sh"
+
+# bytes SIZE: 1k -> 1024, 1m -> 1048576.
+bytes() {
+    case $1 in
+    *k) echo $((${1%k} * 1024)) ;;
+    *m) echo $((${1%m} * 1024 * 1024)) ;;
+    *) echo "$1" ;;
+    esac
+}
+
+bench_tools
+bench_hintq
+bench_tmp sizes-bench
+for s in $SIZES; do
+    head -c "$(bytes "$s")" /dev/zero | tr '\0' 'x' >"$TMP/www/$s.html"
+done
+backend_flag=()
+if [ -n "$BACKEND" ]; then backend_flag=(--backend "$BACKEND"); fi
+
+SERVE=127.0.0.1:$PORT             # hintq serve under test
+NGINX_OFF=127.0.0.1:$((PORT + 1)) # nginx static, sendfile off (files up to 16 KiB)
+NGINX_ON=127.0.0.1:$((PORT + 2))  # nginx static, sendfile on (larger files)
+UP=127.0.0.1:$((PORT + 3))        # hintq serve behind both proxies
+PROXY=127.0.0.1:$((PORT + 4))     # hintq proxy under test
+NGINX_PROXY=127.0.0.1:$((PORT + 5))
+
+nginx_template static "${NGINX_OFF#*:}" 1024 off >"$TMP/nginx-off.conf"
+nginx_template static "${NGINX_ON#*:}" 1024 on >"$TMP/nginx-on.conf"
+nginx_template proxy "${NGINX_PROXY#*:}" 1024 "$UP" >"$TMP/nginx-proxy.conf"
+
+taskset -c "$LOAD_CPU" "$HINTQ" serve --root "$TMP/www" --listen "$UP" "${backend_flag[@]}" \
+    --idle-timeout 3600s 2>"$TMP/logs/up.log" &
+UP_PID=$!
+PIDS+=("$UP_PID")
+taskset -c "$SRV_CPU" "$HINTQ" serve --root "$TMP/www" --listen "$SERVE" --threads 1 "${backend_flag[@]}" \
+    --idle-timeout 3600s 2>"$TMP/logs/serve.log" &
+SERVE_PID=$!
+PIDS+=("$SERVE_PID")
+taskset -c "$SRV_CPU" "$HINTQ" proxy --upstream "$UP" --listen "$PROXY" --threads 1 "${backend_flag[@]}" \
+    --idle-timeout 3600s 2>"$TMP/logs/proxy.log" &
+PROXY_PID=$!
+PIDS+=("$PROXY_PID")
+for a in "$UP" "$SERVE" "$PROXY"; do wait_port "$a"; done
+declare -A WORKER
+nginx_start "$SRV_CPU" "$NGINX_OFF" "$TMP/nginx-off.conf"
+WORKER[off]=$NGINX_WORKER
+nginx_start "$SRV_CPU" "$NGINX_ON" "$TMP/nginx-on.conf"
+WORKER[on]=$NGINX_WORKER
+nginx_start "$SRV_CPU" "$NGINX_PROXY" "$TMP/nginx-proxy.conf"
+WORKER[proxy]=$NGINX_WORKER
+
+{
+    rows_stamp nginx hintq
+    echo "# server under test on cpu $SRV_CPU; wrk -t1 -c$C -d${DUR}s (keep-alive) and the upstream hintq serve on cpu $LOAD_CPU; backend ${BACKEND:-default}; sizes $SIZES"
+    echo "# hintq: serve --threads 1 --idle-timeout 3600s; proxy --threads 1 --idle-timeout 3600s --upstream (hintq serve, defaults); defaults otherwise"
+    for k in off on proxy; do
+        echo "# nginx config ($k): $(tr -s ' \n' ' ' <"$TMP/nginx-$k.conf")"
+    done
+    echo "# loadavg before: $(cat /proc/loadavg)"
+    echo "kind,size,server,nginx_config,round,requests,req_per_s,cpu_us_per_req"
+} | tee "$OUT"
+
+# measure KIND SIZE SERVER ROUND: one wrk run against SERVER (hintq or nginx) -> one row.
+measure() {
+    local kind=$1 size=$2 server=$3 round=$4 addr pid conf out
+    if [ "$kind" = static ] && [ "$server" = hintq ]; then
+        addr=$SERVE pid=$SERVE_PID conf=-
+    elif [ "$kind" = static ]; then
+        conf=off
+        if [ "$(bytes "$size")" -gt "$NGINX_SENDFILE_ABOVE" ]; then conf=on; fi
+        addr=$NGINX_OFF
+        if [ $conf = on ]; then addr=$NGINX_ON; fi
+        pid=${WORKER[$conf]}
+    elif [ "$server" = hintq ]; then
+        addr=$PROXY pid=$PROXY_PID conf=-
+    else
+        addr=$NGINX_PROXY pid=${WORKER[proxy]} conf=proxy
+    fi
+    if [ "$round" = 0 ]; then # warm-up: caches, the upstream pools
+        taskset -c "$LOAD_CPU" wrk -t1 -c"$C" -d1s "http://$addr/$size.html" >/dev/null
+        return
+    fi
+    out=$(wrk_cpu_per_request "$pid" "$addr" "$size.html")
+    echo "$kind,$size,$server,$conf,$round,${out%,*},$((${out%,*} / DUR)),${out#*,}" | tee -a "$OUT"
+}
+
+for size in $SIZES; do
+    for kind in static proxy; do
+        measure "$kind" "$size" hintq 0
+        measure "$kind" "$size" nginx 0
+        for round in $(seq "$RUNS"); do
+            for server in $(turned "$round" hintq nginx); do
+                measure "$kind" "$size" "$server" "$round"
+            done
+        done
+    done
+done
+echo "# loadavg after: $(cat /proc/loadavg)" | tee -a "$OUT"
+
+python3 - "$OUT" "$SIZES" <<'EOF'
+import csv, statistics, sys
+rows = list(csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")))
+cpu = {(r["kind"], r["size"], r["server"], r["round"]): float(r["cpu_us_per_req"]) for r in rows}
+goal = {"static": lambda s: 0.75, "proxy": lambda s: 0.5 if s in ("256k", "1m") else 0.75}
+print("| body | static: hintq ÷ nginx | proxy: hintq ÷ nginx |")
+print("|---|---|---|")
+missed = []
+for size in sys.argv[2].split():
+    cells = []
+    for kind in ("static", "proxy"):
+        per = sorted(cpu[(kind, size, "hintq", k)] / cpu[(kind, size, "nginx", k)]
+                     for (kd, sz, srv, k) in cpu if (kd, sz, srv) == (kind, size, "hintq")
+                     and (kind, size, "nginx", k) in cpu)
+        if not per:
+            cells.append("—")
+            continue
+        m = statistics.median(per)
+        us = lambda srv: statistics.median(v for (kd, sz, s, _), v in cpu.items() if (kd, sz, s) == (kind, size, srv))
+        cells.append(f"{m:.2f} ({us('hintq'):.1f} / {us('nginx'):.1f} µs; rounds {' '.join(f'{x:.2f}' for x in per)})")
+        if m > goal[kind](size):
+            missed.append(f"{kind} {size}: {m:.2f} > {goal[kind](size)}")
+    print(f"| {size} | {cells[0]} | {cells[1]} |")
+print("goals: static <= 0.75 at every size; proxy <= 0.75 at every size, <= 0.5 at 256k and 1m")
+print("missed: " + ("; ".join(missed) if missed else "none"))
+EOF
+echo "raw rows: $OUT"
