@@ -433,3 +433,42 @@ fn median_of_9(mut run: impl FnMut() -> u64) -> f64 {
     let runs: Vec<f64> = (0..9).map(|_| run() as f64 / 100_000.0).collect();
     Spread::of(&runs).map_or(0.0, |s| s.median)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// fig6a gives ns per call and per event (E3), fig7 each phase apart (E4), and a run its
+    /// thread spent off the CPU is noted.
+    #[test]
+    fn runs_become_the_lab_s_rows() {
+        let run = |ns: [u64; 2], cpu_ns| Run {
+            s: Sample { ns, calls: 100, events: 400 },
+            wall_ns: 1000,
+            cpu_ns,
+            preempted: 3,
+        };
+        let mut out = Output::default();
+        run([50_000, 0], 1000).push(&mut out, ("fig6a", "call", 0), Target::Raw, 2, 4);
+        run([25_600, 51_200], 500).push(
+            &mut out,
+            ("fig7", "revoke", 1),
+            Target::Queue(Backend::Epoll),
+            0,
+            1000,
+        );
+        let got: Vec<String> = out.rows.iter().map(row::line).collect();
+        assert_eq!(
+            got[..2],
+            ["E3,raw-epoll,4,2,fig6a_ns_per_call,500,ok,", "E3,raw-epoll,4,2,fig6a_ns_per_event,125,ok,"]
+        );
+        assert!(
+            got[2].starts_with(
+                "E4,epoll,1000,0,fig7_ns_per_revoke,512,ok,\"on a CPU 50% of its run (3 preemptions)"
+            ),
+            "{}",
+            got[2]
+        );
+        assert_eq!(got.len(), 3);
+    }
+}

@@ -524,3 +524,41 @@ pub fn run(bc: &BenchConfig) -> io::Result<Vec<Row>> {
     println!("{} rows written to {} in {:.1} s", rows.len(), csv.display(), started.elapsed().as_secs_f64());
     Ok(rows)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run gives one row per figure of the paper's it has, series `pattern/backend` against
+    /// threads; no re-activation on an edge-triggered backend, so no row for it.
+    #[test]
+    fn a_run_becomes_the_lab_s_rows_without_the_times_that_do_not_apply() {
+        let mut r = Run {
+            pattern: "leader-followers".into(),
+            backend: "epoll-et".into(),
+            threads: 2,
+            rep: 1,
+            window_ns: 1_000_000_000,
+            replies: 120_000,
+            server_cpu_ns: 600_000_000,
+            client_cpu_ns: 500_000_000,
+            ..Run::default()
+        };
+        (r.server.waits, r.server.wait_ns, r.server.events) = (10, 80_000, 100);
+        let rows = r.rows();
+        let got: Vec<(&str, f64)> = rows.iter().map(|r| (r.metric.as_str(), r.value.unwrap())).collect();
+        assert_eq!(
+            got,
+            [
+                ("throughput_rps", 120_000.0),
+                ("wait_ns_per_event", 800.0),
+                ("server_us_per_reply", 5.0),
+                ("client_cpu_share", 0.5)
+            ]
+        );
+        assert!(rows.iter().all(|r| r.experiment == "E6"
+            && r.series == "leader-followers/epoll-et"
+            && r.x == 2.0
+            && r.rep == 1));
+    }
+}
