@@ -11,7 +11,8 @@ pub struct PatternsArgs {
     /// Threads 1, 2, 4, one repetition, short windows (under a minute).
     #[arg(long)]
     quick: bool,
-    /// CSV file for the raw rows [default: hintq-patterns-<time>.csv].
+    /// CSV file for the rows, the lab's format, under `# key: value` header lines
+    /// [default: hintq-patterns-<time>.csv].
     #[arg(long, value_name = "FILE.csv", value_parser = crate::csv_file)]
     out: Option<PathBuf>,
     /// Busy-wait per request in microseconds (the paper's simulated work).

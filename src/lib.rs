@@ -60,25 +60,29 @@ enum Command {
 enum BenchCommand {
     /// Costs of get_next_event and declare_interest per backend (Banga et al. Figs. 6, 7).
     ///
-    /// Against a raw epoll loop in the same run.
+    /// Against a raw epoll loop in the same run. Writes the lab's E3 and E4 rows
+    /// (experiment,series,x,rep,metric,value,status,note) and prints E3's verdicts as the lab
+    /// judges them.
     Micro(MicroArgs),
     /// The rtsig overflow path: readiness cycles below and above RLIMIT_SIGPENDING.
     ///
     /// With the hybrid off and on, the cost of one recovery scan, and poll, epoll and io_uring
-    /// beside.
+    /// beside. Writes the lab's E8 rows (experiment,series,x,rep,metric,value,status,note).
     Rtsig(HistArgs),
     /// Gooch's figure: poll(2) cost per idle descriptor, active/inactive sets, wake-up latency.
     ///
     /// The active/inactive split with 1% active, and the wake-up latency of a quiet descriptor.
+    /// Writes the lab's E7 rows (experiment,series,x,rep,metric,value,status,note).
     Gooch(HistArgs),
     /// Strebelow & Prehofer: threading patterns x backend x threads, 512 connections.
     ///
     /// Reactor, Leader/Followers, Half-Sync and sharded, over 512 request/response
-    /// connections.
+    /// connections. Writes the lab's E6 rows (experiment,series,x,rep,metric,value,status,note).
     Patterns(bench_patterns::PatternsArgs),
     /// Wake-ups per readiness of a descriptor shared by 1, 2, 4 and 8 blocked threads.
     ///
     /// A Group with Delivery::One per backend, beside plain shared epoll and EPOLLEXCLUSIVE.
+    /// Writes the lab's E10 rows (experiment,series,x,rep,metric,value,status,note).
     #[command(name = "wake-one")]
     WakeOne(WakeArgs),
     /// The floor under a server's CPU per request: answers (or relays) and does nothing else.
@@ -116,7 +120,8 @@ struct WakeArgs {
     /// One repetition of 100 readinesses per point (about 10 s).
     #[arg(long)]
     quick: bool,
-    /// CSV file for the raw rows [default: hintq-wake-one-<date>.csv].
+    /// CSV file for the rows, the lab's format, under `# key: value` header lines
+    /// [default: hintq-wake-one-<date>.csv].
     #[arg(long, value_name = "FILE.csv", value_parser = csv_file)]
     out: Option<PathBuf>,
     /// Group backends to measure, comma-separated [default: all; the raw epoll ones always run].
@@ -138,7 +143,8 @@ struct HistArgs {
     /// Fewer points, repetitions and shorter measurements (under 30 s).
     #[arg(long)]
     quick: bool,
-    /// CSV file for the raw rows [default: hintq-<rtsig|gooch>-<date>.csv].
+    /// CSV file for the rows, the lab's format, under `# key: value` header lines
+    /// [default: hintq-<rtsig|gooch>-<date>.csv].
     #[arg(long, value_name = "FILE.csv", value_parser = csv_file)]
     out: Option<PathBuf>,
     /// Repetitions of every point [default: 3 with --quick, else 5].
@@ -154,7 +160,8 @@ struct MicroArgs {
     /// Fewer points, repetitions and shorter measurements (under a minute).
     #[arg(long)]
     quick: bool,
-    /// CSV file for the raw rows [default: hintq-micro-<date>.csv].
+    /// CSV file for the rows, the lab's format, under `# key: value` header lines
+    /// [default: hintq-micro-<date>.csv].
     #[arg(long, value_name = "FILE.csv", value_parser = csv_file)]
     out: Option<PathBuf>,
     /// Backends to measure, comma-separated [default: all; the raw epoll loop always runs].
@@ -252,7 +259,8 @@ fn bench_micro(args: MicroArgs) -> ExitCode {
         command: std::env::args().collect::<Vec<_>>().join(" "),
         uring_defer: args.uring_defer,
     };
-    done("micro", hintq_bench::run_micro(&cfg))
+    // The verdicts on these rows are the lab's (E3), printed by the lab's code.
+    done("micro", hintq_bench::run_micro(&cfg).map(|o| print!("{}", hintq_lab::exp::e3::summary(&o.rows))))
 }
 
 fn bench_hist(what: &str, args: HistArgs) -> ExitCode {

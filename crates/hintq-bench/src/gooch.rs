@@ -28,7 +28,8 @@
 //! 10 ms interval demoted the active descriptors between their writes.
 
 use crate::meter::Meter;
-use crate::rec::{self, Rec};
+use crate::rec::Rec;
+use crate::row::Row;
 use crate::sys;
 use hintq::{Backend, Builder, Event, GoochPolicy, Interest, Queue};
 use std::io;
@@ -361,141 +362,25 @@ pub fn run(plan: &Plan) -> io::Result<Vec<Rec>> {
     Ok(rows)
 }
 
-/// The summary tables, from the rows only.
-pub fn summary(rows: &[Rec]) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    let m = rec::points(rows, "perfd");
-    if !m.is_empty() {
-        let _ = writeln!(
-            s,
-            "\nperfd: poll(2) over N descriptors (batch timed): eventfd, udp = N idle, timeout 0; eventfd-wait = \
-             N-1 idle + 1 ready socket last, timeout -1"
-        );
-        let _ = writeln!(
-            s,
-            "  {:>6} {:<16} {:>10} {:>10} {:>10} {:>5} {:>8} {:>12} {:>10} {:>6}",
-            "N", "target", "ns/call", "min", "max", "reps", "ns/fd", "Gooch ns/fd", "Gooch/us", "on-cpu"
-        );
-    }
-    for (key, list) in &m {
-        let t = rec::spread(list, Rec::ns_per_op);
-        let per_fd = t.median / key.registered.max(1) as f64;
-        let _ = writeln!(
-            s,
-            "  {:>6} {:<16} {:>10.0} {:>10.0} {:>10.0} {:>5} {:>8.1} {:>12.0} {:>9.0}x {:>5.0}%",
-            key.registered,
-            key.target,
-            t.median,
-            t.min,
-            t.max,
-            t.n,
-            per_fd,
-            GOOCH_NS_PER_FD,
-            GOOCH_NS_PER_FD / per_fd.max(f64::MIN_POSITIVE),
-            rec::spread(list, Rec::on_cpu).min * 100.0
-        );
-    }
-    for (exp, what) in [
-        ("split", "1% active written in rotation, one write"),
-        ("split-steady", "1% active, every one written each cycle"),
-    ] {
-        let m = rec::points(rows, exp);
-        if !m.is_empty() {
-            let _ = writeln!(
-                s,
-                "\n{exp}: N registered, {what} -> get_next_event -> read per cycle \
-                 (batch timed after {} ms of warm-up)",
-                WARMUP.as_millis()
-            );
-            let _ = writeln!(
-                s,
-                "  {:>6} {:>6} {:<7} {:>9} {:>9} {:>9} {:>5} {:>11} {:>9} {:>10} {:>6}",
-                "N",
-                "active",
-                "target",
-                "cycles/s",
-                "min",
-                "max",
-                "reps",
-                "cpu us/cyc",
-                "x poll",
-                "migrations",
-                "on-cpu"
-            );
-        }
-        for (key, list) in &m {
-            let t = rec::spread(list, Rec::per_sec);
-            let poll = rec::median_at(&m, key, "poll", Rec::per_sec);
-            let _ = writeln!(
-                s,
-                "  {:>6} {:>6} {:<7} {:>9} {:>9} {:>9} {:>5} {:>11.2} {:>9} {:>10.0} {:>5.0}%",
-                key.registered,
-                key.active,
-                key.target,
-                rec::si(t.median),
-                rec::si(t.min),
-                rec::si(t.max),
-                t.n,
-                rec::spread(list, Rec::cpu_per_op).median / 1e3,
-                poll.map_or("-".into(), |p| format!("{:.2}x", t.median / p)),
-                rec::spread(list, |r| r.migrations as f64).median,
-                rec::spread(list, Rec::on_cpu).min * 100.0
-            );
-        }
-    }
-    let m = rec::points(rows, "wake");
-    if !m.is_empty() {
-        let _ = writeln!(
-            s,
-            "\nwake: a descriptor silent for {} ms (gooch; 0 for the others) + 0..{} ms while 1% of {WAKE_N} cycle, \
-             then written: time to its delivery (all samples; per-repetition medians as spread)",
-            QUIET.as_millis(),
-            INTERVAL.as_millis()
-        );
-        let _ = writeln!(
-            s,
-            "  {:<7} {:>7} {:>11} {:>11} {:>11} {:>22} {:>10} {:>11}",
-            "target", "samples", "median us", "p90 us", "max us", "rep medians us", "cycles", "migr/sample"
-        );
-    }
-    for (key, list) in &m {
-        let mut lat: Vec<f64> = list.iter().map(|r| r.ns_per_op() / 1e3).collect();
-        lat.sort_by(f64::total_cmp);
-        let all = rec::spread(list, |r| r.ns_per_op() / 1e3);
-        let p90 = lat[((lat.len() * 9).div_ceil(10)).saturating_sub(1).min(lat.len() - 1)];
-        let mut reps: Vec<u32> = list.iter().map(|r| r.rep).collect();
-        reps.sort_unstable();
-        reps.dedup();
-        let medians: Vec<f64> = reps
-            .iter()
-            .map(|&rep| {
-                let of: Vec<&Rec> = list.iter().copied().filter(|r| r.rep == rep).collect();
-                rec::spread(&of, |r| r.ns_per_op() / 1e3).median
-            })
-            .collect();
-        let rm =
-            crate::report::Spread::of(&medians).map_or("-".into(), |s| format!("{:.1}..{:.1}", s.min, s.max));
-        let _ = writeln!(
-            s,
-            "  {:<7} {:>7} {:>11.1} {:>11.1} {:>11.1} {:>22} {:>10.0} {:>11.2}",
-            key.target,
-            all.n,
-            all.median,
-            p90,
-            all.max,
-            rm,
-            rec::spread(list, |r| r.events as f64).median,
-            rec::spread(list, |r| r.migrations as f64).median
-        );
-    }
-    s
+/// The lab's E7 rows of `recs`: ns per descriptor per `poll(2)` call (perfd), ns per cycle
+/// with 1% active in rotation (split) and all busy (split-steady), µs from write to event of
+/// a quiet descriptor (wake); against descriptors registered.
+pub fn rows(recs: &[Rec]) -> Vec<Row> {
+    let row = |r: &Rec, metric: &str, value: f64| r.row("E7", &r.target, r.registered, metric, value);
+    recs.iter()
+        .filter_map(|r| match r.experiment.as_str() {
+            "perfd" => Some(row(r, "perfd_ns_per_fd", r.ns_per_op() / r.registered.max(1) as f64)),
+            "split" => Some(row(r, "split_ns_per_cycle", r.ns_per_op())),
+            "split-steady" => Some(row(r, "steady_ns_per_cycle", r.ns_per_op())),
+            "wake" => Some(row(r, "wake_us", r.ns_per_op() / 1000.0)),
+            _ => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rec::tests::rec;
 
     #[test]
     fn active_is_one_percent_at_least_one() {
@@ -505,35 +390,40 @@ mod tests {
     }
 
     #[test]
-    fn summary_gives_gooch_ratio_split_saving_and_latency() {
-        let mut rows = Vec::new();
-        for rep in 0..3 {
-            // 1000 fds, 1000 calls in 1 ms each: 1000 ns per call, 1 ns per fd.
-            rows.push(rec("perfd", "poll(2)-eventfd", "", rep, 1000, 0, 1000, 1_000_000));
-            rows.push(rec("split", "gooch", "", rep, 1000, 10, 1000, 10_000_000)); // 100k/s
-            rows.push(rec("split", "poll", "", rep, 1000, 10, 1000, 40_000_000)); // 25k/s
-            for (i, us) in [100u64, 5000, 9000].into_iter().enumerate() {
-                let mut r = rec("wake", "gooch", "", rep, 1000, 10, 1, us * 1000 + rep as u64 * 1000);
-                r.events = 10 + i as u64;
-                rows.push(r);
-            }
-        }
-        let s = summary(&rows);
-        let line = s.lines().find(|l| l.contains("poll(2)-eventfd")).unwrap();
-        let cols: Vec<&str> = line.split_whitespace().collect();
+    fn runs_become_per_descriptor_per_cycle_and_wake_latency_rows() {
+        let run = |exp: &str, target: &str, ops: u64, ns: u64| Rec {
+            experiment: exp.into(),
+            target: target.into(),
+            registered: 1000,
+            ops,
+            total_ns: ns,
+            wall_ns: ns,
+            cpu_ns: ns,
+            ..Rec::default()
+        };
+        let mut off = run("wake", "gooch", 1, 25_000);
+        off.cpu_ns = 0;
+        let recs = [
+            run("perfd", "poll(2)-eventfd", 10, 2_000_000),
+            run("split", "gooch", 100, 50_000),
+            run("split-steady", "gooch", 100, 30_000),
+            off,
+        ];
+        let rows = rows(&recs);
+        let got: Vec<(&str, &str, &str, f64, f64)> = rows
+            .iter()
+            .map(|r| (r.experiment.as_str(), r.series.as_str(), r.metric.as_str(), r.x, r.value.unwrap()))
+            .collect();
         assert_eq!(
-            cols,
-            ["1000", "poll(2)-eventfd", "1000", "1000", "1000", "3", "1.0", "3000", "3000x", "100%"]
+            got,
+            [
+                ("E7", "poll(2)-eventfd", "perfd_ns_per_fd", 1000.0, 200.0),
+                ("E7", "gooch", "split_ns_per_cycle", 1000.0, 500.0),
+                ("E7", "gooch", "steady_ns_per_cycle", 1000.0, 300.0),
+                ("E7", "gooch", "wake_us", 1000.0, 25.0),
+            ]
         );
-        let line = s.lines().find(|l| l.contains(" gooch ") && l.contains("100.0k")).unwrap();
-        let cols: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(
-            cols,
-            ["1000", "10", "gooch", "100.0k", "100.0k", "100.0k", "3", "10.00", "4.00x", "0", "100%"]
-        );
-        let line = s.lines().rev().find(|l| l.trim_start().starts_with("gooch")).unwrap();
-        let cols: Vec<&str> = line.split_whitespace().collect();
-        // 9 samples: 100..102, 5000..5002, 9000..9002 us; median 5001, p90 the 9th -> 9002 (ceil(8.1)=9).
-        assert_eq!(cols, ["gooch", "9", "5001.0", "9002.0", "9002.0", "5000.0..5002.0", "11", "0.00"]);
+        assert!(rows[..3].iter().all(|r| r.note.is_empty()));
+        assert!(rows[3].note.starts_with("on a CPU 0%"), "{}", rows[3].note);
     }
 }

@@ -15,13 +15,15 @@
 //! * **fig7** — with N idle descriptors registered, declaring interest in 256 more and
 //!   revoking it, each phase timed apart; the raw loop does `EPOLL_CTL_ADD` / `DEL`.
 //!
-//! Every repetition of every point is a raw row of the CSV, beside the command, kernel, CPU,
-//! pinning, commit and date; the summary and the goal verdicts are made from those rows only
-//! (see [`report`]). Goals are evaluated and printed, never asserted: speed is shown by
-//! benchmarks, not by timed tests.
+//! Every command the lab runs writes the lab's own rows ([`row`]: `experiment,series,x,rep,
+//! metric,value,status,note`, one measured value of one repetition each, `experiment` the lab's
+//! E3 and E4 here), under a header of the command, kernel, CPU, pinning, commit and date; the
+//! summary printed is made from those rows only. Verdicts on them are the lab's alone (`hintq
+//! lab --reanalyse`, or the lines `hintq bench micro` prints from the lab's E3): speed is shown
+//! by benchmarks, not by timed tests.
 //!
-//! Two more commands measure the historical backends the same way (raw rows, header,
-//! repetitions with median and spread, one pinned core), their rows described in [`rec`]:
+//! Two more commands measure the historical backends the same way (rows, header,
+//! repetitions with median and spread, one pinned core), measured as [`rec::Rec`]s:
 //! `hintq bench rtsig` ([`overflow`]: readiness cycles with the RT signal queue below and
 //! above `RLIMIT_SIGPENDING`, the cost of one recovery scan, poll/epoll/uring beside) and
 //! `hintq bench gooch` ([`gooch`]: Gooch's per-descriptor `poll(2)` cost, the saving of the
@@ -50,16 +52,16 @@ pub mod overflow;
 pub mod patterns;
 pub mod rec;
 pub mod relay;
-pub mod report;
+pub mod row;
 pub mod sys;
 pub mod wake;
 
 use hintq::Backend;
 use micro::{Fds, Output, Plan};
-use report::Skip;
+use row::Row;
 use std::fs::File;
 use std::io::{self, BufWriter};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// What `hintq bench micro` was asked for.
@@ -102,18 +104,16 @@ impl Default for Config {
 pub struct Outcome {
     /// The CSV written.
     pub csv: PathBuf,
-    /// The raw rows.
-    pub rows: Vec<report::Row>,
-    /// The goals of the issue, evaluated.
-    pub goals: Vec<report::Goal>,
+    /// The rows, as written.
+    pub rows: Vec<Row>,
 }
 
-/// Runs fig6a, fig6b and fig7, writes the CSV and prints the summary and the goals.
+/// Runs fig6a, fig6b and fig7, writes the rows and prints their summary.
 ///
 /// # Errors
 /// Setting up (pinning, descriptors) and any failing system call of a measured loop.
 pub fn run_micro(cfg: &Config) -> io::Result<Outcome> {
-    let Setup { mut meta, started, null: _, clock } = setup(cfg)?;
+    let Setup { mut meta, started, null, clock } = setup(cfg)?;
 
     let mut out = Output::default();
     let wanted = cfg.backends.clone().unwrap_or_else(|| Backend::ALL.to_vec());
@@ -122,14 +122,8 @@ pub fn run_micro(cfg: &Config) -> io::Result<Outcome> {
         match b.probe() {
             Ok(()) => backends.push(b),
             Err(reason) => {
-                let s = Skip {
-                    experiment: None,
-                    backend: b.name().into(),
-                    points: String::new(),
-                    reason: reason.to_string(),
-                };
-                println!("{s}");
-                out.skips.push(s);
+                println!("skipped {b}: {reason}");
+                meta.push(("skipped".into(), format!("{b}: {reason}")));
             }
         }
     }
@@ -144,7 +138,7 @@ pub fn run_micro(cfg: &Config) -> io::Result<Outcome> {
     let names: Vec<&str> = plan.backends.iter().map(|b| b.name()).collect();
     println!(
         "measuring {} and {} ({reps} repetitions{})",
-        report::RAW,
+        micro::RAW,
         names.join(", "),
         if cfg.quick { ", quick" } else { "" }
     );
@@ -157,6 +151,7 @@ pub fn run_micro(cfg: &Config) -> io::Result<Outcome> {
         ("fig6b method".into(), format!("clock read around a batch of whole cycles (write 1 byte, wait with a {}-event array, read); ops = cycles; raw-uring (with uring) = a multishot POLL_ADD per descriptor on a ring set up as the uring backend's (CQ 4096, SINGLE_ISSUER + DEFER_TASKRUN + TASKRUN_FLAG, or COOP_TASKRUN + TASKRUN_FLAG where DEFER_TASKRUN is refused or --uring-defer off), CQEs reaped from the ring, io_uring_enter only when none is there or the kernel flags work", micro::CYCLE_ARRAY)),
         ("fig7 method".into(), format!("clock read around a batch of {} declare_interest(READ) calls, then around their {} revokes; raw-epoll = epoll_ctl ADD / DEL; ops = calls", micro::BATCH, micro::BATCH)),
         ("descriptors".into(), "active: AF_UNIX stream socketpairs (non-blocking); idle: eventfds never written, registered for READ".into()),
+        ("rows".into(), "E3 fig6a_ns_per_call and fig6a_ns_per_event (x = array_max), fig6b_ns_per_cycle (x = idle); E4 fig7_ns_per_declare (declare_interest, state returned), fig7_ns_per_declare-nostate (declare, the paper's NULL statemask), fig7_ns_per_revoke (x = idle registered); series = backend, raw-epoll, raw-uring or write+read".into()),
     ]);
 
     let max_idle = plan.idle.iter().chain(&micro::REGISTERED).copied().max().unwrap_or(0);
@@ -167,25 +162,11 @@ pub fn run_micro(cfg: &Config) -> io::Result<Outcome> {
     drop(fds);
     let secs = finish(&mut meta, started);
     let csv = csv_path(cfg, "micro", started);
-    let mut w = create_csv(&csv)?;
-    report::write_csv(&mut w, &meta, &out.skips, &out.rows)?;
-    io::Write::flush(&mut w)?;
-
-    print!("{}", report::summary(&out.rows));
-    if out.skips.iter().any(|s| s.experiment.is_some()) {
-        println!();
-        out.skips.iter().filter(|s| s.experiment.is_some()).for_each(|s| println!("{s}"));
-    }
-    let goals = report::goals(&out.rows, &out.skips);
-    println!("\ngoals (evaluated on medians, the readiness cycle on the median of each repetition's own ratio; not asserted):");
-    goals.iter().for_each(|g| println!("{g}"));
-    println!(
-        "\nclock read pair {clock:.1} ns; load average before {} / after {}",
-        meta_get(&meta, "loadavg before"),
-        meta_get(&meta, "loadavg after")
-    );
-    println!("{} rows written to {} in {secs:.1} s", out.rows.len(), csv.display());
-    Ok(Outcome { csv, rows: out.rows, goals })
+    row::write_file(&csv, &meta, &out.rows)?;
+    print!("{}", row::summary(&out.rows));
+    println!("\nclock read pair {clock:.1} ns");
+    closing(&out.rows, null, &meta, &csv, secs);
+    Ok(Outcome { csv, rows: out.rows })
 }
 
 /// What every run starts with: the header lines (command, date, commit, kernel, CPU, load,
@@ -255,12 +236,12 @@ fn csv_path(cfg: &Config, what: &str, started: SystemTime) -> PathBuf {
     })
 }
 
-/// Runs `hintq bench rtsig`: writes the CSV, prints the summary, returns the rows. In a child
-/// (with [`overflow::CHILD_ENV`] set) runs its share and prints raw rows instead.
+/// Runs `hintq bench rtsig`: writes the lab's E8 rows, prints their summary, returns them. In
+/// a child (with [`overflow::CHILD_ENV`] set) runs its share and prints its rows instead.
 ///
 /// # Errors
 /// Setting up, a child failing, a failing call, or an event not delivered.
-pub fn run_rtsig(cfg: &Config) -> io::Result<Vec<rec::Rec>> {
+pub fn run_rtsig(cfg: &Config) -> io::Result<Vec<Row>> {
     let plan = overflow::Plan::new(cfg.quick, cfg.reps);
     if let Ok(spec) = std::env::var(overflow::CHILD_ENV) {
         let child = overflow::Child::parse(&spec).map_err(io::Error::other)?;
@@ -285,20 +266,21 @@ pub fn run_rtsig(cfg: &Config) -> io::Result<Vec<rec::Rec>> {
     ]);
     let (rows, child_notes) = overflow::parent(&plan)?;
     notes.extend(child_notes);
+    meta.extend(notes.iter().map(|n| ("note".to_string(), n.clone())));
     let secs = finish(&mut meta, started);
     let csv = csv_path(cfg, "rtsig", started);
-    write_rows(&csv, &meta, &notes, &rows)?;
-    print!("{}", overflow::summary(&rows));
+    row::write_file(&csv, &meta, &rows)?;
+    print!("{}", row::summary(&rows));
     notes.iter().for_each(|n| println!("{n}"));
     closing(&rows, null, &meta, &csv, secs);
     Ok(rows)
 }
 
-/// Runs `hintq bench gooch`: writes the CSV, prints the summary, returns the rows.
+/// Runs `hintq bench gooch`: writes the lab's E7 rows, prints their summary, returns them.
 ///
 /// # Errors
 /// Setting up, a failing call, or an event not delivered.
-pub fn run_gooch(cfg: &Config) -> io::Result<Vec<rec::Rec>> {
+pub fn run_gooch(cfg: &Config) -> io::Result<Vec<Row>> {
     let plan = gooch::Plan::new(cfg.quick, cfg.reps);
     let Setup { mut meta, started, null, .. } = setup(cfg)?;
     meta.extend([
@@ -310,22 +292,22 @@ pub fn run_gooch(cfg: &Config) -> io::Result<Vec<rec::Rec>> {
         ("split method".into(), format!("N registered (N in {:?}): 1% (at least 1) AF_UNIX socketpairs, the rest idle eventfds; a cycle writes 1 byte on the next active one in rotation, get_next_event (array of 64) until it is reported, reading what is reported; {} ms untimed warm-up, then clock around the batch; migrations = Stats::migrations over the queue's life (warm-up included)", gooch::NS, gooch::WARMUP.as_millis())),
         ("wake method".into(), format!("{} registered, 1% cycling as in split, one more socketpair silent for {} ms (gooch only, so it is demoted) + 0..{} ms (xorshift phase) while they cycle, then written; latency = clock from just after that write to the end of the cycle whose events included it; {} samples per backend and repetition; cycles = busy cycles until delivered", gooch::WAKE_N, gooch::QUIET.as_millis(), gooch::INTERVAL.as_millis(), plan.samples)),
     ]);
-    let rows = gooch::run(&plan)?;
+    let rows = gooch::rows(&gooch::run(&plan)?);
     let secs = finish(&mut meta, started);
     let csv = csv_path(cfg, "gooch", started);
-    write_rows(&csv, &meta, &[], &rows)?;
-    print!("{}", gooch::summary(&rows));
+    row::write_file(&csv, &meta, &rows)?;
+    print!("{}", row::summary(&rows));
     closing(&rows, null, &meta, &csv, secs);
     Ok(rows)
 }
 
-/// Runs `hintq bench wake-one`: writes the CSV, prints the raw rows as they come, the
-/// summary and the goal, returns the rows. `cfg.cpu` is the members' CPU (default: the last
+/// Runs `hintq bench wake-one`: writes the lab's E10 rows, prints them as they come and their
+/// summary, returns them. `cfg.cpu` is the members' CPU (default: the last
 /// allowed one); the driver runs on another allowed CPU when there is one.
 ///
 /// # Errors
 /// Setting up, a failing call, or a readiness not delivered.
-pub fn run_wake(cfg: &Config, rounds: Option<usize>) -> io::Result<Vec<wake::Row>> {
+pub fn run_wake(cfg: &Config, rounds: Option<usize>) -> io::Result<Vec<Row>> {
     let allowed = sys::affinity()?;
     let member_cpu = cfg.cpu.or(allowed.last().copied()).unwrap_or(0);
     let driver_cpu = allowed.iter().copied().find(|&c| c != member_cpu).unwrap_or(member_cpu);
@@ -358,47 +340,35 @@ pub fn run_wake(cfg: &Config, rounds: Option<usize>) -> io::Result<Vec<wake::Row
         ("group".into(), "hintq::Group on the backend, the descriptor declared with Delivery::One; each member thread get_next_event(array of 8, no timeout) on its own member queue".into()),
     ]);
     notes.iter().for_each(|n| println!("{n}"));
-    println!("{}", wake::COLUMNS);
+    println!("{}", row::COLUMNS);
     let rows = wake::run(&plan)?;
     meta.extend(notes.iter().map(|n| ("note".to_string(), n.clone())));
     let secs = finish(&mut meta, started);
     let csv = csv_path(cfg, "wake-one", started);
-    let mut w = create_csv(&csv)?;
-    wake::write_csv(&mut w, &meta, &rows)?;
-    io::Write::flush(&mut w)?;
-    print!("{}", wake::summary(&rows));
-    println!(
-        "\nnull system call {null:.0} ns (PERF.md floor 75-88 ns); load average before {} / after {}",
-        meta_get(&meta, "loadavg before"),
-        meta_get(&meta, "loadavg after")
-    );
-    println!("{} rows written to {} in {secs:.1} s", rows.len(), csv.display());
+    row::write_file(&csv, &meta, &rows)?;
+    print!("{}", row::summary(&rows));
+    closing(&rows, null, &meta, &csv, secs);
     Ok(rows)
 }
 
 /// Creates the file for the raw rows; its error names it.
-pub(crate) fn create_csv(csv: &std::path::Path) -> io::Result<BufWriter<File>> {
+pub(crate) fn create_csv(csv: &Path) -> io::Result<BufWriter<File>> {
     let f = File::create(csv).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", csv.display())))?;
     Ok(BufWriter::new(f))
 }
 
-fn write_rows(
-    csv: &std::path::Path,
-    meta: &[(String, String)],
-    notes: &[String],
-    rows: &[rec::Rec],
-) -> io::Result<()> {
-    let mut w = create_csv(csv)?;
-    rec::write_csv(&mut w, meta, notes, rows)?;
-    io::Write::flush(&mut w)
-}
-
 /// The closing lines: noise, the machine check again, where the rows went.
-fn closing(rows: &[rec::Rec], null: f64, meta: &[(String, String)], csv: &std::path::Path, secs: f64) {
+fn closing(rows: &[Row], null: f64, meta: &[(String, String)], csv: &Path, secs: f64) {
+    let noisy = rows.iter().filter(|r| !r.note.is_empty()).count();
     println!(
-        "
-{}",
-        rec::noise_line(rows)
+        "\n{noisy} of {} values were measured with their thread on a CPU less than {:.0}% of the run{}",
+        rows.len(),
+        row::QUIET * 100.0,
+        if noisy > 0 {
+            " (noted in their rows): the machine was busy, treat them as upper bounds"
+        } else {
+            ""
+        }
     );
     println!(
         "null system call {null:.0} ns (PERF.md floor 75-88 ns); load average before {} / after {}; the machine \

@@ -2,7 +2,7 @@
 //! turn (the order rotates with the repetition, so drift on a shared machine falls on every
 //! target alike), each on a fresh queue (or epoll instance) with the same descriptors.
 
-use crate::report::{Experiment, Row, Skip, Spread, BASELINE, RAW, RAW_URING};
+use crate::row::{self, Row, Spread};
 use crate::sys::{self, RawEpoll, RawUring};
 use hintq::{Backend, Event, Interest, Queue};
 use std::io;
@@ -21,6 +21,13 @@ pub const REGISTERED: [usize; 4] = [1000, 5000, 10000, 15000];
 pub const CYCLE_ARRAY: usize = 64;
 /// fig7: descriptors declared (then revoked) per timed batch.
 pub const BATCH: usize = 256;
+
+/// The label of the raw `epoll_wait`/`epoll_ctl` loop every backend is compared with.
+pub const RAW: &str = "raw-epoll";
+/// The label of the raw io_uring multishot-poll loop the `uring` backend is compared with.
+pub const RAW_URING: &str = "raw-uring";
+/// The label of the write-then-read baseline of the readiness cycle (no wait at all).
+pub const BASELINE: &str = "write+read";
 
 /// What is measured: a hintq backend, the raw epoll loop, or the cycle without any wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,13 +92,11 @@ impl Fds {
     }
 }
 
-/// Rows and skips gathered so far.
+/// The rows gathered so far.
 #[derive(Default)]
 pub struct Output {
-    /// Raw rows.
+    /// The lab's rows: E3 (Banga Fig. 6: fig6a, fig6b) and E4 (Fig. 7: fig7).
     pub rows: Vec<Row>,
-    /// What was not measured and why (one entry per backend and reason).
-    pub skips: Vec<Skip>,
 }
 
 /// What one measured run of `n` iterations gives: time per phase, calls, events.
@@ -110,7 +115,6 @@ impl<const P: usize> Default for Sample<P> {
 
 /// One measured run: its sample, and how much of its wall time this thread was on a CPU.
 struct Run<const P: usize> {
-    iters: u64,
     s: Sample<P>,
     /// Wall time of the whole run, untimed parts included.
     wall_ns: u64,
@@ -121,23 +125,18 @@ struct Run<const P: usize> {
 }
 
 impl<const P: usize> Run<P> {
-    /// A row for phase `i` of this run; the caller fills in the point.
-    fn row(&self, exp: Experiment, t: Target, rep: u32, phase: &'static str, i: usize) -> Row {
-        Row {
-            experiment: exp,
-            backend: t.name().into(),
-            rep,
-            array_max: None,
-            idle: None,
-            batch: None,
-            phase,
-            iterations: self.iters,
-            ops: self.s.calls,
-            events: self.s.events,
-            total_ns: self.s.ns[i],
-            wall_ns: self.wall_ns,
-            cpu_ns: self.cpu_ns,
-            preempted: self.preempted,
+    /// The rows of phase `i` of this run (named `phase`) at swept value `x` of figure `fig` (`fig6a`, `fig6b`,
+    /// `fig7`): ns per op (`<fig>_ns_per_<phase>`), and in fig6a ns per event too; E3 holds
+    /// Fig. 6, E4 Fig. 7. A run its thread was not on a CPU for says so in the note.
+    fn push(&self, out: &mut Output, (fig, phase, i): (&str, &str, usize), t: Target, rep: u32, x: usize) {
+        let exp = if fig == "fig7" { "E4" } else { "E3" };
+        let note = row::quiet_note(self.wall_ns, self.cpu_ns, self.preempted);
+        let mut push = |metric: String, value: f64| {
+            out.rows.push(Row { rep, note: note.clone(), ..Row::ok(exp, t.name(), x as f64, &metric, value) })
+        };
+        push(format!("{fig}_ns_per_{phase}"), self.s.ns[i] as f64 / self.s.calls.max(1) as f64);
+        if fig == "fig6a" && self.s.events > 0 {
+            push("fig6a_ns_per_event".into(), self.s.ns[i] as f64 / self.s.events as f64);
         }
     }
 }
@@ -161,7 +160,7 @@ fn measure<const P: usize>(
             let s = run(n)?;
             let wall_ns = ns(wall.elapsed());
             let cpu_ns = sys::thread_cpu_ns() - cpu;
-            return Ok(Run { iters: n, s, wall_ns, cpu_ns, preempted: sys::preemptions() - pre });
+            return Ok(Run { s, wall_ns, cpu_ns, preempted: sys::preemptions() - pre });
         }
         n *= 2;
     }
@@ -278,11 +277,7 @@ pub fn fig6a(plan: &Plan, out: &mut Output) -> io::Result<()> {
                     }
                     Target::Baseline | Target::RawUring => unreachable!("fig6a has no {}", t.name()),
                 };
-                out.rows.push(Row {
-                    array_max: Some(k),
-                    idle: Some(0),
-                    ..r.row(Experiment::Fig6a, t, rep, "call", 0)
-                });
+                r.push(out, ("fig6a", "call", 0), t, rep, k);
             }
         }
     }
@@ -331,8 +326,7 @@ pub fn fig6b(plan: &Plan, fds: &Fds, out: &mut Output) -> io::Result<()> {
                     }
                     Target::Baseline => cycles(plan.target, peer, watched, || Ok(()))?,
                 };
-                let row = r.row(Experiment::Fig6b, t, rep, "cycle", 0);
-                out.rows.push(Row { array_max: Some(CYCLE_ARRAY), idle: Some(idle), ..row });
+                r.push(out, ("fig6b", "cycle", 0), t, rep, idle);
             }
         }
     }
@@ -368,15 +362,12 @@ pub fn fig7(plan: &Plan, fds: &Fds, out: &mut Output) -> io::Result<()> {
         for &n in &REGISTERED {
             let registered = || raw_of(&fds.idle[..n]);
             for t in rotated(&targets, rep) {
-                let mut phases = Vec::new();
                 match t {
                     Target::Raw => {
                         let ep = raw_with(1, registered())?;
                         let r = declare_revoke(plan.target, |fd| ep.add(fd), |fd| ep.del(fd), extra)?;
-                        phases.extend([
-                            (r.row(Experiment::Fig7, t, rep, "declare", 0)),
-                            r.row(Experiment::Fig7, t, rep, "revoke", 1),
-                        ]);
+                        r.push(out, ("fig7", "declare", 0), t, rep, n);
+                        r.push(out, ("fig7", "revoke", 1), t, rep, n);
                     }
                     Target::Queue(b) => {
                         // declare_interest (state returned: the call plus a poll(2)), then
@@ -385,18 +376,13 @@ pub fn fig7(plan: &Plan, fds: &Fds, out: &mut Output) -> io::Result<()> {
                         let revoke = |fd| q.borrow_mut().declare(fd, Interest::empty());
                         let with_state = |fd| q.borrow_mut().declare_interest(fd, Interest::READ).map(drop);
                         let r = declare_revoke(plan.target, with_state, revoke, extra)?;
-                        phases.extend([
-                            r.row(Experiment::Fig7, t, rep, "declare", 0),
-                            r.row(Experiment::Fig7, t, rep, "revoke", 1),
-                        ]);
+                        r.push(out, ("fig7", "declare", 0), t, rep, n);
+                        r.push(out, ("fig7", "revoke", 1), t, rep, n);
                         let no_state = |fd| q.borrow_mut().declare(fd, Interest::READ);
                         let r = declare_revoke(plan.target, no_state, revoke, extra)?;
-                        phases.push(r.row(Experiment::Fig7, t, rep, "declare-nostate", 0));
+                        r.push(out, ("fig7", "declare-nostate", 0), t, rep, n);
                     }
                     Target::Baseline | Target::RawUring => unreachable!("fig7 has no {}", t.name()),
-                }
-                for row in phases {
-                    out.rows.push(Row { idle: Some(n), batch: Some(BATCH), ..row });
                 }
             }
         }
@@ -446,4 +432,43 @@ pub fn clock_pair_ns() -> f64 {
 fn median_of_9(mut run: impl FnMut() -> u64) -> f64 {
     let runs: Vec<f64> = (0..9).map(|_| run() as f64 / 100_000.0).collect();
     Spread::of(&runs).map_or(0.0, |s| s.median)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// fig6a gives ns per call and per event (E3), fig7 each phase apart (E4), and a run its
+    /// thread spent off the CPU is noted.
+    #[test]
+    fn runs_become_the_lab_s_rows() {
+        let run = |ns: [u64; 2], cpu_ns| Run {
+            s: Sample { ns, calls: 100, events: 400 },
+            wall_ns: 1000,
+            cpu_ns,
+            preempted: 3,
+        };
+        let mut out = Output::default();
+        run([50_000, 0], 1000).push(&mut out, ("fig6a", "call", 0), Target::Raw, 2, 4);
+        run([25_600, 51_200], 500).push(
+            &mut out,
+            ("fig7", "revoke", 1),
+            Target::Queue(Backend::Epoll),
+            0,
+            1000,
+        );
+        let got: Vec<String> = out.rows.iter().map(row::line).collect();
+        assert_eq!(
+            got[..2],
+            ["E3,raw-epoll,4,2,fig6a_ns_per_call,500,ok,", "E3,raw-epoll,4,2,fig6a_ns_per_event,125,ok,"]
+        );
+        assert!(
+            got[2].starts_with(
+                "E4,epoll,1000,0,fig7_ns_per_revoke,512,ok,\"on a CPU 50% of its run (3 preemptions)"
+            ),
+            "{}",
+            got[2]
+        );
+        assert_eq!(got.len(), 3);
+    }
 }

@@ -13,12 +13,13 @@
 //!   default limit the same burst is 32 queued signals. Their difference is the recovery.
 //!
 //! `RLIMIT_SIGPENDING` is process-wide, so each limit runs in a child process: the parent
-//! re-executes its own command with [`CHILD_ENV`] set, and the child prints raw rows on its
-//! standard output. Every run uses a fresh queue and no warm-up, so the queue's
+//! re-executes its own command with [`CHILD_ENV`] set, and the child prints its rows (the
+//! lab's E8 rows, [`rows`]) on its standard output. Every run uses a fresh queue and no warm-up, so the queue's
 //! [`hintq::Stats`] cover exactly the bursts measured.
 
 use crate::meter::Meter;
-use crate::rec::{self, Rec};
+use crate::rec::Rec;
+use crate::row::{self, Row};
 use crate::sys;
 use hintq::{Backend, Builder, Event, Hybrid, Interest, Queue};
 use std::io::{self, Write};
@@ -260,7 +261,7 @@ pub fn child(plan: &Plan, child: Child) -> io::Result<()> {
     };
     let mut out = io::stdout().lock();
     writeln!(out, "# RLIMIT_SIGPENDING inherited: soft {default_soft}, hard {hard}")?;
-    let mut emit = |r: Rec| writeln!(out, "{}", rec::line(&r));
+    let mut emit = |r: Rec| rows(&[r]).iter().try_for_each(|l| writeln!(out, "{}", row::line(l)));
     let lowered = child.limit == Limit::Lowered;
     let row = |exp: &str, t: Target, q: &Queue, m: Measured, n: usize, k: usize, rlimit: u64| {
         let s = q.stats();
@@ -312,7 +313,7 @@ pub fn child(plan: &Plan, child: Child) -> io::Result<()> {
 ///
 /// # Errors
 /// A child that cannot be started, fails, or prints a line that is not a row.
-pub fn parent(plan: &Plan) -> io::Result<(Vec<Rec>, Vec<String>)> {
+pub fn parent(plan: &Plan) -> io::Result<(Vec<Row>, Vec<String>)> {
     let exe = std::env::current_exe()?;
     let args: Vec<_> = std::env::args_os().skip(1).collect();
     let (mut rows, mut notes) = (Vec::new(), Vec::<String>::new());
@@ -336,146 +337,49 @@ pub fn parent(plan: &Plan) -> io::Result<(Vec<Rec>, Vec<String>)> {
                     notes.push(note.to_string());
                 }
             }
-            rows.extend(rec::read_csv(&text).map_err(io::Error::other)?);
+            rows.extend(row::read_csv(&text).map_err(io::Error::other)?);
         }
     }
     Ok((rows, notes))
 }
 
-/// The summary tables, from the rows only.
-pub fn summary(rows: &[Rec]) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    let m = rec::points(rows, "overflow");
-    if !m.is_empty() {
-        let _ = writeln!(
-            s,
-            "\noverflow: bursts of K ready socketpairs among {IDLE} idle eventfds; one cycle = write K, \
-             get_next_event until all K reported, read each (batch timed)"
-        );
-        let _ = writeln!(
-            s,
-            "  {:>5} {:<9} {:>6} {:<13} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>6}",
-            "K",
-            "sigpend",
-            "rlimit",
-            "target",
-            "cycles/s",
-            "min",
-            "max",
-            "events/s",
-            "ev/cyc",
-            "recov/c",
-            "switches",
-            "on-cpu"
-        );
+/// The lab's E8 rows of `recs`: µs per burst and recoveries per burst (overflow, against
+/// the burst size), ns in `get_next_event` per burst of [`SCAN_BURST`] and per event delivered
+/// (scan, against registered); the series is the target, with the signal-queue limit where
+/// it matters (`rtsig (lowered limit)`).
+pub fn rows(recs: &[Rec]) -> Vec<Row> {
+    let mut out = Vec::new();
+    for r in recs {
+        let series = match r.sigpending.as_str() {
+            "" => r.target.clone(),
+            s => format!("{} ({s} limit)", r.target),
+        };
+        let per_op = |n: u64| n as f64 / r.ops.max(1) as f64;
+        let (x, metrics) = match r.experiment.as_str() {
+            "overflow" => (
+                r.active,
+                [
+                    ("overflow_us_per_burst", r.ns_per_op() / 1000.0),
+                    ("overflow_recoveries_per_burst", per_op(r.recoveries)),
+                ],
+            ),
+            "scan" => (
+                r.registered,
+                [
+                    ("scan_ns_per_call", r.ns_per_op()),
+                    ("scan_ns_per_event", r.total_ns as f64 / r.events.max(1) as f64),
+                ],
+            ),
+            _ => continue,
+        };
+        out.extend(metrics.map(|(m, v)| r.row("E8", &series, x, m, v)));
     }
-    for (key, list) in &m {
-        let rate = rec::spread(list, Rec::per_sec);
-        let per = |f: fn(&Rec) -> u64| rec::spread(list, |r| f(r) as f64 / r.ops.max(1) as f64).median;
-        let rlimit = list[0].rlimit.map_or("-".into(), |v| v.to_string());
-        let _ = writeln!(
-            s,
-            "  {:>5} {:<9} {:>6} {:<13} {:>9} {:>9} {:>9} {:>9} {:>8.2} {:>8.3} {:>8} {:>5.0}%",
-            key.active,
-            key.sigpending,
-            rlimit,
-            key.target,
-            rec::si(rate.median),
-            rec::si(rate.min),
-            rec::si(rate.max),
-            rec::si(rec::spread(list, Rec::events_per_sec).median),
-            per(|r| r.events) / key.active.max(1) as f64,
-            per(|r| r.recoveries),
-            rec::spread(list, |r| r.switches as f64).median,
-            rec::spread(list, Rec::on_cpu).min * 100.0
-        );
-    }
-    let m = rec::points(rows, "scan");
-    if !m.is_empty() {
-        let _ = writeln!(
-            s,
-            "\nscan: a burst of {SCAN_BURST} with N idle registered, only the get_next_event calls timed; \
-             lowered = RLIMIT_SIGPENDING {SCAN_LIMIT}: every burst is one recovery (SIGIO, flush, one poll(2) \
-             over all)"
-        );
-        let _ = writeln!(
-            s,
-            "  {:>6} {:<9} {:<8} {:>10} {:>10} {:>10} {:>5} {:>8} {:>10} {:>6}",
-            "N idle", "sigpend", "target", "us/burst", "min", "max", "reps", "recov/b", "ns/reg fd", "on-cpu"
-        );
-    }
-    let mut last = None;
-    for (key, list) in &m {
-        if last.is_some_and(|n| n != key.registered) {
-            s.push_str(&recovery_line(&m, last.unwrap_or(0)));
-        }
-        last = Some(key.registered);
-        let t = rec::spread(list, Rec::ns_per_op);
-        let _ = writeln!(
-            s,
-            "  {:>6} {:<9} {:<8} {:>10.1} {:>10.1} {:>10.1} {:>5} {:>8.3} {:>10.1} {:>5.0}%",
-            key.registered - key.active,
-            key.sigpending,
-            key.target,
-            t.median / 1e3,
-            t.min / 1e3,
-            t.max / 1e3,
-            t.n,
-            rec::spread(list, |r| r.recoveries as f64 / r.ops.max(1) as f64).median,
-            t.median / key.registered.max(1) as f64,
-            rec::spread(list, Rec::on_cpu).min * 100.0
-        );
-    }
-    if let Some(n) = last {
-        s.push_str(&recovery_line(&m, n));
-    }
-    let lowered: Vec<(f64, f64)> = m
-        .iter()
-        .filter(|(k, _)| k.sigpending == "lowered" && k.target == "rtsig")
-        .map(|(k, list)| (k.registered as f64, rec::spread(list, Rec::ns_per_op).median))
-        .collect();
-    if let Some((a, slope, r2)) = crate::report::fit(&lowered) {
-        let _ = writeln!(
-            s,
-            "  recovery vs registered (least squares over the lowered rtsig medians): {:.1} us + {slope:.1} ns \
-             per registered fd (R^2 {r2:.3})",
-            a / 1e3
-        );
-    }
-    s
-}
-
-/// The recovery cost at `n` registered: rtsig lowered minus rtsig at the default limit.
-fn recovery_line(m: &std::collections::BTreeMap<rec::Key, Vec<&Rec>>, n: usize) -> String {
-    let key = |sig: &str| rec::Key {
-        experiment: "scan".into(),
-        active: SCAN_BURST,
-        registered: n,
-        sigpending: sig.into(),
-        target: "rtsig".into(),
-    };
-    let at = |sig: &str, target: &str| rec::median_at(m, &key(sig), target, Rec::ns_per_op);
-    match (at("lowered", "rtsig"), at("default", "rtsig")) {
-        (Some(low), Some(def)) => {
-            let poll = at("default", "poll")
-                .map_or(String::new(), |p| format!("; the poll backend: {:.1} us", p / 1e3));
-            format!(
-                "  {:>6} => recovery (lowered) - {SCAN_BURST} queued signals (default) = {:+.1} us, {:+.1} ns per \
-                 registered fd{poll}\n",
-                n - SCAN_BURST,
-                (low - def) / 1e3,
-                (low - def) / n as f64
-            )
-        }
-        _ => String::new(),
-    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rec::tests::rec;
 
     #[test]
     fn child_spec_round_trips_and_rejects_junk() {
@@ -489,40 +393,37 @@ mod tests {
     }
 
     #[test]
-    fn summary_shows_rates_recoveries_and_recovery_cost() {
-        let mut rows = Vec::new();
-        for rep in 0..3 {
-            // 1000 bursts of 256 in 0.1 s / 0.2 s: 10k and 5k cycles/s.
-            rows.push(rec("overflow", "rtsig", "default", rep, 1256, 256, 1000, 100_000_000));
-            let mut r = rec("overflow", "rtsig", "lowered", rep, 1256, 256, 1000, 200_000_000 + rep as u64);
-            r.recoveries = 1000;
-            rows.push(r);
-            // scan at N = 1032: 10 us and 30 us per burst.
-            rows.push(rec("scan", "rtsig", "default", rep, 1032, 32, 100, 1_000_000));
-            let mut r = rec("scan", "rtsig", "lowered", rep, 1032, 32, 100, 3_000_000);
-            r.recoveries = 100;
-            rows.push(r);
-            rows.push(rec("scan", "poll", "default", rep, 1032, 32, 100, 2_000_000));
-        }
-        let s = summary(&rows);
-        let line = s.lines().find(|l| l.contains("lowered") && l.contains(" 256 ")).unwrap();
-        let cols: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(
-            cols,
-            [
-                "256", "lowered", "64", "rtsig", "5.00k", "5.00k", "5.00k", "1.28M", "1.00", "1.000", "0",
-                "100%"
-            ]
-        );
-        let line = s.lines().find(|l| l.contains("1000") && l.contains("lowered")).unwrap();
-        let cols: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(cols, ["1000", "lowered", "rtsig", "30.0", "30.0", "30.0", "3", "1.000", "29.1", "100%"]);
-        assert!(
-            s.contains(
-                "1000 => recovery (lowered) - 32 queued signals (default) = +20.0 us, +19.4 ns per registered fd; \
-                 the poll backend: 20.0 us"
-            ),
-            "{s}"
-        );
+    fn runs_become_rows_with_the_limit_in_the_series_and_recoveries_per_burst() {
+        let run = |exp: &str, target: &str, sig: &str, n: usize, k: usize, ops: u64, ns: u64| Rec {
+            experiment: exp.into(),
+            target: target.into(),
+            sigpending: sig.into(),
+            registered: n,
+            active: k,
+            ops,
+            events: ops * k as u64,
+            total_ns: ns,
+            wall_ns: ns,
+            cpu_ns: ns,
+            ..Rec::default()
+        };
+        let mut low = run("overflow", "rtsig", "lowered", 1256, 256, 10, 1_000_000);
+        low.recoveries = 10;
+        let recs = [
+            low,
+            run("overflow", "poll", "", 1256, 256, 10, 500_000),
+            run("scan", "rtsig", "default", 5000, 32, 4, 8000),
+        ];
+        let got: Vec<(String, String, f64, f64)> =
+            rows(&recs).into_iter().map(|r| (r.series, r.metric, r.x, r.value.unwrap())).collect();
+        let want = [
+            ("rtsig (lowered limit)", "overflow_us_per_burst", 256.0, 100.0),
+            ("rtsig (lowered limit)", "overflow_recoveries_per_burst", 256.0, 1.0),
+            ("poll", "overflow_us_per_burst", 256.0, 50.0),
+            ("poll", "overflow_recoveries_per_burst", 256.0, 0.0),
+            ("rtsig (default limit)", "scan_ns_per_call", 5000.0, 2000.0),
+            ("rtsig (default limit)", "scan_ns_per_event", 5000.0, 62.5),
+        ];
+        assert_eq!(got, want.map(|(s, m, x, v)| (s.to_string(), m.to_string(), x, v)));
     }
 }

@@ -17,14 +17,13 @@
 //! descriptor in flight); connections per thread.
 //!
 //! The client's sockets are moved to descriptor numbers above 2048 so the server's own stay
-//! below `select`'s 1024.
+//! below `select`'s 1024. The rows written are the lab's E6 rows ([`Run::rows`]).
 
-use crate::report::Spread;
+use crate::row::{self, Row};
 use crate::sys;
 use hintq::{Backend, Event, Interest, Queue, State};
 use hintq_patterns::{start, Config, Counters, Handler, Next, Pattern, Role};
 use std::cell::RefCell;
-use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -66,9 +65,9 @@ pub struct BenchConfig {
     pub command: String,
 }
 
-/// One measured run: a line of the CSV.
+/// One measured run, before it becomes the lab's rows.
 #[derive(Clone, Debug, Default)]
-pub struct Row {
+pub struct Run {
     /// Pattern.
     pub pattern: String,
     /// Backend.
@@ -93,7 +92,7 @@ pub struct Row {
     pub spread: String,
 }
 
-impl Row {
+impl Run {
     /// Replies per second.
     pub fn throughput(&self) -> f64 {
         self.replies as f64 * 1e9 / self.window_ns.max(1) as f64
@@ -129,61 +128,27 @@ impl Row {
     pub fn server_us_per_reply(&self) -> Option<f64> {
         Self::per(self.server_cpu_ns, self.replies).map(|v| v / 1000.0)
     }
-}
 
-const COLUMNS: &str =
-    "pattern,backend,threads,rep,window_ns,replies,throughput,handled,again,waits,wait_ns,events,\
-                       wait_ns_per_event,inserts,insert_ns,insert_ns_per_op,rearms,rearm_ns,rearm_ns_per_op,\
-                       recv_ns,recv_ns_per_event,sends,send_ns,send_ns_per_op,server_cpu_ns,server_us_per_reply,client_cpu_ns,client_cpu_share,spread";
-
-fn opt(v: Option<f64>) -> String {
-    v.map_or(String::new(), |v| format!("{v:.1}"))
-}
-
-/// Writes `# key: value` lines and the header.
-pub fn write_head(mut w: impl Write, meta: &[(String, String)]) -> io::Result<()> {
-    for (k, v) in meta {
-        writeln!(w, "# {k}: {}", v.replace('\n', " "))?;
+    /// The lab's E6 rows of this run: series `pattern/backend`, against threads, the load
+    /// generator's CPU share beside the server's figures; a time that does not apply (no re-activation on an edge-triggered backend) has no row.
+    pub fn rows(&self) -> Vec<Row> {
+        let series = format!("{}/{}", self.pattern, self.backend);
+        [
+            ("throughput_rps", Some(self.throughput())),
+            ("wait_ns_per_event", self.wait_per_event()),
+            ("insert_ns_per_op", self.insert_ns()),
+            ("recv_ns_per_event", self.recv_ns()),
+            ("rearm_ns_per_op", self.rearm_ns()),
+            ("send_ns_per_op", self.send_ns()),
+            ("server_us_per_reply", self.server_us_per_reply()),
+            ("client_cpu_share", Some(self.client_cpu())),
+        ]
+        .into_iter()
+        .filter_map(|(m, v)| {
+            Some(Row { rep: self.rep, ..Row::ok("E6", &series, self.threads as f64, m, v?) })
+        })
+        .collect()
     }
-    writeln!(w, "{COLUMNS}")
-}
-
-/// Writes one row.
-pub fn write_row(mut w: impl Write, r: &Row) -> io::Result<()> {
-    let s = &r.server;
-    writeln!(
-        w,
-        "{},{},{},{},{},{},{:.0},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{}",
-        r.pattern,
-        r.backend,
-        r.threads,
-        r.rep,
-        r.window_ns,
-        r.replies,
-        r.throughput(),
-        s.handled,
-        s.again,
-        s.waits,
-        s.wait_ns,
-        s.events,
-        opt(r.wait_per_event()),
-        s.inserts,
-        s.insert_ns,
-        opt(r.insert_ns()),
-        s.rearms,
-        s.rearm_ns,
-        opt(r.rearm_ns()),
-        r.io.recv_ns,
-        opt(r.recv_ns()),
-        r.io.sends,
-        r.io.send_ns,
-        opt(r.send_ns()),
-        r.server_cpu_ns,
-        opt(r.server_us_per_reply()),
-        r.client_cpu_ns,
-        r.client_cpu(),
-        r.spread,
-    )
 }
 
 /// The handler's receive and send times, summed over its threads.
@@ -421,7 +386,7 @@ struct Point {
 }
 
 /// One run of one point.
-fn measure(p: &Point, rep: u32, bc: &BenchConfig, cpus: (usize, usize)) -> io::Result<Row> {
+fn measure(p: &Point, rep: u32, bc: &BenchConfig, cpus: (usize, usize)) -> io::Result<Run> {
     let (warm, window) = if bc.quick {
         (Duration::from_millis(100), Duration::from_millis(200))
     } else {
@@ -452,7 +417,7 @@ fn measure(p: &Point, rep: u32, bc: &BenchConfig, cpus: (usize, usize)) -> io::R
     let (replies, wall, client_cpu_ns) = client.join().map_err(|_| io::Error::other("client panicked"))??;
     let stats = server.shutdown();
     let spread: Vec<String> = stats.iter().map(|s| s.accepted.to_string()).collect();
-    Ok(Row {
+    Ok(Run {
         pattern: p.pattern.name().into(),
         backend: p.backend.name().into(),
         threads: p.threads,
@@ -467,7 +432,8 @@ fn measure(p: &Point, rep: u32, bc: &BenchConfig, cpus: (usize, usize)) -> io::R
     })
 }
 
-/// Runs the sweep, writes the CSV, prints the summary; returns the rows.
+/// Runs the sweep, writes the lab's E6 rows as they are measured, prints their summary;
+/// returns them.
 ///
 /// # Errors
 /// Pinning, descriptors, a server that cannot start, a client that fails.
@@ -526,7 +492,10 @@ pub fn run(bc: &BenchConfig) -> io::Result<Vec<Row>> {
     ];
     // Rows are written as they are measured, so an interrupted run keeps what it measured.
     let mut w = crate::create_csv(&csv)?;
-    write_head(&mut w, &meta)?;
+    for (k, v) in &meta {
+        writeln!(w, "# {k}: {}", v.replace('\n', " "))?;
+    }
+    writeln!(w, "{}", row::COLUMNS)?;
     w.flush()?;
     let mut rows = Vec::new();
     for rep in 0..reps {
@@ -540,73 +509,56 @@ pub fn run(bc: &BenchConfig) -> io::Result<Vec<Row>> {
                 row.throughput(),
                 row.client_cpu() * 100.0
             );
-            write_row(&mut w, &row)?;
+            for r in row.rows() {
+                writeln!(w, "{}", row::line(&r))?;
+                rows.push(r);
+            }
             w.flush()?;
-            rows.push(row);
         }
     }
     writeln!(w, "# loadavg after: {}", loadavg())?;
     writeln!(w, "# duration: {:.1} s", started.elapsed().as_secs_f64())?;
     w.flush()?;
-    print!("{}", summary(&rows));
+    print!("{}", row::summary(&rows));
     notes.iter().for_each(|n| println!("{n}"));
     println!("{} rows written to {} in {:.1} s", rows.len(), csv.display(), started.elapsed().as_secs_f64());
     Ok(rows)
 }
 
-/// The summary: per point, the median over repetitions (spread for throughput).
-pub fn summary(rows: &[Row]) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "\n{:<16} {:<13} {:>3} {:>10} {:>17} {:>9} {:>9} {:>9} {:>7} {:>8} {:>7}  spread",
-        "pattern",
-        "backend",
-        "thr",
-        "replies/s",
-        "(min-max)",
-        "get ns/ev",
-        "insert ns",
-        "rearm ns",
-        "again",
-        "srv us/r",
-        "client"
-    );
-    let mut keys: Vec<(String, String, usize)> = Vec::new();
-    for r in rows {
-        let k = (r.pattern.clone(), r.backend.clone(), r.threads);
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    let med = |v: Vec<f64>| Spread::of(&v);
-    for (p, b, t) in keys {
-        let rs: Vec<&Row> =
-            rows.iter().filter(|r| r.pattern == p && r.backend == b && r.threads == t).collect();
-        let Some(tp) = med(rs.iter().map(|r| r.throughput()).collect()) else { continue };
-        let f = |get: fn(&Row) -> Option<f64>| {
-            med(rs.iter().filter_map(|r| get(r)).collect())
-                .map_or("-".to_string(), |m| format!("{:.0}", m.median))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run gives one row per figure of the paper's it has, series `pattern/backend` against
+    /// threads; no re-activation on an edge-triggered backend, so no row for it.
+    #[test]
+    fn a_run_becomes_the_lab_s_rows_without_the_times_that_do_not_apply() {
+        let mut r = Run {
+            pattern: "leader-followers".into(),
+            backend: "epoll-et".into(),
+            threads: 2,
+            rep: 1,
+            window_ns: 1_000_000_000,
+            replies: 120_000,
+            server_cpu_ns: 600_000_000,
+            client_cpu_ns: 500_000_000,
+            ..Run::default()
         };
-        let f2 = |get: fn(&Row) -> Option<f64>| {
-            med(rs.iter().filter_map(|r| get(r)).collect())
-                .map_or("-".to_string(), |m| format!("{:.2}", m.median))
-        };
-        let again = med(rs.iter().map(|r| r.server.again as f64).collect()).map_or(0.0, |m| m.median);
-        let client = med(rs.iter().map(|r| r.client_cpu()).collect()).map_or(0.0, |m| m.median);
-        let _ = writeln!(
-            s,
-            "{p:<16} {b:<13} {t:>3} {:>10.0} {:>17} {:>9} {:>9} {:>9} {:>7.0} {:>8} {:>6.0}%  {}",
-            tp.median,
-            format!("({:.0}-{:.0})", tp.min, tp.max),
-            f(Row::wait_per_event),
-            f(Row::insert_ns),
-            f(Row::rearm_ns),
-            again,
-            f2(Row::server_us_per_reply),
-            client * 100.0,
-            rs[0].spread
+        (r.server.waits, r.server.wait_ns, r.server.events) = (10, 80_000, 100);
+        let rows = r.rows();
+        let got: Vec<(&str, f64)> = rows.iter().map(|r| (r.metric.as_str(), r.value.unwrap())).collect();
+        assert_eq!(
+            got,
+            [
+                ("throughput_rps", 120_000.0),
+                ("wait_ns_per_event", 800.0),
+                ("server_us_per_reply", 5.0),
+                ("client_cpu_share", 0.5)
+            ]
         );
+        assert!(rows.iter().all(|r| r.experiment == "E6"
+            && r.series == "leader-followers/epoll-et"
+            && r.x == 2.0
+            && r.rep == 1));
     }
-    s
 }

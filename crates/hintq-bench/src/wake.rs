@@ -19,10 +19,10 @@
 //! that found nothing to read is counted as `empty`. Nothing here is timed but the run's wall
 //! time, recorded for reference.
 
+use crate::row::{self, Row};
 use crate::sys;
 use hintq::{Backend, Delivery, Event, Group, Interest, Waker};
-use std::collections::BTreeMap;
-use std::io::{self, Write};
+use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
@@ -73,9 +73,9 @@ pub struct Plan {
     pub member_cpu: usize,
 }
 
-/// One measured point: a line of the CSV.
+/// One measured point, before it becomes the lab's rows ([`Counted::rows`]).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Row {
+pub struct Counted {
     /// As [`Target::name`].
     pub target: String,
     /// Threads blocked on the descriptor.
@@ -94,7 +94,7 @@ pub struct Row {
     pub wall_ns: u64,
 }
 
-impl Row {
+impl Counted {
     /// Wake-ups per readiness.
     pub fn woken(&self) -> f64 {
         self.wakeups as f64 / self.readinesses.max(1) as f64
@@ -104,62 +104,16 @@ impl Row {
     pub fn returned(&self) -> f64 {
         self.returns as f64 / self.readinesses.max(1) as f64
     }
-}
 
-/// The CSV header line.
-pub const COLUMNS: &str =
-    "target,members,rep,readinesses,wakeups,returns,empty,wakeups_per_readiness,returns_per_readiness,wall_ns";
-
-fn line(r: &Row) -> String {
-    format!(
-        "{},{},{},{},{},{},{},{:.3},{:.3},{}",
-        r.target,
-        r.members,
-        r.rep,
-        r.readinesses,
-        r.wakeups,
-        r.returns,
-        r.empty,
-        r.woken(),
-        r.returned(),
-        r.wall_ns
-    )
-}
-
-/// Writes `# key: value` lines, the header and one line per row.
-pub fn write_csv(mut w: impl Write, meta: &[(String, String)], rows: &[Row]) -> io::Result<()> {
-    for (k, v) in meta {
-        writeln!(w, "# {k}: {}", v.replace('\n', " "))?;
+    /// The lab's E10 rows: wake-ups and returns from the wait per readiness, against the
+    /// threads blocked, one series per target.
+    pub fn rows(&self) -> [Row; 2] {
+        let row = |metric: &str, v: f64| Row {
+            rep: self.rep,
+            ..Row::ok("E10", &self.target, self.members as f64, metric, v)
+        };
+        [row("wakeups_per_readiness", self.woken()), row("returns_per_readiness", self.returned())]
     }
-    writeln!(w, "{COLUMNS}")?;
-    rows.iter().try_for_each(|r| writeln!(w, "{}", line(r)))
-}
-
-/// The rows of a CSV written by [`write_csv`] (`#` lines and the header skipped).
-///
-/// # Errors
-/// A line that does not have the columns of [`COLUMNS`], with its number.
-pub fn read_csv(text: &str) -> Result<Vec<Row>, String> {
-    let mut rows = Vec::new();
-    for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.starts_with('#') && *l != COLUMNS) {
-        let f: Vec<&str> = l.split(',').collect();
-        let bad = || format!("wake-one CSV line {}: {l:?}", i + 1);
-        if f.len() != COLUMNS.split(',').count() {
-            return Err(bad());
-        }
-        let n = |k: usize| f[k].parse::<u64>().map_err(|_| bad());
-        rows.push(Row {
-            target: f[0].to_string(),
-            members: n(1)? as usize,
-            rep: n(2)? as u32,
-            readinesses: n(3)?,
-            wakeups: n(4)?,
-            returns: n(5)?,
-            empty: n(6)?,
-            wall_ns: n(9)?,
-        });
-    }
-    Ok(rows)
 }
 
 /// Measures every target at every member count, `plan.reps` times, targets interleaved
@@ -174,8 +128,10 @@ pub fn run(plan: &Plan) -> io::Result<Vec<Row>> {
             for &target in &plan.targets {
                 let row = point(plan, target, members, rep)
                     .map_err(|e| io::Error::new(e.kind(), format!("{} x{members}: {e}", target.name())))?;
-                println!("{}", line(&row));
-                rows.push(row);
+                for r in row.rows() {
+                    println!("{}", row::line(&r));
+                    rows.push(r);
+                }
             }
         }
     }
@@ -212,7 +168,7 @@ impl Stop {
 const DATA_FD: u64 = 1;
 const DATA_STOP: u64 = 2;
 
-fn point(plan: &Plan, target: Target, members: usize, rep: u32) -> io::Result<Row> {
+fn point(plan: &Plan, target: Target, members: usize, rep: u32) -> io::Result<Counted> {
     let (watched, peer) = sys::socketpair()?;
     let fd = watched.as_raw_fd();
     let sh = Arc::new(Shared::default());
@@ -270,7 +226,7 @@ fn point(plan: &Plan, target: Target, members: usize, rep: u32) -> io::Result<Ro
         returns += t.join().map_err(|_| io::Error::other("a member thread panicked"))??;
     }
     let wakeups = outcome?;
-    Ok(Row {
+    Ok(Counted {
         target: target.name(),
         members,
         rep,
@@ -376,80 +332,29 @@ fn epoll_member(
     Ok(returns)
 }
 
-/// Median (min–max) of wake-ups and returns per readiness for each target and member count,
-/// made from the rows only, and the goal verdicts.
-pub fn summary(rows: &[Row]) -> String {
-    let mut by: BTreeMap<(String, usize), Vec<&Row>> = BTreeMap::new();
-    for r in rows {
-        by.entry((r.target.clone(), r.members)).or_default().push(r);
-    }
-    let mut s = String::from(
-        "\nwake-ups per readiness, median (min-max) over repetitions; returns from the wait; empty wake-ups\n",
-    );
-    s += &format!("{:<22} {:>7} {:>20} {:>20} {:>8}\n", "target", "members", "wake-ups", "returns", "empty");
-    let mut verdicts = Vec::new();
-    for ((target, members), rs) in &by {
-        let stat = |f: fn(&Row) -> f64| {
-            let mut v: Vec<f64> = rs.iter().map(|r| f(r)).collect();
-            v.sort_by(f64::total_cmp);
-            (v[v.len() / 2], v[0], v[v.len() - 1])
-        };
-        let (w, wmin, wmax) = stat(Row::woken);
-        let (r, rmin, rmax) = stat(Row::returned);
-        let (e, _, _) = stat(|r| r.empty as f64 / r.readinesses.max(1) as f64);
-        s += &format!(
-            "{target:<22} {members:>7} {:>20} {:>20} {e:>8.2}\n",
-            format!("{w:.2} ({wmin:.2}-{wmax:.2})"),
-            format!("{r:.2} ({rmin:.2}-{rmax:.2})")
-        );
-        if target.starts_with("group-") && *members >= 2 {
-            let ok = w <= GOAL && r <= GOAL;
-            verdicts.push(format!(
-                "  {} {target} x{members}: {w:.2} wake-ups, {r:.2} returns per readiness (goal <= {GOAL})",
-                if ok { "met    " } else { "NOT MET" }
-            ));
-        }
-    }
-    s += "\ngoal (evaluated on medians, not asserted):\n";
-    s += &verdicts.join("\n");
-    s.push('\n');
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn row(target: &str, members: usize, wakeups: u64) -> Row {
-        Row {
-            target: target.into(),
-            members,
-            rep: 0,
+    #[test]
+    fn a_point_becomes_wakeups_and_returns_per_readiness() {
+        let c = Counted {
+            target: "group-uring".into(),
+            members: 2,
+            rep: 1,
             readinesses: 100,
-            wakeups,
+            wakeups: 150,
             returns: 100,
             empty: 0,
             wall_ns: 1,
-        }
-    }
-
-    #[test]
-    fn summary_judges_the_goal_on_group_rows_only() {
-        let s =
-            summary(&[row("group-epoll", 4, 105), row("group-poll", 8, 380), row("epoll-shared", 4, 400)]);
-        assert!(s.contains("met     group-epoll x4: 1.05"), "{s}");
-        assert!(s.contains("NOT MET group-poll x8: 3.80"), "{s}");
-        assert!(!s.contains("epoll-shared x4"), "{s}");
-    }
-
-    #[test]
-    fn csv_lines_carry_the_ratios() {
-        let mut out = Vec::new();
-        write_csv(&mut out, &[("command".into(), "x".into())], &[row("group-uring", 2, 150)]).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        assert!(text.starts_with("# command: x\n"));
-        assert!(text.contains("group-uring,2,0,100,150,100,0,1.500,1.000,1"), "{text}");
-        assert_eq!(read_csv(&text).unwrap(), [row("group-uring", 2, 150)]);
-        assert!(read_csv("group-uring,2,0\n").is_err());
+        };
+        let got: Vec<String> = c.rows().iter().map(row::line).collect();
+        assert_eq!(
+            got,
+            [
+                "E10,group-uring,2,1,wakeups_per_readiness,1.5,ok,",
+                "E10,group-uring,2,1,returns_per_readiness,1,ok,"
+            ]
+        );
     }
 }

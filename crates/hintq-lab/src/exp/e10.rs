@@ -4,7 +4,7 @@
 
 use super::micro::tool_points;
 use super::{panel, Analysis, Experiment, FigureRow, Lab, UNMEASURED};
-use crate::data::{num, Line, Row, Status};
+use crate::data::{num, Line, Row};
 use crate::runner::Point;
 use crate::verdict::{self, Figure};
 use hintq_bench::wake;
@@ -15,22 +15,6 @@ pub struct E10;
 
 const WOKEN: &str = "wakeups_per_readiness";
 const RETURNED: &str = "returns_per_readiness";
-
-/// Our rows from the benchmark's: wake-ups and returns from the wait per readiness, against
-/// the number of threads blocked.
-pub fn convert(rows: &[wake::Row]) -> Vec<Row> {
-    let row = |r: &wake::Row, metric: &str, value: f64| Row {
-        experiment: "E10".into(),
-        series: r.target.clone(),
-        x: r.members as f64,
-        rep: r.rep,
-        metric: metric.into(),
-        value: Some(value),
-        status: Status::Ok,
-        note: String::new(),
-    };
-    rows.iter().flat_map(|r| [row(r, WOKEN, r.woken()), row(r, RETURNED, r.returned())]).collect()
-}
 
 /// Each group line's worst median at 2 threads or more: its line, thread count and value.
 fn worst_per_group(lines: &[Line]) -> Vec<(String, f64, f64)> {
@@ -122,9 +106,7 @@ impl Experiment for E10 {
         if lab.smoke {
             extra.extend(["--backends", "epoll", "--rounds", "20"]);
         }
-        tool_points(lab, "E10", "wake-one", &extra, lab.pick(3, 3, 1), est, |_, text| {
-            Ok(convert(&wake::read_csv(text)?))
-        })
+        tool_points(lab, "E10", "wake-one", &extra, lab.pick(3, 3, 1), est)
     }
     fn analyse(&self, rows: &[Row]) -> Analysis {
         let x = "threads blocked on the descriptor";
@@ -211,11 +193,15 @@ mod tests {
     use super::*;
 
     const CSV: &str = "# command: x\n\
-target,members,rep,readinesses,wakeups,returns,empty,wakeups_per_readiness,returns_per_readiness,wall_ns\n\
-group-epoll,8,0,200,202,200,0,1.010,1.000,5\n\
-group-rtsig,8,0,200,200,200,0,1.000,1.000,5\n\
-epoll-shared,8,0,200,400,200,0,2.000,1.000,5\n\
-epoll-exclusive,8,0,200,200,200,0,1.000,1.000,5\n";
+experiment,series,x,rep,metric,value,status,note\n\
+E10,group-epoll,8,0,wakeups_per_readiness,1.01,ok,\nE10,group-epoll,8,0,returns_per_readiness,1,ok,\n\
+E10,group-rtsig,8,0,wakeups_per_readiness,1,ok,\nE10,group-rtsig,8,0,returns_per_readiness,1,ok,\n\
+E10,epoll-shared,8,0,wakeups_per_readiness,2,ok,\nE10,epoll-shared,8,0,returns_per_readiness,1,ok,\n\
+E10,epoll-exclusive,8,0,wakeups_per_readiness,1,ok,\nE10,epoll-exclusive,8,0,returns_per_readiness,1,ok,\n";
+
+    fn convert(text: &str) -> Vec<Row> {
+        crate::data::read_csv(text).unwrap()
+    }
 
     /// Every data line of `csv` three times, as launches 0, 1 and 2.
     fn three(csv: &str) -> String {
@@ -234,10 +220,10 @@ epoll-exclusive,8,0,200,200,200,0,1.000,1.000,5\n";
 
     #[test]
     fn rows_become_per_readiness_and_the_worst_group_is_judged() {
-        let one = convert(&wake::read_csv(CSV).unwrap());
+        let one = convert(CSV);
         assert_eq!(one.len(), 8);
         assert!(E10.analyse(&one).holds.starts_with("cannot say: fewer than 3 launches"));
-        let rows = convert(&wake::read_csv(&three(CSV)).unwrap());
+        let rows = convert(&three(CSV));
         let r = &rows[0];
         assert_eq!(
             (r.series.as_str(), r.x, r.metric.as_str(), r.value),
@@ -251,8 +237,11 @@ epoll-exclusive,8,0,200,200,200,0,1.000,1.000,5\n";
 
     #[test]
     fn launches_on_both_sides_of_the_goal_are_within_noise() {
-        let mixed = three(CSV).replace("group-epoll,8,1,200,202,", "group-epoll,8,1,200,400,");
-        let an = E10.analyse(&convert(&wake::read_csv(&mixed).unwrap()));
+        let mixed = three(CSV).replace(
+            "group-epoll,8,1,wakeups_per_readiness,1.01,",
+            "group-epoll,8,1,wakeups_per_readiness,2,",
+        );
+        let an = E10.analyse(&convert(&mixed));
         assert!(
             an.holds.starts_with("within noise: launches on both sides of 1.1 (group-epoll 1.01"),
             "{}",
@@ -262,21 +251,30 @@ epoll-exclusive,8,0,200,200,200,0,1.000,1.000,5\n";
 
     #[test]
     fn a_herd_is_judged_no() {
-        let herd = CSV.replace("group-epoll,8,0,200,202,", "group-epoll,8,0,200,1600,");
-        let an = E10.analyse(&convert(&wake::read_csv(&three(&herd)).unwrap()));
+        let herd = CSV.replace(
+            "group-epoll,8,0,wakeups_per_readiness,1.01,",
+            "group-epoll,8,0,wakeups_per_readiness,8,",
+        );
+        let an = E10.analyse(&convert(&three(&herd)));
         assert_eq!(
             an.holds,
             "yes on 1 of 2 group backends; not on group-epoll 8.00 wake-ups per readiness at 8 threads, 1.00 returns"
         );
         // rtsig is judged like every other backend (its members used to be left out).
-        let herd = CSV.replace("group-rtsig,8,0,200,200,", "group-rtsig,8,0,200,1500,");
-        let an = E10.analyse(&convert(&wake::read_csv(&three(&herd)).unwrap()));
+        let herd = CSV.replace(
+            "group-rtsig,8,0,wakeups_per_readiness,1,",
+            "group-rtsig,8,0,wakeups_per_readiness,7.5,",
+        );
+        let an = E10.analyse(&convert(&three(&herd)));
         assert_eq!(
             an.holds,
             "yes on 1 of 2 group backends; not on group-rtsig 7.50 wake-ups per readiness at 8 threads, 1.00 returns"
         );
-        let both = herd.replace("group-epoll,8,0,200,202,", "group-epoll,8,0,200,400,");
-        let an = E10.analyse(&convert(&wake::read_csv(&three(&both)).unwrap()));
+        let both = herd.replace(
+            "group-epoll,8,0,wakeups_per_readiness,1.01,",
+            "group-epoll,8,0,wakeups_per_readiness,2,",
+        );
+        let an = E10.analyse(&convert(&three(&both)));
         assert!(
             an.holds.starts_with("no: on none of the 2 group backends (group-epoll 2.00"),
             "{}",

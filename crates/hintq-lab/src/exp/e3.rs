@@ -1,11 +1,12 @@
 //! E3, Banga Fig. 6: the cost of `get_next_event`, per call and per event against
-//! `array_max`, and the readiness cycle against idle (cold) descriptors.
+//! `array_max`, and the readiness cycle against idle (cold) descriptors; beside them, what a
+//! queue's cycle costs over the raw kernel loops of the same launch. The one place these rows
+//! are judged: `hintq bench micro` prints [`summary`].
 
 use super::{micro, panel, Analysis, Experiment, FigureRow, Lab, PaperNumber, UNMEASURED};
-use crate::data::{self, num, Row};
+use crate::data::{self, num, Row, Spread, Status};
 use crate::runner::Point;
 use crate::verdict::{self, Verdict};
-use hintq_bench::report::Experiment as Fig;
 
 /// E3.
 pub struct E3;
@@ -28,7 +29,7 @@ impl Experiment for E3 {
         lab.need(&["bench", "micro"])
     }
     fn plan(&self, lab: &Lab) -> Vec<Point> {
-        micro::points(lab, "E3", &[Fig::Fig6a, Fig::Fig6b])
+        micro::points(lab, "E3")
     }
     fn analyse(&self, rows: &[Row]) -> Analysis {
         let a = panel(
@@ -47,7 +48,8 @@ impl Experiment for E3 {
             "ns per cycle",
             (false, true),
         );
-        let (ours, holds, reading) = verdict(rows, &b.lines);
+        let (ours, holds, mut reading) = verdict(rows, &b.lines);
+        reading.extend(raw_loops(rows));
         let figures = vec![fig6_row(rows, &holds)];
         Analysis {
             panels: vec![a, b],
@@ -97,6 +99,56 @@ fn fig6_row(rows: &[Row], holds: &str) -> FigureRow {
         rule: RULE.trim_start_matches("Rule: ").into(),
         literal,
     }
+}
+
+/// What `hintq bench micro` prints after its rows: E3's verdict and figure as the lab judges
+/// them (the command's repetitions taken as launches), and the raw-loop ratios.
+pub fn summary(rows: &[Row]) -> String {
+    let rows: Vec<Row> = rows.iter().filter(|r| r.experiment == "E3").cloned().collect();
+    let (ours, holds, reading) = verdict(&rows, &data::lines(&rows, "fig6b_ns_per_cycle"));
+    let fig6 = fig6_row(&rows, &holds);
+    let mut s = format!(
+        "\nE3 (Banga Fig. 6), judged as `hintq lab` judges it, each repetition a launch:\n  shape: {holds}\n  \
+         ours: {ours}\n  literal: {}\n",
+        fig6.literal
+    );
+    for line in reading.iter().chain(&raw_loops(&rows)) {
+        s += &format!("  {line}\n");
+    }
+    s
+}
+
+/// The cycle of a queue over a raw loop's cycle in the same launch, at each idle count: what
+/// hintq costs above the bare system calls (hintq's own figure beside the paper's claim: read,
+/// not judged), as the median of the launches' own ratios with their range.
+pub fn raw_loops(rows: &[Row]) -> Vec<String> {
+    const M: &str = "fig6b_ns_per_cycle";
+    let counted = |r: &&Row| r.metric == M && matches!(r.status, Status::Ok | Status::Disturbed);
+    let cycle = |s: &str, x: f64, rep: u32| {
+        rows.iter().filter(counted).find(|r| r.series == s && r.x == x && r.rep == rep).and_then(|r| r.value)
+    };
+    let mut out = Vec::new();
+    for (b, raw) in [("epoll", "raw-epoll"), ("uring", "raw-epoll"), ("uring", "raw-uring")] {
+        let Some(line) = data::lines(rows, M).into_iter().find(|l| l.name == b) else { continue };
+        let at: Vec<String> = line
+            .points
+            .iter()
+            .filter_map(|p| {
+                let ratios: Vec<f64> = rows
+                    .iter()
+                    .filter(counted)
+                    .filter(|r| r.series == b && r.x == p.x)
+                    .filter_map(|r| Some(r.value? / cycle(raw, p.x, r.rep)?))
+                    .collect();
+                let s = Spread::of(&ratios)?;
+                Some(format!("{} idle {:.3}x ({:.3}–{:.3}, n={})", num(p.x), s.median, s.min, s.max, s.n))
+            })
+            .collect();
+        if !at.is_empty() {
+            out.push(format!("{b}'s readiness cycle over {raw}'s in the same launch: {}.", at.join(", ")));
+        }
+    }
+    out
 }
 
 /// The ratio of the last point's median to the first's, with both ends.
@@ -215,5 +267,19 @@ mod tests {
         );
         let two: Vec<Row> = flat.into_iter().filter(|r| r.rep < 2).collect();
         assert_eq!(E3.analyse(&two).holds, "cannot say: fewer than 3 launches");
+    }
+
+    /// A slow launch moves the raw loop and the queue alike: each launch's own ratio is taken,
+    /// so it cancels; a launch without the raw loop gives no ratio.
+    #[test]
+    fn the_queue_is_set_against_the_raw_loop_of_the_same_launch() {
+        let mut rows = reps("raw-epoll", "fig6b_ns_per_cycle", 0.0, [700.0, 1000.0, 700.0]);
+        rows.extend(reps("epoll", "fig6b_ns_per_cycle", 0.0, [720.0, 1030.0, 1030.0]));
+        rows.push(Row { rep: 3, ..Row::ok("E3", "epoll", 0.0, "fig6b_ns_per_cycle", 5.0) });
+        let lines = super::raw_loops(&rows);
+        assert_eq!(lines, ["epoll's readiness cycle over raw-epoll's in the same launch: 0 idle 1.030x (1.029–1.471, n=3)."]);
+        let s = super::summary(&rows);
+        assert!(s.contains("shape: epoll or poll missing") || s.contains("shape: cannot say"), "{s}");
+        assert!(s.contains(&lines[0]), "{s}");
     }
 }

@@ -5,7 +5,6 @@ use super::{micro, panel, Analysis, Experiment, FigureRow, Lab, NO_NUMBER, UNMEA
 use crate::data::{num, Row};
 use crate::runner::Point;
 use crate::verdict::{self, Verdict};
-use hintq_bench::report::Experiment as Fig;
 
 /// "A few µs", as ns: the bound of every launch of declare and revoke.
 const A_FEW_US: f64 = 5000.0;
@@ -38,7 +37,7 @@ impl Experiment for E4 {
         lab.need(&["bench", "micro"])
     }
     fn plan(&self, lab: &Lab) -> Vec<Point> {
-        micro::points(lab, "E4", &[Fig::Fig7])
+        micro::points(lab, "E4")
     }
     fn analyse(&self, rows: &[Row]) -> Analysis {
         let x = "descriptors already registered";

@@ -1,75 +1,40 @@
 //! E6, Strebelow & Prehofer Figs. 6-13: Half-Sync/Half-Async and Leader/Followers (and the
 //! single-threaded reactor as a reference) x `select`, level-triggered and edge-triggered
 //! `epoll` (and `uring`) x threads, 512 request/response connections, read from `hintq bench
-//! patterns`, whose CSV is read by column name.
+//! patterns`.
 //!
 //! The figure has the paper's quantities: throughput per pattern (Figs. 6, 8, 11), the two
 //! patterns on edge-triggered epoll (Fig. 7), Half-Sync's time to get an event and to queue it
 //! (Fig. 9), the processing time of one event split into receive, re-activate and send on
 //! level-triggered epoll (Figs. 10 and 13), Leader/Followers' time to get an event on select
 //! and edge-triggered epoll (Fig. 12). Each of the paper's claims gets its own verdict,
-//! computed from the rows.
+//! computed from the rows. The claims about threads on several cores are "not measurable with
+//! one server core": `hintq bench patterns` pins every server thread to one core.
 
 use super::micro::tool_points;
 use super::{panel, Analysis, Experiment, FigureRow, Lab, PaperNumber, NO_NUMBER};
-use crate::data::{self, num, Line, Row, Status};
+use crate::data::{self, num, Line, Row};
 use crate::plot::Panel;
 use crate::runner::Point;
-use crate::verdict::{self, Figure};
+use crate::verdict::{self, Figure, Verdict as V};
 use std::time::Duration;
 
 /// E6.
 pub struct E6;
 
-/// Our metrics and the patterns benchmark's columns they come from.
-const METRICS: [(&str, &str); 7] = [
-    ("throughput_rps", "throughput"),
-    ("wait_ns_per_event", "wait_ns_per_event"),
-    ("insert_ns_per_op", "insert_ns_per_op"),
-    ("recv_ns_per_event", "recv_ns_per_event"),
-    ("rearm_ns_per_op", "rearm_ns_per_op"),
-    ("send_ns_per_op", "send_ns_per_op"),
-    ("server_us_per_reply", "server_us_per_reply"),
-];
-
-/// Our rows from the patterns benchmark's CSV: every metric of [`METRICS`] against threads,
-/// one series per `pattern/backend`. Columns are found by name; a missing one fails the point.
-pub fn convert(text: &str) -> Result<Vec<Row>, String> {
-    let mut lines = text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty());
-    let header: Vec<&str> = lines.next().ok_or("no header")?.split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).ok_or(format!("no column {name}"));
-    let (pattern, backend, threads) = (col("pattern")?, col("backend")?, col("threads")?);
-    let metrics = METRICS.iter().map(|(m, c)| Ok((*m, col(c)?))).collect::<Result<Vec<_>, String>>()?;
-    let mut out = Vec::new();
-    for line in lines {
-        let f: Vec<&str> = line.split(',').collect();
-        let get = |i: usize| f.get(i).copied().ok_or_else(|| format!("short line: {line}"));
-        let series = format!("{}/{}", get(pattern)?, get(backend)?);
-        let x: f64 = get(threads)?.parse().map_err(|_| format!("bad threads: {line}"))?;
-        for &(metric, i) in &metrics {
-            // Empty where it does not apply (no re-activation on edge-triggered backends).
-            let Ok(v) = get(i)?.parse::<f64>() else { continue };
-            out.push(Row {
-                experiment: "E6".into(),
-                series: series.clone(),
-                x,
-                rep: 0,
-                metric: metric.into(),
-                value: Some(v),
-                status: Status::Ok,
-                note: String::new(),
-            });
-        }
-    }
-    Ok(out)
-}
-
 const HS: &str = "half-sync";
 const LF: &str = "leader-followers";
+const TP: &str = "throughput_rps";
+const WAIT: &str = "wait_ns_per_event";
+const REARM: &str = "rearm_ns_per_op";
 const THREADS: &str = "threads (half-sync: workers beside its asynchronous thread)";
+const NM: &str = "not measurable here";
 
-/// A panel of the paper's: `parts` are (series, metric, line name).
-fn fig(rows: &[Row], title: &str, y: &str, parts: &[(&str, &str, &str)]) -> Panel {
+/// The lines of a panel: (series, metric, line name).
+type Parts<'a> = &'a [(&'a str, &'a str, &'a str)];
+
+/// A panel of the paper's from its `parts`.
+fn fig(rows: &[Row], title: &str, y: &str, parts: Parts) -> Panel {
     let sub: Vec<Row> = parts
         .iter()
         .flat_map(|&(series, metric, name)| {
@@ -89,14 +54,10 @@ fn line(rows: &[Row], pattern: &str, backend: &str, metric: &str) -> Option<Line
     data::lines(rows, metric).into_iter().find(|l| l.name == name)
 }
 
-/// The highest median of a line: (threads, value).
-fn peak(l: &Line) -> (f64, f64) {
-    l.points.iter().map(|p| (p.x, p.spread.median)).max_by(|a, b| a.1.total_cmp(&b.1)).unwrap_or((0.0, 0.0))
-}
-
-/// Peak throughput of `pattern/backend`, with its line.
+/// Peak throughput of `pattern/backend` by its medians: (threads, value).
 fn peak_tp(rows: &[Row], pattern: &str, backend: &str) -> Option<(f64, f64)> {
-    line(rows, pattern, backend, "throughput_rps").map(|l| peak(&l))
+    let l = line(rows, pattern, backend, TP)?;
+    l.points.iter().map(|p| (p.x, p.spread.median)).max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
 fn at(p: (f64, f64)) -> String {
@@ -111,7 +72,7 @@ fn fig_at(rows: &[Row], pattern: &str, backend: &str, metric: &str, x: f64) -> O
 /// The peak of `pattern/backend`'s throughput (by its medians): its threads and launches.
 fn peak_fig(rows: &[Row], pattern: &str, backend: &str) -> Option<(f64, Figure)> {
     let (x, _) = peak_tp(rows, pattern, backend)?;
-    Some((x, fig_at(rows, pattern, backend, "throughput_rps", x)?))
+    Some((x, fig_at(rows, pattern, backend, TP, x)?))
 }
 
 /// "9000 replies/s at 2 threads (8900–9100, n=3)": the median first, as [`at`] says it.
@@ -119,14 +80,16 @@ fn at_fig((x, f): &(f64, Figure)) -> String {
     format!("{} ({}–{}, n={})", at((*x, f.median())), num(f.min()), num(f.max()), f.n())
 }
 
-/// A claim's verdict from [`verdict::Verdict`], with the numbers it rests on.
-fn judged(v: verdict::Verdict, numbers: String) -> Verdict {
-    match v {
-        verdict::Verdict::Yes => Verdict::Supported(numbers),
-        verdict::Verdict::No => Verdict::NotSupported(numbers),
-        verdict::Verdict::WithinNoise => Verdict::WithinNoise(numbers),
-        verdict::Verdict::CannotSay(why) => Verdict::NotMeasurable(format!("{why}: {numbers}")),
-    }
+/// Whether `a`'s launches of `metric` are above `b`'s at every thread count both were
+/// measured at, in each of `patterns`.
+fn above_everywhere(rows: &[Row], patterns: &[&str], a: &str, b: &str, metric: &str) -> V {
+    let each: Vec<V> = patterns
+        .iter()
+        .filter_map(|&p| Some((p, line(rows, p, a, metric)?)))
+        .flat_map(|(p, l)| l.points.into_iter().map(move |pt| (p, pt.x)))
+        .filter_map(|(p, x)| Some(V::above(&fig_at(rows, p, a, metric, x)?, &fig_at(rows, p, b, metric, x)?)))
+        .collect();
+    V::all(&each)
 }
 
 /// The largest speed-up of edge-triggered epoll's throughput over select's at a common thread
@@ -134,14 +97,11 @@ fn judged(v: verdict::Verdict, numbers: String) -> Verdict {
 fn largest_speedup(rows: &[Row]) -> Option<(f64, &'static str, f64)> {
     let mut best: Option<(f64, &'static str, f64)> = None;
     for p in [HS, LF] {
-        let (Some(s), Some(et)) =
-            (line(rows, p, "select", "throughput_rps"), line(rows, p, "epoll-et", "throughput_rps"))
-        else {
+        let (Some(s), Some(et)) = (line(rows, p, "select", TP), line(rows, p, "epoll-et", TP)) else {
             continue;
         };
         for pt in &s.points {
-            let Some(e) = et.median(pt.x) else { continue };
-            let r = e / pt.spread.median;
+            let Some(r) = et.median(pt.x).map(|e| e / pt.spread.median) else { continue };
             if best.is_none_or(|b| r > b.0) {
                 best = Some((r, p, pt.x));
             }
@@ -153,42 +113,44 @@ fn largest_speedup(rows: &[Row]) -> Option<(f64, &'static str, f64)> {
 /// Leader/Followers: how much longer select's time to get an event is than edge-triggered
 /// epoll's, as their ratio averaged over the common thread counts: (mean ratio, counts).
 fn select_longer(rows: &[Row]) -> Option<(f64, usize)> {
-    let s = line(rows, LF, "select", "wait_ns_per_event")?;
-    let et = line(rows, LF, "epoll-et", "wait_ns_per_event")?;
+    let (s, et) = (line(rows, LF, "select", WAIT)?, line(rows, LF, "epoll-et", WAIT)?);
     let ratios: Vec<f64> = s.points.iter().filter_map(|p| Some(p.spread.median / et.median(p.x)?)).collect();
     (!ratios.is_empty()).then(|| (ratios.iter().sum::<f64>() / ratios.len() as f64, ratios.len()))
 }
 
-/// The verdict on one claim.
+/// The verdict on one claim: its word and the numbers it rests on.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Verdict {
-    /// The rows show it, with the numbers.
-    Supported(String),
-    /// The rows show otherwise, with the numbers.
-    NotSupported(String),
-    /// The launches' ranges overlap: neither shown, with the numbers.
-    WithinNoise(String),
-    /// The rows cannot tell, and why.
-    NotMeasurable(String),
+pub struct Verdict {
+    /// `supported`, `not supported`, `within noise` or `not measurable here`.
+    pub word: &'static str,
+    /// The numbers, or why the rows cannot tell.
+    pub numbers: String,
 }
 
-impl Verdict {
-    fn word(&self) -> &'static str {
-        match self {
-            Verdict::Supported(_) => "supported",
-            Verdict::NotSupported(_) => "not supported",
-            Verdict::WithinNoise(_) => "within noise",
-            Verdict::NotMeasurable(_) => "not measurable here",
-        }
-    }
-    fn numbers(&self) -> &str {
-        match self {
-            Verdict::Supported(s)
-            | Verdict::NotSupported(s)
-            | Verdict::WithinNoise(s)
-            | Verdict::NotMeasurable(s) => s,
-        }
-    }
+/// A claim's verdict from [`verdict::Verdict`], with the numbers it rests on.
+fn judged(v: V, numbers: String) -> Verdict {
+    let (word, numbers) = match v {
+        V::Yes => ("supported", numbers),
+        V::No => ("not supported", numbers),
+        V::WithinNoise => ("within noise", numbers),
+        V::CannotSay(why) => (NM, format!("{why}: {numbers}")),
+    };
+    Verdict { word, numbers }
+}
+
+/// A claim about threads on several cores (lock contention, pipeline stages on separate
+/// cores), which a run that pins every server thread to one core cannot judge: its numbers
+/// are given all the same.
+fn one_core(numbers: String) -> Verdict {
+    let numbers = format!(
+        "not measurable with one server core (every server thread is pinned to one core here; the \
+         paper's ran on 32): {numbers}"
+    );
+    Verdict { word: NM, numbers }
+}
+
+fn missing(what: &str) -> Verdict {
+    Verdict { word: NM, numbers: format!("{what} was not measured") }
 }
 
 /// One of the paper's claims: where it is made, its words, and how it is judged here.
@@ -201,20 +163,6 @@ pub struct Claim {
     pub rule: &'static str,
     /// The verdict from the rows.
     pub judge: fn(&[Row]) -> Verdict,
-}
-
-/// A claim about threads on several cores (lock contention, pipeline stages on separate
-/// cores), which a run that pins every server thread to one core cannot judge: its numbers
-/// are given all the same.
-fn one_core(numbers: String) -> Verdict {
-    Verdict::NotMeasurable(format!(
-        "not measurable with one server core (every server thread is pinned to one core here; the \
-         paper's ran on 32): {numbers}"
-    ))
-}
-
-fn missing(what: &str) -> Verdict {
-    Verdict::NotMeasurable(format!("{what} was not measured"))
 }
 
 /// Strebelow & Prehofer's claims, in the order of their paper.
@@ -230,21 +178,19 @@ pub const CLAIMS: [Claim; 9] = [
                 return missing("half-sync or leader-followers on epoll-et");
             };
             let others = [(HS, "select"), (HS, "epoll"), (LF, "select"), (LF, "epoll"), (LF, "epoll-et")];
-            let best = others
+            let (name, other) = others
                 .iter()
                 .filter_map(|&(p, b)| Some((format!("{p}/{b}"), peak_fig(rows, p, b)?)))
-                .max_by(|a, b| a.1 .1.median().total_cmp(&b.1 .1.median()));
-            let (name, other) = best.unwrap_or_else(|| ("leader-followers/epoll-et".into(), lf.clone()));
-            judged(
-                verdict::Verdict::above(&hs.1, &other.1),
-                format!(
-                    "half-sync/epoll-et peaks at {}, leader-followers/epoll-et at {}; best of the other \
-                     variants: {name}, {}",
-                    at_fig(&hs),
-                    at_fig(&lf),
-                    at_fig(&other)
-                ),
-            )
+                .max_by(|a, b| a.1 .1.median().total_cmp(&b.1 .1.median()))
+                .unwrap_or_else(|| ("leader-followers/epoll-et".into(), lf.clone()));
+            let numbers = format!(
+                "half-sync/epoll-et peaks at {}, leader-followers/epoll-et at {}; best of the other \
+                 variants: {name}, {}",
+                at_fig(&hs),
+                at_fig(&lf),
+                at_fig(&other)
+            );
+            judged(V::above(&hs.1, &other.1), numbers)
         },
     },
     Claim {
@@ -254,23 +200,16 @@ pub const CLAIMS: [Claim; 9] = [
         rule: "needs the server's threads on more cores than the peak uses",
         judge: |rows| {
             let drop = |p: &str| {
-                let l = line(rows, p, "epoll-et", "throughput_rps")?;
-                let (x, top) = peak(&l);
-                let last = l.points.last()?;
-                Some((100.0 * (top - last.spread.median) / top, x, last.x))
+                let (x, top) = peak_tp(rows, p, "epoll-et")?;
+                let last = *line(rows, p, "epoll-et", TP)?.points.last()?;
+                Some((num(100.0 * (top - last.spread.median) / top), x, last.x))
             };
-            let (Some(hs), Some(lf)) = (drop(HS), drop(LF)) else {
+            let (Some((h, hx, hl)), Some((l, lx, ll))) = (drop(HS), drop(LF)) else {
                 return missing("half-sync or leader-followers on epoll-et");
             };
             one_core(format!(
-                "from its peak to the most threads measured, half-sync/epoll-et loses {}% ({} to {} \
-                 threads), leader-followers/epoll-et {}% ({} to {})",
-                num(hs.0),
-                hs.1,
-                hs.2,
-                num(lf.0),
-                lf.1,
-                lf.2
+                "from its peak to the most threads measured, half-sync/epoll-et loses {h}% ({hx} to {hl} \
+                 threads), leader-followers/epoll-et {l}% ({lx} to {ll})"
             ))
         },
     },
@@ -297,14 +236,10 @@ pub const CLAIMS: [Claim; 9] = [
                 return missing("leader-followers on select or epoll-et");
             };
             let lt = peak_fig(rows, LF, "epoll").map_or("not measured".into(), |p| at_fig(&p));
-            judged(
-                verdict::Verdict::above(&et.1, &s.1),
-                format!(
-                    "leader-followers peaks at {} on select, {} on epoll-et, {lt} on level-triggered epoll",
-                    at_fig(&s),
-                    at_fig(&et)
-                ),
-            )
+            let (s_at, et_at) = (at_fig(&s), at_fig(&et));
+            let numbers =
+                format!("leader-followers peaks at {s_at} on select, {et_at} on epoll-et, {lt} on level-triggered epoll");
+            judged(V::above(&et.1, &s.1), numbers)
         },
     },
     Claim {
@@ -313,21 +248,13 @@ pub const CLAIMS: [Claim; 9] = [
         rule: "supported when, where the speed-up of the medians is largest, epoll-et's launches are all \
                above select's (3 launches or more; the literal verdict asks for 2)",
         judge: |rows| {
-            let Some((r, p, x)) = largest_speedup(rows) else {
+            let both = largest_speedup(rows)
+                .and_then(|(r, p, x)| Some((r, p, x, fig_at(rows, p, "epoll-et", TP, x)?, fig_at(rows, p, "select", TP, x)?)));
+            let Some((r, p, x, et, s)) = both else {
                 return missing("select and epoll-et at a common thread count");
             };
-            let fig = |b: &str| fig_at(rows, p, b, "throughput_rps", x);
-            let (Some(et), Some(s)) = (fig("epoll-et"), fig("select")) else {
-                return missing("select and epoll-et at a common thread count");
-            };
-            judged(
-                verdict::Verdict::above(&et, &s),
-                format!(
-                    "largest speed-up {}x ({p}, {x} threads: {})",
-                    num(r),
-                    verdict::compare(("epoll-et", &et), ("select", &s))
-                ),
-            )
+            let compared = verdict::compare(("epoll-et", &et), ("select", &s));
+            judged(V::above(&et, &s), format!("largest speed-up {}x ({p}, {x} threads: {compared})", num(r)))
         },
     },
     Claim {
@@ -340,29 +267,15 @@ pub const CLAIMS: [Claim; 9] = [
         judge: |rows| {
             let Some((mean, n)) = select_longer(rows) else {
                 return missing(
-                    "leader-followers' time to get an event on select and epoll-et at a common \
-                                thread count",
+                    "leader-followers' time to get an event on select and epoll-et at a common thread count",
                 );
             };
-            let xs: Vec<f64> = line(rows, LF, "select", "wait_ns_per_event").map_or(Vec::new(), |l| {
-                l.points.iter().map(|p| p.x).collect()
-            });
-            let each: Vec<verdict::Verdict> = xs
-                .iter()
-                .filter_map(|&x| {
-                    let f = |b: &str| fig_at(rows, LF, b, "wait_ns_per_event", x);
-                    Some(verdict::Verdict::above(&f("select")?, &f("epoll-et")?))
-                })
-                .collect();
-            judged(
-                verdict::Verdict::all(&each),
-                format!(
-                    "select's time per event is {}% longer than epoll-et's on average over {} thread counts \
-                     (time in get_next_event per event, blocking included)",
-                    num(100.0 * (mean - 1.0)),
-                    n
-                ),
-            )
+            let numbers = format!(
+                "select's time per event is {}% longer than epoll-et's on average over {n} thread counts \
+                 (time in get_next_event per event, blocking included)",
+                num(100.0 * (mean - 1.0))
+            );
+            judged(above_everywhere(rows, &[LF], "select", "epoll-et", WAIT), numbers)
         },
     },
     Claim {
@@ -371,23 +284,17 @@ pub const CLAIMS: [Claim; 9] = [
                 of threads\", in both patterns (lock contention between threads on several cores)",
         rule: "needs the server's threads on several cores",
         judge: |rows| {
-            let mut parts = Vec::new();
-            let mut all = true;
+            let (mut parts, mut all) = (Vec::new(), true);
             for p in [HS, LF] {
-                let Some(l) = line(rows, p, "epoll", "rearm_ns_per_op") else {
+                let Some(l) = line(rows, p, "epoll", REARM) else {
                     return missing("re-activation on epoll in both patterns");
                 };
                 let Some((a, b)) = l.ends().filter(|(a, b)| a.x < b.x) else {
-                    return Verdict::NotMeasurable(format!("{p}/epoll was measured at one thread count"));
+                    return Verdict { word: NM, numbers: format!("{p}/epoll was measured at one thread count") };
                 };
                 all &= b.spread.median > 1.1 * a.spread.median;
-                parts.push(format!(
-                    "{p}: {} ns at {} threads, {} ns at {}",
-                    num(a.spread.median),
-                    a.x,
-                    num(b.spread.median),
-                    b.x
-                ));
+                let (am, bm) = (num(a.spread.median), num(b.spread.median));
+                parts.push(format!("{p}: {am} ns at {} threads, {bm} ns at {}", a.x, b.x));
             }
             let grew = if all { "grew by more than 10%" } else { "did not grow by 10%" };
             one_core(format!("{}; on one core it {grew}", parts.join("; ")))
@@ -401,34 +308,17 @@ pub const CLAIMS: [Claim; 9] = [
                of both patterns (3 launches or more)",
         judge: |rows| {
             let med = |b: &str| {
-                let v: Vec<f64> = [HS, LF]
-                    .iter()
-                    .filter_map(|p| line(rows, p, b, "rearm_ns_per_op"))
-                    .flat_map(|l| l.points.into_iter().map(|p| p.spread.median))
-                    .collect();
-                data::Spread::of(&v).map(|s| s.median)
+                let lines = [HS, LF].into_iter().filter_map(|p| line(rows, p, b, REARM));
+                let v: Vec<f64> = lines.flat_map(|l| l.points.into_iter().map(|p| p.spread.median)).collect();
+                data::Spread::of(&v).map(|s| num(s.median))
             };
             let (Some(s), Some(e)) = (med("select"), med("epoll")) else {
                 return missing("re-activation on select or epoll");
             };
-            let each: Vec<verdict::Verdict> = [HS, LF]
-                .iter()
-                .filter_map(|p| line(rows, p, "select", "rearm_ns_per_op").map(|l| (p, l)))
-                .flat_map(|(p, l)| l.points.into_iter().map(move |pt| (p, pt.x)))
-                .filter_map(|(p, x)| {
-                    let f = |b: &str| fig_at(rows, p, b, "rearm_ns_per_op", x);
-                    Some(verdict::Verdict::above(&f("epoll")?, &f("select")?))
-                })
-                .collect();
-            judged(
-                verdict::Verdict::all(&each),
-                format!(
-                    "re-activation, median over both patterns and all thread counts: {} ns on epoll, {} ns \
-                     on select",
-                    num(e),
-                    num(s)
-                ),
-            )
+            let numbers = format!(
+                "re-activation, median over both patterns and all thread counts: {e} ns on epoll, {s} ns on select"
+            );
+            judged(above_everywhere(rows, &[HS, LF], "epoll", "select", REARM), numbers)
         },
     },
     Claim {
@@ -439,26 +329,20 @@ pub const CLAIMS: [Claim; 9] = [
         rule: "supported when half-sync/epoll-et's launches of the time to get an event at the most \
                workers are all below its launches at the fewest (3 launches or more)",
         judge: |rows| {
-            let Some(l) = line(rows, HS, "epoll-et", "wait_ns_per_event") else {
+            let Some(l) = line(rows, HS, "epoll-et", WAIT) else {
                 return missing("half-sync's time to get an event on epoll-et");
             };
             let Some((a, b)) = l.ends().filter(|(a, b)| a.x < b.x) else {
-                return Verdict::NotMeasurable("half-sync/epoll-et was measured at one thread count".into());
+                let numbers = "half-sync/epoll-et was measured at one thread count".into();
+                return Verdict { word: NM, numbers };
             };
-            let f = |x: f64| fig_at(rows, HS, "epoll-et", "wait_ns_per_event", x);
+            let f = |x: f64| fig_at(rows, HS, "epoll-et", WAIT, x);
             let (Some(fa), Some(fb)) = (f(a.x), f(b.x)) else {
                 return missing("half-sync's time to get an event on epoll-et");
             };
-            judged(
-                verdict::Verdict::below(&fb, &fa),
-                format!(
-                    "time to get an event: {} ns with {} workers, {} ns with {}",
-                    num(a.spread.median),
-                    a.x,
-                    num(b.spread.median),
-                    b.x
-                ),
-            )
+            let (am, bm) = (num(a.spread.median), num(b.spread.median));
+            let numbers = format!("time to get an event: {am} ns with {} workers, {bm} ns with {}", a.x, b.x);
+            judged(V::below(&fb, &fa), numbers)
         },
     },
 ];
@@ -485,122 +369,86 @@ impl Experiment for E6 {
     }
     fn plan(&self, lab: &Lab) -> Vec<Point> {
         let (server, client) = (lab.cores.bench.to_string(), lab.cores.load.to_string());
-        // Strebelow's 1 to 16 threads at eight counts (all sixteen took 8.8 of the full run's
-        // 62.7 minutes on 2026-11-28, over its hour).
-        let full_threads = "1,2,3,4,6,8,12,16";
-        let mut extra = vec!["--server-cpu", server.as_str(), "--client-cpu", client.as_str()];
-        if lab.quick {
-            // The paper's two patterns and three mechanisms at 1 and 2 threads: a few seconds.
-            extra.extend([
-                "--patterns",
-                "leader-followers,half-sync",
-                "--backends",
-                "select,epoll,epoll-et",
-                "--threads",
-                "1,2",
-            ]);
+        // Quick: the paper's two patterns and three mechanisms at 1 and 2 threads, a few
+        // seconds; else the paper's 1 to 16 threads at eight counts (all sixteen took 8.8 of
+        // the full run's 62.7 minutes on 2026-11-28, over its hour), the reactor as the one-thread reference,
+        // uring beside.
+        let (patterns, backends, threads) = if lab.quick {
+            ("leader-followers,half-sync", "select,epoll,epoll-et", "1,2")
         } else {
-            // The paper's 1 to 16 threads; the reactor as the one-thread reference; uring beside.
-            extra.extend([
-                "--patterns",
-                "reactor,leader-followers,half-sync",
-                "--backends",
-                "select,epoll,epoll-et,uring",
-                "--threads",
-                full_threads,
-            ]);
-        }
+            ("reactor,leader-followers,half-sync", "select,epoll,epoll-et,uring", "1,2,3,4,6,8,12,16")
+        };
+        let extra =
+            ["--server-cpu", server.as_str(), "--client-cpu", client.as_str(), "--patterns", patterns];
+        let extra = [&extra[..], &["--backends", backends, "--threads", threads]].concat();
         let est = Duration::from_secs(lab.pick(95, 8, 8));
         // Three launches of the tool: a verdict needs 3 (verdict.rs).
-        tool_points(lab, "E6", "patterns", &extra, lab.pick(3, 3, 1), est, |_, text| convert(text))
+        tool_points(lab, "E6", "patterns", &extra, lab.pick(3, 3, 1), est)
     }
     fn analyse(&self, rows: &[Row]) -> Analysis {
         // Throughput: one panel per pattern, one line per mechanism (Figs. 6, 8, 11).
-        let mut patterns: Vec<&str> = Vec::new();
-        for r in rows {
-            let Some((p, _)) = r.series.split_once('/') else { continue };
-            if !patterns.contains(&p) {
-                patterns.push(p);
+        let (mut patterns, mut series): (Vec<&str>, Vec<(&str, &str)>) = (Vec::new(), Vec::new());
+        for (r, s) in rows.iter().filter_map(|r| Some((r, r.series.split_once('/')?))) {
+            if !patterns.contains(&s.0) {
+                patterns.push(s.0);
+            }
+            if r.metric == TP && !series.contains(&s) {
+                series.push(s);
             }
         }
         let mut panels: Vec<Panel> = patterns
             .iter()
-            .map(|p| {
-                let prefix = format!("{p}/");
-                let sub: Vec<Row> = rows
-                    .iter()
-                    .filter_map(|r| {
-                        Some(Row { series: r.series.strip_prefix(&prefix)?.to_string(), ..r.clone() })
-                    })
-                    .collect();
-                let title = match *p {
+            .map(|&p| {
+                let title = match p {
                     HS => "Figs. 6, 8: half-sync throughput".to_string(),
                     LF => "Figs. 6, 11: leader-followers throughput".to_string(),
                     other => format!("throughput: {other}"),
                 };
-                panel(&sub, "throughput_rps", &title, THREADS, "replies per second", (false, false))
+                let names: Vec<(String, &str)> =
+                    series.iter().filter(|s| s.0 == p).map(|&(_, b)| (format!("{p}/{b}"), b)).collect();
+                let parts: Vec<(&str, &str, &str)> =
+                    names.iter().map(|(s, b)| (s.as_str(), TP, *b)).collect();
+                fig(rows, &title, "replies per second", &parts)
             })
             .collect();
-        let (hs_et, lf_et, hs_lt, lf_lt, lf_sel) = (
-            "half-sync/epoll-et",
-            "leader-followers/epoll-et",
-            "half-sync/epoll",
-            "leader-followers/epoll",
-            "leader-followers/select",
-        );
+        let (hs_et, lf_et) = ("half-sync/epoll-et", "leader-followers/epoll-et");
         let split = |s| {
-            [
-                (s, "recv_ns_per_event", "receive"),
-                (s, "rearm_ns_per_op", "re-activate"),
-                (s, "send_ns_per_op", "send"),
-            ]
+            [(s, "recv_ns_per_event", "receive"), (s, REARM, "re-activate"), (s, "send_ns_per_op", "send")]
         };
-        panels.extend([
-            fig(
-                rows,
-                "Fig. 7: scaling on epoll-et",
-                "replies per second",
-                &[(hs_et, "throughput_rps", HS), (lf_et, "throughput_rps", LF)],
-            ),
-            fig(
-                rows,
+        let figs: [(&str, &str, Parts); 5] = [
+            ("Fig. 7: scaling on epoll-et", "replies per second", &[(hs_et, TP, HS), (lf_et, TP, LF)]),
+            (
                 "Fig. 9: half-sync (epoll-et), per event",
                 "ns",
-                &[
-                    (hs_et, "wait_ns_per_event", "get an event"),
-                    (hs_et, "insert_ns_per_op", "insert into the queue"),
-                ],
+                &[(hs_et, WAIT, "get an event"), (hs_et, "insert_ns_per_op", "insert into the queue")],
             ),
-            fig(rows, "Fig. 10: half-sync (epoll), per event", "ns", &split(hs_lt)),
-            fig(
-                rows,
+            ("Fig. 10: half-sync (epoll), per event", "ns", &split("half-sync/epoll")),
+            (
                 "Fig. 12: leader-followers, get an event",
                 "ns per event",
-                &[(lf_sel, "wait_ns_per_event", "select"), (lf_et, "wait_ns_per_event", "epoll-et")],
+                &[("leader-followers/select", WAIT, "select"), (lf_et, WAIT, "epoll-et")],
             ),
-            fig(rows, "Fig. 13: leader-followers (epoll), per event", "ns", &split(lf_lt)),
-        ]);
+            ("Fig. 13: leader-followers (epoll), per event", "ns", &split("leader-followers/epoll")),
+        ];
+        panels.extend(figs.iter().map(|(title, y, parts)| fig(rows, title, y, parts)));
         let verdicts: Vec<Verdict> = CLAIMS.iter().map(|c| (c.judge)(rows)).collect();
-        let figures =
-            CLAIMS.iter().zip(&verdicts).enumerate().map(|(i, (c, v))| claim_row(rows, i, c, v)).collect();
-        let reading = CLAIMS
-            .iter()
-            .zip(&verdicts)
-            .enumerate()
+        let claims = CLAIMS.iter().zip(&verdicts).enumerate();
+        let figures = claims.clone().map(|(i, (c, v))| claim_row(rows, i, c, v)).collect();
+        let reading = claims
             .map(|(i, (c, v))| {
-                format!("Claim {} ({}): {} — **{}**: {}.", i + 1, c.place, c.words, v.word(), v.numbers())
+                format!("Claim {} ({}): {} — **{}**: {}.", i + 1, c.place, c.words, v.word, v.numbers)
             })
             .collect();
-        let count = |w: &str| verdicts.iter().filter(|v| v.word() == w).count();
-        let (yes, no, cannot) = (count("supported"), count("not supported"), count("not measurable here"));
-        let noise = count("within noise");
+        let count = |w: &str| verdicts.iter().filter(|v| v.word == w).count();
+        let (yes, no, noise) = (count("supported"), count("not supported"), count("within noise"));
+        let rest = format!("{noise} within noise, {} not measurable here", count(NM));
         let holds = match (yes, no) {
-            (0, 0) if noise == 0 => format!("cannot say: none of the {} claims measurable here", verdicts.len()),
-            (_, 0) => format!(
-                "yes: {yes} claims supported, {noise} within noise, {cannot} not measurable here"
-            ),
-            (0, _) => format!("no: {no} claims not supported, {noise} within noise, {cannot} not measurable here"),
-            _ => format!("partly: {yes} claims supported, {no} not, {noise} within noise, {cannot} not measurable here"),
+            (0, 0) if noise == 0 => {
+                format!("cannot say: none of the {} claims measurable here", verdicts.len())
+            }
+            (_, 0) => format!("yes: {yes} claims supported, {rest}"),
+            (0, _) => format!("no: {no} claims not supported, {rest}"),
+            _ => format!("partly: {yes} claims supported, {no} not, {rest}"),
         };
         let peaks: Vec<String> = [(HS, "epoll-et"), (LF, "epoll-et"), (HS, "select"), (LF, "select")]
             .iter()
@@ -617,11 +465,11 @@ impl Experiment for E6 {
             holds,
             reading,
             metrics: vec![
-                ("throughput_rps", "replies per second"),
-                ("wait_ns_per_event", "ns in get_next_event per event"),
+                (TP, "replies per second"),
+                (WAIT, "ns in get_next_event per event"),
                 ("insert_ns_per_op", "ns per queue insert"),
                 ("recv_ns_per_event", "ns receiving per event"),
-                ("rearm_ns_per_op", "ns per re-activation"),
+                (REARM, "ns per re-activation"),
                 ("send_ns_per_op", "ns sending per reply"),
                 ("server_us_per_reply", "server CPU µs per reply"),
             ],
@@ -633,79 +481,52 @@ impl Experiment for E6 {
 /// The report's row for claim `i` of [`CLAIMS`]: its verdict, and for the two claims that
 /// print a number (the speed-up up to 2, select's call almost 80% longer) ours beside it.
 fn claim_row(rows: &[Row], i: usize, c: &Claim, v: &Verdict) -> FigureRow {
-    let (paper, ratio) = match i {
+    let (paper, ratio, rule, bound) = match i {
         4 => (
             Some(PaperNumber { words: "speed-ups up to 2 (abstract, §7)", value: 2.0 }),
             // The ratio only where the verdict had both figures (a point whose launches were
             // all disturbed has a median line but no launches to judge).
             largest_speedup(rows)
                 .filter(|&(_, p, x)| {
-                    ["epoll-et", "select"].iter().all(|b| fig_at(rows, p, b, "throughput_rps", x).is_some())
+                    ["epoll-et", "select"].iter().all(|b| fig_at(rows, p, b, TP, x).is_some())
                 })
                 .map(|s| s.0),
+            "the largest speed-up at least 1.95, \"up to 2\"",
+            1.95,
         ),
         5 => (
             Some(PaperNumber { words: "almost 80% longer (§5.2)", value: 80.0 }),
             select_longer(rows).map(|(mean, _)| 100.0 * (mean - 1.0)),
+            "at least 75% longer, \"almost 80%\"",
+            75.0,
         ),
-        _ => (None, None),
+        _ => (None, None, "", 0.0),
     };
-    let literal = match (i, ratio) {
-        (4, Some(r)) => {
-            format!("{} (rule: the largest speed-up at least 1.95, \"up to 2\")", yes_no(r >= 1.95))
-        }
-        (5, Some(r)) => format!("{} (rule: at least 75% longer, \"almost 80%\")", yes_no(r >= 75.0)),
-        (4 | 5, None) => "cannot say: not measured".into(),
-        _ => NO_NUMBER.into(),
+    let literal = match (&paper, ratio) {
+        (Some(_), Some(r)) => format!("{} (rule: {rule})", if r >= bound { "yes" } else { "no" }),
+        (Some(_), None) => "cannot say: not measured".into(),
+        (None, _) => NO_NUMBER.into(),
     };
     FigureRow {
         inputs: Vec::new(),
         figure: format!("Strebelow {}", c.place),
         claim: c.words,
         paper,
-        ours: v.numbers().into(),
+        ours: v.numbers.clone(),
         ratio: ratio.ok_or_else(|| "not measured".into()),
-        holds: v.word().into(),
+        holds: v.word.into(),
         rule: c.rule.into(),
         literal,
-    }
-}
-
-fn yes_no(holds: bool) -> &'static str {
-    if holds {
-        "yes"
-    } else {
-        "no"
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::Status;
 
     fn row(series: &str, x: f64, metric: &str, v: f64) -> Row {
         Row::ok("E6", series, x, metric, v)
-    }
-
-    #[test]
-    fn reads_patterns_rows_by_column_name_and_skips_empty_cells() {
-        let csv = "# x: y\npattern,backend,threads,throughput,wait_ns_per_event,insert_ns_per_op,\
-                   recv_ns_per_event,rearm_ns_per_op,send_ns_per_op,server_us_per_reply,spread\n\
-                   leader-followers,epoll-et,2,120000.5,800.0,,900.0,,1500.0,7.5,256/256\n";
-        let rows = convert(csv).unwrap();
-        let got: Vec<(&str, &str, f64, f64)> =
-            rows.iter().map(|r| (r.series.as_str(), r.metric.as_str(), r.x, r.value.unwrap())).collect();
-        assert_eq!(
-            got,
-            [
-                ("leader-followers/epoll-et", "throughput_rps", 2.0, 120000.5),
-                ("leader-followers/epoll-et", "wait_ns_per_event", 2.0, 800.0),
-                ("leader-followers/epoll-et", "recv_ns_per_event", 2.0, 900.0),
-                ("leader-followers/epoll-et", "send_ns_per_op", 2.0, 1500.0),
-                ("leader-followers/epoll-et", "server_us_per_reply", 2.0, 7.5),
-            ]
-        );
-        assert!(convert("pattern,backend,threads,throughput\n").unwrap_err().contains("wait_ns_per_event"));
     }
 
     /// The paper's picture: half-sync on epoll-et peaks highest, select beats level-triggered
@@ -752,25 +573,13 @@ mod tests {
     #[test]
     fn each_claim_is_judged_from_the_rows() {
         let rows = paper_like();
-        let words: Vec<&str> = CLAIMS.iter().map(|c| (c.judge)(&rows).word()).collect();
-        assert_eq!(
-            words,
-            [
-                "supported",
-                "not measurable here",
-                "not measurable here",
-                "supported",
-                "supported",
-                "supported",
-                "not measurable here",
-                "supported",
-                "supported"
-            ]
-        );
+        let words: Vec<&str> = CLAIMS.iter().map(|c| (c.judge)(&rows).word).collect();
+        let (yes, nm) = ("supported", "not measurable here");
+        assert_eq!(words, [yes, nm, nm, yes, yes, yes, nm, yes, yes]);
         let first = (CLAIMS[0].judge)(&rows);
-        assert!(first.numbers().contains("200 replies/s at 2 threads"), "{first:?}");
-        assert!((CLAIMS[4].judge)(&rows).numbers().contains("2.00x"));
-        assert!((CLAIMS[5].judge)(&rows).numbers().contains("80.0% longer"));
+        assert!(first.numbers.contains("200 replies/s at 2 threads"), "{first:?}");
+        assert!((CLAIMS[4].judge)(&rows).numbers.contains("2.00x"));
+        assert!((CLAIMS[5].judge)(&rows).numbers.contains("80.0% longer"));
 
         // Leader/Followers ahead on epoll-et, level-triggered epoll ahead of select for
         // half-sync: claims 1 and 3 turn.
@@ -782,11 +591,11 @@ mod tests {
                 _ => {}
             }
         }
-        assert_eq!((CLAIMS[0].judge)(&turned).word(), "not supported");
+        assert_eq!((CLAIMS[0].judge)(&turned).word, "not supported");
         // Claim 3 is about the pipeline's stages on separate cores: one core cannot judge it.
         let third = (CLAIMS[2].judge)(&turned);
-        assert_eq!(third.word(), "not measurable here");
-        assert!(third.numbers().starts_with("not measurable with one server core"), "{}", third.numbers());
+        assert_eq!(third.word, "not measurable here");
+        assert!(third.numbers.starts_with("not measurable with one server core"), "{}", third.numbers);
 
         // Launches that overlap: leader-followers' epoll-et peak within noise of its select peak.
         let mut close = rows.clone();
@@ -797,15 +606,15 @@ mod tests {
                 _ => {}
             }
         }
-        assert_eq!((CLAIMS[3].judge)(&close).word(), "within noise");
+        assert_eq!((CLAIMS[3].judge)(&close).word, "within noise");
         // One launch: cannot say.
         let one: Vec<Row> = rows.iter().filter(|r| r.rep == 0).cloned().collect();
-        assert!((CLAIMS[0].judge)(&one).numbers().starts_with("fewer than 3 launches"));
+        assert!((CLAIMS[0].judge)(&one).numbers.starts_with("fewer than 3 launches"));
 
         // Nothing of half-sync measured: its claims cannot be judged.
         let lf: Vec<Row> = rows.into_iter().filter(|r| r.series.starts_with("leader")).collect();
-        assert_eq!((CLAIMS[0].judge)(&lf).word(), "not measurable here");
-        assert_eq!((CLAIMS[2].judge)(&lf).word(), "not measurable here");
+        assert_eq!((CLAIMS[0].judge)(&lf).word, "not measurable here");
+        assert_eq!((CLAIMS[2].judge)(&lf).word, "not measurable here");
     }
 
     #[test]

@@ -6,38 +6,13 @@
 use super::e3::growth;
 use super::micro::tool_points;
 use super::{panel, Analysis, Experiment, FigureRow, Lab, NO_NUMBER, UNMEASURED};
-use crate::data::{num, Row, Status};
+use crate::data::{num, Row};
 use crate::runner::Point;
 use crate::verdict::{self, Verdict};
-use hintq_bench::rec::{self, Rec};
 use std::time::Duration;
 
 /// E7.
 pub struct E7;
-
-/// Our rows from the gooch benchmark's: ns per descriptor per `poll(2)` call (perfd), ns per
-/// cycle with 1% active (split), wake-up latency of a quiet descriptor (wake).
-pub fn convert(recs: &[Rec]) -> Vec<Row> {
-    let row = |r: &Rec, metric: &str, value: f64| Row {
-        experiment: "E7".into(),
-        series: r.target.clone(),
-        x: r.registered as f64,
-        rep: r.rep,
-        metric: metric.into(),
-        value: Some(value),
-        status: Status::Ok,
-        note: String::new(),
-    };
-    recs.iter()
-        .filter_map(|r| match r.experiment.as_str() {
-            "perfd" => Some(row(r, "perfd_ns_per_fd", r.ns_per_op() / r.registered.max(1) as f64)),
-            "split" => Some(row(r, "split_ns_per_cycle", r.ns_per_op())),
-            "split-steady" => Some(row(r, "steady_ns_per_cycle", r.ns_per_op())),
-            "wake" => Some(row(r, "wake_us", r.ns_per_op() / 1000.0)),
-            _ => None,
-        })
-        .collect()
-}
 
 impl Experiment for E7 {
     fn id(&self) -> &'static str {
@@ -63,9 +38,7 @@ impl Experiment for E7 {
     fn plan(&self, lab: &Lab) -> Vec<Point> {
         let est = Duration::from_secs(lab.pick(60, 15, 15));
         let cpu = lab.cores.bench.to_string();
-        tool_points(lab, "E7", "gooch", &["--cpu", &cpu], lab.pick(3, 3, 1), est, |_, text| {
-            Ok(convert(&rec::read_csv(text)?))
-        })
+        tool_points(lab, "E7", "gooch", &["--cpu", &cpu], lab.pick(3, 3, 1), est)
     }
     fn analyse(&self, rows: &[Row]) -> Analysis {
         let x = "descriptors registered";
@@ -236,29 +209,6 @@ impl Experiment for E7 {
 
 #[cfg(test)]
 mod tests {
-    const CSV: &str = "# kernel: x\n\
-experiment,target,sigpending,rlimit,rep,registered,active,ops,events,total_ns,ns_per_op,wall_ns,cpu_ns,preempted,recoveries,switches,migrations\n\
-perfd,poll(2)-eventfd,,,0,1000,0,10,0,2000000,200000.0,1,1,0,0,0,0\n\
-split,gooch,,,0,1000,10,100,100,50000,500.0,1,1,0,0,0,3\n\
-split-steady,gooch,,,0,1000,10,100,1000,30000,300.0,1,1,0,0,0,3\n\
-wake,gooch,,,0,1000,10,1,1,25000,25000.0,1,1,0,0,0,0\n";
-
-    #[test]
-    fn gooch_rows_become_per_descriptor_per_cycle_and_wake_latency() {
-        let rows = super::convert(&hintq_bench::rec::read_csv(CSV).unwrap());
-        let got: Vec<(&str, &str, f64, f64)> =
-            rows.iter().map(|r| (r.series.as_str(), r.metric.as_str(), r.x, r.value.unwrap())).collect();
-        assert_eq!(
-            got,
-            [
-                ("poll(2)-eventfd", "perfd_ns_per_fd", 1000.0, 200.0),
-                ("gooch", "split_ns_per_cycle", 1000.0, 500.0),
-                ("gooch", "steady_ns_per_cycle", 1000.0, 300.0),
-                ("gooch", "wake_us", 1000.0, 25.0),
-            ]
-        );
-    }
-
     #[test]
     fn each_bullet_names_the_metric_its_line_is_from() {
         use super::Experiment;

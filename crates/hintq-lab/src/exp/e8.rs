@@ -5,55 +5,13 @@
 
 use super::micro::tool_points;
 use super::{panel, Analysis, Experiment, FigureRow, Lab, PaperNumber, NO_NUMBER, UNMEASURED};
-use crate::data::{num, Row, Status};
+use crate::data::{num, Row};
 use crate::runner::Point;
 use crate::verdict::{self, Verdict};
-use hintq_bench::rec::{self, Rec};
 use std::time::Duration;
 
 /// E8.
 pub struct E8;
-
-/// The series of a row: its target, and the signal-queue limit where it matters.
-fn series(r: &Rec) -> String {
-    match r.sigpending.as_str() {
-        "" => r.target.clone(),
-        s => format!("{} ({s} limit)", r.target),
-    }
-}
-
-/// Our rows from the rtsig benchmark's: µs per burst and recoveries per burst (overflow,
-/// against the burst size), ns in get_next_event per burst of 32 and per event delivered
-/// (scan, against registered).
-pub fn convert(recs: &[Rec]) -> Vec<Row> {
-    let mut out = Vec::new();
-    for r in recs {
-        let mut push = |metric: &str, x: usize, value: f64| {
-            out.push(Row {
-                experiment: "E8".into(),
-                series: series(r),
-                x: x as f64,
-                rep: r.rep,
-                metric: metric.into(),
-                value: Some(value),
-                status: Status::Ok,
-                note: String::new(),
-            })
-        };
-        match r.experiment.as_str() {
-            "overflow" => {
-                push("overflow_us_per_burst", r.active, r.ns_per_op() / 1000.0);
-                push("overflow_recoveries_per_burst", r.active, r.recoveries as f64 / r.ops.max(1) as f64);
-            }
-            "scan" => {
-                push("scan_ns_per_call", r.registered, r.ns_per_op());
-                push("scan_ns_per_event", r.registered, r.total_ns as f64 / r.events.max(1) as f64);
-            }
-            _ => {}
-        }
-    }
-    out
-}
 
 impl Experiment for E8 {
     fn id(&self) -> &'static str {
@@ -79,9 +37,7 @@ impl Experiment for E8 {
     fn plan(&self, lab: &Lab) -> Vec<Point> {
         let est = Duration::from_secs(lab.pick(60, 15, 15));
         let cpu = lab.cores.bench.to_string();
-        tool_points(lab, "E8", "rtsig", &["--cpu", &cpu], lab.pick(3, 3, 1), est, |_, text| {
-            Ok(convert(&rec::read_csv(text)?))
-        })
+        tool_points(lab, "E8", "rtsig", &["--cpu", &cpu], lab.pick(3, 3, 1), est)
     }
     fn analyse(&self, rows: &[Row]) -> Analysis {
         let a = panel(
@@ -258,39 +214,24 @@ fn sigio_row(rows: &[Row]) -> FigureRow {
 
 #[cfg(test)]
 mod tests {
-    const CSV: &str = "experiment,target,sigpending,rlimit,rep,registered,active,ops,events,total_ns,ns_per_op,wall_ns,cpu_ns,preempted,recoveries,switches,migrations\n\
-overflow,rtsig,lowered,64,0,1256,256,10,2560,1000000,100000.0,1,1,0,10,0,0\n\
-overflow,poll,,,0,1256,256,10,2560,500000,50000.0,1,1,0,0,0,0\n\
-scan,rtsig,default,,0,5000,32,4,128,8000,2000.0,1,1,0,0,0,0\n";
-
-    #[test]
-    fn rtsig_rows_keep_the_limit_in_the_series_and_count_recoveries_per_burst() {
-        let rows = super::convert(&hintq_bench::rec::read_csv(CSV).unwrap());
-        let got: Vec<(&str, &str, f64, f64)> =
-            rows.iter().map(|r| (r.series.as_str(), r.metric.as_str(), r.x, r.value.unwrap())).collect();
-        assert_eq!(
-            got,
-            [
-                ("rtsig (lowered limit)", "overflow_us_per_burst", 256.0, 100.0),
-                ("rtsig (lowered limit)", "overflow_recoveries_per_burst", 256.0, 1.0),
-                ("poll", "overflow_us_per_burst", 256.0, 50.0),
-                ("poll", "overflow_recoveries_per_burst", 256.0, 0.0),
-                ("rtsig (default limit)", "scan_ns_per_call", 5000.0, 2000.0),
-                ("rtsig (default limit)", "scan_ns_per_event", 5000.0, 62.5),
-            ]
-        );
-    }
-
     #[test]
     fn banga_s_sigio_row_sets_our_us_per_signal_against_10_7() {
         // 32 signals per burst: 3.2 µs in get_next_event per burst is 0.1 µs per signal at
         // 132 registered; epoll's 0.05 µs per event there is cheaper.
-        let csv = "experiment,target,sigpending,rlimit,rep,registered,active,ops,events,total_ns,ns_per_op,wall_ns,cpu_ns,preempted,recoveries,switches,migrations\n\
-scan,rtsig,default,,0,132,32,10,320,32000,3200.0,1,1,0,0,0,0\n\
-scan,rtsig,default,,0,10032,32,10,320,64000,6400.0,1,1,0,0,0,0\n\
-scan,epoll,default,,0,132,32,10,320,16000,1600.0,1,1,0,0,0,0\n";
         use super::Experiment;
-        let a = super::E8.analyse(&super::convert(&hintq_bench::rec::read_csv(csv).unwrap()));
+        let row = |s: &str, x: f64, per_call: f64| {
+            [
+                crate::data::Row::ok("E8", s, x, "scan_ns_per_call", per_call),
+                crate::data::Row::ok("E8", s, x, "scan_ns_per_event", per_call / 32.0),
+            ]
+        };
+        let rows: Vec<crate::data::Row> = [
+            row("rtsig (default limit)", 132.0, 3200.0),
+            row("rtsig (default limit)", 10032.0, 6400.0),
+            row("epoll (default limit)", 132.0, 1600.0),
+        ]
+        .concat();
+        let a = super::E8.analyse(&rows);
         let r = a.figures.iter().find(|f| f.figure == "Banga §8 (SIGIO)").unwrap();
         assert_eq!(
             r.ours,

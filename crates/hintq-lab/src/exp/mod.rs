@@ -6,7 +6,7 @@ mod e10;
 mod e11;
 mod e12;
 mod e2;
-mod e3;
+pub mod e3;
 mod e4;
 pub mod e5;
 mod e6;
