@@ -55,21 +55,20 @@ pub fn convert(recs: &[Rec]) -> Vec<Row> {
     out
 }
 
-impl Experiment for E8 {
-    fn id(&self) -> &'static str {
-        "E8"
-    }
-    fn title(&self) -> &'static str {
-        "RT signals vs poll, epoll, io_uring; signal queue overflow; hybrid switching"
-    }
-    fn paper(&self) -> &'static str {
-        "Provos & Lever 2000, §4-6"
-    }
-    fn claim(&self) -> &'static str {
-        "RT signals deliver events cheaply until the signal queue overflows; recovery then costs \
+/// E8: what it reproduces, its plan and its analysis.
+pub const EXPERIMENT: Experiment = Experiment {
+    id: "E8",
+    title: "RT signals vs poll, epoll, io_uring; signal queue overflow; hybrid switching",
+    paper: "Provos & Lever 2000, §4-6",
+    claim: "RT signals deliver events cheaply until the signal queue overflows; recovery then costs \
          a poll over every descriptor (Provos §2-4; the hybrid that switches to polling under load \
-         is hintq's, which Provos imagined but did not test, §7)."
-    }
+         is hintq's, which Provos imagined but did not test, §7).",
+    needs: |lab| E8.needs(lab),
+    plan: |lab| E8.plan(lab),
+    analyse: |rows| E8.analyse(rows),
+};
+
+impl E8 {
     fn needs(&self, lab: &Lab) -> Result<(), String> {
         if lab.smoke {
             return Err("left out of --smoke: `hintq bench rtsig --quick` alone takes about 30 s".into());
@@ -289,7 +288,6 @@ scan,rtsig,default,,0,5000,32,4,128,8000,2000.0,1,1,0,0,0,0\n";
 scan,rtsig,default,,0,132,32,10,320,32000,3200.0,1,1,0,0,0,0\n\
 scan,rtsig,default,,0,10032,32,10,320,64000,6400.0,1,1,0,0,0,0\n\
 scan,epoll,default,,0,132,32,10,320,16000,1600.0,1,1,0,0,0,0\n";
-        use super::Experiment;
         let a = super::E8.analyse(&super::convert(&hintq_bench::rec::read_csv(csv).unwrap()));
         let r = a.figures.iter().find(|f| f.figure == "Banga §8 (SIGIO)").unwrap();
         assert_eq!(
@@ -302,7 +300,6 @@ scan,epoll,default,,0,132,32,10,320,16000,1600.0,1,1,0,0,0,0\n";
 
     #[test]
     fn an_overflowing_queue_faster_than_the_full_one_is_no_and_explained_and_overlap_is_noise() {
-        use super::Experiment;
         use crate::data::Row;
         let rows = |series: &str, metric: &str, v: [f64; 3]| -> Vec<Row> {
             (0..3).map(|rep| Row { rep, ..Row::ok("E8", series, 1024.0, metric, v[rep as usize]) }).collect()
