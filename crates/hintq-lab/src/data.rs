@@ -68,6 +68,14 @@ pub fn lines(rows: &[Row], metric: &str) -> Vec<Line> {
     lines
 }
 
+/// The distinct values of `xs`, ascending.
+pub fn distinct(xs: impl IntoIterator<Item = f64>) -> Vec<f64> {
+    let mut v: Vec<f64> = xs.into_iter().collect();
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    v
+}
+
 /// A number as the report prints it: three significant digits or whole units.
 pub fn num(v: f64) -> String {
     let a = v.abs();

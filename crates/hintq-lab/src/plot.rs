@@ -7,8 +7,10 @@
 //! numbers (threads, members) has whole-number ticks only. An x axis with at most twelve
 //! measured values is labelled at those values only. A value of 0 on a log axis is drawn
 //! one decade below the least positive value, at a tick labelled 0, and the axis title says so.
-//! Each series has its own colour, marker and (after the first ten) dashed line, the same in
-//! every panel of a figure; the legend sits under the chart, where it hides no data.
+//! Each series has its own colour and marker, the same in every panel and, for the mechanisms
+//! and peers that recur ([`KNOWN`]), in every figure; a line joins a series' points only where
+//! it has three or more; a y axis in percent runs from 0 to 100. The legend sits under the
+//! chart, where it hides no data.
 
 use crate::data::Line;
 use plotters::coord::ranged1d::{KeyPointHint, NoDefaultFormatting, Ranged, ValueFormatter};
@@ -151,19 +153,7 @@ impl Axis {
     fn new(values: &[f64], log: bool, whole: bool, px: f64, dir: Dir) -> Axis {
         if !log {
             let (lo, hi) = values.iter().fold((0.0, 0.0), |(lo, hi): (f64, f64), &v| (lo.min(v), hi.max(v)));
-            let (lo, hi) = (lo * 1.1, if hi > 0.0 { hi * 1.1 } else { 1.0 });
-            let ticks = linear_ticks(lo, hi, whole, px, dir);
-            // Five grid lines to a tick.
-            let light = match &ticks[..] {
-                [a, b, ..] => {
-                    let step = (b.0 - a.0) / 5.0;
-                    ((lo / step).ceil() as i64..=(hi / step).floor() as i64)
-                        .map(|k| k as f64 * step)
-                        .collect()
-                }
-                _ => Vec::new(),
-            };
-            return Axis { log, zero: lo, range: (lo, hi), ticks, light, note: None };
+            return Axis::linear(lo * 1.1, if hi > 0.0 { hi * 1.1 } else { 1.0 }, whole, px, dir);
         }
         let positive = values.iter().copied().filter(|&v| v > 0.0);
         let least = positive.clone().fold(f64::INFINITY, f64::min);
@@ -197,13 +187,25 @@ impl Axis {
         }
     }
 
+    /// A linear axis from `lo` to `hi`.
+    fn linear(lo: f64, hi: f64, whole: bool, px: f64, dir: Dir) -> Axis {
+        let ticks = linear_ticks(lo, hi, whole, px, dir);
+        // Five grid lines to a tick.
+        let light = match &ticks[..] {
+            [a, b, ..] => {
+                let step = (b.0 - a.0) / 5.0;
+                ((lo / step).ceil() as i64..=(hi / step).floor() as i64).map(|k| k as f64 * step).collect()
+            }
+            _ => Vec::new(),
+        };
+        Axis { log: false, zero: lo, range: (lo, hi), ticks, light, note: None }
+    }
+
     /// Labels only the values measured, when there are at most [`MEASURED_TICKS`] distinct
     /// ones (a sweep's offered rates, cold counts), thinned so that none overlaps another:
     /// no tick suggests an x that was not measured.
     fn at_measured(&mut self, values: &[f64], px: f64, dir: Dir) {
-        let mut v: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-        v.sort_by(f64::total_cmp);
-        v.dedup();
+        let v = crate::data::distinct(values.iter().copied().filter(|v| v.is_finite()));
         if v.is_empty() || v.len() > MEASURED_TICKS {
             return;
         }
@@ -333,16 +335,31 @@ struct Style {
     dashed: bool,
 }
 
-/// How many series [`style`] tells apart.
-const STYLES: usize = 2 * COLORS.len();
+const MARKERS: [Marker; 4] = [Marker::Circle, Marker::Triangle, Marker::Square, Marker::Diamond];
 
-/// The style of the `i`th series: ten colours, solid then dashed, and four marker shapes, so
-/// that two series of the same colour differ in line and marker.
+/// How many series [`style`] tells apart.
+const STYLES: usize = COLORS.len() * MARKERS.len();
+
+/// The style of the `i`th series: ten colours, each with four markers (solid, dashed, solid,
+/// dashed lines), so that two series of the same colour differ in marker.
 fn style(i: usize) -> Style {
-    const MARKERS: [Marker; 4] = [Marker::Circle, Marker::Triangle, Marker::Square, Marker::Diamond];
-    let i = i % STYLES;
-    Style { color: COLORS[i % COLORS.len()], marker: MARKERS[i % MARKERS.len()], dashed: i >= COLORS.len() }
+    let (i, round) = (i % STYLES, i % STYLES / COLORS.len());
+    Style {
+        color: COLORS[i % COLORS.len()],
+        marker: MARKERS[(i + round) % MARKERS.len()],
+        dashed: round % 2 == 1,
+    }
 }
+
+/// The fewest points drawn joined by a line: two are two measurements, not a series.
+const SERIES: usize = 3;
+
+/// The name of a reference line (replies equal to the rate offered): drawn thin, grey and
+/// dashed, without markers or bars.
+pub const OFFERED: &str = "replies = offered";
+
+/// The colour of [`OFFERED`].
+const REFERENCE: RGBColor = RGBColor(150, 150, 150);
 
 impl Style {
     fn line(self) -> ShapeStyle {
@@ -352,8 +369,30 @@ impl Style {
 
 /// The mechanisms and peers that recur across the figures, each with its own style in every
 /// figure (`hintq-` left off: E3's `epoll` and E1's `hintq-epoll` look the same).
-const KNOWN: [&str; 10] =
-    ["epoll", "poll", "select", "select-classic", "uring", "rtsig", "rtsig-hybrid", "nginx", "mio", "gooch"];
+const KNOWN: [&str; 22] = [
+    "epoll",
+    "poll",
+    "select",
+    "select-classic",
+    "uring",
+    "rtsig",
+    "rtsig-hybrid",
+    "nginx",
+    "mio",
+    "gooch",
+    "epoll-et",
+    "epoll-oneshot",
+    "raw-epoll",
+    "raw-uring",
+    "gooch-p2",
+    "libevent-epoll",
+    "libevent-poll",
+    "libevent-select",
+    "libev-epoll",
+    "libev-poll",
+    "libev-select",
+    "libuv-epoll",
+];
 
 /// The style of each line of each panel: a series of [`KNOWN`] by its place there, in every
 /// figure alike; the others by their place among the figure's other series, after them, so
@@ -408,8 +447,10 @@ where
 /// How far each line is moved sideways (in drawn x): lines of a single point at the same x
 /// are spread 2.5% of the axis apart, so that none hides another.
 fn dodges(lines: &[Line], x: &Axis) -> Vec<f64> {
-    let keys: Vec<Option<u64>> =
-        lines.iter().map(|l| (l.points.len() == 1).then(|| l.points[0].x.to_bits())).collect();
+    let keys: Vec<Option<u64>> = lines
+        .iter()
+        .map(|l| (l.points.len() == 1 && l.name != OFFERED).then(|| l.points[0].x.to_bits()))
+        .collect();
     let step = 0.025 * (x.range.1 - x.range.0);
     keys.iter()
         .enumerate()
@@ -455,7 +496,12 @@ where
     let (w, h) = area.dim_in_pixel();
     let mut x = Axis::new(&xs, panel.log_x, whole, f64::from(w) - 95.0, Dir::X);
     x.at_measured(&xs, f64::from(w) - 95.0, Dir::X);
-    let y = Axis::new(&ys, panel.log_y, false, f64::from(h) - 100.0, Dir::Y);
+    // A share in percent runs from 0 to 100, whatever its values: 2% reads as 2% of the whole.
+    let y = if panel.y_label.starts_with('%') && !panel.log_y {
+        Axis::linear(0.0, 100.0, false, f64::from(h) - 100.0, Dir::Y)
+    } else {
+        Axis::new(&ys, panel.log_y, false, f64::from(h) - 100.0, Dir::Y)
+    };
     let dx = dodges(&panel.lines, &x);
     let mut x_notes: Vec<String> = x.note.iter().cloned().collect();
     if dx.iter().any(|&d| d != 0.0) {
@@ -483,6 +529,11 @@ where
         area.draw(&Text::new(text, at, (FONT, 16))).map_err(e)?;
     }
     for ((line, &s), dx) in panel.lines.iter().zip(styles).zip(dx) {
+        if line.name == OFFERED {
+            let pts = line.points.iter().map(|p| (x.at(p.x), y.at(p.spread.median)));
+            c.draw_series(DashedLineSeries::new(pts, 6, 4, REFERENCE.stroke_width(1))).map_err(e)?;
+            continue;
+        }
         let bars = line.points.iter().filter(|p| p.spread.n > 1).map(|p| {
             let (min, median, max) = (y.at(p.spread.min), y.at(p.spread.median), y.at(p.spread.max));
             ErrorBar::new_vertical(x.at(p.x) + dx, min, median, max, s.line(), 8)
@@ -490,9 +541,11 @@ where
         c.draw_series(bars).map_err(e)?;
         let pts: Vec<(f64, f64)> =
             line.points.iter().map(|p| (x.at(p.x) + dx, y.at(p.spread.median))).collect();
-        if s.dashed {
+        // Two points are two measurements, not a series: a line between them would claim
+        // what lies between.
+        if pts.len() >= SERIES && s.dashed {
             c.draw_series(DashedLineSeries::new(pts.clone(), 10, 6, s.line())).map_err(e)?;
-        } else {
+        } else if pts.len() >= SERIES {
             c.draw_series(LineSeries::new(pts.clone(), s.line())).map_err(e)?;
         }
         // Markers in pixels of the panel, so that their shapes do not depend on the axes.
@@ -540,6 +593,12 @@ where
         let x = left + (i % cols) as i32 * column as i32;
         let y = (i / cols) as i32 * LEGEND_ROW as i32 + LEGEND_ROW as i32 / 2 + 4;
         let sample = vec![(x, y), (x + 30, y)];
+        if line.name == OFFERED {
+            let grey = REFERENCE.stroke_width(1);
+            area.draw(&plotters::element::DashedPathElement::new(sample, 6, 4, grey)).map_err(e)?;
+            area.draw_text(&line.name, &text, (x + 38, y)).map_err(e)?;
+            continue;
+        }
         if s.dashed {
             area.draw(&plotters::element::DashedPathElement::new(sample, 7, 4, s.line())).map_err(e)?;
         } else {
@@ -676,6 +735,39 @@ mod tests {
     }
 
     #[test]
+    fn two_points_are_not_joined_and_a_share_in_percent_runs_to_100() {
+        let dir = tempfile::tempdir().unwrap();
+        let svg = dir.path().join("p.svg");
+        let p = |pts: &[(f64, f64, f64, f64)]| Panel {
+            title: "errors".into(),
+            x_label: "offered rate".into(),
+            y_label: "% of requests ended by an error".into(),
+            log_x: false,
+            log_y: false,
+            lines: vec![line("hintq-poll", pts)],
+        };
+        let drawn = |panel: Panel| {
+            render("t", &[panel], &svg, &dir.path().join("p.png")).unwrap();
+            std::fs::read_to_string(&svg).unwrap()
+        };
+        let two = drawn(p(&[(1.0, 0.0, 0.0, 0.0), (10.0, 0.0, 0.0, 0.0)]));
+        let three = drawn(p(&[(1.0, 0.0, 0.0, 0.0), (5.0, 0.0, 0.0, 0.0), (10.0, 0.0, 0.0, 0.0)]));
+        // A line through points: a polyline of three points or more (error bars and the
+        // legend's sample are two-point segments).
+        let lines = |svg: &str| {
+            let points = svg.split("<polyline").skip(1).filter_map(|p| p.split("points=\"").nth(1));
+            points.filter(|p| p.split('"').next().unwrap_or("").split_whitespace().count() >= 3).count()
+        };
+        assert_eq!((lines(&two), lines(&three)), (0, 1), "the three points joined, the two not");
+        // No error at all: the axis still reads 0 to 100 (not 0 to 1 under a "%" label).
+        let y_ticks: Vec<&str> = ["0", "20", "40", "60", "80", "100"]
+            .into_iter()
+            .filter(|t| two.contains(&format!(">\n{t}\n</text>")) || two.contains(&format!(">{t}</text>")))
+            .collect();
+        assert!(y_ticks.contains(&"100") && !two.contains(">\n0.2\n</text>"), "{y_ticks:?}");
+    }
+
+    #[test]
     fn empty_panel_still_renders() {
         let dir = tempfile::tempdir().unwrap();
         let p = Panel {
@@ -762,18 +854,16 @@ mod tests {
     }
 
     #[test]
-    fn sixteen_series_have_sixteen_different_styles() {
+    fn every_known_series_and_as_many_others_have_different_styles() {
         let all: Vec<Style> = (0..STYLES).map(style).collect();
         for (i, a) in all.iter().enumerate() {
             for b in &all[i + 1..] {
-                assert_ne!(a, b);
-                // The same colour: a different line and a different marker.
-                if a.color == b.color {
-                    assert!(a.dashed != b.dashed && a.marker != b.marker, "{a:?} and {b:?}");
-                }
+                // The same colour: a different marker.
+                assert!(a.color != b.color || a.marker != b.marker, "{a:?} and {b:?}");
             }
         }
-        const { assert!(STYLES >= 16) };
+        // E10's eleven and E6's twelve series of their own fit after the known ones.
+        const { assert!(STYLES >= KNOWN.len() + 12) };
     }
 
     #[test]

@@ -36,7 +36,7 @@ struct Cells {
 }
 
 /// The series of every experiment that ran which failed at some point, from its rows.
-pub fn failures(outcomes: &[(&dyn Experiment, Outcome)]) -> Vec<Failure> {
+pub fn failures(outcomes: &[(&Experiment, Outcome)]) -> Vec<Failure> {
     outcomes
         .iter()
         .filter_map(|(_, o)| match o {
@@ -65,12 +65,12 @@ fn judged(holds: &str, failed: &[Failure], inputs: &[(String, f64)]) -> String {
 /// The first table's rows, in paper order: each experiment's figure rows (an experiment that
 /// did not run gives its rows, from an analysis of no rows, with why; one without figure rows
 /// gives one row for itself).
-fn figure_rows(outcomes: &[(&dyn Experiment, Outcome)]) -> Vec<(String, &'static str, Cells)> {
+fn figure_rows(outcomes: &[(&Experiment, Outcome)]) -> Vec<(String, &'static str, Cells)> {
     let mut out = Vec::new();
     for (e, o) in outcomes {
         let (figures, not_run, failed) = match o {
             Outcome::Ran { analysis, rows } => (analysis.figures.clone(), None, data::failures(rows)),
-            Outcome::NotRun(why) => (e.analyse(&[]).figures, Some(format!("not run: {why}")), Vec::new()),
+            Outcome::NotRun(why) => ((e.analyse)(&[]).figures, Some(format!("not run: {why}")), Vec::new()),
         };
         if figures.is_empty() {
             let (ours, holds) = match (o, &not_run) {
@@ -80,7 +80,7 @@ fn figure_rows(outcomes: &[(&dyn Experiment, Outcome)]) -> Vec<(String, &'static
                 (_, why) => ("—".into(), why.clone().unwrap_or_default()),
             };
             let cells = Cells {
-                claim: e.claim().into(),
+                claim: e.claim.into(),
                 paper: "—".into(),
                 ours,
                 ratio: "—".into(),
@@ -88,7 +88,7 @@ fn figure_rows(outcomes: &[(&dyn Experiment, Outcome)]) -> Vec<(String, &'static
                 holds,
                 rule: "see its section".into(),
             };
-            out.push((e.paper().to_string(), e.id(), cells));
+            out.push((e.paper.to_string(), e.id, cells));
         }
         for f in figures {
             let paper = f.paper.as_ref().map_or("none printed".into(), |p| p.words.to_string());
@@ -112,7 +112,7 @@ fn figure_rows(outcomes: &[(&dyn Experiment, Outcome)]) -> Vec<(String, &'static
                     rule: crate::verdict::with_chance(&f.rule),
                 },
             };
-            out.push((f.figure, e.id(), cells));
+            out.push((f.figure, e.id, cells));
         }
     }
     out.sort_by_key(|(figure, _, _)| figure_rank(figure));
@@ -144,7 +144,7 @@ pub fn notes_of(report: &str) -> (Vec<String>, Vec<String>) {
 }
 
 /// REPORT.md.
-pub fn report(outcomes: &[(&dyn Experiment, Outcome)], lab: &Lab) -> String {
+pub fn report(outcomes: &[(&Experiment, Outcome)], lab: &Lab) -> String {
     let mut s = String::from("# hintq lab report\n\n");
     let mode = lab.pick("full", "quick", "smoke");
     let _ = writeln!(
@@ -188,13 +188,12 @@ pub fn report(outcomes: &[(&dyn Experiment, Outcome)], lab: &Lab) -> String {
         }
     }
     for (e, o) in outcomes {
-        let _ =
-            writeln!(s, "\n## {}: {}\n\nReproduces {}. Paper: {}\n", e.id(), e.title(), e.paper(), e.claim());
+        let _ = writeln!(s, "\n## {}: {}\n\nReproduces {}. Paper: {}\n", e.id, e.title, e.paper, e.claim);
         match o {
             Outcome::NotRun(why) => {
                 let _ = writeln!(s, "Not run: {why}.");
             }
-            Outcome::Ran { rows, analysis } => section(&mut s, e.id(), rows, analysis),
+            Outcome::Ran { rows, analysis } => section(&mut s, e.id, rows, analysis),
         }
     }
     s

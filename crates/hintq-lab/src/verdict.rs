@@ -285,6 +285,15 @@ impl Verdict {
         }
     }
 
+    /// The verdict of a claim that `a` is over a number `bound`: [`Verdict::under`] turned round.
+    pub fn over(a: &Figure, bound: f64) -> Verdict {
+        match Verdict::under(a, bound) {
+            Verdict::Yes => Verdict::No,
+            Verdict::No => Verdict::Yes,
+            v => v,
+        }
+    }
+
     /// The verdict of a claim made of parts that must all hold: no if one is contradicted (one
     /// established no suffices for a conjunction), else cannot say if one cannot be said (each
     /// reason once), yes if all hold, else within noise.
@@ -399,6 +408,7 @@ mod tests {
         assert_eq!(Verdict::under(&a, 121.0), Verdict::Yes);
         assert_eq!(Verdict::under(&a, 99.0), Verdict::No);
         assert_eq!(Verdict::under(&a, 110.0), Verdict::WithinNoise);
+        assert_eq!((Verdict::over(&a, 99.0), Verdict::over(&a, 121.0)), (Verdict::Yes, Verdict::No));
         assert_eq!(Verdict::all(&[Verdict::Yes, Verdict::Yes]), Verdict::Yes);
         assert_eq!(Verdict::all(&[Verdict::Yes, Verdict::WithinNoise]), Verdict::WithinNoise);
         assert_eq!(Verdict::all(&[Verdict::WithinNoise, Verdict::No]), Verdict::No);

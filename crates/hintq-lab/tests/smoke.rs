@@ -176,13 +176,13 @@ fn numbers(text: &str) -> Vec<f64> {
 /// the paper's number; and Banga Fig. 6's ours is E3.csv's median µs per call at array_max 1.
 fn figure_rows_are_all_there_and_their_ratios_follow(first: &[Vec<String>], dir: &Path) {
     use hintq_lab::exp;
-    for e in exp::all() {
-        for f in e.analyse(&[]).figures {
+    for e in exp::ALL {
+        for f in (e.analyse)(&[]).figures {
             assert!(
-                first.iter().any(|c| c[0] == f.figure && c[1] == e.id()),
+                first.iter().any(|c| c[0] == f.figure && c[1] == e.id),
                 "no row for {} ({}) in the first table",
                 f.figure,
-                e.id()
+                e.id
             );
         }
     }

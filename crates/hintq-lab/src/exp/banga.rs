@@ -14,6 +14,14 @@ pub enum Setting {
     Proxy,
 }
 
+impl Setting {
+    /// `Banga <what> (server)` or `(proxy)`: the name of a row of the first table.
+    fn figure(self, what: &str) -> String {
+        let on = if self == Setting::Server { "server" } else { "proxy" };
+        format!("Banga {what} ({on})")
+    }
+}
+
 /// The lines Banga drew, each with the series that stands for it here.
 const CLASSICAL: (&str, &str) = ("hintq-select-classic", "classical select");
 const IMPROVED: (&str, &str) = ("hintq-select", "improved select");
@@ -78,10 +86,6 @@ pub fn fig8_verdict(rows: &[Row], metric: &str, x: f64) -> (Verdict, String) {
 /// poll stands in (no ratio) when neither was measured there. `throughput` is the Fig. 8
 /// panel's lines (x: cold connections) of `metric` in `rows`.
 pub fn fig8(setting: Setting, rows: &[Row], metric: &str, throughput: &[Line]) -> FigureRow {
-    let figure = match setting {
-        Setting::Server => "Banga Fig. 8 (server)",
-        Setting::Proxy => "Banga Fig. 8 (proxy)",
-    };
     let epoll = median(throughput, "hintq-epoll", FIG8_COLD);
     let scan = [CLASSICAL, IMPROVED, POLL]
         .into_iter()
@@ -118,7 +122,7 @@ pub fn fig8(setting: Setting, rows: &[Row], metric: &str, throughput: &[Line]) -
         ),
     };
     FigureRow {
-        figure: figure.into(),
+        figure: setting.figure("Fig. 8"),
         claim: "The event API's throughput does not depend on cold connections, select's falls \
                 with them.",
         paper: Some(PaperNumber {
@@ -136,6 +140,22 @@ pub fn fig8(setting: Setting, rows: &[Row], metric: &str, throughput: &[Line]) -
             .flat_map(|s| [(s.to_string(), 0.0), (s.to_string(), FIG8_COLD)])
             .collect(),
     }
+}
+
+/// A cold-connection count of a Fig. 9 sweep and the names of its metrics (E2's, E11's).
+pub struct Fig9Level {
+    /// Cold connections held.
+    pub cold: usize,
+    /// Median latency, ms.
+    pub p50: &'static str,
+    /// 99th percentile latency, ms.
+    pub p99: &'static str,
+    /// Largest latency, ms.
+    pub max: &'static str,
+    /// Requests per second answered.
+    pub achieved: &'static str,
+    /// Requests ended by an error.
+    pub errors: &'static str,
 }
 
 /// The rule of Fig. 9's shape verdict.
@@ -171,10 +191,6 @@ fn fig9_paper() -> PaperNumber {
 /// judged by [`FIG9_RULE`] on the launches of `achieved` (req/s) and `p99` (ms) in `rows`
 /// (x: offered rate).
 pub fn fig9(setting: Setting, rows: &[Row], achieved: &str, p99: &str) -> FigureRow {
-    let figure = match setting {
-        Setting::Server => "Banga Fig. 9 (server)",
-        Setting::Proxy => "Banga Fig. 9 (proxy)",
-    };
     let lines = crate::data::lines(rows, achieved);
     // The highest achieved (by the medians): its rate offered and launches, and whether the
     // last rate offered fell short (saturated).
@@ -196,83 +212,64 @@ pub fn fig9(setting: Setting, rows: &[Row], achieved: &str, p99: &str) -> Figure
         let f = |name: &str| verdict::launches(rows, name, rate, p99);
         Some((rate, f("hintq-epoll")?, f(IMPROVED.0)?))
     };
+    // epoll's p99 below improved select's at the highest rate both were offered, said in `ours`.
+    let lower = |ours: &mut String| match latency() {
+        Some((rate, el, sl)) => {
+            *ours += &format!("; p99 ms at {} req/s offered: epoll {el}, improved select {sl}", num(rate));
+            Verdict::below(&el, &sl)
+        }
+        None => Verdict::unmeasured("p99 of both at one rate"),
+    };
+    // Banga's 1348 ÷ 1291 at saturation, every launch against every launch.
+    let literal = |e: &Figure, s: &Figure| {
+        format!(
+            "{} (rule: every epoll launch at least 1.044 times every improved select launch, at saturation)",
+            Verdict::above(e, &s.scaled(1348.0 / 1291.0))
+        )
+    };
     // Driven to saturation (the proxy's E11): both lines' launches at 750 cold.
     let driven = |name: &str| verdict::launches(rows, name, PAPER_COLD, FIG9_SATURATION);
-    let saturation = |e: Figure, s: Figure| {
-        let bound = [("hintq-epoll"), IMPROVED.0]
-            .iter()
-            .find_map(|n| super::serve::load_bound_in(rows, FIG9_SATURATION_BUSY, n, PAPER_COLD));
-        let higher = match &bound {
-            Some(why) => Verdict::CannotSay(why.clone()),
-            None => Verdict::above(&e, &s),
-        };
-        let mut ours = format!(
-            "at 750 cold, driven to saturation: {} (epoll {} ÷ improved select {} req/s)",
-            num(e.median() / s.median()),
-            e,
-            s
-        );
-        let lower = match latency() {
-            Some((rate, el, sl)) => {
-                ours += &format!("; p99 ms at {} req/s offered: epoll {el}, improved select {sl}", num(rate));
-                Verdict::below(&el, &sl)
+    let (ours, ratio, holds, literal) =
+        match (driven("hintq-epoll").zip(driven(IMPROVED.0)), top("hintq-epoll"), top(IMPROVED.0)) {
+            (Some((e, s)), _, _) => {
+                let bound = ["hintq-epoll", IMPROVED.0]
+                    .iter()
+                    .find_map(|n| super::serve::load_bound_in(rows, FIG9_SATURATION_BUSY, n, PAPER_COLD));
+                let mut ours = format!(
+                    "at 750 cold, driven to saturation: {} (epoll {e} ÷ improved select {s} req/s)",
+                    num(e.median() / s.median())
+                );
+                let (higher, literal) = match &bound {
+                    Some(why) => (Verdict::CannotSay(why.clone()), format!("cannot say: {why}")),
+                    None => (Verdict::above(&e, &s), literal(&e, &s)),
+                };
+                let holds = Verdict::all(&[lower(&mut ours), higher]).to_string();
+                (ours, Ok(e.median() / s.median()), holds, literal)
             }
-            None => Verdict::unmeasured("p99 of both at one rate"),
-        };
-        let literal = match &bound {
-            Some(why) => format!("cannot say: {why}"),
-            None => format!(
-                "{} (rule: every epoll launch at least 1.044 times every improved select launch, at saturation)",
-                Verdict::above(&e, &s.scaled(1348.0 / 1291.0))
+            (None, Some((e, offered, e_sat)), Some((s, _, s_sat))) => {
+                let mut ours = format!(
+                    "at 750 cold: {} (epoll {e} ÷ improved select {s} req/s, the highest each achieved)",
+                    num(e.median() / s.median())
+                );
+                let (ratio, higher, literal) = if e_sat || s_sat {
+                    (Ok(e.median() / s.median()), Verdict::above(&e, &s), literal(&e, &s))
+                } else {
+                    let why = format!("neither saturated up to {} req/s offered", num(offered));
+                    (Err(why.clone()), Verdict::CannotSay(why.clone()), format!("cannot say: {why}"))
+                };
+                let holds = Verdict::all(&[lower(&mut ours), higher]).to_string();
+                (ours, ratio, holds, literal)
+            }
+            _ => (
+                "epoll and improved select not both measured at 750 cold".into(),
+                Err("not measured".into()),
+                UNMEASURED.into(),
+                "cannot say: not measured".into(),
             ),
         };
-        (ours, Ok(e.median() / s.median()), Verdict::all(&[lower, higher]).to_string(), literal)
-    };
-    let driven_both = driven("hintq-epoll").zip(driven(IMPROVED.0));
-    let (ours, ratio, holds, literal) = match (driven_both, top("hintq-epoll"), top(IMPROVED.0)) {
-        (Some((e, s)), _, _) => saturation(e, s),
-        (None, Some((e, offered, e_sat)), Some((s, _, s_sat))) => {
-            let mut ours = format!(
-                "at 750 cold: {} (epoll {} ÷ improved select {} req/s, the highest each achieved)",
-                num(e.median() / s.median()),
-                e,
-                s
-            );
-            let saturated = e_sat || s_sat;
-            let (ratio, higher, literal) = if saturated {
-                (
-                    Ok(e.median() / s.median()),
-                    Verdict::above(&e, &s),
-                    format!(
-                        "{} (rule: every epoll launch at least 1.044 times every improved select launch, at \
-                         saturation)",
-                        Verdict::above(&e, &s.scaled(1348.0 / 1291.0))
-                    ),
-                )
-            } else {
-                let why = format!("neither saturated up to {} req/s offered", num(offered));
-                (Err(why.clone()), Verdict::CannotSay(why.clone()), format!("cannot say: {why}"))
-            };
-            let lower = match latency() {
-                Some((rate, el, sl)) => {
-                    ours +=
-                        &format!("; p99 ms at {} req/s offered: epoll {el}, improved select {sl}", num(rate));
-                    Verdict::below(&el, &sl)
-                }
-                None => Verdict::unmeasured("p99 of both at one rate"),
-            };
-            (ours, ratio, Verdict::all(&[lower, higher]).to_string(), literal)
-        }
-        _ => (
-            "epoll and improved select not both measured at 750 cold".into(),
-            Err("not measured".into()),
-            UNMEASURED.into(),
-            "cannot say: not measured".into(),
-        ),
-    };
     FigureRow {
         inputs: Vec::new(),
-        figure: figure.into(),
+        figure: setting.figure("Fig. 9"),
         claim: FIG9_CLAIM,
         paper: Some(fig9_paper()),
         literal,
@@ -313,18 +310,7 @@ pub struct Table2 {
 /// the most it was measured at (then without a ratio). `metric` in `rows` is that share
 /// (x: cold connections), one value per profile.
 pub fn table2(setting: Setting, rows: &[Row], metric: &str) -> Table2 {
-    let names: [&'static str; 3] = match setting {
-        Setting::Server => [
-            "Banga Table 2 (server): classical select",
-            "Banga Table 2 (server): improved select",
-            "Banga Table 2 (server): event API",
-        ],
-        Setting::Proxy => [
-            "Banga Table 2 (proxy): classical select",
-            "Banga Table 2 (proxy): improved select",
-            "Banga Table 2 (proxy): event API",
-        ],
-    };
+    let table = setting.figure("Table 2");
     let has =
         |series: &str| rows.iter().any(|r| r.series == series && r.metric == metric && r.value.is_some());
     let (event_series, event_name) = if has("hintq-epoll") || !has("hintq-uring") {
@@ -390,7 +376,7 @@ pub fn table2(setting: Setting, rows: &[Row], metric: &str) -> Table2 {
         ),
         None => format!("cannot say: {event_name} not measured at {x} cold"),
     };
-    let row = |figure: &'static str,
+    let row = |line: &str,
                claim: &'static str,
                words: &'static str,
                value: f64,
@@ -411,7 +397,7 @@ pub fn table2(setting: Setting, rows: &[Row], metric: &str) -> Table2 {
         };
         FigureRow {
             inputs: Vec::new(),
-            figure: figure.into(),
+            figure: format!("{table}: {line}"),
             claim,
             paper: Some(PaperNumber { words, value }),
             ours,
@@ -423,7 +409,7 @@ pub fn table2(setting: Setting, rows: &[Row], metric: &str) -> Table2 {
     };
     let figures = vec![
         row(
-            names[0],
+            "classical select",
             "Classical select spends a third of the CPU in event notification, the most of the three.",
             "34% of the CPU (33.51% in the table)",
             33.51,
@@ -433,7 +419,7 @@ pub fn table2(setting: Setting, rows: &[Row], metric: &str) -> Table2 {
             SHARE.into(),
         ),
         row(
-            names[1],
+            "improved select",
             "Improved select cuts it to 12%, between classical select and the event API.",
             "12% of the CPU (12.02% in the table)",
             12.02,
@@ -443,7 +429,7 @@ pub fn table2(setting: Setting, rows: &[Row], metric: &str) -> Table2 {
             SHARE.into(),
         ),
         row(
-            names[2],
+            "event API",
             "The event API almost eliminates the event-notification overhead.",
             "less than 1% of the CPU (0.68% in the table)",
             0.68,

@@ -16,7 +16,6 @@
 //! and kernel (the machine's slab plus TCP socket memory, minus before: both ends of each
 //! connection, since client and server share the kernel here).
 
-use super::e3::growth;
 use super::serve::{self, LOAD_CPU, REQUESTS, THROUGHPUT};
 use super::{panel, Analysis, Experiment, Lab, UNMEASURED};
 use crate::data::{num, Line, Row, Status};
@@ -79,9 +78,6 @@ pub fn server_side(s: &Samples, warmup: f64, hot: f64, wall: f64) -> Option<Serv
     })
 }
 
-/// E1.
-pub struct E1;
-
 /// The series of the server experiments: hintq backends the kernel supports, and nginx when
 /// installed (else said, with its install command).
 pub fn servers(lab: &Lab, backends: &[&str]) -> Vec<String> {
@@ -100,242 +96,211 @@ pub fn servers(lab: &Lab, backends: &[&str]) -> Vec<String> {
     out
 }
 
-impl Experiment for E1 {
-    fn id(&self) -> &'static str {
-        "E1"
-    }
-    fn title(&self) -> &'static str {
-        "static server throughput vs cold connections"
-    }
-    fn paper(&self) -> &'static str {
-        "Banga et al. Fig. 8"
-    }
-    fn claim(&self) -> &'static str {
-        "With select/poll, throughput falls as cold connections grow; with the event API it stays \
-         flat (Banga: +28% at 2000 connections)."
-    }
-    fn needs(&self, lab: &Lab) -> Result<(), String> {
-        lab.need(&["serve"]).and(lab.need(&["load"]))
-    }
-    fn plan(&self, lab: &Lab) -> Vec<Point> {
-        let colds: Vec<usize> = lab.pick(
-            // 10000, 15000 and 25000 left out for the full run's time (issue 26's budget).
-            vec![0, 1000, 2000, 5000, 50_000, 100_000],
-            // Banga's Fig. 8 number is at 2000 cold.
-            vec![0, 2000],
-            vec![0, 100],
-        );
-        let backends = lab.pick(
-            &["uring", "epoll", "poll", "select-classic", "select", "rtsig"][..],
-            &["epoll", "poll", "select-classic", "select"][..],
-            &["epoll"][..],
-        );
-        // Three launches of every point, the selects' too: a verdict needs 3 (verdict.rs).
-        let (reps, secs): (u32, f64) = (lab.pick(3, 3, 1), lab.pick(3.0, 1.0, 0.5));
-        let mut points = Vec::new();
-        for s in servers(lab, backends) {
-            for &cold in &colds {
-                let large = cold > ONE_PROCESS_MAX;
-                if large && !LARGE.contains(&s.as_str()) {
-                    continue;
-                }
-                // The counts beyond one process run once each (the full run's time).
-                let reps = if large { 1 } else { reps };
-                let procs = processes(lab, cold);
-                for rep in 0..reps {
-                    let port = serve::port();
-                    let Ok(mut server) = serve::server_processes(lab, &s, port, procs) else { continue };
-                    // About 6 looks in the hot phase, at most 2 a second.
-                    server.sample = Some(Duration::from_secs_f64((secs / 6.0).min(0.5)));
-                    let name = s.clone();
-                    let note = match (procs, s.as_str()) {
-                        (1, _) => String::new(),
-                        (n, "nginx") => serve::nginx_note(n),
-                        (n, _) => format!("hintq serve --processes {n} --idle-timeout 600s"),
-                    };
-                    points.push(Point {
-                        experiment: "E1",
-                        series: s.clone(),
-                        x: cold as f64,
-                        name: format!("{s}-cold{cold}-rep{rep}"),
-                        server: Some(server),
-                        cmd: serve::load(lab, port, "1k.html", HOT, cold, None, secs),
-                        // Bounded, so a collapsing server (poll at the largest counts) fails
-                        // its point rather than holding the run.
-                        timeout: Duration::from_secs_f64(secs + 60.0 + cold as f64 / 2000.0),
-                        estimate: Duration::from_secs_f64(
-                            secs + 1.0 + cold as f64 / 5000.0 + (procs - 1) as f64 * 0.3,
-                        ),
-                        parse: Box::new(move |ran| {
-                            let json = serve::load_json(ran)?;
-                            let mut rows = serve::rows(
-                                "E1",
-                                &name,
-                                cold as f64,
-                                &json,
-                                &[
-                                    ("throughput_rps", THROUGHPUT, 1.0),
-                                    ("load_cpu_us_per_request", LOAD_CPU, 1.0),
-                                ],
-                            )?;
-                            let requests =
-                                serve::at(&json, REQUESTS).ok_or("load.json has no /hot/successes")?;
-                            if let (Some(cpu), true) = (ran.server_cpu, requests > 0.0) {
-                                rows.push(Row {
-                                    metric: "server_cpu_us_per_request".into(),
-                                    value: Some(cpu * 1e6 / requests),
-                                    status: Status::Ok,
-                                    ..rows[0].clone()
-                                });
+/// E1: what it reproduces, its plan and its analysis.
+pub const EXPERIMENT: Experiment = Experiment {
+    id: "E1",
+    title: "static server throughput vs cold connections",
+    paper: "Banga et al. Fig. 8",
+    claim: "With select/poll, throughput falls as cold connections grow; with the event API it stays \
+         flat (Banga: +28% at 2000 connections).",
+    needs: super::needs_server,
+    plan,
+    analyse,
+};
+
+fn plan(lab: &Lab) -> Vec<Point> {
+    let colds: Vec<usize> = lab.pick(
+        // 10000, 15000 and 25000 left out for the full run's time (issue 26's budget).
+        vec![0, 1000, 2000, 5000, 50_000, 100_000],
+        // Banga's Fig. 8 number is at 2000 cold.
+        vec![0, 2000],
+        vec![0, 100],
+    );
+    let backends = lab.pick(
+        &["uring", "epoll", "poll", "select-classic", "select", "rtsig"][..],
+        &["epoll", "poll", "select-classic", "select"][..],
+        &["epoll"][..],
+    );
+    // Three launches of every point, the selects' too: a verdict needs 3 (verdict.rs).
+    let (reps, secs): (u32, f64) = (lab.pick(3, 3, 1), lab.pick(3.0, 1.0, 0.5));
+    let mut points = Vec::new();
+    for s in servers(lab, backends) {
+        for &cold in &colds {
+            let large = cold > ONE_PROCESS_MAX;
+            if large && !LARGE.contains(&s.as_str()) {
+                continue;
+            }
+            // The counts beyond one process run once each (the full run's time).
+            let reps = if large { 1 } else { reps };
+            let procs = processes(lab, cold);
+            for rep in 0..reps {
+                let port = serve::port();
+                let Ok(mut server) = serve::server_processes(lab, &s, port, procs) else { continue };
+                // About 6 looks in the hot phase, at most 2 a second.
+                server.sample = Some(Duration::from_secs_f64((secs / 6.0).min(0.5)));
+                let name = s.clone();
+                let note = match (procs, s.as_str()) {
+                    (1, _) => String::new(),
+                    (n, "nginx") => serve::nginx_note(n),
+                    (n, _) => format!("hintq serve --processes {n} --idle-timeout 600s"),
+                };
+                points.push(Point {
+                    experiment: "E1",
+                    series: s.clone(),
+                    x: cold as f64,
+                    name: format!("{s}-cold{cold}-rep{rep}"),
+                    server: Some(server),
+                    cmd: serve::load(lab, port, "1k.html", HOT, cold, None, secs),
+                    // Bounded, so a collapsing server (poll at the largest counts) fails
+                    // its point rather than holding the run.
+                    timeout: Duration::from_secs_f64(secs + 60.0 + cold as f64 / 2000.0),
+                    estimate: Duration::from_secs_f64(
+                        secs + 1.0 + cold as f64 / 5000.0 + (procs - 1) as f64 * 0.3,
+                    ),
+                    parse: Box::new(move |ran| {
+                        let json = serve::load_json(ran)?;
+                        let mut rows = serve::rows(
+                            "E1",
+                            &name,
+                            cold as f64,
+                            &json,
+                            &[
+                                ("throughput_rps", THROUGHPUT, 1.0),
+                                ("load_cpu_us_per_request", LOAD_CPU, 1.0),
+                            ],
+                        )?;
+                        let requests = serve::at(&json, REQUESTS).ok_or("load.json has no /hot/successes")?;
+                        if let (Some(cpu), true) = (ran.server_cpu, requests > 0.0) {
+                            rows.push(Row {
+                                metric: "server_cpu_us_per_request".into(),
+                                value: Some(cpu * 1e6 / requests),
+                                status: Status::Ok,
+                                ..rows[0].clone()
+                            });
+                        }
+                        let phase = |p: &str| serve::at(&json, p);
+                        let side = ran
+                            .samples
+                            .as_ref()
+                            .zip(phase("/warmup_seconds"))
+                            .zip(phase("/hot_seconds").zip(phase("/wall_seconds")));
+                        if let Some(side) =
+                            side.and_then(|((s, warm), (hot, wall))| server_side(s, warm, hot, wall))
+                        {
+                            let first = rows[0].clone();
+                            let row = |metric: &str, v: f64| Row {
+                                metric: metric.into(),
+                                value: Some(v),
+                                status: Status::Ok,
+                                ..first.clone()
+                            };
+                            rows.push(row("held_connections", side.held));
+                            // Per idle connection: not at 0 cold (the hot ones alone).
+                            if cold > 0 && side.held > 0.0 {
+                                rows.push(row("user_bytes_per_connection", side.user));
+                                rows.push(row("kernel_bytes_per_connection", side.kernel));
                             }
-                            let phase = |p: &str| serve::at(&json, p);
-                            let side = ran
-                                .samples
-                                .as_ref()
-                                .zip(phase("/warmup_seconds"))
-                                .zip(phase("/hot_seconds").zip(phase("/wall_seconds")));
-                            if let Some(side) =
-                                side.and_then(|((s, warm), (hot, wall))| server_side(s, warm, hot, wall))
-                            {
-                                let first = rows[0].clone();
-                                let row = |metric: &str, v: f64| Row {
-                                    metric: metric.into(),
-                                    value: Some(v),
-                                    status: Status::Ok,
-                                    ..first.clone()
-                                };
-                                rows.push(row("held_connections", side.held));
-                                // Per idle connection: not at 0 cold (the hot ones alone).
-                                if cold > 0 && side.held > 0.0 {
-                                    rows.push(row("user_bytes_per_connection", side.user));
-                                    rows.push(row("kernel_bytes_per_connection", side.kernel));
-                                }
+                        }
+                        for r in rows.iter_mut() {
+                            r.rep = rep;
+                            if !note.is_empty() {
+                                r.note = note.clone();
                             }
-                            for r in rows.iter_mut() {
-                                r.rep = rep;
-                                if !note.is_empty() {
-                                    r.note = note.clone();
-                                }
-                            }
-                            Ok(rows)
-                        }),
-                    });
-                }
+                        }
+                        Ok(rows)
+                    }),
+                });
             }
         }
-        points
     }
-    fn analyse(&self, rows: &[Row]) -> Analysis {
-        let x = "cold (idle) connections";
-        let t = panel(
-            rows,
-            "throughput_rps",
-            "(a) throughput, 32 hot connections, 1 KB file",
-            x,
-            "requests per second",
-            (false, false),
-        );
-        let c = panel(
-            rows,
-            "server_cpu_us_per_request",
-            "(b) server CPU per request",
-            x,
-            "µs CPU per request",
-            (false, true),
-        );
-        let user = panel(
-            rows,
-            "user_bytes_per_connection",
-            "(c) user-space memory per connection held (server's processes, RSS)",
-            x,
-            "bytes per connection",
-            (false, false),
-        );
-        let kernel = panel(
-            rows,
-            "kernel_bytes_per_connection",
-            "(d) kernel memory per connection held (slab + TCP buffers, both ends)",
-            x,
-            "bytes per connection",
-            (false, false),
-        );
-        let mut reading = Vec::new();
-        for l in &t.lines {
-            if let Some((x0, m0, x1, m1, g)) = growth(l) {
-                reading.push(format!(
-                    "{}: {} req/s with {x0} cold, {} req/s with {x1} ({}x).",
-                    label(&l.name),
-                    num(m0),
-                    num(m1),
-                    num(g)
-                ));
+    points
+}
+
+fn analyse(rows: &[Row]) -> Analysis {
+    let panel =
+        |metric, title, y, log_y| panel(rows, metric, title, "cold (idle) connections", y, (false, log_y));
+    let t = panel(
+        "throughput_rps",
+        "(a) throughput, 32 hot connections, 1 KB file",
+        "requests per second",
+        false,
+    );
+    let c = panel("server_cpu_us_per_request", "(b) server CPU per request", "µs CPU per request", true);
+    let user = panel(
+        "user_bytes_per_connection",
+        "(c) user-space memory per connection held (server's processes, RSS)",
+        "bytes per connection",
+        false,
+    );
+    let kernel = panel(
+        "kernel_bytes_per_connection",
+        "(d) kernel memory per connection held (slab + TCP buffers, both ends)",
+        "bytes per connection",
+        false,
+    );
+    let mut reading = super::cold_growth(&t.lines, label);
+    reading.extend(load_limits(rows, &t.lines));
+    reading.extend(beyond_one_process(rows, &t.lines, &c.lines, &user.lines, &kernel.lines));
+    // Banga's comparison over the counts one process serves (classical select goes no
+    // further); the larger counts are said after it.
+    let single: Vec<Line> = t
+        .lines
+        .iter()
+        .map(|l| Line {
+            name: l.name.clone(),
+            points: l.points.iter().filter(|p| p.x <= ONE_PROCESS_MAX as f64).copied().collect(),
+        })
+        .collect();
+    // Banga's comparison: the event API (epoll) against classical select (poll stands in
+    // when it was not measured), from 0 cold to the most cold one process serves where
+    // both were measured.
+    let xs = |n: &str| {
+        single.iter().find(|l| l.name == n).map(|l| l.points.iter().map(|p| p.x).collect::<Vec<_>>())
+    };
+    let scan_xs = xs("hintq-select-classic").or_else(|| xs("hintq-poll")).unwrap_or_default();
+    let last = xs("hintq-epoll")
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|x| *x > 0.0 && scan_xs.contains(x))
+        .max_by(f64::total_cmp);
+    let (ours, holds): (String, String) = match last {
+        Some(x) => {
+            let (v, figures) = super::banga::fig8_verdict(rows, "throughput_rps", x);
+            let mut ours = figures;
+            // The other lines by Fig. 8's words for epoll: their launches at `x` cold the
+            // same as at 0 (verdict::FLAT_TOL), not a share of the medians kept.
+            for (other, n) in [("improved select", "hintq-select"), ("poll", "hintq-poll")] {
+                ours += &same_as_at_zero(rows, other, n, x);
             }
+            (
+                ours + &large_ours(&t.lines, &user.lines, &kernel.lines),
+                format!("{v} ({})", super::banga::FIG8_RULE),
+            )
         }
-        reading.extend(load_limits(rows, &t.lines));
-        reading.extend(beyond_one_process(rows, &t.lines, &c.lines, &user.lines, &kernel.lines));
-        // Banga's comparison over the counts one process serves (classical select goes no
-        // further); the larger counts are said after it.
-        let single: Vec<Line> = t
-            .lines
-            .iter()
-            .map(|l| Line {
-                name: l.name.clone(),
-                points: l.points.iter().filter(|p| p.x <= ONE_PROCESS_MAX as f64).copied().collect(),
-            })
-            .collect();
-        // Banga's comparison: the event API (epoll) against classical select (poll stands in
-        // when it was not measured), from 0 cold to the most cold one process serves where
-        // both were measured.
-        let xs = |n: &str| {
-            single.iter().find(|l| l.name == n).map(|l| l.points.iter().map(|p| p.x).collect::<Vec<_>>())
-        };
-        let scan_xs = xs("hintq-select-classic").or_else(|| xs("hintq-poll")).unwrap_or_default();
-        let last = xs("hintq-epoll")
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|x| *x > 0.0 && scan_xs.contains(x))
-            .max_by(f64::total_cmp);
-        let (ours, holds): (String, String) = match last {
-            Some(x) => {
-                let (v, figures) = super::banga::fig8_verdict(rows, "throughput_rps", x);
-                let mut ours = figures;
-                // The other lines by Fig. 8's words for epoll: their launches at `x` cold the
-                // same as at 0 (verdict::FLAT_TOL), not a share of the medians kept.
-                for (other, n) in [("improved select", "hintq-select"), ("poll", "hintq-poll")] {
-                    ours += &same_as_at_zero(rows, other, n, x);
-                }
-                (
-                    ours + &large_ours(&t.lines, &user.lines, &kernel.lines),
-                    format!("{v} ({})", super::banga::FIG8_RULE),
-                )
-            }
-            None => (
-                "epoll, or classical select and poll, not measured at two cold counts".into(),
-                UNMEASURED.into(),
+        None => {
+            ("epoll, or classical select and poll, not measured at two cold counts".into(), UNMEASURED.into())
+        }
+    };
+    let figures = vec![super::banga::fig8(super::banga::Setting::Server, rows, "throughput_rps", &t.lines)];
+    Analysis {
+        panels: vec![t, c, user, kernel],
+        ours,
+        holds,
+        reading,
+        metrics: vec![
+            ("throughput_rps", "requests per second"),
+            ("errors", "errors"),
+            (
+                "server_cpu_us_per_request",
+                "server µs CPU per request (its CPU over the run ÷ hot-phase requests)",
             ),
-        };
-        let figures =
-            vec![super::banga::fig8(super::banga::Setting::Server, rows, "throughput_rps", &t.lines)];
-        Analysis {
-            panels: vec![t, c, user, kernel],
-            ours,
-            holds,
-            reading,
-            metrics: vec![
-                ("throughput_rps", "requests per second"),
-                ("errors", "errors"),
-                (
-                    "server_cpu_us_per_request",
-                    "server µs CPU per request (its CPU over the run ÷ hot-phase requests)",
-                ),
-                ("load_hot_busy_pct", "load generator busiest hot thread, % of the hot phase"),
-                ("load_cpu_us_per_request", "load generator µs CPU per request"),
-                ("held_connections", "connections the server held, least in the hot phase"),
-                ("user_bytes_per_connection", "user-space bytes per connection held"),
-                ("kernel_bytes_per_connection", "kernel bytes per connection held, both ends"),
-            ],
-            figures,
-        }
+            ("load_hot_busy_pct", "load generator busiest hot thread, % of the hot phase"),
+            ("load_cpu_us_per_request", "load generator µs CPU per request"),
+            ("held_connections", "connections the server held, least in the hot phase"),
+            ("user_bytes_per_connection", "user-space bytes per connection held"),
+            ("kernel_bytes_per_connection", "kernel bytes per connection held, both ends"),
+        ],
+        figures,
     }
 }
 
@@ -587,7 +552,7 @@ mod tests {
         });
         rows.push(row("hintq-epoll", 100_000.0, "user_bytes_per_connection", 300.0));
         rows.push(row("hintq-epoll", 100_000.0, "kernel_bytes_per_connection", 4000.0));
-        let a = E1.analyse(&rows);
+        let a = analyse(&rows);
         assert_eq!(a.panels.len(), 4);
         let text = a.reading.join("\n");
         assert!(text.contains("at 100000 cold, 7 processes: 90.0% of its throughput"), "{text}");
@@ -625,7 +590,7 @@ mod tests {
         // A launch whose load generator was 70% busy at 2000 cold leaves Fig. 8 unjudged.
         let mut busy = rows.clone();
         busy.push(Row { rep: 1, ..row("hintq-poll", 2000.0, "load_hot_busy_pct", 70.0) });
-        let f8 = E1.analyse(&busy).figures[0].holds.clone();
+        let f8 = analyse(&busy).figures[0].holds.clone();
         assert!(
             f8.starts_with(
                 "cannot say: the load generator's busiest hot thread was 70.0% busy for hintq-poll at 2000"
@@ -634,7 +599,7 @@ mod tests {
         );
         // Two launches: cannot say.
         let two: Vec<Row> = rows.iter().filter(|r| r.rep < 2).cloned().collect();
-        assert!(E1.analyse(&two).holds.starts_with("cannot say: fewer than 3 launches"));
+        assert!(analyse(&two).holds.starts_with("cannot say: fewer than 3 launches"));
         assert!(a.ours.contains("0 and 15000 cold"), "{}", a.ours);
         assert!(a.ours.contains("at 100000 cold (servers of 7 processes)"), "{}", a.ours);
         assert!(a.ours.contains("epoll 300 B user space and 4000 B kernel"), "{}", a.ours);
@@ -657,7 +622,7 @@ mod tests {
         rows.push(row("hintq-poll", 0.0, "errors", 0.0));
         // epoll's run recorded its hot phase: 13% busy, not a limit.
         rows.push(row("hintq-epoll", 100_000.0, "load_hot_busy_pct", 13.0));
-        let text = E1.analyse(&rows).reading.join("\n");
+        let text = analyse(&rows).reading.join("\n");
         assert!(!text.contains("may limit"), "{text}");
         assert!(text.contains("The load generator is judged at 0 cold only"), "{text}");
         assert!(text.contains("server CPU per request (all its CPU over the run, accepting the cold connections included, ÷ the hot phase's requests) 10.0 µs against 10.0 µs at 0 cold"), "{text}");
@@ -669,7 +634,7 @@ mod tests {
         assert!(text.contains("(fewer, with no errors counted:"), "{text}");
         // A busy hot thread is named.
         rows.push(row("hintq-epoll", 0.0, "load_hot_busy_pct", 97.0));
-        let text = E1.analyse(&rows).reading.join("\n");
+        let text = analyse(&rows).reading.join("\n");
         assert!(text.contains("hintq-epoll: the load generator's busiest hot thread was 97.0% busy in the hot phase at 0 cold"), "{text}");
     }
 }

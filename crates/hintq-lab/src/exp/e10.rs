@@ -82,20 +82,19 @@ fn group_text(worst: &[(String, f64, f64)], returns: &[Line]) -> String {
     }
 }
 
-impl Experiment for E10 {
-    fn id(&self) -> &'static str {
-        "E10"
-    }
-    fn title(&self) -> &'static str {
-        "threads woken per readiness of a descriptor shared by N blocked threads"
-    }
-    fn paper(&self) -> &'static str {
-        "Banga et al. §9 (SO_WAKEUP_ONE)"
-    }
-    fn claim(&self) -> &'static str {
-        "with process-wide interest and SO_WAKEUP_ONE, a readiness wakes one of the threads \
-         waiting on a shared descriptor instead of all of them (the thundering herd)."
-    }
+/// E10: what it reproduces, its plan and its analysis.
+pub const EXPERIMENT: Experiment = Experiment {
+    id: "E10",
+    title: "threads woken per readiness of a descriptor shared by N blocked threads",
+    paper: "Banga et al. §9 (SO_WAKEUP_ONE)",
+    claim: "with process-wide interest and SO_WAKEUP_ONE, a readiness wakes one of the threads \
+         waiting on a shared descriptor instead of all of them (the thundering herd).",
+    needs: |lab| E10.needs(lab),
+    plan: |lab| E10.plan(lab),
+    analyse: |rows| E10.analyse(rows),
+};
+
+impl E10 {
     fn needs(&self, lab: &Lab) -> Result<(), String> {
         lab.need(&["bench", "wake-one"])
     }

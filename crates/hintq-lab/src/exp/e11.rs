@@ -16,7 +16,7 @@
 //! counters cover the whole run (the load's warm-up, its cold connects, the drain), not a
 //! window. E3 and E4 measure the same calls in a loop, outside any server.
 
-use super::banga::{self, Setting};
+use super::banga::{self, Fig9Level as Level, Setting};
 use super::e1::servers;
 use super::e3::growth;
 use super::e5::{perf_ok, profile_share, profiled, Mechanism};
@@ -27,21 +27,8 @@ use crate::plot::Panel;
 use crate::runner::{Point, Ran};
 use std::time::Duration;
 
-/// E11.
-pub struct E11;
-
 /// The latency bound that defines the rate a proxy sustains (as in E2).
 const P99_BOUND_MS: f64 = 10.0;
-
-/// A cold-connection count of the Fig. 9 sweep and the names of its metrics.
-struct Level {
-    cold: usize,
-    p50: &'static str,
-    p99: &'static str,
-    max: &'static str,
-    achieved: &'static str,
-    errors: &'static str,
-}
 
 /// Banga's count.
 const PAPER: Level = Level {
@@ -196,387 +183,323 @@ fn read(
     Ok(rows)
 }
 
-impl Experiment for E11 {
-    fn id(&self) -> &'static str {
-        "E11"
-    }
-    fn title(&self) -> &'static str {
-        "the proxy Banga et al. measured: throughput vs cold connections, latency vs rate, CPU profile"
-    }
-    fn paper(&self) -> &'static str {
-        "Banga et al. §7: Figs. 8, 9 and Table 2"
-    }
-    fn claim(&self) -> &'static str {
-        "On a non-caching proxy, select's throughput falls as cold connections grow while the \
+/// E11: what it reproduces, its plan and its analysis.
+pub const EXPERIMENT: Experiment = Experiment {
+    id: "E11",
+    title: "the proxy Banga et al. measured: throughput vs cold connections, latency vs rate, CPU profile",
+    paper: "Banga et al. §7: Figs. 8, 9 and Table 2",
+    claim: "On a non-caching proxy, select's throughput falls as cold connections grow while the \
          event API's stays flat; at 750 cold the event API answers faster and saturates later; \
-         at 750 cold, 50 hot, 400 req/s select takes 34% of the CPU, the event API under 1%."
-    }
-    fn needs(&self, lab: &Lab) -> Result<(), String> {
-        lab.need(&["proxy"]).and(lab.need(&["serve"])).and(lab.need(&["load"]))
-    }
-    fn plan(&self, lab: &Lab) -> Vec<Point> {
-        let backends = lab.pick(
-            &["uring", "epoll", "poll", "select", "select-classic", "rtsig"][..],
-            &["epoll", "poll"][..],
-            &["epoll"][..],
-        );
-        // Banga's 0 to 2000 cold and 5000 (3 launches each: the full run's time).
-        let colds: Vec<usize> = lab.pick(vec![0, 1000, 2000, 5000], vec![0, 2000], vec![0]);
-        let rates: Vec<f64> = lab.pick(vec![2000.0, 8000.0, 16000.0], vec![8000.0], vec![500.0]);
-        // Fig. 9 at Banga's 750 cold; 5000 cold (SCALED) left out for the full run's time.
-        let levels: Vec<&'static Level> = lab.pick(vec![&PAPER], vec![&PAPER], vec![&PAPER]);
-        let t2_colds: Vec<usize> = lab.pick(vec![750], vec![750], vec![100]);
-        // Table 2 at Banga's 400 req/s, 3 profiles a line (the saturated profile, drawn in
-        // earlier runs, judged nothing and is left out for the full run's time; the smoke run
-        // still tries its path).
-        let t2_loads = lab.pick(
-            &[(T2_400, Some(400.0))][..],
-            &[(T2_400, Some(400.0))][..],
-            &[(T2_400, Some(400.0)), (T2_SAT, None)][..],
-        );
-        // Three launches of Fig. 8's and Table 2's points, the quick run's too: a verdict needs
-        // 3 (verdict.rs). Fig. 9's sweep runs 3 times for the lines it judges at 750 cold and
-        // once for the others, to keep the full lab within the hour.
-        let (reps, secs) = (lab.pick(3, 3, 1), lab.pick(3.0, 1.0, 0.5));
-        let profile = match perf_ok() {
-            Ok(()) => true,
-            Err(why) => {
-                lab.missing.borrow_mut().push(format!("E11 Table 2: {why}"));
-                false
+         at 750 cold, 50 hot, 400 req/s select takes 34% of the CPU, the event API under 1%.",
+    needs: |lab| lab.need(&["proxy"]).and(lab.need(&["serve"])).and(lab.need(&["load"])),
+    plan,
+    analyse,
+};
+
+fn plan(lab: &Lab) -> Vec<Point> {
+    let backends = lab.pick(
+        &["uring", "epoll", "poll", "select", "select-classic", "rtsig"][..],
+        &["epoll", "poll"][..],
+        &["epoll"][..],
+    );
+    // Banga's 0 to 2000 cold and 5000 (3 launches each: the full run's time).
+    let colds: Vec<usize> = lab.pick(vec![0, 1000, 2000, 5000], vec![0, 2000], vec![0]);
+    let rates: Vec<f64> = lab.pick(vec![2000.0, 8000.0, 16000.0], vec![8000.0], vec![500.0]);
+    // Fig. 9 at Banga's 750 cold; 5000 cold (SCALED) left out for the full run's time.
+    let levels: Vec<&'static Level> = lab.pick(vec![&PAPER], vec![&PAPER], vec![&PAPER]);
+    let t2_colds: Vec<usize> = lab.pick(vec![750], vec![750], vec![100]);
+    // Table 2 at Banga's 400 req/s, 3 profiles a line (the saturated profile, drawn in
+    // earlier runs, judged nothing and is left out for the full run's time; the smoke run
+    // still tries its path).
+    let t2_loads = lab.pick(
+        &[(T2_400, Some(400.0))][..],
+        &[(T2_400, Some(400.0))][..],
+        &[(T2_400, Some(400.0)), (T2_SAT, None)][..],
+    );
+    // Three launches of Fig. 8's and Table 2's points, the quick run's too: a verdict needs
+    // 3 (verdict.rs). Fig. 9's sweep runs 3 times for the lines it judges at 750 cold and
+    // once for the others, to keep the full lab within the hour.
+    let (reps, secs) = (lab.pick(3, 3, 1), lab.pick(3.0, 1.0, 0.5));
+    let profile = match perf_ok() {
+        Ok(()) => true,
+        Err(why) => {
+            lab.missing.borrow_mut().push(format!("E11 Table 2: {why}"));
+            false
+        }
+    };
+    // Figs. 6 and 7: array_max at 750 cold, and cold connections at array_max 10.
+    let f6_backends = lab.pick(&["uring", "epoll", "poll"][..], &["epoll"][..], &["epoll"][..]);
+    let f6_cold = lab.pick(750, 750, 100);
+    let array_maxes: Vec<usize> = lab.pick(vec![1, 2, 4, 6, 8, 10], vec![1, 10], vec![2]);
+    let f7_colds: Vec<usize> = lab.pick(vec![0, 750, 2000, 5000], vec![750], vec![100]);
+    let f7_am = if array_maxes.contains(&F7_ARRAY_MAX) { F7_ARRAY_MAX } else { array_maxes[0] };
+    let stats_secs = lab.pick(2.0, 0.5, 0.5);
+    let mut points = Vec::new();
+    // Inside the proxy: hintq's own counters (`--stats`), which nginx has no equivalent of.
+    for s in servers(lab, f6_backends).into_iter().filter(|s| s.starts_with("hintq-")) {
+        let set = Setup { lab, series: &s, secs: stats_secs };
+        let mut pairs: Vec<(usize, usize)> = array_maxes.iter().map(|&a| (a, f6_cold)).collect();
+        for c in &f7_colds {
+            if !pairs.contains(&(f7_am, *c)) {
+                pairs.push((f7_am, *c));
             }
-        };
-        // Figs. 6 and 7: array_max at 750 cold, and cold connections at array_max 10.
-        let f6_backends = lab.pick(&["uring", "epoll", "poll"][..], &["epoll"][..], &["epoll"][..]);
-        let f6_cold = lab.pick(750, 750, 100);
-        let array_maxes: Vec<usize> = lab.pick(vec![1, 2, 4, 6, 8, 10], vec![1, 10], vec![2]);
-        let f7_colds: Vec<usize> = lab.pick(vec![0, 750, 2000, 5000], vec![750], vec![100]);
-        let f7_am = if array_maxes.contains(&F7_ARRAY_MAX) { F7_ARRAY_MAX } else { array_maxes[0] };
-        let stats_secs = lab.pick(2.0, 0.5, 0.5);
-        let mut points = Vec::new();
-        // Inside the proxy: hintq's own counters (`--stats`), which nginx has no equivalent of.
-        for s in servers(lab, f6_backends).into_iter().filter(|s| s.starts_with("hintq-")) {
-            let set = Setup { lab, series: &s, secs: stats_secs };
-            let mut pairs: Vec<(usize, usize)> = array_maxes.iter().map(|&a| (a, f6_cold)).collect();
-            for c in &f7_colds {
-                if !pairs.contains(&(f7_am, *c)) {
-                    pairs.push((f7_am, *c));
-                }
-            }
-            for (am, cold) in pairs {
+        }
+        for (am, cold) in pairs {
+            let name = s.clone();
+            let (fig6, fig7) = (cold == f6_cold, am == f7_am);
+            let extra = ["--array-max".to_string(), am.to_string(), "--stats".into(), "stats.json".into()];
+            points.extend(set.point(
+                format!("stats-am{am}-cold{cold}"),
+                am as f64,
+                0,
+                (32, cold, None),
+                (false, &extra),
+                move |ran, json| {
+                    let mut rows = read(&name, json, &[], "stats_errors")?;
+                    let path = ran.dir.join("stats.json");
+                    let text = std::fs::read_to_string(&path)
+                        .map_err(|e| format!("{}: {e} (the proxy writes it as it exits)", path.display()))?;
+                    let stats = serde_json::from_str(&text).map_err(|e| format!("stats.json: {e}"))?;
+                    rows.extend(stats_rows(&name, &stats, (am, cold), (fig6, fig7))?);
+                    Ok(rows)
+                },
+            ));
+        }
+    }
+    for s in servers(lab, backends) {
+        let set = Setup { lab, series: &s, secs };
+        for &cold in &colds {
+            for rep in 0..reps {
                 let name = s.clone();
-                let (fig6, fig7) = (cold == f6_cold, am == f7_am);
-                let extra =
-                    ["--array-max".to_string(), am.to_string(), "--stats".into(), "stats.json".into()];
                 points.extend(set.point(
-                    format!("stats-am{am}-cold{cold}"),
-                    am as f64,
-                    0,
+                    format!("fig8-cold{cold}-rep{rep}"),
+                    cold as f64,
+                    rep,
                     (32, cold, None),
-                    (false, &extra),
+                    (false, &[]),
                     move |ran, json| {
-                        let mut rows = read(&name, json, &[], "stats_errors")?;
-                        let path = ran.dir.join("stats.json");
-                        let text = std::fs::read_to_string(&path).map_err(|e| {
-                            format!("{}: {e} (the proxy writes it as it exits)", path.display())
-                        })?;
-                        let stats = serde_json::from_str(&text).map_err(|e| format!("stats.json: {e}"))?;
-                        rows.extend(stats_rows(&name, &stats, (am, cold), (fig6, fig7))?);
+                        let wanted =
+                            [("throughput_rps", THROUGHPUT, 1.0), ("load_cpu_us_per_request", LOAD_CPU, 1.0)];
+                        let mut rows = read(&name, json, &wanted, "errors")?;
+                        let requests = serve::at(json, REQUESTS).ok_or("load.json has no /hot/successes")?;
+                        if let (Some(cpu), true) = (ran.server_cpu, requests > 0.0) {
+                            rows.push(row(&name, "proxy_cpu_us_per_request", cpu * 1e6 / requests));
+                        }
                         Ok(rows)
                     },
                 ));
             }
         }
-        for s in servers(lab, backends) {
-            let set = Setup { lab, series: &s, secs };
-            for &cold in &colds {
-                for rep in 0..reps {
-                    let name = s.clone();
-                    points.extend(set.point(
-                        format!("fig8-cold{cold}-rep{rep}"),
-                        cold as f64,
-                        rep,
-                        (32, cold, None),
-                        (false, &[]),
-                        move |ran, json| {
-                            let wanted = [
-                                ("throughput_rps", THROUGHPUT, 1.0),
-                                ("load_cpu_us_per_request", LOAD_CPU, 1.0),
-                            ];
-                            let mut rows = read(&name, json, &wanted, "errors")?;
-                            let requests =
-                                serve::at(json, REQUESTS).ok_or("load.json has no /hot/successes")?;
-                            if let (Some(cpu), true) = (ran.server_cpu, requests > 0.0) {
-                                rows.push(row(&name, "proxy_cpu_us_per_request", cpu * 1e6 / requests));
-                            }
-                            Ok(rows)
-                        },
-                    ));
-                }
-            }
-            // Fig. 9: the event API against improved select, as Banga drew it, and the other
-            // proxies but rtsig and classical select (Fig. 8 and Table 2 have them).
-            let fig9 = s != "hintq-rtsig" && s != "hintq-select-classic";
-            // The two lines Banga compared get 3 launches at his 750 cold: the verdict's.
-            let judged = s == "hintq-epoll" || s == "hintq-select";
-            for &level in levels.iter().filter(|_| fig9) {
-                let launches = if judged && level.cold == PAPER.cold { reps } else { 1 };
-                for (&rate, rep) in rates.iter().flat_map(|r| (0..launches).map(move |k| (r, k))) {
-                    let name = s.clone();
-                    points.extend(set.point(
-                        format!("fig9-cold{}-rate{rate}-rep{rep}", level.cold),
-                        rate,
-                        rep,
-                        (32, level.cold, Some(rate)),
-                        (false, &[]),
-                        move |_, json| {
-                            let wanted = [
-                                (level.p50, "/latency_us/p50", 1e-3),
-                                (level.p99, "/latency_us/p99", 1e-3),
-                                (level.max, "/latency_us/max", 1e-3),
-                                (level.achieved, THROUGHPUT, 1.0),
-                            ];
-                            read(&name, json, &wanted, level.errors)
-                        },
-                    ));
-                }
-            }
-            // Fig. 9's saturation: the event API and improved select driven as fast as the proxy
-            // answers (Banga's S-Clients) at 750 cold, where both are in the run (the full run).
-            let both = backends.contains(&"epoll") && backends.contains(&"select");
-            if both && (s == "hintq-epoll" || s == "hintq-select") {
-                for rep in 0..reps {
-                    let name = s.clone();
-                    let wanted = [(banga::FIG9_SATURATION, THROUGHPUT, 1.0)];
-                    points.extend(set.point(
-                        format!("fig9-saturation-cold750-rep{rep}"),
-                        banga::PAPER_COLD,
-                        rep,
-                        (32, banga::PAPER_COLD as usize, None),
-                        (false, &[]),
-                        move |_, json| read(&name, json, &wanted, "fig9_saturation_errors"),
-                    ));
-                }
-            }
-            let mechanism = Mechanism::of_series(&s);
-            for &cold in t2_colds.iter().filter(|_| profile) {
-                let Some(mechanism) = mechanism else { break };
-                for (&(metric, rate), rep) in t2_loads.iter().flat_map(|l| (0..reps).map(move |k| (l, k))) {
-                    let name = s.clone();
-                    let load = if rate.is_some() { "400rps" } else { "saturated" };
-                    points.extend(set.point(
-                        format!("table2-cold{cold}-{load}-rep{rep}"),
-                        cold as f64,
-                        rep,
-                        (50, cold, rate),
-                        (true, &[]),
-                        move |ran, json| {
-                            let mut rows = read(&name, json, &[], &format!("{metric}_errors"))?;
-                            let window = super::e5::hot_window(ran, json)?;
-                            rows.push(row(&name, metric, profile_share(&ran.dir, mechanism, window)?));
-                            Ok(rows)
-                        },
-                    ));
-                }
-            }
-        }
-        points
-    }
-    fn analyse(&self, rows: &[Row]) -> Analysis {
-        let fig8 = panel(
-            rows,
-            "throughput_rps",
-            "(a) Fig. 8: proxy throughput, 32 hot connections, 1 KB file",
-            "cold connections to the proxy",
-            "requests per second",
-            (false, false),
-        );
-        let cpu = panel(
-            rows,
-            "proxy_cpu_us_per_request",
-            "(b) proxy CPU per request",
-            "cold connections to the proxy",
-            "µs CPU per request",
-            (false, true),
-        );
-        let x = "offered rate (requests per second)";
-        let fig9 = panel(
-            rows,
-            PAPER.p99,
-            "(c) Fig. 9: p99 response time, 750 cold",
-            x,
-            "ms from intended send",
-            (true, true),
-        );
-        let fig9s = panel(
-            rows,
-            SCALED.p99,
-            "(d) p99 response time, 5000 cold",
-            x,
-            "ms from intended send",
-            (true, true),
-        );
-        let t2 = panel(
-            rows,
-            T2_400,
-            "(e) Table 2: 50 hot, 400 req/s",
-            "cold connections",
-            "% of proxy CPU samples",
-            (false, false),
-        );
-        let t2s = panel(
-            rows,
-            T2_SAT,
-            "(f) the same, saturated (closed loop)",
-            "cold connections",
-            "% of proxy CPU samples",
-            (false, false),
-        );
-        let mut reading = Vec::new();
-        let throughput_growth = |n: &str| fig8.lines.iter().find(|l| l.name == n).and_then(growth);
-        for l in &fig8.lines {
-            if let Some((x0, m0, x1, m1, g)) = growth(l) {
-                reading.push(format!(
-                    "Fig. 8, {}: {} req/s with {x0} cold, {} req/s with {x1} ({}x).",
-                    l.name,
-                    num(m0),
-                    num(m1),
-                    num(g)
+        // Fig. 9: the event API against improved select, as Banga drew it, and the other
+        // proxies but rtsig and classical select (Fig. 8 and Table 2 have them).
+        let fig9 = s != "hintq-rtsig" && s != "hintq-select-classic";
+        // The two lines Banga compared get 3 launches at his 750 cold: the verdict's.
+        let judged = s == "hintq-epoll" || s == "hintq-select";
+        for &level in levels.iter().filter(|_| fig9) {
+            let launches = if judged && level.cold == PAPER.cold { reps } else { 1 };
+            for (&rate, rep) in rates.iter().flat_map(|r| (0..launches).map(move |k| (r, k))) {
+                let name = s.clone();
+                points.extend(set.point(
+                    format!("fig9-cold{}-rate{rate}-rep{rep}", level.cold),
+                    rate,
+                    rep,
+                    (32, level.cold, Some(rate)),
+                    (false, &[]),
+                    move |_, json| {
+                        let wanted = [
+                            (level.p50, "/latency_us/p50", 1e-3),
+                            (level.p99, "/latency_us/p99", 1e-3),
+                            (level.max, "/latency_us/max", 1e-3),
+                            (level.achieved, THROUGHPUT, 1.0),
+                        ];
+                        read(&name, json, &wanted, level.errors)
+                    },
                 ));
             }
         }
-        if let (Some(n), Some(h)) = (throughput_growth("nginx"), throughput_growth("hintq-epoll")) {
+        // Fig. 9's saturation: the event API and improved select driven as fast as the proxy
+        // answers (Banga's S-Clients) at 750 cold, where both are in the run (the full run).
+        let both = backends.contains(&"epoll") && backends.contains(&"select");
+        if both && (s == "hintq-epoll" || s == "hintq-select") {
+            for rep in 0..reps {
+                let name = s.clone();
+                let wanted = [(banga::FIG9_SATURATION, THROUGHPUT, 1.0)];
+                points.extend(set.point(
+                    format!("fig9-saturation-cold750-rep{rep}"),
+                    banga::PAPER_COLD,
+                    rep,
+                    (32, banga::PAPER_COLD as usize, None),
+                    (false, &[]),
+                    move |_, json| read(&name, json, &wanted, "fig9_saturation_errors"),
+                ));
+            }
+        }
+        let mechanism = Mechanism::of_series(&s);
+        for &cold in t2_colds.iter().filter(|_| profile) {
+            let Some(mechanism) = mechanism else { break };
+            for (&(metric, rate), rep) in t2_loads.iter().flat_map(|l| (0..reps).map(move |k| (l, k))) {
+                let name = s.clone();
+                let load = if rate.is_some() { "400rps" } else { "saturated" };
+                points.extend(set.point(
+                    format!("table2-cold{cold}-{load}-rep{rep}"),
+                    cold as f64,
+                    rep,
+                    (50, cold, rate),
+                    (true, &[]),
+                    move |ran, json| {
+                        let mut rows = read(&name, json, &[], &format!("{metric}_errors"))?;
+                        let window = super::e5::hot_window(ran, json)?;
+                        rows.push(row(&name, metric, profile_share(&ran.dir, mechanism, window)?));
+                        Ok(rows)
+                    },
+                ));
+            }
+        }
+    }
+    points
+}
+
+fn analyse(rows: &[Row]) -> Analysis {
+    const COLD: &str = "cold connections to the proxy";
+    const RATE: &str = "offered rate (requests per second)";
+    let linear = |metric, title, x, y| panel(rows, metric, title, x, y, (false, false));
+    let fig8 = linear(
+        "throughput_rps",
+        "(a) Fig. 8: proxy throughput, 32 hot connections, 1 KB file",
+        COLD,
+        "requests per second",
+    );
+    let cpu = panel(
+        rows,
+        "proxy_cpu_us_per_request",
+        "(b) proxy CPU per request",
+        COLD,
+        "µs CPU per request",
+        (false, true),
+    );
+    let p99 = |metric, title| panel(rows, metric, title, RATE, "ms from intended send", (true, true));
+    let fig9 = p99(PAPER.p99, "(c) Fig. 9: p99 response time, 750 cold");
+    let fig9s = p99(SCALED.p99, "(d) p99 response time, 5000 cold");
+    let t2 = linear(T2_400, "(e) Table 2: 50 hot, 400 req/s", "cold connections", "% of proxy CPU samples");
+    let t2s =
+        linear(T2_SAT, "(f) the same, saturated (closed loop)", "cold connections", "% of proxy CPU samples");
+    let mut reading = Vec::new();
+    let throughput_growth = |n: &str| fig8.lines.iter().find(|l| l.name == n).and_then(growth);
+    reading.extend(super::cold_growth(&fig8.lines, |n| format!("Fig. 8, {n}")));
+    if let (Some(n), Some(h)) = (throughput_growth("nginx"), throughput_growth("hintq-epoll")) {
+        reading.push(format!(
+            "hintq proxy (epoll) against nginx as a proxy: {}x nginx's throughput with {} cold, {}x with {}.",
+            num(h.1 / n.1),
+            h.0,
+            num(h.3 / n.3),
+            h.2
+        ));
+    }
+    for (level, p) in [(&PAPER, &fig9), (&SCALED, &fig9s)] {
+        for l in &p.lines {
             reading.push(format!(
-                "hintq proxy (epoll) against nginx as a proxy: {}x nginx's throughput with {} cold, {}x with {}.",
-                num(h.1 / n.1),
-                h.0,
-                num(h.3 / n.3),
-                h.2
+                "Fig. 9, {}, {} cold: p99 under {P99_BOUND_MS} ms {}.",
+                l.name,
+                level.cold,
+                super::rates_under(l, P99_BOUND_MS)
             ));
         }
-        for (level, p) in [(&PAPER, &fig9), (&SCALED, &fig9s)] {
-            for l in &p.lines {
+    }
+    for (what, p) in [("400 req/s", &t2), ("saturated", &t2s)] {
+        for l in &p.lines {
+            for pt in &l.points {
                 reading.push(format!(
-                    "Fig. 9, {}, {} cold: p99 under {P99_BOUND_MS} ms {}.",
+                    "Table 2, {}, {what}, {} cold: {}% of the proxy core's time (flat, idle included) in event notification.",
                     l.name,
-                    level.cold,
-                    super::rates_under(l, P99_BOUND_MS)
+                    pt.x,
+                    num(pt.spread.median)
                 ));
             }
         }
-        for (what, p) in [("400 req/s", &t2), ("saturated", &t2s)] {
-            for l in &p.lines {
-                for pt in &l.points {
-                    reading.push(format!(
-                        "Table 2, {}, {what}, {} cold: {}% of the proxy core's time (flat, idle included) in event notification.",
-                        l.name,
-                        pt.x,
-                        num(pt.spread.median)
-                    ));
-                }
-            }
+    }
+    // Table 2 by E5's rule; the event API's row speaks for the section's verdict.
+    let table2 = banga::table2(Setting::Proxy, rows, T2_400);
+    reading.push(format!("{}.", banga::TABLE2_RULE));
+    reading.extend(table2.figures.iter().map(|f| format!("{}: {}.", f.figure, f.holds)));
+    reading.extend(what_was_measured(rows));
+    let ours = figures(throughput_growth("hintq-epoll"), throughput_growth("hintq-poll"), &table2.ours);
+    let holds = "see the first table's rows".to_string();
+    let f6 = linear(
+        F6_US,
+        "(g) Fig. 6: get_next_event calls that found events at once, saturated",
+        "array_max",
+        "µs per call",
+    );
+    let f7d =
+        linear(F7_DECLARE, "(h) Fig. 7: declares adding a descriptor, saturated", COLD, "µs per declare");
+    let f7r = linear(F7_REVOKE, "(i) Fig. 7: revokes, saturated", COLD, "µs per revoke");
+    let events = crate::data::lines(rows, F6_EVENTS);
+    let ready = crate::data::lines(rows, F6_READY);
+    for l in &f6.lines {
+        for p in &l.points {
+            let of = |ls: &[crate::data::Line]| {
+                ls.iter().find(|m| m.name == l.name).and_then(|m| m.median(p.x)).map_or("?".into(), num)
+            };
+            reading.push(format!(
+                "Fig. 6, {}, array_max {}: {} µs per get_next_event call, {} events per call, \
+                 {}% of waits found events without blocking.",
+                l.name,
+                p.x,
+                num(p.spread.median),
+                of(&events),
+                of(&ready)
+            ));
         }
-        // Table 2 by E5's rule; the event API's row speaks for the section's verdict.
-        let table2 = banga::table2(Setting::Proxy, rows, T2_400);
-        reading.push(format!("{}.", banga::TABLE2_RULE));
-        reading.extend(table2.figures.iter().map(|f| format!("{}: {}.", f.figure, f.holds)));
-        reading.extend(what_was_measured(rows));
-        let ours = figures(throughput_growth("hintq-epoll"), throughput_growth("hintq-poll"), &table2.ours);
-        let holds = "see the first table's rows".to_string();
-        let f6 = panel(
-            rows,
-            F6_US,
-            "(g) Fig. 6: get_next_event calls that found events at once, saturated",
-            "array_max",
-            "µs per call",
-            (false, false),
-        );
-        let f7d = panel(
-            rows,
-            F7_DECLARE,
-            "(h) Fig. 7: declares adding a descriptor, saturated",
-            "cold connections to the proxy",
-            "µs per declare",
-            (false, false),
-        );
-        let f7r = panel(
-            rows,
-            F7_REVOKE,
-            "(i) Fig. 7: revokes, saturated",
-            "cold connections to the proxy",
-            "µs per revoke",
-            (false, false),
-        );
-        let events = crate::data::lines(rows, F6_EVENTS);
-        let ready = crate::data::lines(rows, F6_READY);
-        for l in &f6.lines {
-            for p in &l.points {
-                let of = |ls: &[crate::data::Line]| {
-                    ls.iter().find(|m| m.name == l.name).and_then(|m| m.median(p.x)).map_or("?".into(), num)
-                };
-                reading.push(format!(
-                    "Fig. 6, {}, array_max {}: {} µs per get_next_event call, {} events per call, \
-                     {}% of waits found events without blocking.",
-                    l.name,
-                    p.x,
-                    num(p.spread.median),
-                    of(&events),
-                    of(&ready)
-                ));
-            }
+    }
+    for (what, p) in [("declare adding a descriptor", &f7d), ("revoke", &f7r)] {
+        for l in &p.lines {
+            let pts: Vec<String> =
+                l.points.iter().map(|p| format!("{} µs at {} cold", num(p.spread.median), p.x)).collect();
+            reading.push(format!("Fig. 7, {}, per {what}: {}.", l.name, pts.join(", ")));
         }
-        for (what, p) in [("declare adding a descriptor", &f7d), ("revoke", &f7r)] {
-            for l in &p.lines {
-                let pts: Vec<String> =
-                    l.points.iter().map(|p| format!("{} µs at {} cold", num(p.spread.median), p.x)).collect();
-                reading.push(format!("Fig. 7, {}, per {what}: {}.", l.name, pts.join(", ")));
-            }
-        }
-        let mut figures = vec![
-            fig6_row(rows, &f6),
-            fig7_row(rows, &f7d, &f7r),
-            banga::fig8(Setting::Proxy, rows, "throughput_rps", &fig8.lines),
-            banga::fig9(Setting::Proxy, rows, PAPER.achieved, PAPER.p99),
-        ];
-        figures.extend(table2.figures);
-        Analysis {
-            // A panel this run measured nothing for goes (issue 26: no empty panel).
-            panels: [fig8, cpu, fig9, fig9s, t2, t2s, f6, f7d, f7r]
-                .into_iter()
-                .filter(|p| p.lines.iter().any(|l| !l.points.is_empty()))
-                .collect(),
-            ours,
-            holds,
-            reading,
-            metrics: vec![
-                ("throughput_rps", "Fig. 8 requests per second"),
-                ("errors", "Fig. 8 errors"),
-                ("proxy_cpu_us_per_request", "proxy µs CPU per request"),
-                ("load_cpu_us_per_request", "load generator µs CPU per request"),
-                (serve::LOAD_BUSY, "Fig. 8 load generator's busiest hot thread, % of the hot phase"),
-                (banga::FIG9_SATURATION, "Fig. 9 saturation req/s (driven as fast as it answers), 750 cold"),
-                (PAPER.p50, "Fig. 9 p50 ms, 750 cold"),
-                (PAPER.p99, "Fig. 9 p99 ms, 750 cold"),
-                (PAPER.max, "Fig. 9 max ms, 750 cold"),
-                (PAPER.achieved, "Fig. 9 achieved req/s, 750 cold"),
-                (PAPER.errors, "Fig. 9 errors, 750 cold"),
-                (SCALED.p50, "Fig. 9 p50 ms, 5000 cold"),
-                (SCALED.p99, "Fig. 9 p99 ms, 5000 cold"),
-                (SCALED.max, "Fig. 9 max ms, 5000 cold"),
-                (SCALED.achieved, "Fig. 9 achieved req/s, 5000 cold"),
-                (SCALED.errors, "Fig. 9 errors, 5000 cold"),
-                (T2_400, "Table 2 % CPU in event notification, 400 req/s"),
-                (T2_SAT, "Table 2 % CPU in event notification, saturated"),
-                (F6_US, "Fig. 6 µs per get_next_event call that did not block (x: array_max)"),
-                (F6_EVENTS, "Fig. 6 events per such call (x: array_max)"),
-                (F6_READY, "Fig. 6 % of waits that did not block (x: array_max)"),
-                (F6_COLD, "Fig. 6 cold connections held (x: array_max)"),
-                (F7_DECLARE, "Fig. 7 µs per declare adding a descriptor (x: cold)"),
-                (F7_CHANGE, "Fig. 7 µs per interest change (x: cold)"),
-                (F7_REVOKE, "Fig. 7 µs per revoke (x: cold)"),
-                ("stats_errors", "Figs. 6 and 7 load errors (x: array_max)"),
-            ],
-            figures,
-        }
+    }
+    let mut figures = vec![
+        fig6_row(rows, &f6),
+        fig7_row(rows, &f7d, &f7r),
+        banga::fig8(Setting::Proxy, rows, "throughput_rps", &fig8.lines),
+        banga::fig9(Setting::Proxy, rows, PAPER.achieved, PAPER.p99),
+    ];
+    figures.extend(table2.figures);
+    Analysis {
+        // A panel this run measured nothing for is left out and named in the title (from_csv).
+        panels: vec![fig8, cpu, fig9, fig9s, t2, t2s, f6, f7d, f7r],
+        ours,
+        holds,
+        reading,
+        metrics: vec![
+            ("throughput_rps", "Fig. 8 requests per second"),
+            ("errors", "Fig. 8 errors"),
+            ("proxy_cpu_us_per_request", "proxy µs CPU per request"),
+            ("load_cpu_us_per_request", "load generator µs CPU per request"),
+            (serve::LOAD_BUSY, "Fig. 8 load generator's busiest hot thread, % of the hot phase"),
+            (banga::FIG9_SATURATION, "Fig. 9 saturation req/s (driven as fast as it answers), 750 cold"),
+            (PAPER.p50, "Fig. 9 p50 ms, 750 cold"),
+            (PAPER.p99, "Fig. 9 p99 ms, 750 cold"),
+            (PAPER.max, "Fig. 9 max ms, 750 cold"),
+            (PAPER.achieved, "Fig. 9 achieved req/s, 750 cold"),
+            (PAPER.errors, "Fig. 9 errors, 750 cold"),
+            (SCALED.p50, "Fig. 9 p50 ms, 5000 cold"),
+            (SCALED.p99, "Fig. 9 p99 ms, 5000 cold"),
+            (SCALED.max, "Fig. 9 max ms, 5000 cold"),
+            (SCALED.achieved, "Fig. 9 achieved req/s, 5000 cold"),
+            (SCALED.errors, "Fig. 9 errors, 5000 cold"),
+            (T2_400, "Table 2 % CPU in event notification, 400 req/s"),
+            (T2_SAT, "Table 2 % CPU in event notification, saturated"),
+            (F6_US, "Fig. 6 µs per get_next_event call that did not block (x: array_max)"),
+            (F6_EVENTS, "Fig. 6 events per such call (x: array_max)"),
+            (F6_READY, "Fig. 6 % of waits that did not block (x: array_max)"),
+            (F6_COLD, "Fig. 6 cold connections held (x: array_max)"),
+            (F7_DECLARE, "Fig. 7 µs per declare adding a descriptor (x: cold)"),
+            (F7_CHANGE, "Fig. 7 µs per interest change (x: cold)"),
+            (F7_REVOKE, "Fig. 7 µs per revoke (x: cold)"),
+            ("stats_errors", "Figs. 6 and 7 load errors (x: array_max)"),
+        ],
+        figures,
     }
 }
 
@@ -699,21 +622,16 @@ fn fig7_row(rows: &[Row], declare: &Panel, revoke: &Panel) -> FigureRow {
         None => Verdict::unmeasured("declare or revoke"),
     };
     let holds = Verdict::all(&[same(d, F7_DECLARE), same(r, F7_REVOKE)]).to_string();
-    FigureRow {
-        inputs: Vec::new(),
-        figure: "Banga Fig. 7 (proxy)".into(),
-        claim: "Inside the proxy, declaring and revoking interest cost a few µs, varying slightly \
-                with cold connections.",
-        paper: None,
+    FigureRow::without_number(
+        "Banga Fig. 7 (proxy)",
+        "Inside the proxy, declaring and revoking interest cost a few µs, varying slightly with cold \
+         connections.",
         ours,
-        ratio: Err("the paper prints no number".into()),
         holds,
-        rule: "yes when declare's and revoke's launches at the most cold connections overlap their launches \
-               at the fewest with every launch within 10% of every other (slight variation; overlap with \
-               a wider spread is within noise), 3 launches or more"
-            .into(),
-        literal: super::NO_NUMBER.into(),
-    }
+        "yes when declare's and revoke's launches at the most cold connections overlap their launches at the \
+         fewest with every launch within 10% of every other (slight variation; overlap with a wider spread \
+         is within noise), 3 launches or more",
+    )
 }
 
 /// What E11 measured of Banga's select lines, which its plan leaves out or bounds.
@@ -766,7 +684,7 @@ fn figures(
 #[cfg(test)]
 mod tests {
     use super::{
-        stats_rows, Experiment, E11, F6_COLD, F6_EVENTS, F6_US, F7_DECLARE, F7_REVOKE, PAPER, T2_400, T2_SAT,
+        analyse, stats_rows, F6_COLD, F6_EVENTS, F6_US, F7_DECLARE, F7_REVOKE, PAPER, T2_400, T2_SAT,
     };
     use crate::data::Row;
 
@@ -786,7 +704,7 @@ mod tests {
             row("hintq-epoll", PAPER.p99, 2000.0, 1.0),
             row("hintq-epoll", PAPER.p99, 8000.0, 50.0),
         ];
-        let a = E11.analyse(&rows);
+        let a = analyse(&rows);
         assert_eq!(a.holds, "see the first table's rows");
         assert!(a.ours.contains("epoll keeps 95.0% at 5000 cold, poll 20.0%"), "{}", a.ours);
         assert!(
@@ -800,7 +718,7 @@ mod tests {
         assert!(a.reading.iter().any(|r| r.starts_with("Classical select was not measured on the proxy")));
         let mut both = rows.clone();
         both.push(row("hintq-select-classic", "throughput_rps", 2000.0, 900.0));
-        let b = E11.analyse(&both);
+        let b = analyse(&both);
         assert!(!b.reading.iter().any(|r| r.starts_with("Classical select was not measured")));
         assert!(b
             .reading
@@ -824,7 +742,7 @@ mod tests {
             row("hintq-poll", "throughput_rps", 0.0, 20000.0),
             row("hintq-poll", "throughput_rps", 2000.0, 16000.0),
         ];
-        let a = E11.analyse(&rows);
+        let a = analyse(&rows);
         let fig = |name: &str| a.figures.iter().find(|f| f.figure == name).unwrap();
         let event = fig("Banga Table 2 (proxy): event API");
         assert_eq!(event.ours, "2.00% (n=1) (epoll, 750 cold)");
@@ -895,7 +813,7 @@ mod tests {
             row("hintq-epoll", F7_REVOKE, 0.0, 1.0),
             row("hintq-epoll", F7_REVOKE, 750.0, 1.2),
         ];
-        let a = E11.analyse(&rows);
+        let a = analyse(&rows);
         let fig =
             |a: &super::Analysis, name: &str| a.figures.iter().find(|f| f.figure == name).unwrap().clone();
         let f6 = fig(&a, "Banga Fig. 6 (proxy)");
@@ -927,7 +845,7 @@ mod tests {
         rows[4].value = Some(100.0);
         rows[3].value = Some(1.1);
         rows[10].value = Some(3.0);
-        let b = E11.analyse(&rows);
+        let b = analyse(&rows);
         let f6 = fig(&b, "Banga Fig. 6 (proxy)");
         assert_eq!(f6.ratio, Err("measured at array_max 1 and 100 cold, the paper at 1 and 750".into()));
         assert!(

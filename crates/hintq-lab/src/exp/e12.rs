@@ -13,14 +13,11 @@
 
 use super::serve;
 use super::{Analysis, Experiment, FigureRow, Lab, PaperNumber, UNMEASURED};
-use crate::data::{self, num, Line, Pt, Row, Spread, Status};
+use crate::data::{self, num, Line, Pt, Row, Spread};
 use crate::plot::Panel;
 use crate::runner::Point;
-use crate::verdict::{self, Figure, Verdict};
+use crate::verdict::{self, launches, Verdict};
 use std::time::Duration;
-
-/// E12.
-pub struct E12;
 
 /// Hot connection slots: requests in flight at most (a request waits for a free one, its
 /// latency counted from its intended send time, and times out after [`TIMEOUT`]).
@@ -62,159 +59,146 @@ fn server(lab: &Lab, series: &str, port: u16) -> Result<crate::runner::Server, S
     Ok(s)
 }
 
-impl Experiment for E12 {
-    fn id(&self) -> &'static str {
-        "E12"
-    }
-    fn title(&self) -> &'static str {
-        "reply rate vs offered rate, a connection per request, 6 KB, with inactive connections"
-    }
-    fn paper(&self) -> &'static str {
-        "Provos & Lever Figs. 4-14"
-    }
-    fn claim(&self) -> &'static str {
-        "As inactive connections grow, the poll server's reply rate falls below the offered \
+/// E12: what it reproduces, its plan and its analysis.
+pub const EXPERIMENT: Experiment = Experiment {
+    id: "E12",
+    title: "reply rate vs offered rate, a connection per request, 6 KB, with inactive connections",
+    paper: "Provos & Lever Figs. 4-14",
+    claim: "As inactive connections grow, the poll server's reply rate falls below the offered \
          rate, its per-second rate swings down towards zero and up to 60% of connections end in \
          errors; with the kernel keeping the interest set (/dev/poll) it keeps up, with only \
-         sporadic errors."
-    }
-    fn needs(&self, lab: &Lab) -> Result<(), String> {
-        lab.need(&["serve"]).and(lab.need(&["load"]))
-    }
-    fn plan(&self, lab: &Lab) -> Vec<Point> {
-        // Provos's three mechanisms: poll, /dev/poll (here epoll, the kernel-held interest set)
-        // and RT signals without the hybrid (phhttpd's). The hybrid is hintq's own, not
-        // Provos's (they "were unable to directly test" one, §7): E8 measures it.
-        let backends =
-            lab.pick(&["poll", "epoll", "rtsig"][..], &["poll", "epoll", "rtsig"][..], &["epoll"][..]);
-        // Provos's 1, 251 and 501 inactive, and more: this machine, some 40 times faster than
-        // Provos's 400 MHz K6-2, kept pace with poll and 2000 inactive at 16,000 req/s (quick
-        // run, 2026-11-28), so the full run adds 15,000 (near one process's descriptor limit
-        // here), and so does the quick run: measuring 5000, the quick runs of 2026-11-28 saw no
-        // poll errors and said "no" where the full run saw 80.6% at 15,000 and said "yes". The rates stay where the load generator is under its
-        // 70% limit (at 16,000 new connections a second it was 85-98% busy: cannot say).
-        let inactive: Vec<usize> = lab.pick(vec![1, 251, 501, 15_000], vec![1, 15_000], vec![1]);
-        let rates: Vec<f64> = lab.pick(vec![4000.0, 8000.0], vec![8000.0], vec![500.0]);
-        // Three launches of every point, interleaved by the runner: a verdict needs 3
-        // (verdict.rs). Each whole second of a launch is one sample of the reply rate (min,
-        // mean, max): ten a launch in the full run, as Provos's figures; two in the quick run.
-        let (reps, secs) = (lab.pick(3, 3, 1), lab.pick(10.2, 2.2, 1.2));
-        let mut points = Vec::new();
-        // Provos measured their own servers' mechanisms: hintq's backends only, no nginx.
-        let supported = |b: &str| b.parse::<hintq::Backend>().is_ok_and(|b| b.probe().is_ok());
-        for s in backends.iter().filter(|b| supported(b)).map(|b| format!("hintq-{b}")) {
-            for lvl in LEVELS.iter().filter(|l| inactive.contains(&l.inactive)) {
-                for &rate in &rates {
-                    for launch in 0..reps {
-                        let port = serve::port();
-                        let Ok(server) = server(lab, &s, port) else { continue };
-                        let mut cmd = serve::load(lab, port, "6k.html", HOT, lvl.inactive, Some(rate), secs);
-                        cmd.args.extend(["--new-conn-per-request", "--timeout", TIMEOUT].map(String::from));
-                        let name = s.clone();
-                        points.push(Point {
-                            experiment: "E12",
-                            series: s.clone(),
-                            x: rate,
-                            name: format!("{s}-inactive{}-rate{rate}-rep{launch}", lvl.inactive),
-                            server: Some(server),
-                            cmd,
-                            timeout: Duration::from_secs_f64(secs + 60.0),
-                            estimate: Duration::from_secs_f64(secs + 1.5 + lvl.inactive as f64 / 5000.0),
-                            parse: Box::new(move |ran| {
-                                rows(&name, rate, lvl, launch, &serve::load_json(ran)?)
-                            }),
-                        });
-                    }
+         sporadic errors.",
+    needs: super::needs_server,
+    plan,
+    analyse,
+};
+
+fn plan(lab: &Lab) -> Vec<Point> {
+    // Provos's three mechanisms: poll, /dev/poll (here epoll, the kernel-held interest set)
+    // and RT signals without the hybrid (phhttpd's). The hybrid is hintq's own, not
+    // Provos's (they "were unable to directly test" one, §7): E8 measures it.
+    let backends = lab.pick(&["poll", "epoll", "rtsig"][..], &["poll", "epoll", "rtsig"][..], &["epoll"][..]);
+    // Provos's 1, 251 and 501 inactive, and more: this machine, some 40 times faster than
+    // Provos's 400 MHz K6-2, kept pace with poll and 2000 inactive at 16,000 req/s (quick
+    // run, 2026-11-28), so the full run adds 15,000 (near one process's descriptor limit
+    // here), and so does the quick run: measuring 5000, the quick runs of 2026-11-28 saw no
+    // poll errors and said "no" where the full run saw 80.6% at 15,000 and said "yes". The rates stay where the load generator is under its
+    // 70% limit (at 16,000 new connections a second it was 85-98% busy: cannot say).
+    let inactive: Vec<usize> = lab.pick(vec![1, 251, 501, 15_000], vec![1, 15_000], vec![1]);
+    let rates: Vec<f64> = lab.pick(vec![4000.0, 8000.0], vec![8000.0], vec![500.0]);
+    // Three launches of every point, interleaved by the runner: a verdict needs 3
+    // (verdict.rs). Each whole second of a launch is one sample of the reply rate (min,
+    // mean, max): ten a launch in the full run, as Provos's figures; two in the quick run.
+    let (reps, secs) = (lab.pick(3, 3, 1), lab.pick(10.2, 2.2, 1.2));
+    let mut points = Vec::new();
+    // Provos measured their own servers' mechanisms: hintq's backends only, no nginx.
+    let supported = |b: &str| b.parse::<hintq::Backend>().is_ok_and(|b| b.probe().is_ok());
+    for s in backends.iter().filter(|b| supported(b)).map(|b| format!("hintq-{b}")) {
+        for lvl in LEVELS.iter().filter(|l| inactive.contains(&l.inactive)) {
+            for &rate in &rates {
+                for launch in 0..reps {
+                    let port = serve::port();
+                    let Ok(server) = server(lab, &s, port) else { continue };
+                    let mut cmd = serve::load(lab, port, "6k.html", HOT, lvl.inactive, Some(rate), secs);
+                    cmd.args.extend(["--new-conn-per-request", "--timeout", TIMEOUT].map(String::from));
+                    let name = s.clone();
+                    points.push(Point {
+                        experiment: "E12",
+                        series: s.clone(),
+                        x: rate,
+                        name: format!("{s}-inactive{}-rate{rate}-rep{launch}", lvl.inactive),
+                        server: Some(server),
+                        cmd,
+                        timeout: Duration::from_secs_f64(secs + 60.0),
+                        estimate: Duration::from_secs_f64(secs + 1.5 + lvl.inactive as f64 / 5000.0),
+                        parse: Box::new(move |ran| rows(&name, rate, lvl, launch, &serve::load_json(ran)?)),
+                    });
                 }
             }
         }
-        points
     }
-    fn analyse(&self, rows: &[Row]) -> Analysis {
-        let x = "offered request rate (requests per second)";
-        let measured: Vec<&Level> =
-            LEVELS.iter().filter(|l| rows.iter().any(|r| r.metric == l.mean)).collect();
-        let mut panels: Vec<Panel> = measured
-            .iter()
-            .map(|l| Panel {
-                title: format!("reply rate, {} inactive (mean; bars: least and most second)", l.inactive),
-                x_label: x.into(),
-                y_label: "replies per second".into(),
-                log_x: false,
-                log_y: false,
-                lines: with_offered(reply_lines(rows, l)),
-            })
-            .collect();
-        panels.extend(measured.iter().map(|l| Panel {
-            title: format!("Fig. 10: errors, {} inactive", l.inactive),
-            x_label: x.into(),
-            y_label: "% of requests ended by an error".into(),
-            log_x: false,
-            log_y: false,
-            lines: data::lines(rows, l.errors),
-        }));
-        panels.extend(measured.iter().map(|l| Panel {
-            title: format!(
-                "Fig. 14: median response time, {} inactive (bars: least and most launch)",
-                l.inactive
+    points
+}
+
+fn analyse(rows: &[Row]) -> Analysis {
+    let measured: Vec<&Level> = LEVELS.iter().filter(|l| rows.iter().any(|r| r.metric == l.mean)).collect();
+    let panel = |title: String, y: &str, lines| Panel {
+        title,
+        x_label: "offered request rate (requests per second)".into(),
+        y_label: y.into(),
+        log_x: false,
+        log_y: false,
+        lines,
+    };
+    let at = |l: &Level| format!("{} inactive", l.inactive);
+    let mut panels: Vec<Panel> = measured
+        .iter()
+        .map(|l| {
+            let title = format!("reply rate, {} (mean; bars: least and most second)", at(l));
+            panel(title, "replies per second", with_offered(reply_lines(rows, l)))
+        })
+        .collect();
+    panels.extend(measured.iter().map(|l| {
+        panel(
+            format!("Fig. 10: errors, {}", at(l)),
+            "% of requests ended by an error",
+            data::lines(rows, l.errors),
+        )
+    }));
+    panels.extend(measured.iter().map(|l| {
+        let title = format!("Fig. 14: median response time, {} (bars: least and most launch)", at(l));
+        panel(title, "median response time (ms)", data::lines(rows, &median_metric(l)))
+    }));
+    let mut reading = Vec::new();
+    let mut top = Vec::new();
+    for l in &measured {
+        let errors = data::lines(rows, l.errors);
+        for line in reply_lines(rows, l) {
+            let s = sustained(&line, errors.iter().find(|e| e.name == line.name));
+            let last = line.points.last().expect("a line has points");
+            reading.push(format!(
+                "{}, {} inactive: keeps pace {}; at {} req/s offered, {} replies/s (seconds from {} to {}).",
+                line.name,
+                l.inactive,
+                if s > 0.0 {
+                    format!("up to {} req/s offered", num(s))
+                } else {
+                    "at no rate of the sweep".into()
+                },
+                last.x,
+                num(last.spread.median),
+                num(last.spread.min),
+                num(last.spread.max)
+            ));
+            top.push((l.inactive, line.name.clone(), s));
+        }
+    }
+    let (ours, holds) = verdict(&top, rows);
+    let mut metrics = Vec::new();
+    for l in &measured {
+        metrics.push((l.mean, "mean replies per second over the run"));
+        metrics.push((l.per_second, "replies in each whole second (median, least, most)"));
+        metrics.push((l.errors, "% of requests ended by an error"));
+    }
+    let figures = vec![
+        FigureRow::without_number(
+            "Provos Figs. 4-9",
+            "As inactive connections grow, the poll server's reply rate falls below the offered rate and swings \
+             towards zero; with /dev/poll it keeps up.",
+            ours.clone(),
+            holds.clone(),
+            &format!(
+                "at the most inactive measured for both, epoll against poll, {BEATS_RULE}; cannot say where \
+                 the load generator's busiest thread was {}% busy or more at a point",
+                serve::LOAD_BUSY_LIMIT_PCT
             ),
-            x_label: x.into(),
-            y_label: "median response time (ms)".into(),
-            log_x: false,
-            log_y: false,
-            lines: data::lines(rows, &median_metric(l)),
-        }));
-        let mut reading = Vec::new();
-        let mut top = Vec::new();
-        for l in &measured {
-            let errors = data::lines(rows, l.errors);
-            for line in reply_lines(rows, l) {
-                let s = sustained(&line, errors.iter().find(|e| e.name == line.name));
-                let last = line.points.last().expect("a line has points");
-                reading.push(format!(
-                    "{}, {} inactive: keeps pace {}; at {} req/s offered, {} replies/s (seconds from {} to {}).",
-                    line.name,
-                    l.inactive,
-                    if s > 0.0 { format!("up to {} req/s offered", num(s)) } else { "at no rate of the sweep".into() },
-                    last.x,
-                    num(last.spread.median),
-                    num(last.spread.min),
-                    num(last.spread.max)
-                ));
-                top.push((l.inactive, line.name.clone(), s));
-            }
-        }
-        let (ours, holds) = verdict(&top, rows);
-        let mut metrics = Vec::new();
-        for l in &measured {
-            metrics.push((l.mean, "mean replies per second over the run"));
-            metrics.push((l.per_second, "replies in each whole second (median, least, most)"));
-            metrics.push((l.errors, "% of requests ended by an error"));
-        }
-        let figures = vec![
-            FigureRow {
-inputs: Vec::new(),
-                figure: "Provos Figs. 4-9".into(),
-                claim: "As inactive connections grow, the poll server's reply rate falls below the offered \
-                        rate and swings towards zero; with /dev/poll it keeps up.",
-                paper: None,
-                ours: ours.clone(),
-                ratio: Err("the paper prints no number".into()),
-                holds: holds.clone(),
-                rule: format!(
-                    "at the most inactive measured for both, epoll against poll, {BEATS_RULE}; cannot say where \
-                     the load generator's busiest thread was {}% busy or more at a point",
-                    serve::LOAD_BUSY_LIMIT_PCT
-                ),
-                literal: super::NO_NUMBER.into(),
-            },
-            fig10_row(rows),
-            figs11_13_row(&top, rows),
-            fig14_row(rows),
-            rtsig_row(&top, rows),
-        ];
-        Analysis { panels, ours, holds, reading, metrics, figures }
-    }
+        ),
+        fig10_row(rows),
+        figs11_13_row(&top, rows),
+        fig14_row(rows),
+        rtsig_row(&top, rows),
+    ];
+    Analysis { panels, ours, holds, reading, metrics, figures }
 }
 
 /// Fig. 10's rule: the poll server's errors "climb" if they reach this share (%) of requests
@@ -227,19 +211,12 @@ fn fig10_row(rows: &[Row]) -> FigureRow {
     let measured: Vec<&Level> = LEVELS.iter().filter(|l| rows.iter().any(|r| r.metric == l.errors)).collect();
     // (error %, inactive, offered rate) of the worst point of `name`.
     let worst = |name: &str| {
-        measured
-            .iter()
-            .filter_map(|lvl| {
-                let l = data::lines(rows, lvl.errors).into_iter().find(|l| l.name == name)?;
-                l.points.iter().map(|p| (p.spread.median, lvl.inactive, p.x)).reduce(|a, b| {
-                    if b.0 > a.0 {
-                        b
-                    } else {
-                        a
-                    }
-                })
-            })
-            .reduce(|a, b| if b.0 > a.0 { b } else { a })
+        let all = measured.iter().flat_map(|lvl| {
+            let l = data::lines(rows, lvl.errors).into_iter().find(|l| l.name == name);
+            l.into_iter().flat_map(|l| l.points).map(|p| (p.spread.median, lvl.inactive, p.x))
+        });
+        // The first of the largest, in the levels' and rates' order.
+        all.reduce(|a, b| if b.0 > a.0 { b } else { a })
     };
     let counts: Vec<String> = measured.iter().map(|l| l.inactive.to_string()).collect();
     let mut literal = "cannot say: poll and epoll not both measured".to_string();
@@ -312,16 +289,7 @@ fn rows(
     launch: u32,
     json: &serde_json::Value,
 ) -> Result<Vec<Row>, String> {
-    let row = |metric: &str, rep: u32, v: f64| Row {
-        experiment: "E12".into(),
-        series: series.into(),
-        x: rate,
-        rep,
-        metric: metric.into(),
-        value: Some(v),
-        status: Status::Ok,
-        note: String::new(),
-    };
+    let row = |metric: &str, rep: u32, v: f64| Row { rep, ..Row::ok("E12", series, rate, metric, v) };
     let mean = serve::at(json, "/reply_rate/mean").ok_or("load.json has no /reply_rate/mean")?;
     let seconds = json.pointer("/reply_rate/per_second").and_then(|v| v.as_array());
     let seconds = seconds.filter(|s| !s.is_empty()).ok_or("load.json has no whole second of replies")?;
@@ -367,11 +335,8 @@ fn busy_metric(lvl: &Level) -> String {
 /// hot thread was over [`serve::LOAD_BUSY_LIMIT_PCT`] busy.
 fn load_bound(rows: &[Row], lvl: &Level, series: &str) -> Option<String> {
     let metric = busy_metric(lvl);
-    let mut xs: Vec<f64> =
-        rows.iter().filter(|r| r.series == series && r.metric == metric).map(|r| r.x).collect();
-    xs.sort_by(f64::total_cmp);
-    xs.dedup();
-    xs.into_iter()
+    data::distinct(rows.iter().filter(|r| r.series == series && r.metric == metric).map(|r| r.x))
+        .into_iter()
         .find_map(|x| serve::load_bound_in(rows, &metric, series, x))
         .map(|why| format!("{why} req/s, {} inactive", lvl.inactive))
 }
@@ -418,10 +383,15 @@ fn sustained(replies: &Line, errors: Option<&Line>) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// The highest rate `series` kept pace up to at `n` inactive ([`sustained`]), if measured.
+fn pace(top: &[(usize, String, f64)], n: usize, series: &str) -> Option<f64> {
+    top.iter().find(|t| t.0 == n && t.1 == series).map(|t| t.2)
+}
+
 /// Our figure and whether the claim holds: at the largest inactive count measured for both,
 /// the epoll server keeps up to a higher offered rate than the poll server.
 fn verdict(top: &[(usize, String, f64)], rows: &[Row]) -> (String, String) {
-    let at = |n: usize, s: &str| top.iter().find(|t| t.0 == n && t.1 == s).map(|t| t.2);
+    let at = |n: usize, s: &str| pace(top, n, s);
     let most =
         top.iter().map(|t| t.0).filter(|&n| at(n, "hintq-epoll").and(at(n, "hintq-poll")).is_some()).max();
     let Some(n) = most else {
@@ -436,14 +406,6 @@ fn verdict(top: &[(usize, String, f64)], rows: &[Row]) -> (String, String) {
     );
     let holds = beats(top, rows, n, "hintq-epoll", "hintq-poll").map_or(UNMEASURED.into(), |b| b.1);
     (ours, holds)
-}
-
-/// A figure per launch of `metric` for `series` at `x`, disturbed launches left out.
-fn launches(rows: &[Row], metric: &str, series: &str, x: f64) -> Option<Figure> {
-    let v = rows.iter().filter(|r| r.series == series && r.x == x && r.metric == metric);
-    let disturbed = v.clone().filter(|r| r.status == Status::Disturbed && r.value.is_some()).count();
-    Figure::new(v.filter(|r| r.status == Status::Ok).filter_map(|r| r.value).collect())
-        .map(|f| f.excluding(disturbed))
 }
 
 /// The rule of [`beats`], in words.
@@ -461,8 +423,7 @@ fn beats(
     a: &str,
     b: &str,
 ) -> Option<(Verdict, String)> {
-    let at = |s: &str| top.iter().find(|t| t.0 == n && t.1 == s).map(|t| t.2);
-    let (ra, rb) = (at(a)?, at(b)?);
+    let (ra, rb) = (pace(top, n, a)?, pace(top, n, b)?);
     let (an, bn) = (a.trim_start_matches("hintq-"), b.trim_start_matches("hintq-"));
     let lvl = LEVELS.iter().find(|l| l.inactive == n)?;
     // A point whose load generator was near its limit judges nothing.
@@ -470,15 +431,12 @@ fn beats(
         return Some((Verdict::CannotSay(why.clone()), format!("cannot say: {why}")));
     }
     let pace = format!("{an} keeps pace up to {} req/s offered, {bn} to {}", num(ra), num(rb));
-    let mut xs: Vec<f64> =
-        rows.iter().filter(|r| r.metric == lvl.mean && r.series == a).map(|r| r.x).collect();
-    xs.sort_by(f64::total_cmp);
-    xs.dedup();
+    let xs = data::distinct(rows.iter().filter(|r| r.metric == lvl.mean && r.series == a).map(|r| r.x));
     let judged: Vec<(Verdict, String)> = xs
         .into_iter()
         .filter(|&x| x > ra.min(rb))
         .filter_map(|x| {
-            let (fa, fb) = (launches(rows, lvl.mean, a, x)?, launches(rows, lvl.mean, b, x)?);
+            let (fa, fb) = (launches(rows, a, x, lvl.mean)?, launches(rows, b, x, lvl.mean)?);
             Some((
                 Verdict::above(&fa, &fb),
                 format!("at {} req/s, {}", num(x), verdict::compare((an, &fa), (bn, &fb))),
@@ -504,74 +462,69 @@ fn beats(
     Some((v.clone(), format!("{v}, at {n} inactive: {pace}; mean replies/s: {}", each.join("; "))))
 }
 
+/// [`beats`] of `a` against `b` at every inactive count measured for both.
+fn at_every_count(
+    top: &[(usize, String, f64)],
+    rows: &[Row],
+    a: &str,
+    b: &str,
+) -> Vec<(usize, Verdict, String)> {
+    let mut counts: Vec<usize> = top.iter().map(|t| t.0).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    counts.into_iter().filter_map(|n| beats(top, rows, n, a, b).map(|(v, t)| (n, v, t))).collect()
+}
+
+/// Every count's verdict together ([`Verdict::all`]), each said: `yes (1 inactive: …; …)`.
+fn together(judged: &[(usize, Verdict, String)]) -> String {
+    let v = Verdict::all(&judged.iter().map(|j| j.1.clone()).collect::<Vec<_>>());
+    let each: Vec<String> = judged.iter().map(|(n, _, t)| format!("{n} inactive: {t}")).collect();
+    format!("{v} ({})", each.join("; "))
+}
+
 /// Provos §7: thttpd on /dev/poll (here epoll, the kernel-held interest set) scales better
 /// than phhttpd on RT signals (here `hintq-rtsig`, no hybrid) "at both low and high inactive
 /// connection loads": [`beats`] at every inactive count both were measured at, two or more.
 fn rtsig_row(top: &[(usize, String, f64)], rows: &[Row]) -> FigureRow {
-    let mut counts: Vec<usize> = top.iter().map(|t| t.0).collect();
-    counts.sort_unstable();
-    counts.dedup();
-    let judged: Vec<(usize, Verdict, String)> = counts
+    let judged = at_every_count(top, rows, "hintq-epoll", "hintq-rtsig");
+    let each: Vec<String> = judged
         .iter()
-        .filter_map(|&n| beats(top, rows, n, "hintq-epoll", "hintq-rtsig").map(|(v, t)| (n, v, t)))
+        .map(|(n, _, _)| {
+            let (e, r) = (pace(top, *n, "hintq-epoll"), pace(top, *n, "hintq-rtsig"));
+            let (e, r) = (num(e.unwrap_or(0.0)), num(r.unwrap_or(0.0)));
+            format!("{n} inactive: epoll keeps pace up to {e}, rtsig {r} req/s offered")
+        })
         .collect();
-    let sustained = |n: usize, s: &str| top.iter().find(|t| t.0 == n && t.1 == s).map_or(0.0, |t| t.2);
-    let ours = if judged.is_empty() {
-        "epoll and rtsig (no hybrid) not both measured".to_string()
-    } else {
-        let each: Vec<String> = judged
-            .iter()
-            .map(|(n, _, _)| {
-                format!(
-                    "{n} inactive: epoll keeps pace up to {}, rtsig {} req/s offered",
-                    num(sustained(*n, "hintq-epoll")),
-                    num(sustained(*n, "hintq-rtsig"))
-                )
-            })
-            .collect();
-        each.join("; ")
+    let (ours, holds) = match judged.len() {
+        0 => ("epoll and rtsig (no hybrid) not both measured".to_string(), UNMEASURED.to_string()),
+        1 => (each.join("; "), format!("cannot say: one inactive count measured ({})", judged[0].2)),
+        _ => (each.join("; "), together(&judged)),
     };
-    let holds = match judged.len() {
-        0 => UNMEASURED.to_string(),
-        1 => format!("cannot say: one inactive count measured ({})", judged[0].2),
-        _ => {
-            let v = Verdict::all(&judged.iter().map(|j| j.1.clone()).collect::<Vec<_>>());
-            let each: Vec<String> = judged.iter().map(|(n, _, t)| format!("{n} inactive: {t}")).collect();
-            format!("{v} ({})", each.join("; "))
-        }
-    };
-    FigureRow {
-        inputs: Vec::new(),
-        figure: "Provos §7 (RT signals against /dev/poll)".into(),
-        claim:
-            "\"thttpd using /dev/poll scales better than single-threaded phhttpd using RT signals at both \
-                low and high inactive connection loads\" (§7; Figs. 11-13 against Figs. 4-9)",
-        paper: None,
+    FigureRow::without_number(
+        "Provos §7 (RT signals against /dev/poll)",
+        "\"thttpd using /dev/poll scales better than single-threaded phhttpd using RT signals at both low and \
+         high inactive connection loads\" (§7; Figs. 11-13 against Figs. 4-9)",
         ours,
-        ratio: Err("the paper prints no number".into()),
         holds,
-        rule: format!(
+        &format!(
             "at every inactive count measured for both (two or more), epoll against rtsig without the hybrid, \
              {BEATS_RULE}; an inactive count where the load generator's busiest thread was {}% busy or more at \
              a point cannot say",
             serve::LOAD_BUSY_LIMIT_PCT
         ),
-        literal: super::NO_NUMBER.into(),
-    }
+    )
 }
 
 /// The reply-rate lines with the line where replies equal the offered rate, Provos's
 /// reference: a server on it keeps pace.
 fn with_offered(mut lines: Vec<Line>) -> Vec<Line> {
-    let mut xs: Vec<f64> = lines.iter().flat_map(|l| l.points.iter().map(|p| p.x)).collect();
-    xs.sort_by(f64::total_cmp);
-    xs.dedup();
+    let xs = data::distinct(lines.iter().flat_map(|l| l.points.iter().map(|p| p.x)));
     if !xs.is_empty() {
         let points = xs
             .into_iter()
             .map(|x| Pt { x, spread: Spread { median: x, min: x, max: x, n: 1 }, disturbed: 0 })
             .collect();
-        lines.push(Line { name: "replies = offered".into(), points });
+        lines.push(Line { name: crate::plot::OFFERED.into(), points });
     }
     lines
 }
@@ -579,41 +532,26 @@ fn with_offered(mut lines: Vec<Line>) -> Vec<Line> {
 /// Provos Figs. 11-13 against Figs. 4, 6 and 8: RT signals without the hybrid (phhttpd)
 /// against poll (stock thttpd), by [`beats`] at every inactive count measured for both.
 fn figs11_13_row(top: &[(usize, String, f64)], rows: &[Row]) -> FigureRow {
-    let mut counts: Vec<usize> = top.iter().map(|t| t.0).collect();
-    counts.sort_unstable();
-    counts.dedup();
-    let judged: Vec<(usize, Verdict, String)> = counts
-        .iter()
-        .filter_map(|&n| beats(top, rows, n, "hintq-rtsig", "hintq-poll").map(|(v, t)| (n, v, t)))
-        .collect();
+    let judged = at_every_count(top, rows, "hintq-rtsig", "hintq-poll");
     let (ours, holds) = if judged.is_empty() {
         ("rtsig (no hybrid) and poll not both measured".to_string(), UNMEASURED.to_string())
     } else {
-        let v = Verdict::all(&judged.iter().map(|j| j.1.clone()).collect::<Vec<_>>());
-        let each: Vec<String> = judged.iter().map(|(n, _, t)| format!("{n} inactive: {t}")).collect();
         let counts: Vec<String> = judged.iter().map(|j| j.0.to_string()).collect();
-        (
-            format!("rtsig against poll at {} inactive", counts.join(", ")),
-            format!("{v} ({})", each.join("; ")),
-        )
+        (format!("rtsig against poll at {} inactive", counts.join(", ")), together(&judged))
     };
-    FigureRow {
-        inputs: Vec::new(),
-        figure: "Provos Figs. 11-13 (RT signals against poll)".into(),
-        claim: "\"Comparing FIGS. 11 through 13 with FIGS. 4, 6, and 8, clearly phhttpd outperforms the stock \
-                version of thttpd\" (§5: RT signals against poll, with 1, 251 and 501 inactive)",
-        paper: None,
+    FigureRow::without_number(
+        "Provos Figs. 11-13 (RT signals against poll)",
+        "\"Comparing FIGS. 11 through 13 with FIGS. 4, 6, and 8, clearly phhttpd outperforms the stock version \
+         of thttpd\" (§5: RT signals against poll, with 1, 251 and 501 inactive)",
         ours,
-        ratio: Err("the paper prints no number".into()),
         holds,
-        rule: format!(
+        &format!(
             "at every inactive count measured for both, rtsig without the hybrid against poll, {BEATS_RULE}; \
              one no decides; an inactive count where the load generator's busiest thread was {}% busy or more \
              at a point cannot say",
             serve::LOAD_BUSY_LIMIT_PCT
         ),
-        literal: super::NO_NUMBER.into(),
-    }
+    )
 }
 
 /// Provos's inactive count of Fig. 14.
@@ -627,10 +565,8 @@ const FIG14_LEAP_MS: f64 = 120.0;
 fn fig14_row(rows: &[Row]) -> FigureRow {
     let lvl = LEVELS.iter().find(|l| l.inactive == FIG14_INACTIVE).expect("251 is a level");
     let metric = median_metric(lvl);
-    let mut xs: Vec<f64> = rows.iter().filter(|r| r.metric == metric).map(|r| r.x).collect();
-    xs.sort_by(f64::total_cmp);
-    xs.dedup();
-    let fig = |s: &str, x: f64| launches(rows, &metric, s, x);
+    let xs = data::distinct(rows.iter().filter(|r| r.metric == metric).map(|r| r.x));
+    let fig = |s: &str, x: f64| launches(rows, s, x, &metric);
     let ends = xs.first().zip(xs.last()).filter(|(lo, hi)| lo < hi).map(|(lo, hi)| (*lo, *hi));
     let figs = ends.and_then(|(lo, hi)| {
         Some((
@@ -658,15 +594,7 @@ fn fig14_row(rows: &[Row]) -> FigureRow {
             let low = Verdict::below(&rlo, &elo);
             let high = Verdict::above(&rhi, &ehi);
             let v = Verdict::all(&[low, high]);
-            let leap = if rhi.n() < verdict::MIN_LAUNCHES {
-                Verdict::CannotSay(format!("fewer than {} launches", verdict::MIN_LAUNCHES))
-            } else if rhi.min() > FIG14_LEAP_MS {
-                Verdict::Yes
-            } else if rhi.max() < FIG14_LEAP_MS {
-                Verdict::No
-            } else {
-                Verdict::WithinNoise
-            };
+            let leap = Verdict::over(&rhi, FIG14_LEAP_MS);
             (
                 format!(
                     "median ms at {} req/s: {}; at {} req/s: {}",
@@ -707,7 +635,7 @@ fn fig14_row(rows: &[Row]) -> FigureRow {
 
 #[cfg(test)]
 mod tests {
-    use super::{rows, Experiment, Row, E12, LEVELS};
+    use super::{analyse, rows, Row, LEVELS};
 
     fn json(mean: f64, seconds: &[u64], successes: u64, timeouts: u64, p50_us: f64) -> serde_json::Value {
         serde_json::json!({
@@ -769,7 +697,7 @@ mod tests {
         all.extend(point("hintq-epoll", 5000, 16000.0, [15000.0, 15200.0, 14900.0], &[14000, 16000], 0));
         all.extend(point("hintq-poll", 5000, 4000.0, [2000.0, 2100.0, 1900.0], &[100, 3900], 2000));
         all.extend(point("hintq-poll", 5000, 16000.0, [1500.0, 1400.0, 1600.0], &[0, 3000], 9000));
-        let a = E12.analyse(&all);
+        let a = analyse(&all);
         assert!(
             a.holds
                 .starts_with("yes, at 5000 inactive: epoll keeps pace up to 16000 req/s offered, poll to 0"),
@@ -802,7 +730,7 @@ mod tests {
         // One launch a point: cannot say.
         let one: Vec<Row> =
             all.iter().filter(|r| r.rep == 0 || r.rep == 1000 || r.rep == 1001).cloned().collect();
-        let h = E12.analyse(&one).holds;
+        let h = analyse(&one).holds;
         assert!(h.starts_with("cannot say: fewer than 3 launches"), "{h}");
     }
 
@@ -815,7 +743,7 @@ mod tests {
         more.extend(point("hintq-poll", 2000, 8000.0, [8000.0; 3], &[8000, 8000], 0));
         more.extend(point("hintq-epoll", 2000, 16000.0, [12222.0, 12100.0, 12300.0], &[12100, 12300], 0));
         more.extend(point("hintq-poll", 2000, 16000.0, [13657.0, 13500.0, 13700.0], &[13500, 13700], 0));
-        let h = E12.analyse(&more).holds;
+        let h = analyse(&more).holds;
         assert!(
             h.starts_with("no, at 2000 inactive: epoll keeps pace up to 8000 req/s offered, poll to 8000"),
             "{h}"
@@ -824,7 +752,7 @@ mod tests {
         let mut close = Vec::new();
         close.extend(point("hintq-epoll", 2000, 16000.0, [12222.0, 12100.0, 13600.0], &[12100], 0));
         close.extend(point("hintq-poll", 2000, 16000.0, [13657.0, 12000.0, 13700.0], &[13500], 0));
-        let h = E12.analyse(&close).holds;
+        let h = analyse(&close).holds;
         assert!(h.starts_with("within noise"), "{h}");
     }
 
@@ -839,9 +767,8 @@ mod tests {
         ] {
             all.extend(point(series, inactive, rate, [mean; 3], &[mean as u64], err));
         }
-        let f10 = |rows: &[Row]| {
-            E12.analyse(rows).figures.into_iter().find(|f| f.figure == "Provos Fig. 10").unwrap()
-        };
+        let f10 =
+            |rows: &[Row]| analyse(rows).figures.into_iter().find(|f| f.figure == "Provos Fig. 10").unwrap();
         let f = f10(&all);
         assert_eq!(
             f.ours,
@@ -868,7 +795,7 @@ mod tests {
             all.extend(point("hintq-poll", inactive, 16000.0, [5000.0, 5100.0, 4900.0], &[5000], 0));
         }
         let row = |rows: &[Row], name: &str| {
-            E12.analyse(rows).figures.into_iter().find(|f| f.figure.starts_with(name)).unwrap()
+            analyse(rows).figures.into_iter().find(|f| f.figure.starts_with(name)).unwrap()
         };
         let r = row(&all, "Provos §7");
         assert!(
@@ -918,7 +845,7 @@ mod tests {
             }
         }
         let row = |rows: &[Row]| {
-            E12.analyse(rows).figures.into_iter().find(|f| f.figure.starts_with("Provos Fig. 14")).unwrap()
+            analyse(rows).figures.into_iter().find(|f| f.figure.starts_with("Provos Fig. 14")).unwrap()
         };
         let f = row(&all);
         assert_eq!(f.holds, "yes");

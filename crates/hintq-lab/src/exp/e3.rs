@@ -11,20 +11,19 @@ use crate::verdict::{self, Verdict};
 /// E3.
 pub struct E3;
 
-impl Experiment for E3 {
-    fn id(&self) -> &'static str {
-        "E3"
-    }
-    fn title(&self) -> &'static str {
-        "cost of get_next_event vs array_max and vs idle descriptors"
-    }
-    fn paper(&self) -> &'static str {
-        "Banga et al. 1999, Fig. 6"
-    }
-    fn claim(&self) -> &'static str {
-        "Batching amortises the call (cost per event falls as array_max grows), and the event \
-         API's cost does not grow with idle connections, while select/poll cost grows with them."
-    }
+/// E3: what it reproduces, its plan and its analysis.
+pub const EXPERIMENT: Experiment = Experiment {
+    id: "E3",
+    title: "cost of get_next_event vs array_max and vs idle descriptors",
+    paper: "Banga et al. 1999, Fig. 6",
+    claim: "Batching amortises the call (cost per event falls as array_max grows), and the event \
+         API's cost does not grow with idle connections, while select/poll cost grows with them.",
+    needs: |lab| E3.needs(lab),
+    plan: |lab| E3.plan(lab),
+    analyse: |rows| E3.analyse(rows),
+};
+
+impl E3 {
     fn needs(&self, lab: &Lab) -> Result<(), String> {
         lab.need(&["bench", "micro"])
     }
@@ -208,7 +207,7 @@ fn verdict(rows: &[Row], cycle: &[data::Line]) -> (String, String, Vec<String>) 
 
 #[cfg(test)]
 mod tests {
-    use super::{Experiment, E3};
+    use super::E3;
     use crate::data::Row;
 
     fn row(metric: &str, x: f64, v: f64) -> Row {

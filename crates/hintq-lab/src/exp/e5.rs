@@ -20,15 +20,12 @@
 use super::e1::servers;
 use super::serve::{self};
 use super::{panel, Analysis, Experiment, Lab};
-use crate::data::{num, Row, Status};
+use crate::data::{num, Row};
 use crate::plot::label;
 use crate::runner::{Cmd, Point, Ran, Server};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
-
-/// E5.
-pub struct E5;
 
 /// An event-notification mechanism, with the functions that are its cost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,83 +42,32 @@ pub enum Mechanism {
     Rtsig,
 }
 
-/// Kernel functions of `poll(2)` and its wake-up; `select` shares the wake-up.
-const POLL: &[&str] = &["__x64_sys_poll", "__x64_sys_ppoll", "do_sys_poll", "do_restart_poll"];
+/// Kernel functions of `poll(2)` and its wake-up; `select` shares the wake-up (each list
+/// space-separated).
+const POLL: &str = "__x64_sys_poll __x64_sys_ppoll do_sys_poll do_restart_poll";
 /// The poll-table wake-up and bookkeeping select and poll share.
-const POLL_TABLE: &[&str] = &[
-    "pollwake",
-    "__pollwait",
-    "poll_initwait",
-    "poll_freewait",
-    "poll_select_set_timeout",
-    "poll_select_finish",
-];
-const SELECT: &[&str] = &[
-    "__x64_sys_select",
-    "__x64_sys_pselect6",
-    "do_pselect",
-    "kern_select",
-    "core_sys_select",
-    "do_select",
-    "select_estimate_accuracy",
-];
-const EPOLL: &[&str] = &[
-    "__x64_sys_epoll_wait",
-    "__x64_sys_epoll_pwait",
-    "__x64_sys_epoll_pwait2",
-    "do_epoll_wait",
-    "do_epoll_pwait",
-    "ep_send_events",
-    "ep_item_poll",
-    "ep_start_scan",
-    "ep_done_scan",
-    "ep_poll_callback",
-    "ep_autoremove_wake_function",
-    "__x64_sys_epoll_ctl",
-    "do_epoll_ctl",
-    "ep_remove",
-    "ep_remove_epi",
-    "ep_remove_file",
-    "ep_ptable_queue_proc",
-];
+const POLL_TABLE: &str = "pollwake __pollwait poll_initwait poll_freewait poll_select_set_timeout \
+    poll_select_finish";
+const SELECT: &str = "__x64_sys_select __x64_sys_pselect6 do_pselect kern_select core_sys_select \
+    do_select select_estimate_accuracy";
+const EPOLL: &str = "__x64_sys_epoll_wait __x64_sys_epoll_pwait __x64_sys_epoll_pwait2 do_epoll_wait \
+    do_epoll_pwait ep_send_events ep_item_poll ep_start_scan ep_done_scan ep_poll_callback \
+    ep_autoremove_wake_function __x64_sys_epoll_ctl do_epoll_ctl ep_remove ep_remove_epi \
+    ep_remove_file ep_ptable_queue_proc";
 /// io_uring's poll requests and the wait for completions; not `io_submit_sqes`, which also
 /// issues the ring's sends.
-const URING: &[&str] = &[
-    "io_poll_add",
-    "io_poll_issue",
-    "io_poll_task_func",
-    "__io_poll_execute",
-    "io_poll_execute",
-    "io_poll_wake",
-    "io_poll_queue_proc",
-    "__io_queue_proc",
-    "io_poll_remove",
-    "io_poll_remove_entries",
-    "io_poll_cancel",
-    "io_poll_find",
-    "io_arm_poll_handler",
-    "__io_arm_poll_handler",
-    "io_cqring_wait",
-];
+const URING: &str = "io_poll_add io_poll_issue io_poll_task_func __io_poll_execute io_poll_execute \
+    io_poll_wake io_poll_queue_proc __io_queue_proc io_poll_remove io_poll_remove_entries \
+    io_poll_cancel io_poll_find io_arm_poll_handler __io_arm_poll_handler io_cqring_wait";
 /// Per-descriptor helpers a mechanism shares with other paths: counted as its own time only
 /// when one of its functions called them (Banga's `soo_select` is Linux's `sock_poll` and
 /// `tcp_poll`).
-pub const SHARED: &[&str] = &[
-    "sock_poll",
-    "tcp_poll",
-    "tcp_stream_is_readable",
-    "unix_poll",
-    "pipe_poll",
-    "fdget",
-    "__fget_light",
-    "__fget_files",
-    "fput",
-];
-
+pub const SHARED: &str = "sock_poll tcp_poll tcp_stream_is_readable unix_poll pipe_poll fdget \
+    __fget_light __fget_files fput";
 /// Counted only as the sample's own function: the rest of `io_uring_enter` submits sends.
-const URING_SELF: &[&str] = &["__x64_sys_io_uring_enter", "__do_sys_io_uring_enter"];
-const RTSIG: &[&str] =
-    &["__x64_sys_rt_sigtimedwait", "do_sigtimedwait", "kill_fasync", "send_sigio", "send_sigio_to_task"];
+const URING_SELF: &str = "__x64_sys_io_uring_enter __do_sys_io_uring_enter";
+const RTSIG: &str = "__x64_sys_rt_sigtimedwait do_sigtimedwait kill_fasync send_sigio \
+    send_sigio_to_task";
 
 impl Mechanism {
     /// The mechanism under a series of the server experiments: `hintq-<backend>` or `nginx`.
@@ -138,22 +84,22 @@ impl Mechanism {
 
     /// Kernel functions whose own samples count.
     pub fn kernel(self) -> Vec<&'static str> {
-        let lists: &[&[&str]] = match self {
+        let lists: &[&str] = match self {
             Mechanism::Select => &[SELECT, POLL_TABLE],
             Mechanism::Poll => &[POLL, POLL_TABLE],
             Mechanism::Epoll => &[EPOLL],
             Mechanism::Uring => &[URING],
             Mechanism::Rtsig => &[RTSIG, POLL, POLL_TABLE],
         };
-        lists.concat()
+        lists.iter().flat_map(|l| l.split(' ')).collect()
     }
 
     /// Kernel functions that count only as the sample's own function.
-    pub fn kernel_self(self) -> &'static [&'static str] {
+    pub fn kernel_self(self) -> Vec<&'static str> {
         if self == Mechanism::Uring {
-            URING_SELF
+            URING_SELF.split(' ').collect()
         } else {
-            &[]
+            Vec::new()
         }
     }
 
@@ -187,7 +133,7 @@ impl Mechanism {
         kernel.contains(&leaf)
             || self.kernel_self().contains(&leaf)
             || user(leaf)
-            || (SHARED.contains(&leaf) && chain.iter().any(|f| kernel.contains(&base(f))))
+            || (SHARED.split(' ').any(|f| f == leaf) && chain.iter().any(|f| kernel.contains(&base(f))))
     }
 
     /// The functions counted, for the report.
@@ -199,7 +145,7 @@ impl Mechanism {
             "{} (kernel), {} (user), own time; {} when they call them",
             all.join(", "),
             user.join(", "),
-            SHARED.join(", ")
+            SHARED.replace(' ', ", ")
         )
     }
 }
@@ -315,117 +261,100 @@ pub fn profile_share(dir: &Path, mechanism: Mechanism, window: (f64, f64)) -> Re
     Ok(samples as f64 * PERIOD_NS as f64 * 1e-9 / (to - from) * 100.0)
 }
 
-impl Experiment for E5 {
-    fn id(&self) -> &'static str {
-        "E5"
-    }
-    fn title(&self) -> &'static str {
-        "share of the server core's time (idle included) in event notification, fixed load, many cold connections"
-    }
-    fn paper(&self) -> &'static str {
-        "Banga et al. Table 2"
-    }
-    fn claim(&self) -> &'static str {
-        "Classical select took 34% of the CPU (750 cold, 50 hot, 400 req/s; a flat profile of \
-         the whole machine, idle included); improved select 12%; the event API under 1%."
-    }
-    fn needs(&self, lab: &Lab) -> Result<(), String> {
-        lab.need(&["serve"]).and(lab.need(&["load"])).and(perf_ok())
-    }
-    fn plan(&self, lab: &Lab) -> Vec<Point> {
-        // Banga's cold count only: the full run's time goes to 3 profiles of each line there.
-        let colds: Vec<usize> = lab.pick(vec![750], vec![750], vec![100]);
-        // Banga's three lines (classical select, improved select, the event API on a kernel
-        // event queue), and poll.
-        let backends = lab.pick(
-            &["uring", "epoll", "poll", "select-classic", "select"][..],
-            &["epoll", "poll", "select-classic", "select"][..],
-            &["epoll"][..],
-        );
-        let secs = lab.pick(4.0, 2.0, 0.5);
-        // Three profiles (launches) of each point: a verdict needs 3 (verdict.rs).
-        let launches: u32 = lab.pick(3, 3, 1);
-        let mut points = Vec::new();
-        for s in servers(lab, backends) {
-            let Some(mechanism) = Mechanism::of_series(&s) else { continue };
-            for (&cold, rep) in colds.iter().flat_map(|c| (0..launches).map(move |k| (c, k))) {
-                let port = serve::port();
-                let Ok(server) = serve::server(lab, &s, port) else { continue };
-                let name = s.clone();
-                points.push(Point {
-                    experiment: "E5",
-                    series: s.clone(),
-                    x: cold as f64,
-                    name: format!("{s}-cold{cold}-rep{rep}"),
-                    server: Some(profiled(server)),
-                    cmd: serve::load(lab, port, "1k.html", 50, cold, Some(400.0), secs),
-                    timeout: Duration::from_secs_f64(secs + 60.0),
-                    estimate: Duration::from_secs_f64(secs + 3.0),
-                    parse: Box::new(move |ran| {
-                        let window = hot_window(ran, &serve::load_json(ran)?)?;
-                        let share = profile_share(&ran.dir, mechanism, window)?;
-                        Ok(vec![Row {
-                            experiment: "E5".into(),
-                            series: name.clone(),
-                            x: cold as f64,
-                            rep,
-                            metric: "event_cpu_pct".into(),
-                            value: Some(share),
-                            status: Status::Ok,
-                            note: String::new(),
-                        }])
-                    }),
-                });
-            }
+/// E5: what it reproduces, its plan and its analysis.
+pub const EXPERIMENT: Experiment = Experiment {
+    id: "E5",
+    title: "share of the server core's time (idle included) in event notification, fixed load, many cold connections",
+    paper: "Banga et al. Table 2",
+    claim: "Classical select took 34% of the CPU (750 cold, 50 hot, 400 req/s; a flat profile of \
+         the whole machine, idle included); improved select 12%; the event API under 1%.",
+    needs: |lab| lab.need(&["serve"]).and(lab.need(&["load"])).and(perf_ok()),
+    plan,
+    analyse,
+};
+
+fn plan(lab: &Lab) -> Vec<Point> {
+    // Banga's cold count only: the full run's time goes to 3 profiles of each line there.
+    let colds: Vec<usize> = lab.pick(vec![750], vec![750], vec![100]);
+    // Banga's three lines (classical select, improved select, the event API on a kernel
+    // event queue), and poll.
+    let backends = lab.pick(
+        &["uring", "epoll", "poll", "select-classic", "select"][..],
+        &["epoll", "poll", "select-classic", "select"][..],
+        &["epoll"][..],
+    );
+    let secs = lab.pick(4.0, 2.0, 0.5);
+    // Three profiles (launches) of each point: a verdict needs 3 (verdict.rs).
+    let launches: u32 = lab.pick(3, 3, 1);
+    let mut points = Vec::new();
+    for s in servers(lab, backends) {
+        let Some(mechanism) = Mechanism::of_series(&s) else { continue };
+        for (&cold, rep) in colds.iter().flat_map(|c| (0..launches).map(move |k| (c, k))) {
+            let port = serve::port();
+            let Ok(server) = serve::server(lab, &s, port) else { continue };
+            let name = s.clone();
+            points.push(Point {
+                experiment: "E5",
+                series: s.clone(),
+                x: cold as f64,
+                name: format!("{s}-cold{cold}-rep{rep}"),
+                server: Some(profiled(server)),
+                cmd: serve::load(lab, port, "1k.html", 50, cold, Some(400.0), secs),
+                timeout: Duration::from_secs_f64(secs + 60.0),
+                estimate: Duration::from_secs_f64(secs + 3.0),
+                parse: Box::new(move |ran| {
+                    let window = hot_window(ran, &serve::load_json(ran)?)?;
+                    let share = profile_share(&ran.dir, mechanism, window)?;
+                    Ok(vec![Row { rep, ..Row::ok("E5", &name, cold as f64, "event_cpu_pct", share) }])
+                }),
+            });
         }
-        points
     }
-    fn analyse(&self, rows: &[Row]) -> Analysis {
-        let p = panel(
-            rows,
-            "event_cpu_pct",
-            "400 req/s, 50 hot",
-            "cold connections",
-            "% of the server core's time (flat)",
-            (false, false),
-        );
-        let mut reading: Vec<String> = p
-            .lines
-            .iter()
-            .map(|l| {
-                let at: Vec<String> = l
-                    .points
-                    .iter()
-                    .map(|pt| format!("{}% at {} cold", num(pt.spread.median), pt.x))
-                    .collect();
-                format!("{}: {}.", label(&l.name), at.join(", "))
-            })
-            .collect();
-        for l in &p.lines {
-            if let Some(m) = Mechanism::of_series(&l.name) {
-                reading.push(format!("{} counts: {}.", l.name, m.describe()));
-            }
+    points
+}
+
+fn analyse(rows: &[Row]) -> Analysis {
+    let p = panel(
+        rows,
+        "event_cpu_pct",
+        "400 req/s, 50 hot",
+        "cold connections",
+        "% of the server core's time (flat)",
+        (false, false),
+    );
+    let mut reading: Vec<String> = p
+        .lines
+        .iter()
+        .map(|l| {
+            let at: Vec<String> =
+                l.points.iter().map(|pt| format!("{}% at {} cold", num(pt.spread.median), pt.x)).collect();
+            format!("{}: {}.", label(&l.name), at.join(", "))
+        })
+        .collect();
+    for l in &p.lines {
+        if let Some(m) = Mechanism::of_series(&l.name) {
+            reading.push(format!("{} counts: {}.", l.name, m.describe()));
         }
-        // Banga's Table 2: the section's verdict is the first table's rows', by one rule.
-        let t2 = super::banga::table2(super::banga::Setting::Server, rows, "event_cpu_pct");
-        reading.insert(0, format!("{}.", super::banga::TABLE2_RULE));
-        reading.splice(1..1, t2.figures.iter().map(|f| format!("{}: {}.", f.figure, f.holds)));
-        let (ours, holds, figures) =
-            (format!("{} of the server core's time (flat, idle included)", t2.ours), t2.holds, t2.figures);
-        Analysis {
-            panels: vec![p],
-            ours,
-            holds,
-            reading,
-            metrics: vec![("event_cpu_pct", "% CPU in event notification")],
-            figures,
-        }
+    }
+    // Banga's Table 2: the section's verdict is the first table's rows', by one rule.
+    let t2 = super::banga::table2(super::banga::Setting::Server, rows, "event_cpu_pct");
+    reading.insert(0, format!("{}.", super::banga::TABLE2_RULE));
+    reading.splice(1..1, t2.figures.iter().map(|f| format!("{}: {}.", f.figure, f.holds)));
+    let (ours, holds, figures) =
+        (format!("{} of the server core's time (flat, idle included)", t2.ours), t2.holds, t2.figures);
+    Analysis {
+        panels: vec![p],
+        ours,
+        holds,
+        reading,
+        metrics: vec![("event_cpu_pct", "% CPU in event notification")],
+        figures,
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{flat_samples, Experiment, Mechanism, E5};
+    use super::{flat_samples, Mechanism};
     use crate::data::Row;
 
     /// A `perf report` of a select server made with `REPORT_ARGS`, as perf 6.1 prints it
@@ -552,7 +481,7 @@ mod tests {
     }
 
     fn analyse(points: &[Vec<Row>]) -> crate::exp::Analysis {
-        E5.analyse(&points.concat())
+        super::analyse(&points.concat())
     }
 
     #[test]
@@ -588,7 +517,7 @@ mod tests {
         assert!(a.reading.iter().any(|r| r.starts_with("hintq-select counts: __x64_sys_select")));
         // One profile a point: no verdict either way.
         let one: Vec<Row> = a_rows().into_iter().filter(|r| r.rep == 0).collect();
-        assert!(E5.analyse(&one).holds.starts_with("cannot say: fewer than 3 launches"));
+        assert!(super::analyse(&one).holds.starts_with("cannot say: fewer than 3 launches"));
     }
 
     fn a_rows() -> Vec<Row> {

@@ -347,23 +347,22 @@ pub const CLAIMS: [Claim; 9] = [
     },
 ];
 
-impl Experiment for E6 {
-    fn id(&self) -> &'static str {
-        "E6"
-    }
-    fn title(&self) -> &'static str {
-        "patterns x notification mechanisms x threads, 512 request/response connections"
-    }
-    fn paper(&self) -> &'static str {
-        "Strebelow & Prehofer, Figs. 6-13"
-    }
-    fn claim(&self) -> &'static str {
-        "Half-Sync/Half-Async on edge-triggered epoll peaks highest; it does better with select than \
+/// E6: what it reproduces, its plan and its analysis.
+pub const EXPERIMENT: Experiment = Experiment {
+    id: "E6",
+    title: "patterns x notification mechanisms x threads, 512 request/response connections",
+    paper: "Strebelow & Prehofer, Figs. 6-13",
+    claim: "Half-Sync/Half-Async on edge-triggered epoll peaks highest; it does better with select than \
          with level-triggered epoll, while Leader/Followers does better with epoll; select to \
          edge-triggered epoll gives up to 2x; a select call takes almost 80% longer; re-activation on \
          level-triggered epoll costs more than select's and grows with threads (each claim and its \
-         verdict in E6's section)."
-    }
+         verdict in E6's section).",
+    needs: |lab| E6.needs(lab),
+    plan: |lab| E6.plan(lab),
+    analyse: |rows| E6.analyse(rows),
+};
+
+impl E6 {
     fn needs(&self, lab: &Lab) -> Result<(), String> {
         lab.need(&["bench", "patterns"])
     }

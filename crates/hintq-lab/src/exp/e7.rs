@@ -14,21 +14,20 @@ use std::time::Duration;
 /// E7.
 pub struct E7;
 
-impl Experiment for E7 {
-    fn id(&self) -> &'static str {
-        "E7"
-    }
-    fn title(&self) -> &'static str {
-        "poll(2) cost per idle descriptor; active/inactive split with 1% active"
-    }
-    fn paper(&self) -> &'static str {
-        "Gooch 1998"
-    }
-    fn claim(&self) -> &'static str {
-        "poll(2) scans every descriptor on each call (Gooch's text estimates about 3 µs each on a \
+/// E7: what it reproduces, its plan and its analysis.
+pub const EXPERIMENT: Experiment = Experiment {
+    id: "E7",
+    title: "poll(2) cost per idle descriptor; active/inactive split with 1% active",
+    paper: "Gooch 1998",
+    claim: "poll(2) scans every descriptor on each call (Gooch's text estimates about 3 µs each on a \
          Pentium 100; he printed no measurements); keeping inactive descriptors in a second set, polled \
-         only \"occasionally\", removes most of that cost."
-    }
+         only \"occasionally\", removes most of that cost.",
+    needs: |lab| E7.needs(lab),
+    plan: |lab| E7.plan(lab),
+    analyse: |rows| E7.analyse(rows),
+};
+
+impl E7 {
     fn needs(&self, lab: &Lab) -> Result<(), String> {
         if lab.smoke {
             return Err("left out of --smoke: `hintq bench gooch --quick` alone takes about 30 s".into());
@@ -211,7 +210,6 @@ impl Experiment for E7 {
 mod tests {
     #[test]
     fn each_bullet_names_the_metric_its_line_is_from() {
-        use super::Experiment;
         let row = |m: &str, x: f64, v: f64| crate::data::Row::ok("E7", "gooch", x, m, v);
         let rows = [
             row("split_ns_per_cycle", 100.0, 3000.0),
@@ -231,7 +229,6 @@ mod tests {
 
     #[test]
     fn the_split_is_judged_on_launches_without_an_invented_factor() {
-        use super::Experiment;
         let row = |s: &str, m: &str, x: f64, rep: u32, v: f64| crate::data::Row {
             rep,
             ..crate::data::Row::ok("E7", s, x, m, v)

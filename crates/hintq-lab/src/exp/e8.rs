@@ -13,21 +13,20 @@ use std::time::Duration;
 /// E8.
 pub struct E8;
 
-impl Experiment for E8 {
-    fn id(&self) -> &'static str {
-        "E8"
-    }
-    fn title(&self) -> &'static str {
-        "RT signals vs poll, epoll, io_uring; signal queue overflow; hybrid switching"
-    }
-    fn paper(&self) -> &'static str {
-        "Provos & Lever 2000, §4-6"
-    }
-    fn claim(&self) -> &'static str {
-        "RT signals deliver events cheaply until the signal queue overflows; recovery then costs \
+/// E8: what it reproduces, its plan and its analysis.
+pub const EXPERIMENT: Experiment = Experiment {
+    id: "E8",
+    title: "RT signals vs poll, epoll, io_uring; signal queue overflow; hybrid switching",
+    paper: "Provos & Lever 2000, §4-6",
+    claim: "RT signals deliver events cheaply until the signal queue overflows; recovery then costs \
          a poll over every descriptor (Provos §2-4; the hybrid that switches to polling under load \
-         is hintq's, which Provos imagined but did not test, §7)."
-    }
+         is hintq's, which Provos imagined but did not test, §7).",
+    needs: |lab| E8.needs(lab),
+    plan: |lab| E8.plan(lab),
+    analyse: |rows| E8.analyse(rows),
+};
+
+impl E8 {
     fn needs(&self, lab: &Lab) -> Result<(), String> {
         if lab.smoke {
             return Err("left out of --smoke: `hintq bench rtsig --quick` alone takes about 30 s".into());
@@ -218,7 +217,6 @@ mod tests {
     fn banga_s_sigio_row_sets_our_us_per_signal_against_10_7() {
         // 32 signals per burst: 3.2 µs in get_next_event per burst is 0.1 µs per signal at
         // 132 registered; epoll's 0.05 µs per event there is cheaper.
-        use super::Experiment;
         let row = |s: &str, x: f64, per_call: f64| {
             [
                 crate::data::Row::ok("E8", s, x, "scan_ns_per_call", per_call),
@@ -243,7 +241,6 @@ mod tests {
 
     #[test]
     fn an_overflowing_queue_faster_than_the_full_one_is_no_and_explained_and_overlap_is_noise() {
-        use super::Experiment;
         use crate::data::Row;
         let rows = |series: &str, metric: &str, v: [f64; 3]| -> Vec<Row> {
             (0..3).map(|rep| Row { rep, ..Row::ok("E8", series, 1024.0, metric, v[rep as usize]) }).collect()

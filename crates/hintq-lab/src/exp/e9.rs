@@ -2,13 +2,10 @@
 //! a ring of N socket pairs) against N, for hintq on every backend, mio, and libevent, libev
 //! and libuv where their -dev packages are installed.
 //!
-//! Why the loops slow down from 100 to 9,000 pairs ([`GROWTH`]; on 2026-11-27 every loop,
-//! libev's too, grew 1.26-1.44x): not per-event work in the loop (hintq's timed loop makes
-//! the same system calls and, by callgrind, the same user-space instructions per event at
-//! every pair count), nor the re-registration before each run (`--keep` leaves it out and the
-//! growth stays), but the kernel memory the 1000 writes of a run touch.
+//! The loops slow down with pairs ([`GROWTH`]) because of the kernel memory a run's writes
+//! touch, not per-event work nor the re-registration before each run.
 
-use super::{panel, Analysis, Experiment, FigureRow, Lab, NO_NUMBER};
+use super::{panel, Analysis, Experiment, FigureRow, Lab};
 use crate::data::{num, Row, Status};
 use crate::peers::{self, C_PEERS};
 use crate::runner::{Cmd, Point};
@@ -16,24 +13,15 @@ use crate::verdict::{self, Verdict};
 use hintq::Backend;
 use std::time::Duration;
 
-/// E9.
-pub struct E9;
-
 const METRIC: &str = "us_per_run";
 
-/// The cause of the growth with pairs, for the report (measured for issue 11: `strace -c`
-/// and callgrind of the timed loop at 100 and 9,000 pairs, and `peer-bench --keep`).
-const GROWTH: &str = "Growth with pairs: per event the timed loop makes the same system calls \
-    at every pair count (recv, send and a wait: epoll_wait, or on hintq-uring an io_uring_enter \
-    that runs the ring's deferred completions) and the same user-space instructions. What grows \
-    is the kernel memory the timed loop touches: from 1000 pairs on, the 1000 writes of a run \
-    visit 1000 distinct pairs' sockets, files and watches, where at 100 pairs they visit the \
-    same 100 ten times. The re-registration before each run is not the cause: with \
-    `hintq lab peer-bench --keep`, which registers the watchers once and never re-arms them \
-    (what libev's ev_io_stop/ev_io_start with an unchanged mask amount to in the kernel), \
-    hintq-uring grew 1.40x from 100 to 9000 pairs against 1.39x re-armed, hintq-epoll 1.43x \
-    against 1.42x, mio 1.51x against 1.50x (2026-11-27, \
-    results/lab/e9-keep-2026-11-27.csv).";
+/// The cause of the growth with pairs, for the report (issue 11: `strace -c`, callgrind and
+/// `peer-bench --keep` at 100 and 9,000 pairs).
+const GROWTH: &str = "Growth with pairs: the timed loop makes the same system calls and user-space \
+    instructions per event at every pair count; from 1000 pairs on, a run's 1000 writes visit 1000 \
+    distinct pairs' kernel objects instead of the same 100 ten times. Re-registering before each run is \
+    not the cause: registered once (`hintq lab peer-bench --keep`), hintq-epoll grew 1.43x from 100 to \
+    9000 pairs against 1.42x re-armed (results/lab/e9-keep-2026-11-27.csv).";
 
 /// The most socket pairs whose descriptors all stay below FD_SETSIZE (libevent's select).
 const SELECT_PAIRS: usize = (libc::FD_SETSIZE - 64) / 2;
@@ -50,76 +38,58 @@ struct Series {
     max_pairs: usize,
 }
 
+/// A series run by this binary's `hintq lab peer-bench --lib <lib> [args]`.
+fn ours(lab: &Lab, name: String, lib: &str, args: &[&str], scans: bool) -> Series {
+    let args = ["lab", "peer-bench", "--lib", lib].iter().chain(args).map(|a| a.to_string()).collect();
+    Series { name, program: lab.exe.clone(), args, scans, max_pairs: usize::MAX }
+}
+
 fn series(lab: &Lab) -> Vec<Series> {
-    let exe = lab.exe.clone();
     let mut out = Vec::new();
+    let left_out =
+        |b: &str, why: &str| lab.missing.borrow_mut().push(format!("E9: hintq-{b} left out: {why}"));
     let backends: Vec<Backend> = if lab.smoke { vec![Backend::Epoll] } else { Backend::ALL.to_vec() };
     for b in backends {
-        if b == Backend::Gooch {
+        match b {
             // Measured: 50 s for 5 runs of 1000 writes at 1000 pairs, then killed.
-            lab.missing.borrow_mut().push(
-                "E9: hintq-gooch left out: the method passes each write to a pair idle since the last run, which \
-                 the gooch policy only polls every 10 ms (about 10 s per run of 1000 writes); E7 measures gooch"
-                    .into(),
-            );
-            continue;
+            Backend::Gooch => left_out(
+                "gooch",
+                "the method passes each write to a pair idle since the last run, which the gooch policy \
+                 only polls every 10 ms (about 10 s per run of 1000 writes); E7 measures gooch",
+            ),
+            Backend::SelectClassic => left_out(
+                "select-classic",
+                "the method compares loops with libevent's, libev's and libuv's, whose select is the \
+                 improved kind (hintq-select); E1, E2 and E5 measure the classical one",
+            ),
+            _ => match b.probe() {
+                Err(why) => lab.missing.borrow_mut().push(format!("E9: hintq-{} not run: {why}", b.name())),
+                // hintq's select sizes its sets at run time: no FD_SETSIZE limit.
+                Ok(()) => out.push(ours(
+                    lab,
+                    format!("hintq-{}", b.name()),
+                    "hintq",
+                    &["--backend", b.name()],
+                    matches!(b, Backend::Poll | Backend::Select),
+                )),
+            },
         }
-        if b == Backend::SelectClassic {
-            lab.missing.borrow_mut().push(
-                "E9: hintq-select-classic left out: the method compares loops with libevent's, libev's and \
-                 libuv's, whose select is the improved kind (hintq-select); E1, E2 and E5 measure the classical one"
-                    .into(),
-            );
-            continue;
-        }
-        if let Err(why) = b.probe() {
-            lab.missing.borrow_mut().push(format!("E9: hintq-{} not run: {why}", b.name()));
-            continue;
-        }
-        out.push(Series {
-            name: format!("hintq-{}", b.name()),
-            program: exe.clone(),
-            args: vec![
-                "lab".into(),
-                "peer-bench".into(),
-                "--lib".into(),
-                "hintq".into(),
-                "--backend".into(),
-                b.name().into(),
-            ],
-            scans: matches!(b, Backend::Poll | Backend::Select),
-            // hintq's select sizes its sets at run time: no FD_SETSIZE limit.
-            max_pairs: usize::MAX,
-        });
     }
-    out.push(Series {
-        name: "mio".into(),
-        program: exe,
-        args: vec!["lab".into(), "peer-bench".into(), "--lib".into(), "mio".into()],
-        scans: false,
-        max_pairs: usize::MAX,
-    });
-    let bin = lab.raw("E9").join("bin");
+    out.push(ours(lab, "mio".into(), "mio", &[], false));
     for p in &C_PEERS {
-        match peers::build_c(p, &bin) {
+        match peers::build_c(p, &lab.raw("E9").join("bin")) {
             Ok((path, version)) => {
                 lab.peers.borrow_mut().push((p.name.into(), version));
                 let methods = if lab.smoke { &p.methods[..1] } else { p.methods };
-                for m in methods {
-                    out.push(Series {
-                        name: format!("{}-{m}", p.name),
-                        program: path.clone(),
-                        args: vec!["-m".into(), m.to_string()],
-                        scans: *m != "epoll",
-                        // Debian builds libevent with _FORTIFY_SOURCE: its FD_SET aborts the
-                        // program at descriptors >= FD_SETSIZE (seen: SIGABRT at 1000 pairs).
-                        max_pairs: if p.name == "libevent" && *m == "select" {
-                            SELECT_PAIRS
-                        } else {
-                            usize::MAX
-                        },
-                    });
-                }
+                out.extend(methods.iter().map(|m| Series {
+                    name: format!("{}-{m}", p.name),
+                    program: path.clone(),
+                    args: vec!["-m".into(), m.to_string()],
+                    scans: *m != "epoll",
+                    // Debian builds libevent with _FORTIFY_SOURCE: its FD_SET aborts the
+                    // program at descriptors >= FD_SETSIZE (seen: SIGABRT at 1000 pairs).
+                    max_pairs: if (p.name, *m) == ("libevent", "select") { SELECT_PAIRS } else { usize::MAX },
+                }));
             }
             Err(why) => lab.missing.borrow_mut().push(format!("E9: {why}")),
         }
@@ -127,155 +97,130 @@ fn series(lab: &Lab) -> Vec<Series> {
     out
 }
 
-impl Experiment for E9 {
-    fn id(&self) -> &'static str {
-        "E9"
-    }
-    fn title(&self) -> &'static str {
-        "libevent bench.c method: time per run vs socket pairs, ours vs libevent, libev, libuv, mio"
-    }
-    fn paper(&self) -> &'static str {
-        "libevent test/bench.c; Kerrisk 2006"
-    }
-    fn claim(&self) -> &'static str {
-        "With 1 active pair, epoll-based loops take the same time whatever the number of idle \
+/// E9: what it reproduces, its plan and its analysis.
+pub const EXPERIMENT: Experiment = Experiment {
+    id: "E9",
+    title: "libevent bench.c method: time per run vs socket pairs, ours vs libevent, libev, libuv, mio",
+    paper: "libevent test/bench.c; Kerrisk 2006",
+    claim: "With 1 active pair, epoll-based loops take the same time whatever the number of idle \
          pairs, while poll and select grow with it (PERF.md anchor: epoll 932-1258 µs, poll \
-         4943 µs at 100 pairs to 1653500 µs at 9000)."
-    }
-    fn needs(&self, _: &Lab) -> Result<(), String> {
-        Ok(())
-    }
-    fn plan(&self, lab: &Lab) -> Vec<Point> {
-        let soft = match hintq_sys::nofile() {
-            Ok((soft, _)) => soft, // raised to the hard limit by `run_lab`
-            Err(e) => {
-                lab.missing.borrow_mut().push(format!("E9: not run, RLIMIT_NOFILE unknown: {e}"));
-                return Vec::new();
-            }
-        };
-        // The verdict reads the ends; the quick run measures only them.
-        let pairs: Vec<usize> = lab.pick(vec![100, 1000, 5000, 9000], vec![100, 5000], vec![100]);
-        // Launches, not runs, are what orders these loops: the median of 15 runs in one
-        // process moves by up to 40% from one launch to the next (memory layout, descriptor
-        // numbers, where the kernel's objects fall in the caches), while the runs within a
-        // launch agree to a few percent (the full run of 2026-11-24 shows no first-run
-        // effect) and the loops differ by 5-15%. So a point is 5 launches of 3 runs: as many
-        // runs as its one launch of 15 before, not more, because every launch also pays its
-        // process's start and the runner's two quiet windows (0.6 s in the full run): the
-        // 285 launches of the full run's 15 series spend about 3 minutes in those windows
-        // alone, of a plan estimate of 257 s for E9 (373 s before, for one launch of 15 runs,
-        // with poll and select's scans overestimated). 9 runs a launch would triple the
-        // timed part and order the loops no better; and even 3 runs of poll and select at
-        // 5000 and 9000 pairs (0.4 to 1.4 s a run) would add about 1.5 minutes, so those run
-        // one a launch ([`LAUNCH_RUNS_US`]).
-        let method = Method {
-            writes: lab.pick(1000, 1000, 100),
-            runs: lab.pick(3, 2, 2),
-            launches: lab.pick(5, 3, 1),
-        };
-        points(lab, &series(lab), &pairs, method, soft)
-    }
-    fn analyse(&self, rows: &[Row]) -> Analysis {
-        let p = panel(
-            rows,
-            METRIC,
-            "1 active, writes passed round N pairs",
-            "socket pairs",
-            "µs per run",
-            (true, true),
-        );
-        let mut xs: Vec<f64> = p.lines.iter().flat_map(|l| l.points.iter().map(|p| p.x)).collect();
-        xs.sort_by(f64::total_cmp);
-        xs.dedup();
-        let fig = |series: &str, x: f64| verdict::launches(rows, series, x, METRIC);
-        let mut reading = vec![METHOD.to_string()];
-        for &x in &xs {
-            // hintq's best by the median of its launches, against every peer (not the peers'
-            // best by median: picking the lowest median of several is biased low).
-            let side = |ours: bool| -> Vec<(&str, verdict::Figure)> {
-                p.lines
-                    .iter()
-                    .filter(|l| l.name.starts_with("hintq-") == ours)
-                    .filter_map(|l| Some((l.name.as_str(), fig(&l.name, x)?)))
-                    .collect()
-            };
-            let best = side(true).into_iter().min_by(|a, b| a.1.median().total_cmp(&b.1.median()));
-            let peers = side(false);
-            if let (Some(h), false) = (best, peers.is_empty()) {
-                let each: Vec<String> =
-                    peers.iter().map(|q| verdict::compare((h.0, &h.1), (q.0, &q.1))).collect();
-                let ahead =
-                    Verdict::all(&peers.iter().map(|q| Verdict::below(&h.1, &q.1)).collect::<Vec<_>>());
-                reading.push(format!(
-                    "{} pairs, hintq's best against each peer (µs per run): {}; hintq ahead of every peer: {ahead}.",
-                    num(x),
-                    each.join("; "),
-                ));
-            }
+         4943 µs at 100 pairs to 1653500 µs at 9000).",
+    needs: |_| Ok(()),
+    plan,
+    analyse,
+};
+
+fn plan(lab: &Lab) -> Vec<Point> {
+    let soft = match hintq_sys::nofile() {
+        Ok((soft, _)) => soft, // raised to the hard limit by `run_lab`
+        Err(e) => {
+            lab.missing.borrow_mut().push(format!("E9: not run, RLIMIT_NOFILE unknown: {e}"));
+            return Vec::new();
         }
-        let ends = |series: &str| verdict::ends(rows, series, METRIC);
-        for l in &p.lines {
-            if let Some(e) = ends(&l.name) {
-                reading.push(format!("{}.", verdict::growth(&l.name, "pairs", &e)));
-            }
+    };
+    // The verdict reads the ends; the quick run measures only them.
+    let pairs: Vec<usize> = lab.pick(vec![100, 1000, 5000, 9000], vec![100, 5000], vec![100]);
+    // Launches, not runs, order these loops: a launch's median moves by up to 40% from one
+    // launch to the next (layout, descriptor numbers, caches) while its runs agree to a few
+    // percent and the loops differ by 5-15%. So a point is a few launches of a few runs, each
+    // launch paying its start and two quiet windows; poll and select's slow runs at 5000 and
+    // 9000 pairs are one a launch ([`LAUNCH_RUNS_US`]).
+    let method =
+        Method { writes: lab.pick(1000, 1000, 100), runs: lab.pick(3, 2, 2), launches: lab.pick(5, 3, 1) };
+    points(lab, &series(lab), &pairs, method, soft)
+}
+
+fn analyse(rows: &[Row]) -> Analysis {
+    let p = panel(
+        rows,
+        METRIC,
+        "1 active, writes passed round N pairs",
+        "socket pairs",
+        "µs per run",
+        (true, true),
+    );
+    let xs = crate::data::distinct(p.lines.iter().flat_map(|l| l.points.iter().map(|p| p.x)));
+    let fig = |series: &str, x: f64| verdict::launches(rows, series, x, METRIC);
+    let mut reading = vec![METHOD.to_string()];
+    for &x in &xs {
+        // hintq's best by the median of its launches, against every peer (not the peers'
+        // best by median: picking the lowest median of several is biased low).
+        let side = |ours: bool| -> Vec<(&str, verdict::Figure)> {
+            p.lines
+                .iter()
+                .filter(|l| l.name.starts_with("hintq-") == ours)
+                .filter_map(|l| Some((l.name.as_str(), fig(&l.name, x)?)))
+                .collect()
+        };
+        let best = side(true).into_iter().min_by(|a, b| a.1.median().total_cmp(&b.1.median()));
+        let peers = side(false);
+        if let (Some(h), false) = (best, peers.is_empty()) {
+            let each: Vec<String> =
+                peers.iter().map(|q| verdict::compare((h.0, &h.1), (q.0, &q.1))).collect();
+            let ahead = Verdict::all(&peers.iter().map(|q| Verdict::below(&h.1, &q.1)).collect::<Vec<_>>());
+            reading.push(format!(
+                "{} pairs, hintq's best against each peer (µs per run): {}; hintq ahead of every peer: {ahead}.",
+                num(x),
+                each.join("; "),
+            ));
         }
-        reading.push(GROWTH.into());
-        let flat = ends("hintq-epoll");
-        let scan = ends("hintq-poll")
-            .map(|e| ("hintq-poll", e))
-            .or_else(|| ends("libevent-poll").map(|e| ("libevent-poll", e)));
-        let flat_v =
-            flat.as_ref().map_or(Verdict::unmeasured("hintq-epoll at two pair counts"), |(_, f0, _, f1)| {
-                Verdict::same(f1, f0, verdict::FLAT_TOL)
-            });
-        let scan_v =
-            scan.as_ref().map_or(Verdict::unmeasured("poll at two pair counts"), |(_, (_, f0, _, f1))| {
-                Verdict::above(f1, f0)
-            });
-        let holds = Verdict::all(&[flat_v, scan_v]).to_string();
-        let said = |name: &str, (x0, f0, x1, f1): &verdict::Ends| {
-            format!("{name} {f0} µs at {} pairs, {f1} at {}", num(*x0), num(*x1))
-        };
-        let mut parts: Vec<String> = flat.iter().map(|e| said("hintq-epoll", e)).collect();
-        parts.extend(scan.iter().map(|(name, e)| said(name, e)));
-        let ours = if parts.is_empty() {
-            "hintq-epoll and poll not measured at two pair counts".into()
-        } else {
-            parts.join("; ")
-        };
-        reading.push(verdict::with_chance(RULE));
-        // The fewest and the most pairs of the run (failed points included): epoll and poll
-        // (libevent-poll stands in) there.
-        let planned = rows.iter().map(|r| r.x);
-        let (lo, hi) =
-            (planned.clone().fold(f64::INFINITY, f64::min), planned.fold(f64::NEG_INFINITY, f64::max));
-        let inputs = ["hintq-epoll", "hintq-poll", "libevent-poll"]
-            .iter()
-            .flat_map(|s| [(s.to_string(), lo), (s.to_string(), hi)])
-            .collect();
-        let figures = vec![FigureRow {
-            inputs,
-            figure: "libevent test/bench.c".into(),
-            claim: "With 1 active pair, epoll-based loops take the same time whatever the number of idle \
-                    pairs, while poll and select grow with it.",
-            paper: None,
-            ours: ours.clone(),
-            ratio: Err("libevent publishes no number".into()),
-            holds: holds.clone(),
-            rule: RULE.trim_start_matches("Rule: ").into(),
-            literal: NO_NUMBER.into(),
-        }];
-        Analysis { panels: vec![p], ours, holds, reading, metrics: vec![(METRIC, "µs per run")], figures }
     }
+    let ends = |series: &str| verdict::ends(rows, series, METRIC);
+    for l in &p.lines {
+        if let Some(e) = ends(&l.name) {
+            reading.push(format!("{}.", verdict::growth(&l.name, "pairs", &e)));
+        }
+    }
+    reading.push(GROWTH.into());
+    let flat = ends("hintq-epoll");
+    let scan = ends("hintq-poll")
+        .map(|e| ("hintq-poll", e))
+        .or_else(|| ends("libevent-poll").map(|e| ("libevent-poll", e)));
+    let flat_v =
+        flat.as_ref().map_or(Verdict::unmeasured("hintq-epoll at two pair counts"), |(_, f0, _, f1)| {
+            Verdict::same(f1, f0, verdict::FLAT_TOL)
+        });
+    let scan_v = scan
+        .as_ref()
+        .map_or(Verdict::unmeasured("poll at two pair counts"), |(_, (_, f0, _, f1))| Verdict::above(f1, f0));
+    let holds = Verdict::all(&[flat_v, scan_v]).to_string();
+    let said = |name: &str, (x0, f0, x1, f1): &verdict::Ends| {
+        format!("{name} {f0} µs at {} pairs, {f1} at {}", num(*x0), num(*x1))
+    };
+    let mut parts: Vec<String> = flat.iter().map(|e| said("hintq-epoll", e)).collect();
+    parts.extend(scan.iter().map(|(name, e)| said(name, e)));
+    let ours = if parts.is_empty() {
+        "hintq-epoll and poll not measured at two pair counts".into()
+    } else {
+        parts.join("; ")
+    };
+    reading.push(verdict::with_chance(RULE));
+    // The fewest and the most pairs of the run (failed points included): epoll and poll
+    // (libevent-poll stands in) there.
+    let planned = rows.iter().map(|r| r.x);
+    let (lo, hi) = (planned.clone().fold(f64::INFINITY, f64::min), planned.fold(f64::NEG_INFINITY, f64::max));
+    let inputs = ["hintq-epoll", "hintq-poll", "libevent-poll"]
+        .iter()
+        .flat_map(|s| [(s.to_string(), lo), (s.to_string(), hi)])
+        .collect();
+    let figures = vec![FigureRow {
+        inputs,
+        ..FigureRow::without_number(
+            "libevent test/bench.c",
+            "With 1 active pair, epoll-based loops take the same time whatever the number of idle pairs, \
+             while poll and select grow with it.",
+            ours.clone(),
+            holds.clone(),
+            RULE.trim_start_matches("Rule: "),
+        )
+    }];
+    Analysis { panels: vec![p], ours, holds, reading, metrics: vec![(METRIC, "µs per run")], figures }
 }
 
 /// How a point is timed and read, for the reading.
 const METHOD: &str = "Each point: separate launches (processes) of a few runs each, launch k of every \
-    series before launch k+1 of any and the series' order turned at each launch, so that where a \
-    process's memory and descriptors fall, and the machine's drift, weigh on every series alike. A \
-    point's figure is the median of each launch's runs, one value per launch, shown as median \
-    (min–max, n launches); two figures are ordered only with at least 3 launches each and ranges \
-    that do not overlap, else they are within noise.";
+    series before launch k+1 of any, the series' order turned at each launch; a point's figure is the \
+    median of each launch's runs, one value per launch: median (min–max, n launches).";
 
 /// The rule of E9's verdict.
 const RULE: &str = "Rule: yes when hintq-epoll's launches at the most pairs overlap its launches at the \
@@ -296,12 +241,10 @@ struct Method {
     launches: usize,
 }
 
-/// The points of `series` at each pair count: for each pair count, launch 0 of every series,
-/// then launch 1 of every series, and so on, so that launch k of every series runs before
-/// launch k+1 of any (a drift of the shared machine falls on every series alike); the
-/// series' order is turned by 1/L of the series at each of the L launches, so that each
-/// series runs early in some launches and late in others. Each launch has its own point name (`hintq-epoll-n1000-l2`: its directory) and its
-/// own command line (`-l 2`: the runner remembers output per command line).
+/// The points of `series` at each pair count: launch k of every series before launch k+1 of
+/// any (a drift of the machine falls on all alike), the series' order turned by 1/L of them at
+/// each of the L launches; each launch has its own name (`hintq-epoll-n1000-l2`) and command
+/// line (`-l 2`: the runner remembers output per command line).
 fn points(lab: &Lab, series: &[Series], pairs: &[usize], m: Method, soft: u64) -> Vec<Point> {
     let mut out = Vec::new();
     for &n in pairs {
@@ -337,23 +280,9 @@ fn points(lab: &Lab, series: &[Series], pairs: &[usize], m: Method, soft: u64) -
 
 /// Launch `launch` of `s` at `n` pairs.
 fn point(lab: &Lab, s: &Series, n: usize, launch: usize, m: Method) -> Point {
-    let mut args: Vec<String> = s.args.clone();
-    args.extend(
-        [
-            "-n",
-            &n.to_string(),
-            "-a",
-            "1",
-            "-w",
-            &m.writes.to_string(),
-            "-r",
-            &runs(s.scans, n, m).to_string(),
-            "-l",
-            &launch.to_string(),
-        ]
-        .map(String::from),
-    );
     let runs = runs(s.scans, n, m);
+    let mut args: Vec<String> = s.args.clone();
+    args.extend(format!("-n {n} -a 1 -w {} -r {runs} -l {launch}", m.writes).split(' ').map(String::from));
     let estimate = estimate(s.scans, n, m.writes, runs, lab.window());
     let (name, x) = (s.name.clone(), n as f64);
     Point {
@@ -427,10 +356,7 @@ fn parse(stdout: &str, series: &str, x: f64, launch: usize, runs: usize) -> Resu
 mod tests {
     use super::*;
     use crate::data::read_csv;
-    use crate::machine::Cores;
     use crate::runner::Ran;
-    use std::cell::RefCell;
-    use std::collections::HashMap;
 
     #[test]
     fn parses_one_row_per_run_numbered_by_launch_and_refuses_garbage() {
@@ -448,18 +374,7 @@ mod tests {
     }
 
     fn lab(out: &std::path::Path) -> Lab {
-        Lab {
-            quick: false,
-            smoke: false,
-            peer_setup: Vec::new(),
-            configs: RefCell::new(Vec::new()),
-            exe: "/usr/bin/hintq".into(),
-            out: out.to_path_buf(),
-            cores: Cores::pick(),
-            peers: RefCell::new(Vec::new()),
-            missing: RefCell::new(Vec::new()),
-            subcommands: RefCell::new(HashMap::new()),
-        }
+        Lab::new(false, false, out, Vec::new(), Vec::new())
     }
 
     fn one(name: &str, program: &str, max_pairs: usize) -> Series {
@@ -582,7 +497,7 @@ mod tests {
         rows(&mut csv, "libev-epoll", 5000, &[&[90.0, 90.0], &[91.0, 91.0]]);
         rows(&mut csv, "hintq-poll", 100, &[&[500.0], &[510.0], &[505.0]]);
         rows(&mut csv, "hintq-poll", 5000, &[&[5000.0], &[5100.0], &[5050.0]]);
-        let a = E9.analyse(&read_csv(&csv).unwrap());
+        let a = analyse(&read_csv(&csv).unwrap());
         let r = &a.reading;
         assert_eq!(
             r[1],
@@ -624,13 +539,13 @@ mod tests {
         rows(&mut two, "hintq-epoll", 5000, &[&[300.0], &[301.0]]);
         rows(&mut two, "hintq-poll", 100, &[&[500.0], &[501.0]]);
         rows(&mut two, "hintq-poll", 5000, &[&[5000.0], &[5001.0]]);
-        assert_eq!(E9.analyse(&read_csv(&two).unwrap()).holds, "cannot say: fewer than 3 launches");
+        assert_eq!(analyse(&read_csv(&two).unwrap()).holds, "cannot say: fewer than 3 launches");
         // epoll's launches at 5000 all above those at 100: not the same time.
         let mut grown = String::new();
         rows(&mut grown, "hintq-epoll", 100, &[&[100.0], &[101.0], &[102.0]]);
         rows(&mut grown, "hintq-epoll", 5000, &[&[137.0], &[138.0], &[139.0]]);
         rows(&mut grown, "hintq-poll", 100, &[&[500.0], &[501.0], &[502.0]]);
         rows(&mut grown, "hintq-poll", 5000, &[&[5000.0], &[5001.0], &[5002.0]]);
-        assert_eq!(E9.analyse(&read_csv(&grown).unwrap()).holds, "no");
+        assert_eq!(analyse(&read_csv(&grown).unwrap()).holds, "no");
     }
 }

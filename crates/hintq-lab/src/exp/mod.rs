@@ -52,6 +52,29 @@ pub struct Lab {
 }
 
 impl Lab {
+    /// A lab writing to `out` (the binary `/usr/bin/hintq` until set), with what became of the
+    /// peers and what is missing already said.
+    pub fn new(
+        quick: bool,
+        smoke: bool,
+        out: &std::path::Path,
+        peer_setup: Vec<String>,
+        missing: Vec<String>,
+    ) -> Lab {
+        Lab {
+            quick,
+            smoke,
+            peer_setup,
+            configs: RefCell::new(Vec::new()),
+            exe: "/usr/bin/hintq".into(),
+            out: out.to_path_buf(),
+            cores: Cores::pick(),
+            peers: RefCell::new(Vec::new()),
+            missing: RefCell::new(missing),
+            subcommands: RefCell::new(HashMap::new()),
+        }
+    }
+
     /// Whether `hintq <sub...> --help` succeeds: the subcommand exists in this binary.
     pub fn has(&self, sub: &[&str]) -> bool {
         let key = sub.join(" ");
@@ -165,6 +188,27 @@ pub struct FigureRow {
 pub const NO_NUMBER: &str = "— (the paper prints no number)";
 
 impl FigureRow {
+    /// A row whose paper prints no number: a shape verdict only, read from every point.
+    pub fn without_number(
+        figure: &str,
+        claim: &'static str,
+        ours: String,
+        holds: String,
+        rule: &str,
+    ) -> FigureRow {
+        FigureRow {
+            inputs: Vec::new(),
+            figure: figure.into(),
+            claim,
+            paper: None,
+            ours,
+            ratio: Err("the paper prints no number".into()),
+            holds,
+            rule: rule.into(),
+            literal: NO_NUMBER.into(),
+        }
+    }
+
     /// ours ÷ paper, or why there is none.
     pub fn ratio_text(&self) -> String {
         match (&self.paper, &self.ratio) {
@@ -217,41 +261,44 @@ pub fn figure_rank(figure: &str) -> usize {
     FIGURE_ORDER.iter().position(|f| figure.starts_with(f)).unwrap_or(FIGURE_ORDER.len())
 }
 
-/// One experiment of the design's table.
-pub trait Experiment {
+/// One experiment of the design's table, as data: what it reproduces, its plan, its analysis.
+pub struct Experiment {
     /// `E3`.
-    fn id(&self) -> &'static str;
+    pub id: &'static str,
     /// What it measures.
-    fn title(&self) -> &'static str;
+    pub title: &'static str,
     /// The paper figure it reproduces.
-    fn paper(&self) -> &'static str;
+    pub paper: &'static str,
     /// The paper's claim, in a sentence.
-    fn claim(&self) -> &'static str;
+    pub claim: &'static str,
     /// `Err("needs ...")` when a tool it needs is missing.
-    fn needs(&self, lab: &Lab) -> Result<(), String>;
+    pub needs: fn(&Lab) -> Result<(), String>,
     /// Its points (may find peers missing and say so in [`Lab::missing`]).
-    fn plan(&self, lab: &Lab) -> Vec<Point>;
+    pub plan: fn(&Lab) -> Vec<Point>,
     /// Its figure and verdict, from rows read back from its CSV.
-    fn analyse(&self, rows: &[Row]) -> Analysis;
+    pub analyse: fn(&[Row]) -> Analysis,
+}
+
+/// What the server experiments need: `hintq serve` and `hintq load`.
+pub fn needs_server(lab: &Lab) -> Result<(), String> {
+    lab.need(&["serve"]).and(lab.need(&["load"]))
 }
 
 /// Every experiment, in the design's order.
-pub fn all() -> Vec<Box<dyn Experiment>> {
-    vec![
-        Box::new(e1::E1),
-        Box::new(e2::E2),
-        Box::new(e3::E3),
-        Box::new(e4::E4),
-        Box::new(e5::E5),
-        Box::new(e6::E6),
-        Box::new(e7::E7),
-        Box::new(e8::E8),
-        Box::new(e9::E9),
-        Box::new(e10::E10),
-        Box::new(e11::E11),
-        Box::new(e12::E12),
-    ]
-}
+pub const ALL: [&Experiment; 12] = [
+    &e1::EXPERIMENT,
+    &e2::EXPERIMENT,
+    &e3::EXPERIMENT,
+    &e4::EXPERIMENT,
+    &e5::EXPERIMENT,
+    &e6::EXPERIMENT,
+    &e7::EXPERIMENT,
+    &e8::EXPERIMENT,
+    &e9::EXPERIMENT,
+    &e10::EXPERIMENT,
+    &e11::EXPERIMENT,
+    &e12::EXPERIMENT,
+];
 
 /// What became of one experiment.
 pub enum Outcome {
@@ -275,10 +322,10 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
         return reanalyse(dir);
     }
     let started = Instant::now();
-    let exps = all();
+    let exps = ALL;
     let only: Option<Vec<String>> =
         args.only.as_ref().map(|v| v.iter().map(|s| s.trim().to_uppercase()).collect());
-    if let Some(bad) = only.iter().flatten().find(|o| !exps.iter().any(|e| e.id() == o.as_str())) {
+    if let Some(bad) = only.iter().flatten().find(|o| !exps.iter().any(|e| e.id == o.as_str())) {
         return Err(format!("--only: no experiment {bad} (E1 to E12)"));
     }
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("lab-{}", report::stamp())));
@@ -290,20 +337,14 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
     // The lab waits on the load core so it never shares the measured one.
     let _ = machine::pin_self(cores.load);
     let nofile = hintq_sys::raise_nofile().map_err(|e| format!("raising RLIMIT_NOFILE: {e}"))?;
+    let setup = crate::peers::install_missing(
+        args.no_install || args.smoke || args.plan,
+        &out.join("raw/install.log"),
+    );
     let lab = Lab {
-        quick: args.quick || args.smoke,
-        smoke: args.smoke,
-        peer_setup: crate::peers::install_missing(
-            args.no_install || args.smoke || args.plan,
-            &out.join("raw").join("install.log"),
-        ),
-        configs: RefCell::new(Vec::new()),
-        exe: std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
-        out: out.clone(),
         cores,
-        peers: RefCell::new(Vec::new()),
-        missing: RefCell::new(Vec::new()),
-        subcommands: RefCell::new(HashMap::new()),
+        exe: std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
+        ..Lab::new(args.quick || args.smoke, args.smoke, &out, setup, Vec::new())
     };
     for line in &lab.peer_setup {
         eprintln!("hintq lab: {line}");
@@ -311,10 +352,10 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
     let window = lab.window();
 
     let mut plans = Vec::new();
-    for e in exps.iter().filter(|e| only.as_ref().is_none_or(|o| o.iter().any(|id| id == e.id()))) {
-        let plan = match e.needs(&lab) {
+    for e in exps.into_iter().filter(|e| only.as_ref().is_none_or(|o| o.iter().any(|id| id == e.id))) {
+        let plan = match (e.needs)(&lab) {
             Err(why) => Err(why),
-            Ok(()) => match e.plan(&lab) {
+            Ok(()) => match (e.plan)(&lab) {
                 p if p.is_empty() => Err("no point could be planned (see the missing peers)".into()),
                 p => Ok(p),
             },
@@ -328,9 +369,9 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
             match plan {
                 Ok(points) => {
                     let est: Duration = points.iter().map(|p| p.estimate).sum();
-                    eprintln!("{}: {} points, estimated {:.0} s", e.id(), points.len(), est.as_secs_f64());
+                    eprintln!("{}: {} points, estimated {:.0} s", e.id, points.len(), est.as_secs_f64());
                 }
-                Err(why) => eprintln!("{}: not run: {why}", e.id()),
+                Err(why) => eprintln!("{}: not run: {why}", e.id),
             }
         }
         eprintln!("hintq lab: estimated {:.0} s in all; nothing measured (--plan)", total.as_secs_f64());
@@ -345,15 +386,15 @@ pub fn run_lab(args: &LabArgs) -> Result<(), String> {
     for (e, plan) in plans {
         let outcome = match plan {
             Err(why) => {
-                progress.println(&format!("{}: not run: {why}", e.id()));
+                progress.println(&format!("{}: not run: {why}", e.id));
                 Outcome::NotRun(why)
             }
             Ok(points) => {
                 let points = crate::runner::interleave(points);
-                run_experiment(e.as_ref(), &points, &lab, &mut runner, &progress)?
+                run_experiment(e, &points, &lab, &mut runner, &progress)?
             }
         };
-        outcomes.push((e.as_ref(), outcome));
+        outcomes.push((e, outcome));
     }
     progress.finish();
     let failed = report::failures(&outcomes);
@@ -379,27 +420,18 @@ fn reanalyse(dir: &std::path::Path) -> Result<(), String> {
     let (peer_setup, missing) = report::notes_of(&old);
     let mode = |m: &str| old.lines().take(3).any(|l| l.starts_with(&format!("A {m} run")));
     let lab = Lab {
-        quick: mode("quick") || mode("smoke"),
-        smoke: mode("smoke"),
-        peer_setup,
-        configs: RefCell::new(Vec::new()),
         exe: std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
-        out: dir.to_path_buf(),
-        cores: Cores::pick(),
-        peers: RefCell::new(Vec::new()),
-        missing: RefCell::new(missing),
-        subcommands: RefCell::new(HashMap::new()),
+        ..Lab::new(mode("quick") || mode("smoke"), mode("smoke"), dir, peer_setup, missing)
     };
-    let exps = all();
     let mut outcomes = Vec::new();
-    for e in &exps {
-        let csv = dir.join(format!("{}.csv", e.id()));
+    for e in ALL {
+        let csv = dir.join(format!("{}.csv", e.id));
         let outcome = if csv.exists() {
-            from_csv(e.as_ref(), dir, |m| eprintln!("hintq lab: {m}"))?
+            from_csv(e, dir, |m| eprintln!("hintq lab: {m}"))?
         } else {
             Outcome::NotRun(format!("no {} in {}", csv.display(), dir.display()))
         };
-        outcomes.push((e.as_ref(), outcome));
+        outcomes.push((e, outcome));
     }
     std::fs::write(dir.join("REPORT.md"), report::report(&outcomes, &lab)).map_err(|e| e.to_string())?;
     eprintln!("hintq lab: {} written again from its CSV files", dir.join("REPORT.md").display());
@@ -407,7 +439,7 @@ fn reanalyse(dir: &std::path::Path) -> Result<(), String> {
 }
 
 fn run_experiment(
-    e: &dyn Experiment,
+    e: &Experiment,
     points: &[Point],
     lab: &Lab,
     runner: &mut Runner,
@@ -418,7 +450,7 @@ fn run_experiment(
         rows.extend(runner.run(p, progress));
         progress.done(p.estimate);
     }
-    let csv = lab.out.join(format!("{}.csv", e.id()));
+    let csv = lab.out.join(format!("{}.csv", e.id));
     std::fs::write(&csv, data::write_csv(&rows)).map_err(|err| format!("{}: {err}", csv.display()))?;
     // Everything below is made from the file, read back.
     from_csv(e, &lab.out, |m| progress.println(m))
@@ -426,12 +458,12 @@ fn run_experiment(
 
 /// `e`'s rows read back from `dir/E<n>.csv`, its analysis, and its plot drawn beside them; a
 /// plot that fails is told through `say` (the report is written all the same).
-fn from_csv(e: &dyn Experiment, dir: &std::path::Path, say: impl Fn(&str)) -> Result<Outcome, String> {
-    let csv = dir.join(format!("{}.csv", e.id()));
+fn from_csv(e: &Experiment, dir: &std::path::Path, say: impl Fn(&str)) -> Result<Outcome, String> {
+    let csv = dir.join(format!("{}.csv", e.id));
     let text = std::fs::read_to_string(&csv).map_err(|err| format!("{}: {err}", csv.display()))?;
     let rows = data::read_csv(&text)?;
-    let analysis = e.analyse(&rows);
-    let mut title = format!("{}: {} (after {})", e.id(), e.title(), e.paper());
+    let analysis = (e.analyse)(&rows);
+    let mut title = format!("{}: {} (after {})", e.id, e.title, e.paper);
     let failed: Vec<String> = data::failures(&rows).into_iter().map(|f| f.series).collect();
     if !failed.is_empty() {
         title.push_str(&format!("; FAILED, not drawn: {}", failed.join(", ")));
@@ -444,9 +476,9 @@ fn from_csv(e: &dyn Experiment, dir: &std::path::Path, say: impl Fn(&str)) -> Re
         let names: Vec<&str> = empty.iter().map(|p| p.title.as_str()).collect();
         title.push_str(&format!("; not measured in this run, not drawn: {}", names.join("; ")));
     }
-    let (svg, png) = (dir.join(format!("{}.svg", e.id())), dir.join(format!("{}.png", e.id())));
+    let (svg, png) = (dir.join(format!("{}.svg", e.id)), dir.join(format!("{}.png", e.id)));
     if let Err(err) = plot::render(&title, &drawn, &svg, &png) {
-        say(&format!("{}: plot failed: {err}", e.id()));
+        say(&format!("{}: plot failed: {err}", e.id));
     }
     Ok(Outcome::Ran { rows, analysis })
 }
@@ -461,6 +493,23 @@ pub fn panel(rows: &[Row], metric: &str, title: &str, x: &str, y: &str, log: (bo
         log_y: log.1,
         lines: data::lines(rows, metric),
     }
+}
+
+/// One sentence per line of a throughput panel (x: cold connections), its first point against
+/// its last: `<name>: 20000 req/s with 0 cold, 19000 req/s with 5000 (0.950x).`, each line
+/// named by `name`.
+pub fn cold_growth(lines: &[data::Line], name: impl Fn(&str) -> String) -> Vec<String> {
+    let said = |l: &data::Line| {
+        let (x0, m0, x1, m1, g) = e3::growth(l)?;
+        Some(format!(
+            "{}: {} req/s with {x0} cold, {} req/s with {x1} ({}x).",
+            name(&l.name),
+            data::num(m0),
+            data::num(m1),
+            data::num(g)
+        ))
+    };
+    lines.iter().filter_map(said).collect()
 }
 
 /// At which offered rates of `line` (x: rate, y: p99 ms) the median stayed under `bound`:
@@ -492,8 +541,8 @@ mod tests {
     #[test]
     fn every_figure_the_issue_names_has_a_row_in_paper_order_even_without_rows() {
         let mut names: Vec<(String, &str)> = Vec::new();
-        for e in all() {
-            let a = e.analyse(&[]);
+        for e in ALL {
+            let a = (e.analyse)(&[]);
             for f in a.figures {
                 assert!(
                     figure_rank(&f.figure) < FIGURE_ORDER.len(),
@@ -501,7 +550,7 @@ mod tests {
                     f.figure
                 );
                 assert!(f.ratio.is_err(), "{}: a ratio without rows", f.figure);
-                names.push((f.figure, e.id()));
+                names.push((f.figure, e.id));
             }
         }
         let has = |figure: &str, id: &str| names.iter().any(|(f, i)| f == figure && *i == id);
