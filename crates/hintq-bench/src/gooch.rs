@@ -363,17 +363,21 @@ pub fn run(plan: &Plan) -> io::Result<Vec<Rec>> {
 }
 
 /// The lab's E7 rows of `recs`: ns per descriptor per `poll(2)` call (perfd), ns per cycle
-/// with 1% active in rotation (split) and all busy (split-steady), µs from write to event of
-/// a quiet descriptor (wake); against descriptors registered.
+/// with 1% active in rotation (split) and all busy (split-steady), with the queue's
+/// migrations between its sets over the run, µs from write to event of a quiet descriptor
+/// (wake); against descriptors registered.
 pub fn rows(recs: &[Rec]) -> Vec<Row> {
     let row = |r: &Rec, metric: &str, value: f64| r.row("E7", &r.target, r.registered, metric, value);
+    let migrations = |r: &Rec, m: &str| row(r, m, r.migrations as f64);
     recs.iter()
-        .filter_map(|r| match r.experiment.as_str() {
-            "perfd" => Some(row(r, "perfd_ns_per_fd", r.ns_per_op() / r.registered.max(1) as f64)),
-            "split" => Some(row(r, "split_ns_per_cycle", r.ns_per_op())),
-            "split-steady" => Some(row(r, "steady_ns_per_cycle", r.ns_per_op())),
-            "wake" => Some(row(r, "wake_us", r.ns_per_op() / 1000.0)),
-            _ => None,
+        .flat_map(|r| match r.experiment.as_str() {
+            "perfd" => vec![row(r, "perfd_ns_per_fd", r.ns_per_op() / r.registered.max(1) as f64)],
+            "split" => vec![row(r, "split_ns_per_cycle", r.ns_per_op()), migrations(r, "split_migrations")],
+            "split-steady" => {
+                vec![row(r, "steady_ns_per_cycle", r.ns_per_op()), migrations(r, "steady_migrations")]
+            }
+            "wake" => vec![row(r, "wake_us", r.ns_per_op() / 1000.0)],
+            _ => Vec::new(),
         })
         .collect()
 }
@@ -399,6 +403,7 @@ mod tests {
             total_ns: ns,
             wall_ns: ns,
             cpu_ns: ns,
+            migrations: 3,
             ..Rec::default()
         };
         let mut off = run("wake", "gooch", 1, 25_000);
@@ -419,11 +424,13 @@ mod tests {
             [
                 ("E7", "poll(2)-eventfd", "perfd_ns_per_fd", 1000.0, 200.0),
                 ("E7", "gooch", "split_ns_per_cycle", 1000.0, 500.0),
+                ("E7", "gooch", "split_migrations", 1000.0, 3.0),
                 ("E7", "gooch", "steady_ns_per_cycle", 1000.0, 300.0),
+                ("E7", "gooch", "steady_migrations", 1000.0, 3.0),
                 ("E7", "gooch", "wake_us", 1000.0, 25.0),
             ]
         );
-        assert!(rows[..3].iter().all(|r| r.note.is_empty()));
-        assert!(rows[3].note.starts_with("on a CPU 0%"), "{}", rows[3].note);
+        assert!(rows[..5].iter().all(|r| r.note.is_empty()));
+        assert!(rows[5].note.starts_with("on a CPU 0%"), "{}", rows[5].note);
     }
 }

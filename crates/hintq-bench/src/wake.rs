@@ -105,14 +105,19 @@ impl Counted {
         self.returns as f64 / self.readinesses.max(1) as f64
     }
 
-    /// The lab's E10 rows: wake-ups and returns from the wait per readiness, against the
-    /// threads blocked, one series per target.
-    pub fn rows(&self) -> [Row; 2] {
+    /// The lab's E10 rows: wake-ups, returns from the wait and wake-ups that found nothing
+    /// per readiness, against the threads blocked, one series per target.
+    pub fn rows(&self) -> [Row; 3] {
         let row = |metric: &str, v: f64| Row {
             rep: self.rep,
             ..Row::ok("E10", &self.target, self.members as f64, metric, v)
         };
-        [row("wakeups_per_readiness", self.woken()), row("returns_per_readiness", self.returned())]
+        let empty = self.empty as f64 / self.readinesses.max(1) as f64;
+        [
+            row("wakeups_per_readiness", self.woken()),
+            row("returns_per_readiness", self.returned()),
+            row("empty_per_readiness", empty),
+        ]
     }
 }
 
@@ -345,7 +350,7 @@ mod tests {
             readinesses: 100,
             wakeups: 150,
             returns: 100,
-            empty: 0,
+            empty: 25,
             wall_ns: 1,
         };
         let got: Vec<String> = c.rows().iter().map(row::line).collect();
@@ -353,7 +358,8 @@ mod tests {
             got,
             [
                 "E10,group-uring,2,1,wakeups_per_readiness,1.5,ok,",
-                "E10,group-uring,2,1,returns_per_readiness,1,ok,"
+                "E10,group-uring,2,1,returns_per_readiness,1,ok,",
+                "E10,group-uring,2,1,empty_per_readiness,0.25,ok,"
             ]
         );
     }
