@@ -142,19 +142,14 @@ pub fn fig8(setting: Setting, rows: &[Row], metric: &str, throughput: &[Line]) -
     }
 }
 
-/// A cold-connection count of a Fig. 9 sweep and the names of its metrics (E2's, E11's).
+/// A cold-connection count of a Fig. 9 sweep (E2's, E11's) and the names of its metrics: the
+/// median, 99th percentile and largest latency (ms), requests answered per second, errors.
 pub struct Fig9Level {
-    /// Cold connections held.
     pub cold: usize,
-    /// Median latency, ms.
     pub p50: &'static str,
-    /// 99th percentile latency, ms.
     pub p99: &'static str,
-    /// Largest latency, ms.
     pub max: &'static str,
-    /// Requests per second answered.
     pub achieved: &'static str,
-    /// Requests ended by an error.
     pub errors: &'static str,
 }
 
@@ -229,44 +224,44 @@ pub fn fig9(setting: Setting, rows: &[Row], achieved: &str, p99: &str) -> Figure
     };
     // Driven to saturation (the proxy's E11): both lines' launches at 750 cold.
     let driven = |name: &str| verdict::launches(rows, name, PAPER_COLD, FIG9_SATURATION);
-    let (ours, ratio, holds, literal) =
-        match (driven("hintq-epoll").zip(driven(IMPROVED.0)), top("hintq-epoll"), top(IMPROVED.0)) {
-            (Some((e, s)), _, _) => {
-                let bound = ["hintq-epoll", IMPROVED.0]
-                    .iter()
-                    .find_map(|n| super::serve::load_bound_in(rows, FIG9_SATURATION_BUSY, n, PAPER_COLD));
-                let mut ours = format!(
-                    "at 750 cold, driven to saturation: {} (epoll {e} ÷ improved select {s} req/s)",
-                    num(e.median() / s.median())
-                );
-                let (higher, literal) = match &bound {
-                    Some(why) => (Verdict::CannotSay(why.clone()), format!("cannot say: {why}")),
-                    None => (Verdict::above(&e, &s), literal(&e, &s)),
-                };
-                let holds = Verdict::all(&[lower(&mut ours), higher]).to_string();
-                (ours, Ok(e.median() / s.median()), holds, literal)
-            }
-            (None, Some((e, offered, e_sat)), Some((s, _, s_sat))) => {
-                let mut ours = format!(
-                    "at 750 cold: {} (epoll {e} ÷ improved select {s} req/s, the highest each achieved)",
-                    num(e.median() / s.median())
-                );
-                let (ratio, higher, literal) = if e_sat || s_sat {
-                    (Ok(e.median() / s.median()), Verdict::above(&e, &s), literal(&e, &s))
-                } else {
-                    let why = format!("neither saturated up to {} req/s offered", num(offered));
-                    (Err(why.clone()), Verdict::CannotSay(why.clone()), format!("cannot say: {why}"))
-                };
-                let holds = Verdict::all(&[lower(&mut ours), higher]).to_string();
-                (ours, ratio, holds, literal)
-            }
-            _ => (
-                "epoll and improved select not both measured at 750 cold".into(),
-                Err("not measured".into()),
-                UNMEASURED.into(),
-                "cannot say: not measured".into(),
-            ),
-        };
+    let driven = driven("hintq-epoll").zip(driven(IMPROVED.0));
+    let (ours, ratio, holds, literal) = match (driven, top("hintq-epoll"), top(IMPROVED.0)) {
+        (Some((e, s)), _, _) => {
+            let bound = ["hintq-epoll", IMPROVED.0]
+                .iter()
+                .find_map(|n| super::serve::load_bound_in(rows, FIG9_SATURATION_BUSY, n, PAPER_COLD));
+            let mut ours = format!(
+                "at 750 cold, driven to saturation: {} (epoll {e} ÷ improved select {s} req/s)",
+                num(e.median() / s.median())
+            );
+            let (higher, literal) = match &bound {
+                Some(why) => (Verdict::CannotSay(why.clone()), format!("cannot say: {why}")),
+                None => (Verdict::above(&e, &s), literal(&e, &s)),
+            };
+            let holds = Verdict::all(&[lower(&mut ours), higher]).to_string();
+            (ours, Ok(e.median() / s.median()), holds, literal)
+        }
+        (None, Some((e, offered, e_sat)), Some((s, _, s_sat))) => {
+            let mut ours = format!(
+                "at 750 cold: {} (epoll {e} ÷ improved select {s} req/s, the highest each achieved)",
+                num(e.median() / s.median())
+            );
+            let (ratio, higher, literal) = if e_sat || s_sat {
+                (Ok(e.median() / s.median()), Verdict::above(&e, &s), literal(&e, &s))
+            } else {
+                let why = format!("neither saturated up to {} req/s offered", num(offered));
+                (Err(why.clone()), Verdict::CannotSay(why.clone()), format!("cannot say: {why}"))
+            };
+            let holds = Verdict::all(&[lower(&mut ours), higher]).to_string();
+            (ours, ratio, holds, literal)
+        }
+        _ => (
+            "epoll and improved select not both measured at 750 cold".into(),
+            Err("not measured".into()),
+            UNMEASURED.into(),
+            "cannot say: not measured".into(),
+        ),
+    };
     FigureRow {
         inputs: Vec::new(),
         figure: setting.figure("Fig. 9"),

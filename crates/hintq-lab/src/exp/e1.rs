@@ -170,30 +170,24 @@ fn plan(lab: &Lab) -> Vec<Point> {
                             ],
                         )?;
                         let requests = serve::at(&json, REQUESTS).ok_or("load.json has no /hot/successes")?;
+                        let first = rows[0].clone();
+                        let row = |metric: &str, v: f64| Row {
+                            metric: metric.into(),
+                            value: Some(v),
+                            status: Status::Ok,
+                            ..first.clone()
+                        };
                         if let (Some(cpu), true) = (ran.server_cpu, requests > 0.0) {
-                            rows.push(Row {
-                                metric: "server_cpu_us_per_request".into(),
-                                value: Some(cpu * 1e6 / requests),
-                                status: Status::Ok,
-                                ..rows[0].clone()
-                            });
+                            rows.push(row("server_cpu_us_per_request", cpu * 1e6 / requests));
                         }
                         let phase = |p: &str| serve::at(&json, p);
-                        let side = ran
-                            .samples
-                            .as_ref()
-                            .zip(phase("/warmup_seconds"))
-                            .zip(phase("/hot_seconds").zip(phase("/wall_seconds")));
-                        if let Some(side) =
-                            side.and_then(|((s, warm), (hot, wall))| server_side(s, warm, hot, wall))
-                        {
-                            let first = rows[0].clone();
-                            let row = |metric: &str, v: f64| Row {
-                                metric: metric.into(),
-                                value: Some(v),
-                                status: Status::Ok,
-                                ..first.clone()
-                            };
+                        let (warm, hot, wall) =
+                            (phase("/warmup_seconds"), phase("/hot_seconds"), phase("/wall_seconds"));
+                        let side = match (&ran.samples, warm, hot, wall) {
+                            (Some(s), Some(warm), Some(hot), Some(wall)) => server_side(s, warm, hot, wall),
+                            _ => None,
+                        };
+                        if let Some(side) = side {
                             rows.push(row("held_connections", side.held));
                             // Per idle connection: not at 0 cold (the hot ones alone).
                             if cold > 0 && side.held > 0.0 {

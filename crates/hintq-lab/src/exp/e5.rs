@@ -1,21 +1,14 @@
 //! E5, Banga Table 2: the share of the server's core spent in event notification at a fixed
 //! load with many cold connections, as Banga's DCPI profiles gave it: flat (self) samples of
 //! the mechanism's own functions, kernel and user, over all the time of the core the server
-//! is pinned to, idle included. `perf record -C <core> -c 1000000 -k mono -g` samples that
-//! core system-wide, one sample per millisecond of CPU time (software clock: an idle core
-//! gives no samples, so the denominator is the window's length, not the sample count); the
-//! report is cut to the load generator's hot phase (`perf report --time`).
+//! is pinned to, idle included (`perf record -C <core> -c 1000000 -k mono -g`: one sample per
+//! ms of CPU, so the denominator is the window's length), cut to the load's hot phase.
 //!
 //! What counts is an exact list of functions per mechanism ([`Mechanism::kernel`],
-//! [`Mechanism::user`]), each found in this kernel's `/proc/kallsyms` (6.18; functions it
-//! inlines, like `ep_poll` into `do_epoll_wait`, count through their caller), not symbol
-//! substrings: `select_task_rq_fair` (the scheduler), `__napi_poll` (network softirq) or
-//! `__alloc_pages` are no event notification. A sample counts by its own function only (a
-//! flat profile: what the mechanism's functions call, the scheduler's switch included, is
-//! not theirs), except the per-descriptor helpers it shares with other paths ([`SHARED`]:
-//! the socket's poll function, Banga's `soo_select`, and the descriptor lookup), which count
-//! when one of the mechanism's functions called them. io_uring's ring also carries sends, so
-//! for it only the poll path and the wait count, not the whole `io_uring_enter`.
+//! [`Mechanism::user`]) found in this kernel's `/proc/kallsyms`, not symbol substrings
+//! (`select_task_rq_fair`, `__napi_poll` are no event notification); a sample counts by its
+//! own function only, or as one of the [`SHARED`] per-descriptor helpers called by one of
+//! the mechanism's; for io_uring only the poll path and the wait, not the sends its ring carries.
 
 use super::e1::servers;
 use super::serve::{self};
@@ -42,8 +35,7 @@ pub enum Mechanism {
     Rtsig,
 }
 
-/// Kernel functions of `poll(2)` and its wake-up; `select` shares the wake-up (each list
-/// space-separated).
+/// Kernel functions of `poll(2)` (each list space-separated).
 const POLL: &str = "__x64_sys_poll __x64_sys_ppoll do_sys_poll do_restart_poll";
 /// The poll-table wake-up and bookkeeping select and poll share.
 const POLL_TABLE: &str = "pollwake __pollwait poll_initwait poll_freewait poll_select_set_timeout \
@@ -96,11 +88,8 @@ impl Mechanism {
 
     /// Kernel functions that count only as the sample's own function.
     pub fn kernel_self(self) -> Vec<&'static str> {
-        if self == Mechanism::Uring {
-            URING_SELF.split(' ').collect()
-        } else {
-            Vec::new()
-        }
+        let own = if self == Mechanism::Uring { URING_SELF } else { "" };
+        own.split(' ').filter(|f| !f.is_empty()).collect()
     }
 
     /// User-space functions that count (as the sample's own function), by path prefix:
@@ -126,10 +115,7 @@ impl Mechanism {
     pub fn counts(self, chain: &[&str]) -> bool {
         let Some(leaf) = chain.last().map(|f| base(f)) else { return false };
         let kernel = self.kernel();
-        let user = |f: &str| {
-            let f = f.trim_start_matches('<');
-            self.user().iter().any(|p| f.starts_with(p))
-        };
+        let user = |f: &str| self.user().iter().any(|p| f.trim_start_matches('<').starts_with(p));
         kernel.contains(&leaf)
             || self.kernel_self().contains(&leaf)
             || user(leaf)
@@ -140,13 +126,8 @@ impl Mechanism {
     pub fn describe(self) -> String {
         let mut all = self.kernel();
         all.extend(self.kernel_self());
-        let user: Vec<String> = self.user().iter().map(|p| format!("{p}*")).collect();
-        format!(
-            "{} (kernel), {} (user), own time; {} when they call them",
-            all.join(", "),
-            user.join(", "),
-            SHARED.replace(' ', ", ")
-        )
+        let (user, shared) = (self.user().join("*, "), SHARED.replace(' ', ", "));
+        format!("{} (kernel), {user}* (user), own time; {shared} when they call them", all.join(", "))
     }
 }
 
@@ -154,10 +135,7 @@ impl Mechanism {
 /// `ep_item_poll.isra.0`, `core_sys_select.cold`) and without a Rust hash (`::h0123…`).
 fn base(f: &str) -> &str {
     let f = f.trim();
-    let f = match f.find('.') {
-        Some(i) if i > 0 => &f[..i],
-        _ => f,
-    };
+    let f = f.split_once('.').filter(|(name, _)| !name.is_empty()).map_or(f, |(name, _)| name);
     match f.rsplit_once("::h") {
         Some((path, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => path,
         _ => f,
@@ -213,18 +191,11 @@ pub fn flat_samples(report: &str, mechanism: Mechanism) -> Option<u64> {
 /// event notification; any other process on the core counts as the core's time.
 const SERVER_COMMANDS: &[&str] = &["hintq", "nginx"];
 
-/// `server` run under `perf record`, sampling the core it is pinned to system-wide (every
-/// process there, the kernel's work for it included), one sample per millisecond of CPU
-/// time, stamped with `CLOCK_MONOTONIC`, writing `perf.data` into the point's directory;
-/// E5's and E11's profiles.
+/// `server` run under `perf record` sampling its core system-wide, one sample per ms of CPU,
+/// stamped with `CLOCK_MONOTONIC`, into the point's `perf.data` (E5's and E11's profiles).
 pub fn profiled(mut server: Server) -> Server {
-    let core = server.cmd.cpu.to_string();
-    let period = PERIOD_NS.to_string();
-    let mut args: Vec<String> =
-        ["record", "-C", &core, "-c", &period, "-k", "mono", "-g", "-o", "perf.data", "--"]
-            .into_iter()
-            .map(String::from)
-            .collect();
+    let record = format!("record -C {} -c {PERIOD_NS} -k mono -g -o perf.data --", server.cmd.cpu);
+    let mut args: Vec<String> = record.split(' ').map(String::from).collect();
     args.push(server.cmd.program.to_string_lossy().into());
     args.extend(server.cmd.args.clone());
     server.cmd = Cmd { program: "perf".into(), args, cpu: server.cmd.cpu };
@@ -241,9 +212,8 @@ pub fn hot_window(ran: &Ran, json: &serde_json::Value) -> Result<(f64, f64), Str
 }
 
 /// The share (%) of the profiled core's time in `mechanism`'s event notification within
-/// `window`, idle included: [`flat_samples`] of the `perf.data` a [`profiled`] server left
-/// in `dir`, each [`PERIOD_NS`] of CPU, over the window's length (the report is kept there
-/// as `perf-report.txt`).
+/// `window`, idle included: [`flat_samples`] of `dir`'s `perf.data` (report kept as
+/// `perf-report.txt`), each [`PERIOD_NS`] of CPU, over the window's length.
 pub fn profile_share(dir: &Path, mechanism: Mechanism, window: (f64, f64)) -> Result<f64, String> {
     let (from, to) = window;
     if to <= from {
@@ -278,14 +248,10 @@ fn plan(lab: &Lab) -> Vec<Point> {
     let colds: Vec<usize> = lab.pick(vec![750], vec![750], vec![100]);
     // Banga's three lines (classical select, improved select, the event API on a kernel
     // event queue), and poll.
-    let backends = lab.pick(
-        &["uring", "epoll", "poll", "select-classic", "select"][..],
-        &["epoll", "poll", "select-classic", "select"][..],
-        &["epoll"][..],
-    );
-    let secs = lab.pick(4.0, 2.0, 0.5);
+    let full = ["uring", "epoll", "poll", "select-classic", "select"];
+    let backends = lab.pick(&full[..], &full[1..], &full[1..2]);
     // Three profiles (launches) of each point: a verdict needs 3 (verdict.rs).
-    let launches: u32 = lab.pick(3, 3, 1);
+    let (secs, launches): (f64, u32) = (lab.pick(4.0, 2.0, 0.5), lab.pick(3, 3, 1));
     let mut points = Vec::new();
     for s in servers(lab, backends) {
         let Some(mechanism) = Mechanism::of_series(&s) else { continue };
@@ -314,32 +280,22 @@ fn plan(lab: &Lab) -> Vec<Point> {
 }
 
 fn analyse(rows: &[Row]) -> Analysis {
-    let p = panel(
-        rows,
-        "event_cpu_pct",
-        "400 req/s, 50 hot",
-        "cold connections",
-        "% of the server core's time (flat)",
-        (false, false),
-    );
-    let mut reading: Vec<String> = p
-        .lines
-        .iter()
-        .map(|l| {
-            let at: Vec<String> =
-                l.points.iter().map(|pt| format!("{}% at {} cold", num(pt.spread.median), pt.x)).collect();
-            format!("{}: {}.", label(&l.name), at.join(", "))
-        })
-        .collect();
-    for l in &p.lines {
-        if let Some(m) = Mechanism::of_series(&l.name) {
-            reading.push(format!("{} counts: {}.", l.name, m.describe()));
-        }
-    }
+    let (y, metric) = ("% of the server core's time (flat)", "event_cpu_pct");
+    let p = panel(rows, metric, "400 req/s, 50 hot", "cold connections", y, (false, false));
     // Banga's Table 2: the section's verdict is the first table's rows', by one rule.
     let t2 = super::banga::table2(super::banga::Setting::Server, rows, "event_cpu_pct");
-    reading.insert(0, format!("{}.", super::banga::TABLE2_RULE));
-    reading.splice(1..1, t2.figures.iter().map(|f| format!("{}: {}.", f.figure, f.holds)));
+    let mut reading = vec![format!("{}.", super::banga::TABLE2_RULE)];
+    reading.extend(t2.figures.iter().map(|f| format!("{}: {}.", f.figure, f.holds)));
+    for l in &p.lines {
+        let at: Vec<String> =
+            l.points.iter().map(|pt| format!("{}% at {} cold", num(pt.spread.median), pt.x)).collect();
+        reading.push(format!("{}: {}.", label(&l.name), at.join(", ")));
+    }
+    let counts = p
+        .lines
+        .iter()
+        .filter_map(|l| Some(format!("{} counts: {}.", l.name, Mechanism::of_series(&l.name)?.describe())));
+    reading.extend(counts);
     let (ours, holds, figures) =
         (format!("{} of the server core's time (flat, idle included)", t2.ours), t2.holds, t2.figures);
     Analysis {
@@ -406,29 +362,17 @@ mod tests {
     #[test]
     fn a_sample_counts_by_its_own_function_and_a_shared_helper_by_its_caller() {
         let m = Mechanism::Epoll;
-        assert!(m.counts(&[
-            "net_rx_action",
-            "__napi_poll",
-            "tcp_v4_rcv",
-            "sock_def_readable",
-            "ep_poll_callback"
-        ]));
-        assert!(m.counts(&[
-            "do_epoll_wait",
-            "ep_send_events",
-            "ep_item_poll.isra.0",
-            "sock_poll",
-            "tcp_poll"
-        ]));
+        let chain = |c: &'static str| c.split(';').collect::<Vec<_>>();
+        assert!(m.counts(&chain("net_rx_action;__napi_poll;tcp_v4_rcv;sock_def_readable;ep_poll_callback")));
+        assert!(m.counts(&chain("do_epoll_wait;ep_send_events;ep_item_poll.isra.0;sock_poll;tcp_poll")));
         assert!(!m.counts(&["__x64_sys_recvfrom", "sock_recvmsg", "tcp_poll"]));
         // Flat: what the mechanism calls is not its own time (the switch away while waiting).
         assert!(!m.counts(&["do_epoll_wait", "schedule_hrtimeout_range", "schedule", "__schedule"]));
+        use Mechanism::*;
         for f in
-            ["select_task_rq_fair", "__napi_poll", "net_rx_action", "__alloc_pages", "get_page_from_freelist"]
+            "select_task_rq_fair __napi_poll net_rx_action __alloc_pages get_page_from_freelist".split(' ')
         {
-            for m in
-                [Mechanism::Select, Mechanism::Poll, Mechanism::Epoll, Mechanism::Uring, Mechanism::Rtsig]
-            {
+            for m in [Select, Poll, Epoll, Uring, Rtsig] {
                 assert!(!m.counts(&[f]), "{f} counted for {m:?}");
             }
         }
@@ -516,17 +460,13 @@ mod tests {
             .starts_with("hintq-select-classic (classical select): 40.0% at 750 cold, 10.0% at 5000 cold")));
         assert!(a.reading.iter().any(|r| r.starts_with("hintq-select counts: __x64_sys_select")));
         // One profile a point: no verdict either way.
-        let one: Vec<Row> = a_rows().into_iter().filter(|r| r.rep == 0).collect();
-        assert!(super::analyse(&one).holds.starts_with("cannot say: fewer than 3 launches"));
-    }
-
-    fn a_rows() -> Vec<Row> {
-        [
+        let three = [
             row("hintq-epoll", 750.0, 3.0),
             row("hintq-select-classic", 750.0, 40.0),
             row("hintq-select", 750.0, 30.0),
-        ]
-        .concat()
+        ];
+        let one: Vec<Row> = three.concat().into_iter().filter(|r| r.rep == 0).collect();
+        assert!(super::analyse(&one).holds.starts_with("cannot say: fewer than 3 launches"));
     }
 
     #[test]
