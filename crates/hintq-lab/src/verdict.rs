@@ -298,6 +298,10 @@ impl Verdict {
     /// established no suffices for a conjunction), else cannot say if one cannot be said (each
     /// reason once), yes if all hold, else within noise.
     pub fn all(parts: &[Verdict]) -> Verdict {
+        if parts.is_empty() {
+            // Nothing compared is no evidence: a "yes" over an empty list would be vacuous.
+            return Verdict::CannotSay("nothing to compare (every figure missing or disturbed)".into());
+        }
         if parts.contains(&Verdict::No) {
             return Verdict::No;
         }
@@ -410,6 +414,7 @@ mod tests {
         assert_eq!(Verdict::under(&a, 110.0), Verdict::WithinNoise);
         assert_eq!((Verdict::over(&a, 99.0), Verdict::over(&a, 121.0)), (Verdict::Yes, Verdict::No));
         assert_eq!(Verdict::all(&[Verdict::Yes, Verdict::Yes]), Verdict::Yes);
+        assert!(matches!(Verdict::all(&[]), Verdict::CannotSay(_)), "an empty comparison judges nothing");
         assert_eq!(Verdict::all(&[Verdict::Yes, Verdict::WithinNoise]), Verdict::WithinNoise);
         assert_eq!(Verdict::all(&[Verdict::WithinNoise, Verdict::No]), Verdict::No);
         // One established no decides a conjunction, whatever else cannot be said.

@@ -354,7 +354,8 @@ pub fn table2(setting: Setting, rows: &[Row], metric: &str) -> Table2 {
     let event = match (&e, scan) {
         (Some(e), Some((s, name))) => {
             let third = s.scaled(1.0 / 3.0);
-            let says = verdict::compare((event_name, e), (&format!("a third of {name}'s"), &third));
+            let label = format!("a third of {name}'s share of {}%", num(s.median()));
+            let says = verdict::compare((event_name, e), (&label, &third));
             let v = Verdict::below(e, &third);
             let text = format!("{v} ({says})");
             (v, text)

@@ -450,7 +450,7 @@ mod tests {
         assert_eq!(holds, ["yes", "yes", "yes"]);
         assert!(a.figures[2]
             .holds
-            .contains("epoll 3.00 (2.97–3.03, n=3) below a third of improved select's 10.0"));
+            .contains("epoll 3.00 (2.97–3.03, n=3) below a third of improved select's share of 30.0% 10.0"));
         assert!(a.figures[2].literal.starts_with("no (rule: every profile's share under 1% of the CPU"));
         assert!(
             a.reading[0].starts_with("Each share is a flat profile")
