@@ -222,12 +222,10 @@ const CANCEL: u64 = BACKEND_BIT | 1;
 const THROTTLE: u64 = BACKEND_BIT | 2;
 /// In [`Watch::events`], above every poll bit: the registration asked for receives (quirk l).
 const RECV: u16 = 0x8000;
-/// Provided buffers of the receive ring, and their size (quirk l): 2 MiB per queue that
-/// receives, given back as soon as each completion is reaped. 16 KiB a buffer: a large body
-/// comes in a quarter of the completions 4 KiB took (64 for 256 KiB), and a request of 1 KB
-/// costs the same (its bytes alone are copied out).
+/// Provided buffers of the receive ring, and their size (quirk l): 512 KiB per queue that
+/// receives, given back as soon as each completion is reaped.
 const RECV_BUFS: u16 = 128;
-const RECV_BUF: usize = 16 * 1024;
+const RECV_BUF: usize = 4096;
 /// The buffer group of the receive ring.
 const BGID: u16 = 0;
 /// Bytes an inbox holds before its receive is stopped until they are taken (quirk l).
