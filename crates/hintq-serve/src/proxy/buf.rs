@@ -13,8 +13,11 @@ use std::io;
 use std::os::fd::RawFd;
 
 /// Size of every relay buffer. It must hold a whole request or response head
-/// (`Limits::max_head`, 16 KiB) plus the lines the proxy adds.
-pub const BUF_SIZE: usize = 32 * 1024;
+/// (`Limits::max_head`, 16 KiB) plus the lines the proxy adds. 64 KiB: a large body leaves in
+/// half the sends (each a completion and a pass of the session) 32 KiB took, and is at most
+/// what the ring keeps for reuse (its `POOL_BUF_MAX`) and what its receive holds for one
+/// connection before it stops (`INBOX_MAX`), so one take empties it.
+pub const BUF_SIZE: usize = 64 * 1024;
 
 /// Buffers kept for reuse per thread; more are freed.
 const POOL_KEEP: usize = 256;
