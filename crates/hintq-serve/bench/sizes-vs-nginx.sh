@@ -20,7 +20,7 @@
 # process (hintq: all its threads; nginx: the worker) from /proc/PID/stat across the wrk run,
 # over the requests wrk completed. Rounds: per size and kind, one run of each server, their
 # order turned each round; the figure is the median of each round's own ratio hintq ÷ nginx
-# (the two ran in the same phase of the machine). Bounded: 4 x SIZES x RUNS wrk runs of DUR
+# (the two ran in the same phase of the machine). Bounded: 2 x KINDS x SIZES x RUNS wrk runs of DUR
 # seconds, plus a 1 s warm-up per server and size (about 6 min with the defaults).
 #
 # nginx runs from configurations of ours in a temporary directory (the system's nginx config
@@ -28,11 +28,12 @@
 # asserted (the machine is shared: see the loadavg lines). Raw rows go to $OUT.
 #
 # Usage: crates/hintq-serve/bench/sizes-vs-nginx.sh
-#   [env: SIZES="1k 16k 64k 256k 1m" C=50 RUNS=3 DUR=5 PORT=18400 SRV_CPU=0 LOAD_CPU=1
+#   [env: SIZES="1k 16k 64k 256k 1m" KINDS="static proxy" C=50 RUNS=3 DUR=5 PORT=18400 SRV_CPU=0 LOAD_CPU=1
 #    BACKEND= (hintq's default) HINTQ=path/to/hintq OUT=rows.csv]
 set -euo pipefail
 
 SIZES=${SIZES:-1k 16k 64k 256k 1m}
+KINDS=${KINDS:-static proxy}
 C=${C:-50}
 RUNS=${RUNS:-3}
 DUR=${DUR:-5}
@@ -96,7 +97,7 @@ WORKER[proxy]=$NGINX_WORKER
 
 {
     rows_stamp nginx hintq
-    echo "# server under test on cpu $SRV_CPU; wrk -t1 -c$C -d${DUR}s (keep-alive) and the upstream hintq serve on cpu $LOAD_CPU; backend ${BACKEND:-default}; sizes $SIZES"
+    echo "# server under test on cpu $SRV_CPU; wrk -t1 -c$C -d${DUR}s (keep-alive) and the upstream hintq serve on cpu $LOAD_CPU; backend ${BACKEND:-default}; sizes $SIZES; kinds $KINDS"
     echo "# hintq: serve --threads 1 --idle-timeout 3600s; proxy --threads 1 --idle-timeout 3600s --upstream (hintq serve, defaults); defaults otherwise"
     for k in off on proxy; do
         echo "# nginx config ($k): $(tr -s ' \n' ' ' <"$TMP/nginx-$k.conf")"
@@ -130,7 +131,7 @@ measure() {
 }
 
 for size in $SIZES; do
-    for kind in static proxy; do
+    for kind in $KINDS; do
         measure "$kind" "$size" hintq 0
         measure "$kind" "$size" nginx 0
         for round in $(seq "$RUNS"); do

@@ -13,8 +13,11 @@ use std::io;
 use std::os::fd::RawFd;
 
 /// Size of every relay buffer. It must hold a whole request or response head
-/// (`Limits::max_head`, 16 KiB) plus the lines the proxy adds.
-pub const BUF_SIZE: usize = 32 * 1024;
+/// (`Limits::max_head`, 16 KiB) plus the lines the proxy adds. 64 KiB: a large body leaves in
+/// half the sends (each a completion and a pass of the session) 32 KiB took, and is at most
+/// what the ring keeps for reuse (its `POOL_BUF_MAX`) and what its receive holds for one
+/// connection before it stops (`INBOX_MAX`), so one take empties it.
+pub const BUF_SIZE: usize = 64 * 1024;
 
 /// Buffers kept for reuse per thread; more are freed.
 const POOL_KEEP: usize = 256;
@@ -79,6 +82,20 @@ impl Buf {
             self.start = 0;
         }
         BUF_SIZE.min(self.v.capacity()).saturating_sub(self.v.len())
+    }
+
+    /// Takes all of `other`'s bytes by exchanging buffers with it, without a copy, when
+    /// `self` holds nothing (not even bytes pinned for a retry) and `other` pins nothing:
+    /// `other` is left empty, with `self`'s buffer (or none), and the pool's count of buffers
+    /// out is unchanged. False, and nothing changed, otherwise.
+    pub(crate) fn take_whole(&mut self, other: &mut Buf) -> bool {
+        if !self.is_empty() || self.pinned || other.pinned {
+            return false;
+        }
+        std::mem::swap(self, other);
+        other.v.clear();
+        other.start = 0;
+        true
     }
 
     /// The vector to append to (check [`Buf::room`] first).
@@ -221,6 +238,30 @@ mod tests {
         // A spare of the pool's size is used in place of one of the pool's.
         let (out, _) = pool.hand_off(&mut b, Vec::with_capacity(BUF_SIZE));
         assert_eq!((pool.free.len(), out.len()), (1, 8));
+    }
+
+    /// A relay takes all of a buffer's bytes by exchanging buffers, not copying: the bytes
+    /// keep their address, the source is left empty with a buffer of its own, the count of
+    /// buffers out stays; a destination holding bytes, or pinned ones, takes nothing.
+    #[test]
+    fn a_whole_buffer_changes_hands_without_a_copy() {
+        let mut pool = Pool::default();
+        let mut src = filled(&mut pool, b"headbody");
+        src.consume(4);
+        let at = src.data().as_ptr();
+        let mut dst = Buf::default();
+        pool.fill(&mut dst);
+        assert!(dst.take_whole(&mut src));
+        assert_eq!((dst.data(), dst.data().as_ptr()), (&b"body"[..], at));
+        assert!(src.is_empty() && src.room() == BUF_SIZE && pool.out == 2);
+        let mut more = filled(&mut pool, b"more");
+        assert!(!dst.take_whole(&mut more), "dst holds bytes");
+        assert_eq!((dst.data(), more.data()), (&b"body"[..], &b"more"[..]));
+        let mut pinned = filled(&mut pool, b"request");
+        pinned.pin();
+        pinned.consume(7);
+        assert!(pinned.is_empty() && !pinned.take_whole(&mut more), "pinned bytes are kept");
+        assert_eq!(more.data(), b"more");
     }
 
     /// Bytes after a consumed part, or pinned for a retry, are copied: the buffer stays.

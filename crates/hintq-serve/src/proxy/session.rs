@@ -210,22 +210,29 @@ impl Body {
             if room <= overhead {
                 return Ok(progress);
             }
-            let input = &src.data()[..src.data().len().min(room - overhead)];
+            let whole = src.data().len();
+            let input = &src.data()[..whole.min(room - overhead)];
             let d = self.dec.decode(input).map_err(RelayError::Framing)?;
-            let data = &input[d.data.clone()];
-            if !data.is_empty() {
-                self.sent += data.len() as u64;
-                let out = dst.vec();
-                match self.enc {
-                    Enc::Plain => out.extend_from_slice(data),
-                    Enc::Chunked => {
-                        write_chunk_header(out, data.len());
-                        out.extend_from_slice(data);
-                        write_chunk_end(out);
+            // Every byte of `src` is body and nothing waits in `dst`: the buffer itself changes
+            // hands, not a copy of it (a large body's common case).
+            if self.enc == Enc::Plain && d.data == (0..whole) && dst.take_whole(src) {
+                self.sent += whole as u64;
+            } else {
+                let data = &src.data()[d.data.clone()];
+                if !data.is_empty() {
+                    self.sent += data.len() as u64;
+                    let out = dst.vec();
+                    match self.enc {
+                        Enc::Plain => out.extend_from_slice(data),
+                        Enc::Chunked => {
+                            write_chunk_header(out, data.len());
+                            out.extend_from_slice(data);
+                            write_chunk_end(out);
+                        }
                     }
                 }
+                src.consume(d.consumed);
             }
-            src.consume(d.consumed);
             if d.consumed == 0 && !d.done {
                 return Ok(progress);
             }
