@@ -611,8 +611,9 @@ impl Queue {
         }
         self.stats.delivered += n as u64;
         if n > 0 {
-            // Sends queued since the last wait go now, not after these events.
-            self.poller.submit()?;
+            // Sends queued since the last wait go now, not after these events (the ring
+            // itself, not through the backend enum's dispatch).
+            u.submit()?;
             return Ok(n);
         }
         self.lean_again(events, timeout, deadline)

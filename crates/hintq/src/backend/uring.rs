@@ -1167,7 +1167,8 @@ impl Uring {
                     opcode::PollRemove::new(token).build().user_data(REMOVE)
                 })?;
             }
-            match self.enter(None) {
+            // Claimed above (a claim within this call changes nothing).
+            match self.enter_claimed(1, None) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 r => r?,
             }
@@ -1193,7 +1194,8 @@ impl Uring {
                 self.table.cancelled = None;
                 self.push(&opcode::AsyncCancel::new(token | SEND).build().user_data(CANCEL))?;
             }
-            match self.enter(None) {
+            // Claimed above (a claim within this call changes nothing).
+            match self.enter_claimed(1, None) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 r => r?,
             }
@@ -1325,7 +1327,8 @@ impl Poller for Uring {
             self.table.pending.push(Ready { token, state: i.state() });
         }
         self.arm(token)?;
-        self.enter(Some(Duration::ZERO))
+        // Claimed above.
+        self.enter_claimed(1, Some(Duration::ZERO))
     }
 
     fn delete(&mut self, fd: RawFd, _token: u64) -> io::Result<()> {
