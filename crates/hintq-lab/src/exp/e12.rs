@@ -476,11 +476,18 @@ fn verdict(top: &[(usize, String, f64)], rows: &[Row]) -> (String, String) {
         return ("epoll and poll not both measured".into(), UNMEASURED.into());
     };
     let (e, p) = (at(n, "hintq-epoll").unwrap_or(0.0), at(n, "hintq-poll").unwrap_or(0.0));
-    let few = at(1, "hintq-poll").map_or(String::new(), |f| format!(" (poll with 1 inactive: {})", num(f)));
+    let upto = |r: f64| {
+        if r > 0.0 {
+            format!("up to {} req/s offered", num(r))
+        } else {
+            "at no rate offered".into()
+        }
+    };
+    let few = at(1, "hintq-poll").map_or(String::new(), |f| format!(" (poll with 1 inactive: {})", upto(f)));
     let ours = format!(
-        "with {n} inactive, epoll keeps up to {} req/s offered, poll to {}{few}; a new connection per request, 6 KB",
-        num(e),
-        num(p)
+        "with {n} inactive, epoll keeps pace {}, poll {}{few}; a new connection per request, 6 KB",
+        upto(e),
+        upto(p)
     );
     let holds = beats(top, rows, n, "hintq-epoll", "hintq-poll").map_or(UNMEASURED.into(), |b| b.1);
     (ours, holds)
@@ -795,7 +802,7 @@ mod tests {
         );
         assert_eq!(
             a.ours,
-            "with 5000 inactive, epoll keeps up to 16000 req/s offered, poll to 0 (poll with 1 inactive: 4000); \
+            "with 5000 inactive, epoll keeps pace up to 16000 req/s offered, poll at no rate offered (poll with 1 inactive: up to 4000 req/s offered); \
              a new connection per request, 6 KB"
         );
         // 2 levels: 2 reply-rate panels, 2 error panels, 2 median panels.

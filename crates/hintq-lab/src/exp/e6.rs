@@ -227,7 +227,7 @@ pub const CLAIMS: [Claim; 9] = [
             let (Some(s), Some(lt)) = (peak_tp(rows, HS, "select"), peak_tp(rows, HS, "epoll")) else {
                 return missing("half-sync on select or epoll");
             };
-            one_core(format!("half-sync peaks at {} on select, {} on epoll", at(s), at(lt)))
+            one_core(format!("half-sync peaks at {} on select, {} on level-triggered epoll", at(s), at(lt)))
         },
     },
     Claim {
