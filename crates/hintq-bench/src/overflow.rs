@@ -263,13 +263,12 @@ pub fn child(plan: &Plan, child: Child) -> io::Result<()> {
     writeln!(out, "# RLIMIT_SIGPENDING inherited: soft {default_soft}, hard {hard}")?;
     let mut emit = |r: Rec| rows(&[r]).iter().try_for_each(|l| writeln!(out, "{}", row::line(l)));
     let lowered = child.limit == Limit::Lowered;
-    let row = |exp: &str, t: Target, q: &Queue, m: Measured, n: usize, k: usize, rlimit: u64| {
+    let row = |exp: &str, t: Target, q: &Queue, m: Measured, n: usize, k: usize| {
         let s = q.stats();
         Rec {
             experiment: exp.into(),
             target: t.name().into(),
             sigpending: child.limit.name().into(),
-            rlimit: matches!(t, Target::Rtsig(_)).then_some(rlimit),
             rep: child.rep,
             registered: n,
             active: k,
@@ -280,7 +279,6 @@ pub fn child(plan: &Plan, child: Child) -> io::Result<()> {
             cpu_ns: m.meter.1,
             preempted: m.meter.2,
             recoveries: s.recoveries,
-            switches: s.switches,
             migrations: s.migrations,
         }
     };
@@ -292,7 +290,7 @@ pub fn child(plan: &Plan, child: Child) -> io::Result<()> {
         for t in rotated(plan.targets(child.limit, true), child.rep) {
             let mut q = registered(t, &fds.idle[..IDLE], pairs)?;
             let m = bursts(&mut q, pairs, plan.target, false)?;
-            emit(row("overflow", t, &q, m, IDLE + k, k, limit))?;
+            emit(row("overflow", t, &q, m, IDLE + k, k))?;
         }
     }
     let limit = if lowered { SCAN_LIMIT } else { default_soft };
@@ -302,7 +300,7 @@ pub fn child(plan: &Plan, child: Child) -> io::Result<()> {
         for t in rotated(plan.targets(child.limit, false), child.rep) {
             let mut q = registered(t, &fds.idle[..n], pairs)?;
             let m = bursts(&mut q, pairs, plan.target, true)?;
-            emit(row("scan", t, &q, m, n + SCAN_BURST, SCAN_BURST, limit))?;
+            emit(row("scan", t, &q, m, n + SCAN_BURST, SCAN_BURST))?;
         }
     }
     sys::set_sigpending(default_soft)

@@ -13,8 +13,6 @@ pub struct Rec {
     pub target: String,
     /// `default` or `lowered` (`RLIMIT_SIGPENDING` of the child it ran in); empty elsewhere.
     pub sigpending: String,
-    /// The soft `RLIMIT_SIGPENDING` it ran under, where it matters.
-    pub rlimit: Option<u64>,
     /// Repetition, from 0.
     pub rep: u32,
     /// Descriptors registered (or polled) in all.
@@ -35,8 +33,6 @@ pub struct Rec {
     pub preempted: u64,
     /// `Stats::recoveries` of the queue over its life (fresh queue per run).
     pub recoveries: u64,
-    /// `Stats::switches`, likewise.
-    pub switches: u64,
     /// `Stats::migrations`, likewise.
     pub migrations: u64,
 }

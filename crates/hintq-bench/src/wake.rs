@@ -90,8 +90,6 @@ pub struct Counted {
     pub returns: u64,
     /// Wake-ups whose thread found nothing to read.
     pub empty: u64,
-    /// Wall time of the point.
-    pub wall_ns: u64,
 }
 
 impl Counted {
@@ -219,7 +217,6 @@ fn point(plan: &Plan, target: Target, members: usize, rep: u32) -> io::Result<Co
         .collect();
     drop(tx);
     let joined: Vec<(libc::pid_t, Stop)> = rx.iter().take(members).collect();
-    let started = Instant::now();
     let tids: Vec<libc::pid_t> = joined.iter().map(|(t, _)| *t).collect();
     let outcome = drive(plan, &sh, &tids, peer.as_raw_fd());
     sh.stop.store(true, Ordering::Release);
@@ -239,7 +236,6 @@ fn point(plan: &Plan, target: Target, members: usize, rep: u32) -> io::Result<Co
         wakeups,
         returns: returns.saturating_sub(members as u64),
         empty: sh.empty.load(Ordering::Relaxed),
-        wall_ns: started.elapsed().as_nanos() as u64,
     })
 }
 
@@ -351,7 +347,6 @@ mod tests {
             wakeups: 150,
             returns: 100,
             empty: 25,
-            wall_ns: 1,
         };
         let got: Vec<String> = c.rows().iter().map(row::line).collect();
         assert_eq!(
