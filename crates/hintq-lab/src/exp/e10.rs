@@ -32,6 +32,21 @@ fn worst_per_group(lines: &[Line]) -> Vec<(String, f64, f64)> {
         .collect()
 }
 
+/// Which groups' worst medians reach `most`, as the report prints them: the one group and its
+/// thread count, or, where several print the same value, that they are equal (no "worst" among ties).
+fn worst_named(worst: &[(String, f64, f64)], most: f64) -> String {
+    let tied: Vec<&(String, f64, f64)> = worst.iter().filter(|w| num(w.2) == num(most)).collect();
+    match tied[..] {
+        [(name, n, _)] => format!("{name} at {n} threads"),
+        _ if tied.len() == worst.len() => format!("equal on all {} group backends", worst.len()),
+        _ => {
+            let names: Vec<String> =
+                tied.iter().map(|(name, n, _)| format!("{name} at {n} threads")).collect();
+            format!("equal on {}", names.join(", "))
+        }
+    }
+}
+
 /// Whether one thread is woken per readiness (at most [`wake::GOAL`]) on each group backend:
 /// `yes` on all, else on how many, naming those that miss with their wake-ups and returns per
 /// readiness where they miss.
@@ -144,11 +159,12 @@ impl E10 {
         let worst = worst_per_group(&a.lines);
         let most = worst.iter().max_by(|x, y| x.2.total_cmp(&y.2));
         let (ours, holds) = match (most, at("epoll-shared", 8.0), at("epoll-exclusive", 8.0)) {
-            (Some((name, n, most)), Some(shared), Some(excl)) => (
+            (Some(&(_, _, most)), Some(shared), Some(excl)) => (
                 format!(
-                    "Delivery::One: at most {} wake-ups per readiness ({name} at {n} threads); at 8 threads \
-                     shared epoll {}, EPOLLEXCLUSIVE {}",
-                    num(*most),
+                    "Delivery::One: at most {} wake-ups per readiness ({}); at 8 threads shared epoll {}, \
+                     EPOLLEXCLUSIVE {}",
+                    num(most),
+                    worst_named(&worst, most),
                     num(shared),
                     num(excl)
                 ),
@@ -232,6 +248,26 @@ E10,epoll-exclusive,8,0,wakeups_per_readiness,1,ok,\nE10,epoll-exclusive,8,0,ret
         assert_eq!(an.holds, "yes: one thread woken per readiness (goal <= 1.1) on all 2 group backends");
         assert!(an.ours.contains("1.01 wake-ups per readiness (group-epoll at 8 threads)"), "{}", an.ours);
         assert!(an.ours.contains("shared epoll 2.00, EPOLLEXCLUSIVE 1.00"), "{}", an.ours);
+    }
+
+    #[test]
+    fn no_group_is_named_worst_among_equals() {
+        let tied = three(CSV).replace("wakeups_per_readiness,1.01,", "wakeups_per_readiness,1,");
+        let an = E10.analyse(&convert(&tied));
+        assert!(
+            an.ours.starts_with(
+                "Delivery::One: at most 1.00 wake-ups per readiness (equal on all 2 group backends);"
+            ),
+            "{}",
+            an.ours
+        );
+        let three_groups = format!("{tied}E10,group-gooch,4,0,wakeups_per_readiness,0.9,ok,\n");
+        let an = E10.analyse(&convert(&three_groups));
+        assert!(
+            an.ours.contains("(equal on group-epoll at 8 threads, group-rtsig at 8 threads)"),
+            "{}",
+            an.ours
+        );
     }
 
     #[test]
