@@ -289,6 +289,26 @@ pub const TABLE2_RULE: &str = "Each share is a flat profile as Banga's DCPI gave
 /// machine, no bound.
 const SHARE: &str = "— (a share of Banga's machine, not a bound: see ours ÷ paper)";
 
+/// The metric that holds the samples a share of `metric` rests on (one value per profile).
+pub fn samples_of(metric: &str) -> String {
+    format!("{metric}_samples")
+}
+
+/// A share (%) as the report prints it; under 1% of the CPU with the samples it rests on
+/// beside it where the rows recorded them ("0.025% (0.025–0.075, n=3), 1–3 samples"), so a
+/// reader sees how little a share near zero stands on.
+fn share_text(share: &Figure, samples: Option<Figure>) -> String {
+    let text = share.with_unit("%");
+    match samples {
+        Some(s) if share.median() < 1.0 => {
+            let (a, b) = (s.min().round(), s.max().round());
+            let n = if a == b { format!("{a}") } else { format!("{a}–{b}") };
+            format!("{text}, {n} sample{}", if b == 1.0 { "" } else { "s" })
+        }
+        _ => text,
+    }
+}
+
 /// Table 2's rows and their summary for a section.
 pub struct Table2 {
     /// One row per line of Banga's (classical select, improved select, the event API).
@@ -321,6 +341,8 @@ pub fn table2(setting: Setting, rows: &[Row], metric: &str) -> Table2 {
         .collect();
     let x = if xs.contains(&PAPER_COLD) { PAPER_COLD } else { xs.iter().copied().fold(PAPER_COLD, f64::max) };
     let share = |series: &str| verdict::launches(rows, series, x, metric);
+    let said =
+        |series: &str, f: &Figure| share_text(f, verdict::launches(rows, series, x, &samples_of(metric)));
     let (c, i, e, p) = (share(CLASSICAL.0), share(IMPROVED.0), share(event_series), share(POLL.0));
     let (cn, iname) = (CLASSICAL.1, IMPROVED.1);
     let unmeasured = |what: &str| Verdict::unmeasured(&format!("{what} at {x} cold"));
@@ -368,7 +390,7 @@ pub fn table2(setting: Setting, rows: &[Row], metric: &str) -> Table2 {
         Some(f) => format!(
             "{} (rule: every profile's share under 1% of the CPU; ours {})",
             Verdict::under(f, 1.0),
-            f.with_unit("%")
+            said(event_series, f)
         ),
         None => format!("cannot say: {event_name} not measured at {x} cold"),
     };
@@ -376,13 +398,13 @@ pub fn table2(setting: Setting, rows: &[Row], metric: &str) -> Table2 {
                claim: &'static str,
                words: &'static str,
                value: f64,
-               name: &str,
+               (name, series): (&str, &str),
                got: &Option<Figure>,
                holds: String,
                literal: String| {
         let (ours, ratio) = match got {
             Some(f) => (
-                format!("{} ({name}, {x} cold)", f.with_unit("%")),
+                format!("{} ({name}, {x} cold)", said(series, f)),
                 if x == PAPER_COLD {
                     Ok(f.median())
                 } else {
@@ -409,7 +431,7 @@ pub fn table2(setting: Setting, rows: &[Row], metric: &str) -> Table2 {
             "Classical select spends a third of the CPU in event notification, the most of the three.",
             "34% of the CPU (33.51% in the table)",
             33.51,
-            cn,
+            (cn, CLASSICAL.0),
             &c,
             classical.1,
             SHARE.into(),
@@ -419,7 +441,7 @@ pub fn table2(setting: Setting, rows: &[Row], metric: &str) -> Table2 {
             "Improved select cuts it to 12%, between classical select and the event API.",
             "12% of the CPU (12.02% in the table)",
             12.02,
-            iname,
+            (iname, IMPROVED.0),
             &i,
             improved.1,
             SHARE.into(),
@@ -429,16 +451,21 @@ pub fn table2(setting: Setting, rows: &[Row], metric: &str) -> Table2 {
             "The event API almost eliminates the event-notification overhead.",
             "less than 1% of the CPU (0.68% in the table)",
             0.68,
-            event_name,
+            (event_name, event_series),
             &e,
             event.1,
             event_literal,
         ),
     ];
-    let measured: Vec<String> = [(&c, cn), (&i, iname), (&e, event_name), (&p, "poll")]
-        .iter()
-        .filter_map(|(v, n)| Some(format!("{n} {}", v.as_ref()?.with_unit("%"))))
-        .collect();
+    let measured: Vec<String> = [
+        (&c, cn, CLASSICAL.0),
+        (&i, iname, IMPROVED.0),
+        (&e, event_name, event_series),
+        (&p, "poll", POLL.0),
+    ]
+    .iter()
+    .filter_map(|(v, n, series)| Some(format!("{n} {}", said(series, v.as_ref()?))))
+    .collect();
     let ours = if measured.is_empty() {
         format!("no share measured at {x} cold")
     } else {
@@ -449,7 +476,9 @@ pub fn table2(setting: Setting, rows: &[Row], metric: &str) -> Table2 {
 
 #[cfg(test)]
 mod tests {
-    use super::{fig9, Setting, FIG9_SATURATION, FIG9_SATURATION_BUSY, IMPROVED};
+    use super::{
+        fig9, samples_of, table2, Setting, CLASSICAL, FIG9_SATURATION, FIG9_SATURATION_BUSY, IMPROVED,
+    };
     use crate::data::Row;
 
     /// Launches of `metric` for `series` at `x`.
@@ -458,6 +487,26 @@ mod tests {
             .enumerate()
             .map(|(k, &v)| Row { rep: k as u32, ..Row::ok("E11", series, x, metric, v) })
             .collect()
+    }
+
+    #[test]
+    fn a_share_near_zero_shows_the_samples_it_rests_on() {
+        let m = "event_cpu_pct";
+        let mut rows = launches("hintq-epoll", 750.0, m, [0.025, 0.05, 0.075]);
+        rows.extend(launches("hintq-epoll", 750.0, &samples_of(m), [1.0, 2.0, 3.0]));
+        rows.extend(launches(CLASSICAL.0, 750.0, m, [30.0, 31.0, 32.0]));
+        rows.extend(launches(CLASSICAL.0, 750.0, &samples_of(m), [1200.0, 1240.0, 1280.0]));
+        let t = table2(Setting::Server, &rows, m);
+        let event = t.figures.iter().find(|f| f.figure.ends_with("event API")).unwrap();
+        assert_eq!(event.ours, "0.050% (0.025–0.075, n=3), 1–3 samples (epoll, 750 cold)");
+        assert!(event.literal.ends_with("ours 0.050% (0.025–0.075, n=3), 1–3 samples)"), "{}", event.literal);
+        // A share well above zero is said as before; so is one whose samples were not recorded.
+        let classical = t.figures.iter().find(|f| f.figure.ends_with("classical select")).unwrap();
+        assert_eq!(classical.ours, "31.0% (30.0–32.0, n=3) (classical select, 750 cold)");
+        assert!(t.ours.contains("epoll 0.050% (0.025–0.075, n=3), 1–3 samples"), "{}", t.ours);
+        let old: Vec<_> = rows.into_iter().filter(|r| !r.metric.ends_with("_samples")).collect();
+        let t = table2(Setting::Server, &old, m);
+        assert_eq!(t.figures[2].ours, "0.050% (0.025–0.075, n=3) (epoll, 750 cold)");
     }
 
     #[test]

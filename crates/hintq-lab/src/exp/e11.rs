@@ -352,7 +352,9 @@ fn plan(lab: &Lab) -> Vec<Point> {
                     move |ran, json| {
                         let mut rows = read(&name, json, &[], &format!("{metric}_errors"))?;
                         let window = super::e5::hot_window(ran, json)?;
-                        rows.push(row(&name, metric, profile_share(&ran.dir, mechanism, window)?));
+                        let (share, samples) = profile_share(&ran.dir, mechanism, window)?;
+                        rows.push(row(&name, metric, share));
+                        rows.push(row(&name, &banga::samples_of(metric), samples as f64));
                         Ok(rows)
                     },
                 ));

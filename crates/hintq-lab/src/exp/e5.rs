@@ -213,8 +213,9 @@ pub fn hot_window(ran: &Ran, json: &serde_json::Value) -> Result<(f64, f64), Str
 
 /// The share (%) of the profiled core's time in `mechanism`'s event notification within
 /// `window`, idle included: [`flat_samples`] of `dir`'s `perf.data` (report kept as
-/// `perf-report.txt`), each [`PERIOD_NS`] of CPU, over the window's length.
-pub fn profile_share(dir: &Path, mechanism: Mechanism, window: (f64, f64)) -> Result<f64, String> {
+/// `perf-report.txt`), each [`PERIOD_NS`] of CPU, over the window's length; and the samples it
+/// rests on.
+pub fn profile_share(dir: &Path, mechanism: Mechanism, window: (f64, f64)) -> Result<(f64, u64), String> {
     let (from, to) = window;
     if to <= from {
         return Err(format!("an empty profile window ({from:.6} to {to:.6} s)"));
@@ -228,7 +229,7 @@ pub fn profile_share(dir: &Path, mechanism: Mechanism, window: (f64, f64)) -> Re
     let text = String::from_utf8_lossy(&out.stdout);
     let _ = std::fs::write(dir.join("perf-report.txt"), text.as_bytes());
     let samples = flat_samples(&text, mechanism).ok_or("perf report gave no samples")?;
-    Ok(samples as f64 * PERIOD_NS as f64 * 1e-9 / (to - from) * 100.0)
+    Ok((samples as f64 * PERIOD_NS as f64 * 1e-9 / (to - from) * 100.0, samples))
 }
 
 /// E5: what it reproduces, its plan and its analysis.
@@ -270,8 +271,12 @@ fn plan(lab: &Lab) -> Vec<Point> {
                 estimate: Duration::from_secs_f64(secs + 3.0),
                 parse: Box::new(move |ran| {
                     let window = hot_window(ran, &serve::load_json(ran)?)?;
-                    let share = profile_share(&ran.dir, mechanism, window)?;
-                    Ok(vec![Row { rep, ..Row::ok("E5", &name, cold as f64, "event_cpu_pct", share) }])
+                    let (share, samples) = profile_share(&ran.dir, mechanism, window)?;
+                    let row = |metric: &str, v| Row { rep, ..Row::ok("E5", &name, cold as f64, metric, v) };
+                    Ok(vec![
+                        row("event_cpu_pct", share),
+                        row(&super::banga::samples_of("event_cpu_pct"), samples as f64),
+                    ])
                 }),
             });
         }
