@@ -10,9 +10,6 @@ use crate::verdict::{self, Figure};
 use hintq_bench::wake;
 use std::time::Duration;
 
-/// E10.
-pub struct E10;
-
 const WOKEN: &str = "wakeups_per_readiness";
 const RETURNED: &str = "returns_per_readiness";
 
@@ -104,102 +101,97 @@ pub const EXPERIMENT: Experiment = Experiment {
     paper: "Banga et al. §9 (SO_WAKEUP_ONE)",
     claim: "with process-wide interest and SO_WAKEUP_ONE, a readiness wakes one of the threads \
          waiting on a shared descriptor instead of all of them (the thundering herd).",
-    needs: |lab| E10.needs(lab),
-    plan: |lab| E10.plan(lab),
-    analyse: |rows| E10.analyse(rows),
+    needs,
+    plan,
+    analyse,
 };
 
-impl E10 {
-    fn needs(&self, lab: &Lab) -> Result<(), String> {
-        lab.need(&["bench", "wake-one"])
+fn needs(lab: &Lab) -> Result<(), String> {
+    lab.need(&["bench", "wake-one"])
+}
+fn plan(lab: &Lab) -> Vec<Point> {
+    let est = Duration::from_secs(lab.pick(15, 5, 2));
+    let cpu = lab.cores.bench.to_string();
+    let mut extra = vec!["--cpu", cpu.as_str()];
+    if lab.smoke {
+        extra.extend(["--backends", "epoll", "--rounds", "20"]);
     }
-    fn plan(&self, lab: &Lab) -> Vec<Point> {
-        let est = Duration::from_secs(lab.pick(15, 5, 2));
-        let cpu = lab.cores.bench.to_string();
-        let mut extra = vec!["--cpu", cpu.as_str()];
-        if lab.smoke {
-            extra.extend(["--backends", "epoll", "--rounds", "20"]);
-        }
-        tool_points(lab, "E10", "wake-one", &extra, lab.pick(3, 3, 1), est)
-    }
-    fn analyse(&self, rows: &[Row]) -> Analysis {
-        let x = "threads blocked on the descriptor";
-        let a = panel(
-            rows,
-            WOKEN,
-            "(a) wake-ups (voluntary context switches) per readiness",
-            x,
-            "wake-ups per readiness",
-            (true, false),
-        );
-        let b = panel(
-            rows,
-            RETURNED,
-            "(b) returns from the wait per readiness",
-            x,
-            "returns per readiness",
-            (true, false),
-        );
-        let at = |name: &str, n: f64| a.lines.iter().find(|l| l.name == name).and_then(|l| l.median(n));
-        let reading: Vec<String> = a
-            .lines
-            .iter()
-            .filter_map(|l| {
-                let (first, last) = l.ends()?;
-                Some(format!(
-                    "{}: {} wake-ups per readiness with {} thread(s), {} with {}.",
-                    l.name,
-                    num(first.spread.median),
-                    first.x,
-                    num(last.spread.median),
-                    last.x
-                ))
-            })
-            .collect();
-        let worst = worst_per_group(&a.lines);
-        let most = worst.iter().max_by(|x, y| x.2.total_cmp(&y.2));
-        let (ours, holds) = match (most, at("epoll-shared", 8.0), at("epoll-exclusive", 8.0)) {
-            (Some(&(_, _, most)), Some(shared), Some(excl)) => (
-                format!(
-                    "Delivery::One: at most {} wake-ups per readiness ({}); at 8 threads shared epoll {}, \
-                     EPOLLEXCLUSIVE {}",
-                    num(most),
-                    worst_named(&worst, most),
-                    num(shared),
-                    num(excl)
-                ),
-                group_verdict(rows, &worst, &b.lines),
+    tool_points(lab, "E10", "wake-one", &extra, lab.pick(3, 3, 1), est)
+}
+fn analyse(rows: &[Row]) -> Analysis {
+    let x = "threads blocked on the descriptor";
+    let a = panel(
+        rows,
+        WOKEN,
+        "(a) wake-ups (voluntary context switches) per readiness",
+        x,
+        "wake-ups per readiness",
+        (true, false),
+    );
+    let b = panel(
+        rows,
+        RETURNED,
+        "(b) returns from the wait per readiness",
+        x,
+        "returns per readiness",
+        (true, false),
+    );
+    let at = |name: &str, n: f64| a.lines.iter().find(|l| l.name == name).and_then(|l| l.median(n));
+    let reading: Vec<String> = a
+        .lines
+        .iter()
+        .filter_map(|l| {
+            let (first, last) = l.ends()?;
+            Some(format!(
+                "{}: {} wake-ups per readiness with {} thread(s), {} with {}.",
+                l.name,
+                num(first.spread.median),
+                first.x,
+                num(last.spread.median),
+                last.x
+            ))
+        })
+        .collect();
+    let worst = worst_per_group(&a.lines);
+    let most = worst.iter().max_by(|x, y| x.2.total_cmp(&y.2));
+    let (ours, holds) = match (most, at("epoll-shared", 8.0), at("epoll-exclusive", 8.0)) {
+        (Some(&(_, _, most)), Some(shared), Some(excl)) => (
+            format!(
+                "Delivery::One: at most {} wake-ups per readiness ({}); at 8 threads shared epoll {}, \
+                 EPOLLEXCLUSIVE {}",
+                num(most),
+                worst_named(&worst, most),
+                num(shared),
+                num(excl)
             ),
-            _ => ("a group line or a raw epoll line missing from the rows".into(), UNMEASURED.into()),
-        };
-        let figures = vec![FigureRow {
-            inputs: Vec::new(),
-            figure: "Banga §9 (wake-one)".into(),
-            claim: "With SO_WAKEUP_ONE, a readiness wakes one of the threads waiting on a shared \
-                    descriptor instead of all of them.",
-            paper: None,
-            ours: ours.clone(),
-            ratio: Err("the paper prints no number".into()),
-            holds: holds.clone(),
-            rule: format!(
-                "yes when, on every group backend, every launch's wake-ups per readiness at its worst thread \
-                 count (2 or more) is at most {}; no on a backend whose launches are all over it; within \
-                 noise when they straddle it; 3 launches or more",
-                wake::GOAL
-            ),
-            literal: super::NO_NUMBER.into(),
-        }];
-        Analysis {
-            panels: vec![a, b],
-            ours,
-            holds,
-            reading,
-            metrics: vec![
-                (WOKEN, "wake-ups per readiness"),
-                (RETURNED, "returns from the wait per readiness"),
-            ],
-            figures,
-        }
+            group_verdict(rows, &worst, &b.lines),
+        ),
+        _ => ("a group line or a raw epoll line missing from the rows".into(), UNMEASURED.into()),
+    };
+    let figures = vec![FigureRow {
+        inputs: Vec::new(),
+        figure: "Banga §9 (wake-one)".into(),
+        claim: "With SO_WAKEUP_ONE, a readiness wakes one of the threads waiting on a shared \
+                descriptor instead of all of them.",
+        paper: None,
+        ours: ours.clone(),
+        ratio: Err("the paper prints no number".into()),
+        holds: holds.clone(),
+        rule: format!(
+            "yes when, on every group backend, every launch's wake-ups per readiness at its worst thread \
+             count (2 or more) is at most {}; no on a backend whose launches are all over it; within \
+             noise when they straddle it; 3 launches or more",
+            wake::GOAL
+        ),
+        literal: super::NO_NUMBER.into(),
+    }];
+    Analysis {
+        panels: vec![a, b],
+        ours,
+        holds,
+        reading,
+        metrics: vec![(WOKEN, "wake-ups per readiness"), (RETURNED, "returns from the wait per readiness")],
+        figures,
     }
 }
 
@@ -237,14 +229,14 @@ E10,epoll-exclusive,8,0,wakeups_per_readiness,1,ok,\nE10,epoll-exclusive,8,0,ret
     fn rows_become_per_readiness_and_the_worst_group_is_judged() {
         let one = convert(CSV);
         assert_eq!(one.len(), 8);
-        assert!(E10.analyse(&one).holds.starts_with("cannot say: fewer than 3 launches"));
+        assert!(analyse(&one).holds.starts_with("cannot say: fewer than 3 launches"));
         let rows = convert(&three(CSV));
         let r = &rows[0];
         assert_eq!(
             (r.series.as_str(), r.x, r.metric.as_str(), r.value),
             ("group-epoll", 8.0, WOKEN, Some(1.01))
         );
-        let an = E10.analyse(&rows);
+        let an = analyse(&rows);
         assert_eq!(an.holds, "yes: one thread woken per readiness (goal <= 1.1) on all 2 group backends");
         assert!(an.ours.contains("1.01 wake-ups per readiness (group-epoll at 8 threads)"), "{}", an.ours);
         assert!(an.ours.contains("shared epoll 2.00, EPOLLEXCLUSIVE 1.00"), "{}", an.ours);
@@ -253,7 +245,7 @@ E10,epoll-exclusive,8,0,wakeups_per_readiness,1,ok,\nE10,epoll-exclusive,8,0,ret
     #[test]
     fn no_group_is_named_worst_among_equals() {
         let tied = three(CSV).replace("wakeups_per_readiness,1.01,", "wakeups_per_readiness,1,");
-        let an = E10.analyse(&convert(&tied));
+        let an = analyse(&convert(&tied));
         assert!(
             an.ours.starts_with(
                 "Delivery::One: at most 1.00 wake-ups per readiness (equal on all 2 group backends);"
@@ -262,7 +254,7 @@ E10,epoll-exclusive,8,0,wakeups_per_readiness,1,ok,\nE10,epoll-exclusive,8,0,ret
             an.ours
         );
         let three_groups = format!("{tied}E10,group-gooch,4,0,wakeups_per_readiness,0.9,ok,\n");
-        let an = E10.analyse(&convert(&three_groups));
+        let an = analyse(&convert(&three_groups));
         assert!(
             an.ours.contains("(equal on group-epoll at 8 threads, group-rtsig at 8 threads)"),
             "{}",
@@ -276,7 +268,7 @@ E10,epoll-exclusive,8,0,wakeups_per_readiness,1,ok,\nE10,epoll-exclusive,8,0,ret
             "group-epoll,8,1,wakeups_per_readiness,1.01,",
             "group-epoll,8,1,wakeups_per_readiness,2,",
         );
-        let an = E10.analyse(&convert(&mixed));
+        let an = analyse(&convert(&mixed));
         assert!(
             an.holds.starts_with("within noise: launches on both sides of 1.1 (group-epoll 1.01"),
             "{}",
@@ -290,7 +282,7 @@ E10,epoll-exclusive,8,0,wakeups_per_readiness,1,ok,\nE10,epoll-exclusive,8,0,ret
             "group-epoll,8,0,wakeups_per_readiness,1.01,",
             "group-epoll,8,0,wakeups_per_readiness,8,",
         );
-        let an = E10.analyse(&convert(&three(&herd)));
+        let an = analyse(&convert(&three(&herd)));
         assert_eq!(
             an.holds,
             "yes on 1 of 2 group backends; not on group-epoll 8.00 wake-ups per readiness at 8 threads, 1.00 returns"
@@ -300,7 +292,7 @@ E10,epoll-exclusive,8,0,wakeups_per_readiness,1,ok,\nE10,epoll-exclusive,8,0,ret
             "group-rtsig,8,0,wakeups_per_readiness,1,",
             "group-rtsig,8,0,wakeups_per_readiness,7.5,",
         );
-        let an = E10.analyse(&convert(&three(&herd)));
+        let an = analyse(&convert(&three(&herd)));
         assert_eq!(
             an.holds,
             "yes on 1 of 2 group backends; not on group-rtsig 7.50 wake-ups per readiness at 8 threads, 1.00 returns"
@@ -309,7 +301,7 @@ E10,epoll-exclusive,8,0,wakeups_per_readiness,1,ok,\nE10,epoll-exclusive,8,0,ret
             "group-epoll,8,0,wakeups_per_readiness,1.01,",
             "group-epoll,8,0,wakeups_per_readiness,2,",
         );
-        let an = E10.analyse(&convert(&three(&both)));
+        let an = analyse(&convert(&three(&both)));
         assert!(
             an.holds.starts_with("no: on none of the 2 group backends (group-epoll 2.00"),
             "{}",

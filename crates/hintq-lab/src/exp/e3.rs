@@ -8,9 +8,6 @@ use crate::data::{self, num, Row, Spread, Status};
 use crate::runner::Point;
 use crate::verdict::{self, Verdict};
 
-/// E3.
-pub struct E3;
-
 /// E3: what it reproduces, its plan and its analysis.
 pub const EXPERIMENT: Experiment = Experiment {
     id: "E3",
@@ -18,50 +15,48 @@ pub const EXPERIMENT: Experiment = Experiment {
     paper: "Banga et al. 1999, Fig. 6",
     claim: "Batching amortises the call (cost per event falls as array_max grows), and the event \
          API's cost does not grow with idle connections, while select/poll cost grows with them.",
-    needs: |lab| E3.needs(lab),
-    plan: |lab| E3.plan(lab),
-    analyse: |rows| E3.analyse(rows),
+    needs,
+    plan,
+    analyse,
 };
 
-impl E3 {
-    fn needs(&self, lab: &Lab) -> Result<(), String> {
-        lab.need(&["bench", "micro"])
-    }
-    fn plan(&self, lab: &Lab) -> Vec<Point> {
-        micro::points(lab, "E3")
-    }
-    fn analyse(&self, rows: &[Row]) -> Analysis {
-        let a = panel(
-            rows,
-            "fig6a_ns_per_event",
-            "(a) get_next_event(array_max), all array_max ready",
-            "array_max (events per call)",
-            "ns per event",
-            (true, false),
-        );
-        let b = panel(
-            rows,
-            "fig6b_ns_per_cycle",
-            "(b) write, get_next_event, read: 1 active among N idle",
-            "idle descriptors registered",
-            "ns per cycle",
-            (false, true),
-        );
-        let (ours, holds, mut reading) = verdict(rows, &b.lines);
-        reading.extend(raw_loops(rows));
-        let figures = vec![fig6_row(rows, &holds)];
-        Analysis {
-            panels: vec![a, b],
-            ours,
-            holds,
-            reading,
-            metrics: vec![
-                ("fig6a_ns_per_call", "ns per get_next_event call"),
-                ("fig6a_ns_per_event", "ns per event"),
-                ("fig6b_ns_per_cycle", "ns per readiness cycle"),
-            ],
-            figures,
-        }
+fn needs(lab: &Lab) -> Result<(), String> {
+    lab.need(&["bench", "micro"])
+}
+fn plan(lab: &Lab) -> Vec<Point> {
+    micro::points(lab, "E3")
+}
+fn analyse(rows: &[Row]) -> Analysis {
+    let a = panel(
+        rows,
+        "fig6a_ns_per_event",
+        "(a) get_next_event(array_max), all array_max ready",
+        "array_max (events per call)",
+        "ns per event",
+        (true, false),
+    );
+    let b = panel(
+        rows,
+        "fig6b_ns_per_cycle",
+        "(b) write, get_next_event, read: 1 active among N idle",
+        "idle descriptors registered",
+        "ns per cycle",
+        (false, true),
+    );
+    let (ours, holds, mut reading) = verdict(rows, &b.lines);
+    reading.extend(raw_loops(rows));
+    let figures = vec![fig6_row(rows, &holds)];
+    Analysis {
+        panels: vec![a, b],
+        ours,
+        holds,
+        reading,
+        metrics: vec![
+            ("fig6a_ns_per_call", "ns per get_next_event call"),
+            ("fig6a_ns_per_event", "ns per event"),
+            ("fig6b_ns_per_cycle", "ns per readiness cycle"),
+        ],
+        figures,
     }
 }
 
@@ -207,7 +202,7 @@ fn verdict(rows: &[Row], cycle: &[data::Line]) -> (String, String, Vec<String>) 
 
 #[cfg(test)]
 mod tests {
-    use super::E3;
+    use super::analyse;
     use crate::data::Row;
 
     fn row(metric: &str, x: f64, v: f64) -> Row {
@@ -216,7 +211,7 @@ mod tests {
 
     #[test]
     fn fig6_sets_our_us_per_call_at_array_max_1_against_banga_s_8_4() {
-        let a = E3.analyse(&[
+        let a = analyse(&[
             row("fig6a_ns_per_call", 1.0, 420.0),
             row("fig6a_ns_per_call", 64.0, 9000.0),
             row("fig6a_ns_per_event", 1.0, 420.0),
@@ -227,7 +222,7 @@ mod tests {
         assert_eq!(f.ratio, Ok(0.42));
         assert_eq!(f.ratio_text(), "0.0500 (0.420 ÷ 8.40)");
         // Without array_max 1 there is no like-for-like number.
-        let b = E3.analyse(&[row("fig6a_ns_per_call", 64.0, 9000.0)]);
+        let b = analyse(&[row("fig6a_ns_per_call", 64.0, 9000.0)]);
         assert!(b.figures[0].ratio.is_err());
     }
 
@@ -247,15 +242,15 @@ mod tests {
         let mut wide = flat.clone();
         flat.extend(reps("epoll", "fig6b_ns_per_cycle", 0.0, [1000.0, 1020.0, 1040.0]));
         flat.extend(reps("epoll", "fig6b_ns_per_cycle", 2000.0, [1030.0, 1050.0, 1070.0]));
-        assert_eq!(E3.analyse(&flat).holds, "yes");
+        assert_eq!(analyse(&flat).holds, "yes");
         // Overlapping launches whose spread allows 1.17x growth do not show flatness.
         wide.extend(reps("epoll", "fig6b_ns_per_cycle", 0.0, [1000.0, 1100.0, 1200.0]));
         wide.extend(reps("epoll", "fig6b_ns_per_cycle", 2000.0, [1150.0, 1160.0, 1170.0]));
-        assert_eq!(E3.analyse(&wide).holds, "within noise");
+        assert_eq!(analyse(&wide).holds, "within noise");
         let mut grew = rows.clone();
         grew.extend(reps("epoll", "fig6b_ns_per_cycle", 0.0, [1000.0, 1000.0, 1010.0]));
         grew.extend(reps("epoll", "fig6b_ns_per_cycle", 2000.0, [1370.0, 1370.0, 1380.0]));
-        let a = E3.analyse(&grew);
+        let a = analyse(&grew);
         assert_eq!(a.holds, "no");
         assert!(
             a.reading.iter().any(|r| r.contains(
@@ -265,7 +260,7 @@ mod tests {
             a.reading
         );
         let two: Vec<Row> = flat.into_iter().filter(|r| r.rep < 2).collect();
-        assert_eq!(E3.analyse(&two).holds, "cannot say: fewer than 3 launches");
+        assert_eq!(analyse(&two).holds, "cannot say: fewer than 3 launches");
     }
 
     /// A slow launch moves the raw loop and the queue alike: each launch's own ratio is taken,

@@ -19,9 +19,6 @@ use crate::runner::Point;
 use crate::verdict::{self, Figure, Verdict as V};
 use std::time::Duration;
 
-/// E6.
-pub struct E6;
-
 const HS: &str = "half-sync";
 const LF: &str = "leader-followers";
 const TP: &str = "throughput_rps";
@@ -379,123 +376,118 @@ pub const EXPERIMENT: Experiment = Experiment {
          edge-triggered epoll gives up to 2x; a select call takes almost 80% longer; re-activation on \
          level-triggered epoll costs more than select's and grows with threads (each claim and its \
          verdict in E6's section).",
-    needs: |lab| E6.needs(lab),
-    plan: |lab| E6.plan(lab),
-    analyse: |rows| E6.analyse(rows),
+    needs,
+    plan,
+    analyse,
 };
 
-impl E6 {
-    fn needs(&self, lab: &Lab) -> Result<(), String> {
-        lab.need(&["bench", "patterns"])
-    }
-    fn plan(&self, lab: &Lab) -> Vec<Point> {
-        let (server, client) = (lab.cores.bench.to_string(), lab.cores.load.to_string());
-        // Quick: the paper's two patterns and three mechanisms at 1 and 2 threads, a few
-        // seconds; else the paper's 1 to 16 threads at eight counts (all sixteen took 8.8 of
-        // the full run's 62.7 minutes on 2026-11-28, over its hour), the reactor as the one-thread reference,
-        // uring beside.
-        let (patterns, backends, threads) = if lab.quick {
-            ("leader-followers,half-sync", "select,epoll,epoll-et", "1,2")
-        } else {
-            ("reactor,leader-followers,half-sync", "select,epoll,epoll-et,uring", "1,2,3,4,6,8,12,16")
-        };
-        let extra =
-            ["--server-cpu", server.as_str(), "--client-cpu", client.as_str(), "--patterns", patterns];
-        let extra = [&extra[..], &["--backends", backends, "--threads", threads]].concat();
-        let est = Duration::from_secs(lab.pick(95, 8, 8));
-        // Three launches of the tool: a verdict needs 3 (verdict.rs).
-        tool_points(lab, "E6", "patterns", &extra, lab.pick(3, 3, 1), est)
-    }
-    fn analyse(&self, rows: &[Row]) -> Analysis {
-        // Throughput: one panel per pattern, one line per mechanism (Figs. 6, 8, 11).
-        let (mut patterns, mut series): (Vec<&str>, Vec<(&str, &str)>) = (Vec::new(), Vec::new());
-        for (r, s) in rows.iter().filter_map(|r| Some((r, r.series.split_once('/')?))) {
-            if !patterns.contains(&s.0) {
-                patterns.push(s.0);
-            }
-            if r.metric == TP && !series.contains(&s) {
-                series.push(s);
-            }
+fn needs(lab: &Lab) -> Result<(), String> {
+    lab.need(&["bench", "patterns"])
+}
+fn plan(lab: &Lab) -> Vec<Point> {
+    let (server, client) = (lab.cores.bench.to_string(), lab.cores.load.to_string());
+    // Quick: the paper's two patterns and three mechanisms at 1 and 2 threads, a few
+    // seconds; else the paper's 1 to 16 threads at eight counts (all sixteen took 8.8 of
+    // the full run's 62.7 minutes on 2026-11-28, over its hour), the reactor as the one-thread reference,
+    // uring beside.
+    let (patterns, backends, threads) = if lab.quick {
+        ("leader-followers,half-sync", "select,epoll,epoll-et", "1,2")
+    } else {
+        ("reactor,leader-followers,half-sync", "select,epoll,epoll-et,uring", "1,2,3,4,6,8,12,16")
+    };
+    let extra = ["--server-cpu", server.as_str(), "--client-cpu", client.as_str(), "--patterns", patterns];
+    let extra = [&extra[..], &["--backends", backends, "--threads", threads]].concat();
+    let est = Duration::from_secs(lab.pick(95, 8, 8));
+    // Three launches of the tool: a verdict needs 3 (verdict.rs).
+    tool_points(lab, "E6", "patterns", &extra, lab.pick(3, 3, 1), est)
+}
+fn analyse(rows: &[Row]) -> Analysis {
+    // Throughput: one panel per pattern, one line per mechanism (Figs. 6, 8, 11).
+    let (mut patterns, mut series): (Vec<&str>, Vec<(&str, &str)>) = (Vec::new(), Vec::new());
+    for (r, s) in rows.iter().filter_map(|r| Some((r, r.series.split_once('/')?))) {
+        if !patterns.contains(&s.0) {
+            patterns.push(s.0);
         }
-        let mut panels: Vec<Panel> = patterns
-            .iter()
-            .map(|&p| {
-                let title = match p {
-                    HS => "Figs. 6, 8: half-sync throughput".to_string(),
-                    LF => "Figs. 6, 11: leader-followers throughput".to_string(),
-                    other => format!("throughput: {other}"),
-                };
-                let names: Vec<(String, &str)> =
-                    series.iter().filter(|s| s.0 == p).map(|&(_, b)| (format!("{p}/{b}"), b)).collect();
-                let parts: Vec<(&str, &str, &str)> =
-                    names.iter().map(|(s, b)| (s.as_str(), TP, *b)).collect();
-                fig(rows, &title, "replies per second", &parts)
-            })
-            .collect();
-        let (hs_et, lf_et) = ("half-sync/epoll-et", "leader-followers/epoll-et");
-        let split = |s| {
-            [(s, "recv_ns_per_event", "receive"), (s, REARM, "re-activate"), (s, "send_ns_per_op", "send")]
-        };
-        let figs: [(&str, &str, Parts); 5] = [
-            ("Fig. 7: scaling on epoll-et", "replies per second", &[(hs_et, TP, HS), (lf_et, TP, LF)]),
-            (
-                "Fig. 9: half-sync (epoll-et), per event",
-                "ns",
-                &[(hs_et, WAIT, "get an event"), (hs_et, "insert_ns_per_op", "insert into the queue")],
-            ),
-            ("Fig. 10: half-sync (epoll), per event", "ns", &split("half-sync/epoll")),
-            (
-                "Fig. 12: leader-followers, get an event",
-                "ns per event",
-                &[("leader-followers/select", WAIT, "select"), (lf_et, WAIT, "epoll-et")],
-            ),
-            ("Fig. 13: leader-followers (epoll), per event", "ns", &split("leader-followers/epoll")),
-        ];
-        panels.extend(figs.iter().map(|(title, y, parts)| fig(rows, title, y, parts)));
-        let verdicts: Vec<Verdict> = CLAIMS.iter().map(|c| (c.judge)(rows)).collect();
-        let claims = CLAIMS.iter().zip(&verdicts).enumerate();
-        let figures = claims.clone().map(|(i, (c, v))| claim_row(rows, i, c, v)).collect();
-        let reading = claims
-            .map(|(i, (c, v))| {
-                format!("Claim {} ({}): {} — **{}**: {}.", i + 1, c.place, c.words, v.word, v.numbers)
-            })
-            .collect();
-        let count = |w: &str| verdicts.iter().filter(|v| v.word == w).count();
-        let (yes, no, noise) = (count("supported"), count("not supported"), count("within noise"));
-        let rest = format!("{noise} within noise, {} not measurable here", count(NM));
-        let holds = match (yes, no) {
-            (0, 0) if noise == 0 => {
-                format!("cannot say: none of the {} claims measurable here", verdicts.len())
-            }
-            (_, 0) => format!("yes: {yes} claims supported, {rest}"),
-            (0, _) => format!("no: {no} claims not supported, {rest}"),
-            _ => format!("partly: {yes} claims supported, {no} not, {rest}"),
-        };
-        let peaks: Vec<String> = [(HS, "epoll-et"), (LF, "epoll-et"), (HS, "select"), (LF, "select")]
-            .iter()
-            .filter_map(|&(p, b)| Some(format!("{p}/{b} {}", at(peak_tp(rows, p, b)?))))
-            .collect();
-        let ours = if peaks.is_empty() {
-            "no throughput measured".into()
-        } else {
-            format!("peaks: {}", peaks.join("; "))
-        };
-        Analysis {
-            panels,
-            ours,
-            holds,
-            reading,
-            metrics: vec![
-                (TP, "replies per second"),
-                (WAIT, "ns in get_next_event per event"),
-                ("insert_ns_per_op", "ns per queue insert"),
-                ("recv_ns_per_event", "ns receiving per event"),
-                (REARM, "ns per re-activation"),
-                ("send_ns_per_op", "ns sending per reply"),
-                ("server_us_per_reply", "server CPU µs per reply"),
-            ],
-            figures,
+        if r.metric == TP && !series.contains(&s) {
+            series.push(s);
         }
+    }
+    let mut panels: Vec<Panel> = patterns
+        .iter()
+        .map(|&p| {
+            let title = match p {
+                HS => "Figs. 6, 8: half-sync throughput".to_string(),
+                LF => "Figs. 6, 11: leader-followers throughput".to_string(),
+                other => format!("throughput: {other}"),
+            };
+            let names: Vec<(String, &str)> =
+                series.iter().filter(|s| s.0 == p).map(|&(_, b)| (format!("{p}/{b}"), b)).collect();
+            let parts: Vec<(&str, &str, &str)> = names.iter().map(|(s, b)| (s.as_str(), TP, *b)).collect();
+            fig(rows, &title, "replies per second", &parts)
+        })
+        .collect();
+    let (hs_et, lf_et) = ("half-sync/epoll-et", "leader-followers/epoll-et");
+    let split =
+        |s| [(s, "recv_ns_per_event", "receive"), (s, REARM, "re-activate"), (s, "send_ns_per_op", "send")];
+    let figs: [(&str, &str, Parts); 5] = [
+        ("Fig. 7: scaling on epoll-et", "replies per second", &[(hs_et, TP, HS), (lf_et, TP, LF)]),
+        (
+            "Fig. 9: half-sync (epoll-et), per event",
+            "ns",
+            &[(hs_et, WAIT, "get an event"), (hs_et, "insert_ns_per_op", "insert into the queue")],
+        ),
+        ("Fig. 10: half-sync (epoll), per event", "ns", &split("half-sync/epoll")),
+        (
+            "Fig. 12: leader-followers, get an event",
+            "ns per event",
+            &[("leader-followers/select", WAIT, "select"), (lf_et, WAIT, "epoll-et")],
+        ),
+        ("Fig. 13: leader-followers (epoll), per event", "ns", &split("leader-followers/epoll")),
+    ];
+    panels.extend(figs.iter().map(|(title, y, parts)| fig(rows, title, y, parts)));
+    let verdicts: Vec<Verdict> = CLAIMS.iter().map(|c| (c.judge)(rows)).collect();
+    let claims = CLAIMS.iter().zip(&verdicts).enumerate();
+    let figures = claims.clone().map(|(i, (c, v))| claim_row(rows, i, c, v)).collect();
+    let reading = claims
+        .map(|(i, (c, v))| {
+            format!("Claim {} ({}): {} — **{}**: {}.", i + 1, c.place, c.words, v.word, v.numbers)
+        })
+        .collect();
+    let count = |w: &str| verdicts.iter().filter(|v| v.word == w).count();
+    let (yes, no, noise) = (count("supported"), count("not supported"), count("within noise"));
+    let rest = format!("{noise} within noise, {} not measurable here", count(NM));
+    let holds = match (yes, no) {
+        (0, 0) if noise == 0 => {
+            format!("cannot say: none of the {} claims measurable here", verdicts.len())
+        }
+        (_, 0) => format!("yes: {yes} claims supported, {rest}"),
+        (0, _) => format!("no: {no} claims not supported, {rest}"),
+        _ => format!("partly: {yes} claims supported, {no} not, {rest}"),
+    };
+    let peaks: Vec<String> = [(HS, "epoll-et"), (LF, "epoll-et"), (HS, "select"), (LF, "select")]
+        .iter()
+        .filter_map(|&(p, b)| Some(format!("{p}/{b} {}", at(peak_tp(rows, p, b)?))))
+        .collect();
+    let ours = if peaks.is_empty() {
+        "no throughput measured".into()
+    } else {
+        format!("peaks: {}", peaks.join("; "))
+    };
+    Analysis {
+        panels,
+        ours,
+        holds,
+        reading,
+        metrics: vec![
+            (TP, "replies per second"),
+            (WAIT, "ns in get_next_event per event"),
+            ("insert_ns_per_op", "ns per queue insert"),
+            ("recv_ns_per_event", "ns receiving per event"),
+            (REARM, "ns per re-activation"),
+            ("send_ns_per_op", "ns sending per reply"),
+            ("server_us_per_reply", "server CPU µs per reply"),
+        ],
+        figures,
     }
 }
 
@@ -666,7 +658,7 @@ mod tests {
     fn panels_show_the_papers_figures_and_the_verdicts_are_counted() {
         let mut rows = paper_like();
         rows.push(Row { status: Status::Failed, value: None, ..row("hintq bench patterns", 0.0, "", 0.0) });
-        let a = E6.analyse(&rows);
+        let a = analyse(&rows);
         let titles: Vec<&str> = a.panels.iter().map(|p| p.title.as_str()).collect();
         assert_eq!(
             titles,

@@ -10,9 +10,6 @@ use crate::runner::Point;
 use crate::verdict::{self, Verdict};
 use std::time::Duration;
 
-/// E8.
-pub struct E8;
-
 /// E8: what it reproduces, its plan and its analysis.
 pub const EXPERIMENT: Experiment = Experiment {
     id: "E8",
@@ -21,138 +18,134 @@ pub const EXPERIMENT: Experiment = Experiment {
     claim: "RT signals deliver events cheaply until the signal queue overflows; recovery then costs \
          a poll over every descriptor (Provos §2-4; the hybrid that switches to polling under load \
          is hintq's, which Provos imagined but did not test, §7).",
-    needs: |lab| E8.needs(lab),
-    plan: |lab| E8.plan(lab),
-    analyse: |rows| E8.analyse(rows),
+    needs,
+    plan,
+    analyse,
 };
 
-impl E8 {
-    fn needs(&self, lab: &Lab) -> Result<(), String> {
-        if lab.smoke {
-            return Err("left out of --smoke: `hintq bench rtsig --quick` alone takes about 30 s".into());
-        }
-        lab.need(&["bench", "rtsig"])
+fn needs(lab: &Lab) -> Result<(), String> {
+    if lab.smoke {
+        return Err("left out of --smoke: `hintq bench rtsig --quick` alone takes about 30 s".into());
     }
-    fn plan(&self, lab: &Lab) -> Vec<Point> {
-        let est = Duration::from_secs(lab.pick(60, 15, 15));
-        let cpu = lab.cores.bench.to_string();
-        tool_points(lab, "E8", "rtsig", &["--cpu", &cpu], lab.pick(3, 3, 1), est)
-    }
-    fn analyse(&self, rows: &[Row]) -> Analysis {
-        let a = panel(
-            rows,
-            "overflow_us_per_burst",
-            "(a) bursts among 1000 idle",
-            "burst size (ready descriptors)",
-            "µs per burst",
-            (true, true),
-        );
-        let b = panel(
-            rows,
-            "scan_ns_per_call",
-            "(b) get_next_event, burst of 32",
-            "descriptors registered",
-            "ns per call",
-            (true, true),
-        );
-        // Each series at the largest burst it was measured at: its launches.
-        let at = |name: &str| {
-            let x = a.lines.iter().find(|l| l.name == name)?.points.last()?.x;
-            Some((x, verdict::launches(rows, name, x, "overflow_us_per_burst")?))
-        };
-        let mut reading: Vec<String> = a
-            .lines
-            .iter()
-            .filter_map(|l| {
-                let (x, f) = at(&l.name)?;
-                Some(format!("{}: {f} µs per burst of {}.", l.name, num(x)))
-            })
-            .collect();
-        let (def, low, hyb, poll) = (
-            at("rtsig (default limit)"),
-            at("rtsig (lowered limit)"),
-            at("rtsig-hybrid (lowered limit)"),
-            at("poll (default limit)").or(at("poll")),
-        );
-        let (ours, holds) = match (def, low, hyb) {
-            (Some(d), Some(l), Some(h)) if d.0 == l.0 && l.0 == h.0 => {
-                let mut ours = format!(
-                    "µs per burst of {}: rtsig {}, overflowing {}, hybrid overflowing {}",
-                    num(d.0),
-                    d.1,
-                    l.1,
-                    h.1
-                );
-                if let Some(p) = poll.as_ref().filter(|p| p.0 == d.0) {
-                    ours.push_str(&format!(", poll {}", p.1));
-                }
-                let recoveries =
-                    verdict::launches(rows, "rtsig (lowered limit)", l.0, "overflow_recoveries_per_burst");
-                if let Some(r) = recoveries {
-                    ours.push_str(&format!("; {r} recoveries per overflowing burst"));
-                }
-                if verdict::order(&l.1, &d.1) == verdict::Order::Below {
-                    let cheaper = poll
-                        .as_ref()
-                        .filter(|p| p.0 == d.0 && verdict::order(&p.1, &d.1) == verdict::Order::Below)
-                        .map_or(String::new(), |p| {
-                            format!(", dearer even than poll's whole burst ({})", p.1)
-                        });
-                    reading.push(format!(
-                        "The overflowing queue was cheaper than the full queue: each recovery is one poll(2) \
-                         over every descriptor, while taking {} queued signals one by one costs more here{cheaper}.",
-                        num(d.0)
-                    ));
-                }
-                // hintq's hybrid is ours: Provos "were unable to directly test our theories about
-                // hybrid web servers" (§7), so it is read, not judged.
-                reading.push(format!(
-                    "hintq's hybrid (switching to poll under load; Provos imagined one but did not test it, \
-                     §7), µs per burst: {}.",
-                    verdict::compare(("hybrid overflowing", &h.1), ("rtsig overflowing", &l.1))
-                ));
-                let holds = format!(
-                    "{} ({})",
-                    Verdict::above(&l.1, &d.1),
-                    verdict::compare(("rtsig lowered", &l.1), ("rtsig default", &d.1)),
-                );
-                (ours, holds)
+    lab.need(&["bench", "rtsig"])
+}
+fn plan(lab: &Lab) -> Vec<Point> {
+    let est = Duration::from_secs(lab.pick(60, 15, 15));
+    let cpu = lab.cores.bench.to_string();
+    tool_points(lab, "E8", "rtsig", &["--cpu", &cpu], lab.pick(3, 3, 1), est)
+}
+fn analyse(rows: &[Row]) -> Analysis {
+    let a = panel(
+        rows,
+        "overflow_us_per_burst",
+        "(a) bursts among 1000 idle",
+        "burst size (ready descriptors)",
+        "µs per burst",
+        (true, true),
+    );
+    let b = panel(
+        rows,
+        "scan_ns_per_call",
+        "(b) get_next_event, burst of 32",
+        "descriptors registered",
+        "ns per call",
+        (true, true),
+    );
+    // Each series at the largest burst it was measured at: its launches.
+    let at = |name: &str| {
+        let x = a.lines.iter().find(|l| l.name == name)?.points.last()?.x;
+        Some((x, verdict::launches(rows, name, x, "overflow_us_per_burst")?))
+    };
+    let mut reading: Vec<String> = a
+        .lines
+        .iter()
+        .filter_map(|l| {
+            let (x, f) = at(&l.name)?;
+            Some(format!("{}: {f} µs per burst of {}.", l.name, num(x)))
+        })
+        .collect();
+    let (def, low, hyb, poll) = (
+        at("rtsig (default limit)"),
+        at("rtsig (lowered limit)"),
+        at("rtsig-hybrid (lowered limit)"),
+        at("poll (default limit)").or(at("poll")),
+    );
+    let (ours, holds) = match (def, low, hyb) {
+        (Some(d), Some(l), Some(h)) if d.0 == l.0 && l.0 == h.0 => {
+            let mut ours = format!(
+                "µs per burst of {}: rtsig {}, overflowing {}, hybrid overflowing {}",
+                num(d.0),
+                d.1,
+                l.1,
+                h.1
+            );
+            if let Some(p) = poll.as_ref().filter(|p| p.0 == d.0) {
+                ours.push_str(&format!(", poll {}", p.1));
             }
-            _ => (
-                "rtsig at both limits and the hybrid not all measured at one burst size".into(),
-                UNMEASURED.into(),
-            ),
-        };
-        let figures = vec![
-            sigio_row(rows),
-            FigureRow {
-                inputs: Vec::new(),
-                figure: "Provos §4-6 (RT signals)".into(),
-                claim: "RT signals deliver events cheaply until the signal queue overflows; recovery then \
-                    costs a poll over every descriptor (§2-4).",
-                paper: None,
-                ours: ours.clone(),
-                ratio: Err("the paper prints no number".into()),
-                holds: holds.clone(),
-                rule: "yes when the overflowing queue's launches (µs per burst) are all above the default \
-                       limit's; 3 launches or more"
-                    .into(),
-                literal: NO_NUMBER.into(),
-            },
-        ];
-        Analysis {
-            panels: vec![a, b],
-            ours,
-            holds,
-            reading,
-            metrics: vec![
-                ("overflow_us_per_burst", "µs per burst"),
-                ("overflow_recoveries_per_burst", "recoveries per burst"),
-                ("scan_ns_per_call", "ns in get_next_event per burst of 32"),
-                ("scan_ns_per_event", "ns in get_next_event per event"),
-            ],
-            figures,
+            let recoveries =
+                verdict::launches(rows, "rtsig (lowered limit)", l.0, "overflow_recoveries_per_burst");
+            if let Some(r) = recoveries {
+                ours.push_str(&format!("; {r} recoveries per overflowing burst"));
+            }
+            if verdict::order(&l.1, &d.1) == verdict::Order::Below {
+                let cheaper = poll
+                    .as_ref()
+                    .filter(|p| p.0 == d.0 && verdict::order(&p.1, &d.1) == verdict::Order::Below)
+                    .map_or(String::new(), |p| format!(", dearer even than poll's whole burst ({})", p.1));
+                reading.push(format!(
+                    "The overflowing queue was cheaper than the full queue: each recovery is one poll(2) \
+                     over every descriptor, while taking {} queued signals one by one costs more here{cheaper}.",
+                    num(d.0)
+                ));
+            }
+            // hintq's hybrid is ours: Provos "were unable to directly test our theories about
+            // hybrid web servers" (§7), so it is read, not judged.
+            reading.push(format!(
+                "hintq's hybrid (switching to poll under load; Provos imagined one but did not test it, \
+                 §7), µs per burst: {}.",
+                verdict::compare(("hybrid overflowing", &h.1), ("rtsig overflowing", &l.1))
+            ));
+            let holds = format!(
+                "{} ({})",
+                Verdict::above(&l.1, &d.1),
+                verdict::compare(("rtsig lowered", &l.1), ("rtsig default", &d.1)),
+            );
+            (ours, holds)
         }
+        _ => (
+            "rtsig at both limits and the hybrid not all measured at one burst size".into(),
+            UNMEASURED.into(),
+        ),
+    };
+    let figures = vec![
+        sigio_row(rows),
+        FigureRow {
+            inputs: Vec::new(),
+            figure: "Provos §4-6 (RT signals)".into(),
+            claim: "RT signals deliver events cheaply until the signal queue overflows; recovery then \
+                costs a poll over every descriptor (§2-4).",
+            paper: None,
+            ours: ours.clone(),
+            ratio: Err("the paper prints no number".into()),
+            holds: holds.clone(),
+            rule: "yes when the overflowing queue's launches (µs per burst) are all above the default \
+                   limit's; 3 launches or more"
+                .into(),
+            literal: NO_NUMBER.into(),
+        },
+    ];
+    Analysis {
+        panels: vec![a, b],
+        ours,
+        holds,
+        reading,
+        metrics: vec![
+            ("overflow_us_per_burst", "µs per burst"),
+            ("overflow_recoveries_per_burst", "recoveries per burst"),
+            ("scan_ns_per_call", "ns in get_next_event per burst of 32"),
+            ("scan_ns_per_event", "ns in get_next_event per event"),
+        ],
+        figures,
     }
 }
 
@@ -229,7 +222,7 @@ mod tests {
             row("epoll (default limit)", 132.0, 1600.0),
         ]
         .concat();
-        let a = super::E8.analyse(&rows);
+        let a = super::analyse(&rows);
         let r = a.figures.iter().find(|f| f.figure == "Banga §8 (SIGIO)").unwrap();
         assert_eq!(
             r.ours,
@@ -252,7 +245,7 @@ mod tests {
             r.extend(rows("rtsig (lowered limit)", "overflow_recoveries_per_burst", [1.0, 1.0, 1.0]));
             r.extend(rows("rtsig-hybrid (lowered limit)", us, hybrid));
             r.extend(rows("poll", us, [5500.0, 5500.0, 5600.0]));
-            super::E8.analyse(&r)
+            super::analyse(&r)
         };
         let a = with([4500.0, 4600.0, 4700.0], [3700.0, 3800.0, 3900.0]);
         assert!(a.holds.starts_with("no (rtsig lowered"), "{}", a.holds);
