@@ -480,6 +480,7 @@ mod tests {
         fig9, samples_of, table2, Setting, CLASSICAL, FIG9_SATURATION, FIG9_SATURATION_BUSY, IMPROVED,
     };
     use crate::data::Row;
+    use crate::exp::check::starts;
 
     /// Launches of `metric` for `series` at `x`.
     fn launches(series: &str, x: f64, metric: &str, vs: [f64; 3]) -> Vec<Row> {
@@ -522,8 +523,8 @@ mod tests {
         rows.extend(launches(IMPROVED.0, 750.0, FIG9_SATURATION, [20_000.0, 20_300.0, 19_800.0]));
         let f = fig9(Setting::Proxy, &rows, "rps", "p99");
         assert_eq!(f.holds, "yes", "{}", f.ours);
-        assert!(f.ours.starts_with("at 750 cold, driven to saturation: 1.50"), "{}", f.ours);
-        assert!(f.literal.starts_with("yes (rule: every epoll launch at least 1.044 times"), "{}", f.literal);
+        starts(&f.ours, "at 750 cold, driven to saturation: 1.50");
+        starts(&f.literal, "yes (rule: every epoll launch at least 1.044 times");
         // Without the saturation points the sweep never saturated: cannot say.
         let sweep: Vec<Row> = rows.iter().filter(|r| r.metric != FIG9_SATURATION).cloned().collect();
         assert!(fig9(Setting::Proxy, &sweep, "rps", "p99")
@@ -533,11 +534,7 @@ mod tests {
         let mut busy = rows.clone();
         busy.push(Row::ok("E11", IMPROVED.0, 750.0, FIG9_SATURATION_BUSY, 90.0));
         let f = fig9(Setting::Proxy, &busy, "rps", "p99");
-        assert!(
-            f.holds.starts_with("cannot say: the load generator's busiest hot thread was 90.0% busy"),
-            "{}",
-            f.holds
-        );
+        starts(&f.holds, "cannot say: the load generator's busiest hot thread was 90.0% busy");
         // Improved select saturating higher: no.
         let mut worse = sweep.clone();
         worse.extend(launches("hintq-epoll", 750.0, FIG9_SATURATION, [20_000.0, 20_300.0, 19_800.0]));

@@ -692,6 +692,7 @@ mod tests {
         analyse, stats_rows, F6_COLD, F6_EVENTS, F6_US, F7_DECLARE, F7_REVOKE, PAPER, T2_400, T2_SAT,
     };
     use crate::data::Row;
+    use crate::exp::check::starts;
 
     fn row(series: &str, metric: &str, x: f64, v: f64) -> Row {
         Row::ok("E11", series, x, metric, v)
@@ -764,11 +765,7 @@ mod tests {
             ("24.0% (n=1) (improved select, 750 cold)", Ok(24.0))
         );
         // The same rule as the server's: without classical select, it cannot be said.
-        assert!(
-            improved.holds.starts_with("cannot say: classical select at 750 cold not measured"),
-            "{}",
-            improved.holds
-        );
+        starts(&improved.holds, "cannot say: classical select at 750 cold not measured");
         let classical = fig("Banga Table 2 (proxy): classical select");
         assert!(classical.ratio.is_err() && classical.ours == "classical select not measured at 750 cold");
         assert_eq!(
@@ -777,8 +774,8 @@ mod tests {
         );
         // Fig. 8: 19200 ÷ 16000 at 2000 cold, but poll only stands in for select: no ratio.
         let f8 = fig("Banga Fig. 8 (proxy)");
-        assert!(f8.ours.starts_with("1.20 (epoll 19200 ÷ poll 16000 req/s at 2000 cold); "), "{}", f8.ours);
-        assert!(f8.holds.starts_with("cannot say: fewer than 3 launches"), "{}", f8.holds);
+        starts(&f8.ours, "1.20 (epoll 19200 ÷ poll 16000 req/s at 2000 cold); ");
+        starts(&f8.holds, "cannot say: fewer than 3 launches");
         assert!(f8.ratio.is_err());
     }
 
@@ -824,16 +821,8 @@ mod tests {
         let f6 = fig(&a, "Banga Fig. 6 (proxy)");
         assert_eq!(f6.ratio, Ok(2.1), "epoll at array_max 1, 750 cold");
         assert_eq!(f6.ratio_text(), "0.250 (2.10 ÷ 8.40)");
-        assert!(
-            f6.ours.starts_with("2.10 µs per get_next_event call that found events (epoll, array_max 1"),
-            "{}",
-            f6.ours
-        );
-        assert!(
-            f6.holds.starts_with("cannot say: fewer than 3 launches (µs per call: at array_max 10 6.30"),
-            "{}",
-            f6.holds
-        );
+        starts(&f6.ours, "2.10 µs per get_next_event call that found events (epoll, array_max 1");
+        starts(&f6.holds, "cannot say: fewer than 3 launches (µs per call: at array_max 10 6.30");
         let f7 = fig(&a, "Banga Fig. 7 (proxy)");
         assert_eq!(f7.ours, "declare 2.00 µs at 750 cold, revoke 1.20 µs at 750 cold (epoll)");
         assert_eq!(f7.holds, "cannot say: fewer than 3 launches", "one launch per point");
@@ -853,11 +842,7 @@ mod tests {
         let b = analyse(&rows);
         let f6 = fig(&b, "Banga Fig. 6 (proxy)");
         assert_eq!(f6.ratio, Err("measured at array_max 1 and 100 cold, the paper at 1 and 750".into()));
-        assert!(
-            f6.holds.starts_with("cannot say: 1.00 events per call at array_max 1, 1.10 at 10"),
-            "{}",
-            f6.holds
-        );
+        starts(&f6.holds, "cannot say: 1.00 events per call at array_max 1, 1.10 at 10");
         // A revoke 3x dearer, from one launch per point: no verdict either way.
         assert_eq!(fig(&b, "Banga Fig. 7 (proxy)").holds, "cannot say: fewer than 3 launches");
     }

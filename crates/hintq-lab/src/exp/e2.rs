@@ -200,6 +200,7 @@ fn analyse(rows: &[Row]) -> Analysis {
 mod tests {
     use super::{analyse, PAPER, SCALED};
     use crate::data::Row;
+    use crate::exp::check::starts;
 
     fn row(series: &str, metric: &str, x: f64, v: f64) -> Row {
         Row::ok("E2", series, x, metric, v)
@@ -286,7 +287,7 @@ mod tests {
         }
         let f9 = analyse(&r).figures[0].clone();
         assert_eq!((f9.ratio, f9.holds.as_str()), (Ok(1.6), "yes"));
-        assert!(f9.literal.starts_with("yes (rule: every epoll launch at least 1.044"), "{}", f9.literal);
+        starts(&f9.literal, "yes (rule: every epoll launch at least 1.044");
     }
 
     #[test]

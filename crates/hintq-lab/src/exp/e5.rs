@@ -317,6 +317,7 @@ fn analyse(rows: &[Row]) -> Analysis {
 mod tests {
     use super::{flat_samples, Mechanism};
     use crate::data::Row;
+    use crate::exp::check::starts;
 
     /// A `perf report` of a select server made with `REPORT_ARGS`, as perf 6.1 prints it
     /// (trailing columns after the function, then its folded call chains with counts):
@@ -413,10 +414,7 @@ mod tests {
         let cmd = crate::runner::Cmd::new("/bin/hintq", &["serve", "--backend", "select"], 3);
         let server = crate::runner::Server::new(cmd, "127.0.0.1:1".parse().unwrap());
         let args = super::profiled(server).cmd.args.join(" ");
-        assert!(
-            args.starts_with("record -C 3 -c 1000000 -k mono -g -o perf.data -- /bin/hintq serve"),
-            "{args}"
-        );
+        starts(&args, "record -C 3 -c 1000000 -k mono -g -o perf.data -- /bin/hintq serve");
         assert!(super::REPORT_ARGS.join(" ").contains("--sort comm,symbol"));
     }
 
@@ -491,13 +489,13 @@ mod tests {
             "{}",
             a.figures[0].holds
         );
-        assert!(a.figures[2].holds.starts_with("no (epoll 30.7"), "{}", a.figures[2].holds);
+        starts(&a.figures[2].holds, "no (epoll 30.7");
         // Issue 26: 82.5% against 81.0% is within noise when the profiles overlap.
         let b = analyse(&[
             row("hintq-epoll", 750.0, 20.0),
             row("hintq-select-classic", 750.0, 82.5),
             row("hintq-select", 750.0, 81.5),
         ]);
-        assert!(b.figures[0].holds.starts_with("within noise"), "{}", b.figures[0].holds);
+        starts(&b.figures[0].holds, "within noise");
     }
 }

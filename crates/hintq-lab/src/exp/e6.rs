@@ -539,6 +539,7 @@ fn claim_row(rows: &[Row], i: usize, c: &Claim, v: &Verdict) -> FigureRow {
 mod tests {
     use super::*;
     use crate::data::Status;
+    use crate::exp::check::starts;
 
     fn row(series: &str, x: f64, metric: &str, v: f64) -> Row {
         Row::ok("E6", series, x, metric, v)
@@ -610,7 +611,7 @@ mod tests {
         // Claim 3 is about the pipeline's stages on separate cores: one core cannot judge it.
         let third = (CLAIMS[2].judge)(&turned);
         assert_eq!(third.word, "not measurable here");
-        assert!(third.numbers.starts_with("not measurable with one server core"), "{}", third.numbers);
+        starts(&third.numbers, "not measurable with one server core");
 
         // Launches that overlap: leader-followers' epoll-et peak within noise of its select peak.
         let mut close = rows.clone();
@@ -645,7 +646,7 @@ mod tests {
         let r = claim_row(&rows, 5, c, &v);
         assert!(v.numbers.contains("80.0% longer"), "{}", v.numbers);
         assert!((r.ratio.clone().unwrap() - 80.0).abs() < 1e-9, "{:?}", r.ratio);
-        assert!(r.literal.starts_with("yes (rule: at least 75% longer"), "{}", r.literal);
+        starts(&r.literal, "yes (rule: at least 75% longer");
         // Two undisturbed launches left of select: the literal verdict cannot say.
         rows.retain(|r| !(r.series == "leader-followers/select" && r.metric == WAIT && r.rep == 0));
         let v = (CLAIMS[5].judge)(&rows);
@@ -679,6 +680,6 @@ mod tests {
         assert_eq!(names(5), ["select", "epoll-et"]);
         assert_eq!(a.holds, "yes: 6 claims supported, 0 within noise, 3 not measurable here");
         assert_eq!(a.reading.len(), CLAIMS.len());
-        assert!(a.reading[0].starts_with("Claim 1 (§5, Figs. 6-7): \"In the best case"), "{}", a.reading[0]);
+        starts(&a.reading[0], "Claim 1 (§5, Figs. 6-7): \"In the best case");
     }
 }

@@ -195,6 +195,7 @@ fn analyse(rows: &[Row]) -> Analysis {
 
 #[cfg(test)]
 mod tests {
+    use crate::exp::check::starts;
     #[test]
     fn each_bullet_names_the_metric_its_line_is_from() {
         let row = |m: &str, x: f64, v: f64| crate::data::Row::ok("E7", "gooch", x, m, v);
@@ -232,14 +233,10 @@ mod tests {
         };
         // 10% cheaper in every launch: yes (the old rule wanted 3x).
         let a = rows([180.0, 181.0, 182.0], [200.0, 201.0, 202.0]);
-        assert!(a.holds.starts_with("yes (ns per cycle: gooch 181"), "{}", a.holds);
+        starts(&a.holds, "yes (ns per cycle: gooch 181");
         let scan = &a.figures[0];
-        assert!(scan.holds.starts_with("yes: µs per call at 10000 descriptors 1510"), "{}", scan.holds);
-        assert!(
-        scan.literal.starts_with("— (Gooch printed no measurements; his text's arithmetic with our cost: 10,000 descriptors take 1.51 ms per call, under"),
-        "{}",
-        scan.literal
-    );
+        starts(&scan.holds, "yes: µs per call at 10000 descriptors 1510");
+        starts(&scan.literal, "— (Gooch printed no measurements; his text's arithmetic with our cost: 10,000 descriptors take 1.51 ms per call, under");
         // Gooch printed no measurements: no number of his in the paper column, nor a ratio to one.
         assert!(a.figures.iter().all(|f| f.paper.is_none() && f.ratio.is_err()));
         assert!(a.figures[1].rule.contains("polled every 100 ms"), "{}", a.figures[1].rule);

@@ -206,6 +206,7 @@ fn sigio_row(rows: &[Row]) -> FigureRow {
 
 #[cfg(test)]
 mod tests {
+    use crate::exp::check::starts;
     #[test]
     fn banga_s_sigio_row_sets_our_us_per_signal_against_10_7() {
         // 32 signals per burst: 3.2 µs in get_next_event per burst is 0.1 µs per signal at
@@ -248,7 +249,7 @@ mod tests {
             super::analyse(&r)
         };
         let a = with([4500.0, 4600.0, 4700.0], [3700.0, 3800.0, 3900.0]);
-        assert!(a.holds.starts_with("no (rtsig lowered"), "{}", a.holds);
+        starts(&a.holds, "no (rtsig lowered");
         assert!(
             a.reading
                 .iter()
@@ -262,7 +263,7 @@ mod tests {
         // Issue 26: a hybrid at 1114 (1054–1173) against 1127 (1097–1157) is not faster still;
         // and the hybrid is read, not judged as a claim of Provos.
         let noise = with([9097.0, 9127.0, 9157.0], [9054.0, 9114.0, 9173.0]);
-        assert!(noise.holds.starts_with("yes (rtsig lowered"), "{}", noise.holds);
+        starts(&noise.holds, "yes (rtsig lowered");
         assert!(
             noise
                 .reading

@@ -318,6 +318,7 @@ fn parse(stdout: &str, series: &str, x: f64, launch: usize, runs: usize) -> Resu
 mod tests {
     use super::*;
     use crate::data::read_csv;
+    use crate::exp::check::starts;
     use crate::runner::Ran;
     use std::collections::BTreeSet;
 
@@ -475,11 +476,7 @@ mod tests {
         // epoll flat (100-101 against 100-104: overlapping, every launch within 10%), poll grew apart: yes.
         assert_eq!(a.holds, "yes");
         assert_eq!(a.figures[0].holds, "yes");
-        assert!(
-            a.ours.starts_with("hintq-epoll 100 (99.5–101, n=3) µs at 100 pairs, 103 (100–104, n=3) at 5000"),
-            "{}",
-            a.ours
-        );
+        starts(&a.ours, "hintq-epoll 100 (99.5–101, n=3) µs at 100 pairs, 103 (100–104, n=3) at 5000");
         // epoll and poll at 100 and 5000 pairs, one run a launch, launch k at base + k.
         let holds = |launches: u32, epoll: [f64; 2], poll: [f64; 2]| {
             let mut csv = String::new();

@@ -14,6 +14,7 @@ mod e7;
 mod e8;
 mod e9;
 mod micro;
+mod provos;
 mod run;
 mod serve;
 
@@ -350,6 +351,16 @@ pub fn rates_under(line: &data::Line, bound: f64) -> String {
 
 /// "not measured" when a verdict's inputs are missing.
 pub const UNMEASURED: &str = "cannot say: a line it needs was not measured (see its section)";
+
+/// Checks shared by the experiments' tests.
+#[cfg(test)]
+pub mod check {
+    /// Asserts that `text` starts with `prefix`, showing all of `text` when it does not.
+    #[track_caller]
+    pub fn starts(text: &str, prefix: &str) {
+        assert!(text.starts_with(prefix), "{text:?} does not start with {prefix:?}");
+    }
+}
 
 #[cfg(test)]
 mod tests {
