@@ -17,6 +17,7 @@ mod micro;
 mod provos;
 mod run;
 mod serve;
+mod strebelow;
 
 pub use run::{run_lab, Outcome};
 
