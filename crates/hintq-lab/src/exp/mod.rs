@@ -15,6 +15,7 @@ mod e8;
 mod e9;
 mod micro;
 mod provos;
+mod proxy_stats;
 mod run;
 mod serve;
 mod strebelow;
