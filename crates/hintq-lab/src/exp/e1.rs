@@ -484,7 +484,7 @@ fn beyond_one_process(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exp::check::starts;
+    use crate::exp::check::{contains, starts};
     use crate::runner::Sample;
 
     fn sample(t: f64, descriptors: usize, rss: u64, slab: u64) -> Sample {
@@ -550,10 +550,10 @@ mod tests {
         let a = analyse(&rows);
         assert_eq!(a.panels.len(), 4);
         let text = a.reading.join("\n");
-        assert!(text.contains("at 100000 cold, 7 processes: 90.0% of its throughput"), "{text}");
-        assert!(text.contains("it held 100032 of the 100032 connections"), "{text}");
-        assert!(text.contains("300 B of user space and 4000 B of kernel memory"), "{text}");
-        assert!(text.contains("point at 100000 cold failed"), "{text}");
+        contains(&text, "at 100000 cold, 7 processes: 90.0% of its throughput");
+        contains(&text, "it held 100032 of the 100032 connections");
+        contains(&text, "300 B of user space and 4000 B of kernel memory");
+        contains(&text, "point at 100000 cold failed");
         // Banga's verdict over one process's counts (poll kept 50% at 15000), then the rest.
         starts(&a.holds, "yes (rule: epoll's throughput launches");
         starts(&a.ours, "req/s at 0 and 15000 cold: epoll 10010 (10000–10020, n=3), 10010 (10000–10020, n=3); poll 10010 (10000–10020, n=3), 5005 (5000–5010, n=3)");
@@ -576,7 +576,7 @@ mod tests {
             .collect();
         let f =
             super::super::banga::fig8(super::super::banga::Setting::Server, &rows, "throughput_rps", &panel);
-        assert!(f.ours.contains("not both measured at 2000 cold"), "{}", f.ours);
+        contains(&f.ours, "not both measured at 2000 cold");
         starts(&f.holds, "cannot say");
         // A launch whose load generator was 70% busy at 2000 cold leaves Fig. 8 unjudged.
         let mut busy = rows.clone();
@@ -591,9 +591,9 @@ mod tests {
         // Two launches: cannot say.
         let two: Vec<Row> = rows.iter().filter(|r| r.rep < 2).cloned().collect();
         assert!(analyse(&two).holds.starts_with("cannot say: fewer than 3 launches"));
-        assert!(a.ours.contains("0 and 15000 cold"), "{}", a.ours);
-        assert!(a.ours.contains("at 100000 cold (servers of 7 processes)"), "{}", a.ours);
-        assert!(a.ours.contains("epoll 300 B user space and 4000 B kernel"), "{}", a.ours);
+        contains(&a.ours, "0 and 15000 cold");
+        contains(&a.ours, "at 100000 cold (servers of 7 processes)");
+        contains(&a.ours, "epoll 300 B user space and 4000 B kernel");
     }
 
     #[test]
@@ -615,17 +615,17 @@ mod tests {
         rows.push(row("hintq-epoll", 100_000.0, "load_hot_busy_pct", 13.0));
         let text = analyse(&rows).reading.join("\n");
         assert!(!text.contains("may limit"), "{text}");
-        assert!(text.contains("The load generator is judged at 0 cold only"), "{text}");
-        assert!(text.contains("server CPU per request (all its CPU over the run, accepting the cold connections included, ÷ the hot phase's requests) 10.0 µs against 10.0 µs at 0 cold"), "{text}");
-        assert!(
-            text.contains("hintq-poll at 100000 cold, 7 processes: 100% of its throughput at 0 cold"),
-            "{text}"
-        );
-        assert!(text.contains("(fewer: the load counted 12.0 errors)"), "{text}");
-        assert!(text.contains("(fewer, with no errors counted:"), "{text}");
+        contains(&text, "The load generator is judged at 0 cold only");
+        contains(&text, "server CPU per request (all its CPU over the run, accepting the cold connections included, ÷ the hot phase's requests) 10.0 µs against 10.0 µs at 0 cold");
+        contains(&text, "hintq-poll at 100000 cold, 7 processes: 100% of its throughput at 0 cold");
+        contains(&text, "(fewer: the load counted 12.0 errors)");
+        contains(&text, "(fewer, with no errors counted:");
         // A busy hot thread is named.
         rows.push(row("hintq-epoll", 0.0, "load_hot_busy_pct", 97.0));
         let text = analyse(&rows).reading.join("\n");
-        assert!(text.contains("hintq-epoll: the load generator's busiest hot thread was 97.0% busy in the hot phase at 0 cold"), "{text}");
+        contains(
+            &text,
+            "hintq-epoll: the load generator's busiest hot thread was 97.0% busy in the hot phase at 0 cold",
+        );
     }
 }

@@ -198,7 +198,7 @@ fn analyse(rows: &[Row]) -> Analysis {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exp::check::starts;
+    use crate::exp::check::{contains, starts};
 
     const CSV: &str = "# command: x\n\
 experiment,series,x,rep,metric,value,status,note\n\
@@ -239,8 +239,8 @@ E10,epoll-exclusive,8,0,wakeups_per_readiness,1,ok,\nE10,epoll-exclusive,8,0,ret
         );
         let an = analyse(&rows);
         assert_eq!(an.holds, "yes: one thread woken per readiness (goal <= 1.1) on all 2 group backends");
-        assert!(an.ours.contains("1.01 wake-ups per readiness (group-epoll at 8 threads)"), "{}", an.ours);
-        assert!(an.ours.contains("shared epoll 2.00, EPOLLEXCLUSIVE 1.00"), "{}", an.ours);
+        contains(&an.ours, "1.01 wake-ups per readiness (group-epoll at 8 threads)");
+        contains(&an.ours, "shared epoll 2.00, EPOLLEXCLUSIVE 1.00");
     }
 
     #[test]
@@ -256,11 +256,7 @@ E10,epoll-exclusive,8,0,wakeups_per_readiness,1,ok,\nE10,epoll-exclusive,8,0,ret
         );
         let three_groups = format!("{tied}E10,group-gooch,4,0,wakeups_per_readiness,0.9,ok,\n");
         let an = analyse(&convert(&three_groups));
-        assert!(
-            an.ours.contains("(equal on group-epoll at 8 threads, group-rtsig at 8 threads)"),
-            "{}",
-            an.ours
-        );
+        contains(&an.ours, "(equal on group-epoll at 8 threads, group-rtsig at 8 threads)");
     }
 
     #[test]

@@ -261,7 +261,7 @@ fn plan(lab: &Lab) -> Vec<Point> {
                         let window = super::e5::hot_window(ran, json)?;
                         let (share, samples) = profile_share(&ran.dir, mechanism, window)?;
                         rows.push(row(&name, metric, share));
-                        rows.push(row(&name, &banga::samples_of(metric), samples as f64));
+                        rows.push(row(&name, &super::table2::samples_of(metric), samples as f64));
                         Ok(rows)
                     },
                 ));
@@ -330,8 +330,8 @@ pub(super) fn analyse(rows: &[Row]) -> Analysis {
         }
     }
     // Table 2 by E5's rule; the event API's row speaks for the section's verdict.
-    let table2 = banga::table2(Setting::Proxy, rows, T2_400);
-    reading.push(format!("{}.", banga::TABLE2_RULE));
+    let table2 = super::table2::table2(Setting::Proxy, rows, T2_400);
+    reading.push(format!("{}.", super::table2::TABLE2_RULE));
     reading.extend(table2.figures.iter().map(|f| format!("{}: {}.", f.figure, f.holds)));
     reading.extend(what_was_measured(rows));
     let ours = figures(throughput_growth("hintq-epoll"), throughput_growth("hintq-poll"), &table2.ours);
@@ -427,7 +427,7 @@ fn figures(
 mod tests {
     use super::{analyse, PAPER, T2_400, T2_SAT};
     use crate::data::Row;
-    use crate::exp::check::starts;
+    use crate::exp::check::{contains, starts};
 
     fn row(series: &str, metric: &str, x: f64, v: f64) -> Row {
         Row::ok("E11", series, x, metric, v)
@@ -447,7 +447,7 @@ mod tests {
         ];
         let a = analyse(&rows);
         assert_eq!(a.holds, "see the first table's rows");
-        assert!(a.ours.contains("epoll keeps 95.0% at 5000 cold, poll 20.0%"), "{}", a.ours);
+        contains(&a.ours, "epoll keeps 95.0% at 5000 cold, poll 20.0%");
         assert!(
             a.ours.contains(
                 "CPU in event notification at 400 req/s, at 750 cold: epoll 2.00% (n=1), poll 30.0% (n=1)"

@@ -354,7 +354,7 @@ fn with_offered(mut lines: Vec<Line>) -> Vec<Line> {
 #[cfg(test)]
 pub(super) mod tests {
     use super::{analyse, rows, Row, LEVELS};
-    use crate::exp::check::starts;
+    use crate::exp::check::{contains, starts};
 
     pub(crate) fn json(
         mean: f64,
@@ -465,7 +465,7 @@ pub(super) mod tests {
         more.extend(point("hintq-poll", 2000, 16000.0, [13657.0, 13500.0, 13700.0], &[13500, 13700], 0));
         let h = analyse(&more).holds;
         starts(&h, "no, at 2000 inactive: epoll keeps pace up to 8000 req/s offered, poll to 8000");
-        assert!(h.contains("at 16000 req/s, epoll 12222 (12100–12300, n=3) below poll"), "{h}");
+        contains(&h, "at 16000 req/s, epoll 12222 (12100–12300, n=3) below poll");
         let mut close = Vec::new();
         close.extend(point("hintq-epoll", 2000, 16000.0, [12222.0, 12100.0, 13600.0], &[12100], 0));
         close.extend(point("hintq-poll", 2000, 16000.0, [13657.0, 12000.0, 13700.0], &[13500], 0));

@@ -275,7 +275,7 @@ fn plan(lab: &Lab) -> Vec<Point> {
                     let row = |metric: &str, v| Row { rep, ..Row::ok("E5", &name, cold as f64, metric, v) };
                     Ok(vec![
                         row("event_cpu_pct", share),
-                        row(&super::banga::samples_of("event_cpu_pct"), samples as f64),
+                        row(&super::table2::samples_of("event_cpu_pct"), samples as f64),
                     ])
                 }),
             });
@@ -288,8 +288,8 @@ fn analyse(rows: &[Row]) -> Analysis {
     let (y, metric) = ("% of the server core's time (flat)", "event_cpu_pct");
     let p = panel(rows, metric, "400 req/s, 50 hot", "cold connections", y, (false, false));
     // Banga's Table 2: the section's verdict is the first table's rows', by one rule.
-    let t2 = super::banga::table2(super::banga::Setting::Server, rows, "event_cpu_pct");
-    let mut reading = vec![format!("{}.", super::banga::TABLE2_RULE)];
+    let t2 = super::table2::table2(super::banga::Setting::Server, rows, "event_cpu_pct");
+    let mut reading = vec![format!("{}.", super::table2::TABLE2_RULE)];
     reading.extend(t2.figures.iter().map(|f| format!("{}: {}.", f.figure, f.holds)));
     for l in &p.lines {
         let at: Vec<String> =

@@ -195,7 +195,7 @@ fn analyse(rows: &[Row]) -> Analysis {
 
 #[cfg(test)]
 mod tests {
-    use crate::exp::check::starts;
+    use crate::exp::check::{contains, starts};
     #[test]
     fn each_bullet_names_the_metric_its_line_is_from() {
         let row = |m: &str, x: f64, v: f64| crate::data::Row::ok("E7", "gooch", x, m, v);
@@ -239,7 +239,7 @@ mod tests {
         starts(&scan.literal, "— (Gooch printed no measurements; his text's arithmetic with our cost: 10,000 descriptors take 1.51 ms per call, under");
         // Gooch printed no measurements: no number of his in the paper column, nor a ratio to one.
         assert!(a.figures.iter().all(|f| f.paper.is_none() && f.ratio.is_err()));
-        assert!(a.figures[1].rule.contains("polled every 100 ms"), "{}", a.figures[1].rule);
+        contains(&a.figures[1].rule, "polled every 100 ms");
         assert!(rows([190.0, 200.0, 210.0], [195.0, 205.0, 215.0]).holds.starts_with("within noise"));
     }
 }

@@ -19,6 +19,7 @@ mod proxy_stats;
 mod run;
 mod serve;
 mod strebelow;
+mod table2;
 
 pub use run::{run_lab, Outcome};
 
@@ -361,6 +362,12 @@ pub mod check {
     #[track_caller]
     pub fn starts(text: &str, prefix: &str) {
         assert!(text.starts_with(prefix), "{text:?} does not start with {prefix:?}");
+    }
+
+    /// Asserts that `text` contains `part`, showing all of `text` when it does not.
+    #[track_caller]
+    pub fn contains(text: &str, part: &str) {
+        assert!(text.contains(part), "{text:?} does not contain {part:?}");
     }
 }
 

@@ -315,7 +315,7 @@ pub const LOAD_CPU: &str = "/cpu/per_request_us";
 
 #[cfg(test)]
 mod tests {
-    use crate::exp::check::starts;
+    use crate::exp::check::{contains, starts};
     const JSON: &str = r#"{"throughput":1234.5,"connect_us":{"p50":9,"p99":10},"latency_us":{"p50":400,"p99":900,"max":5000},
         "hot":{"successes":100,"errors":{"reset":2,"timeout":1}},"cold":{"errors":{"connect":3}}}"#;
 
@@ -344,8 +344,8 @@ mod tests {
         let four = super::nginx_workers_conf(&one, 4);
         assert!(!four.contains("-g \"master_process off;\"` so"), "{four}");
         starts(&four, "# nginx as its users tune it for static files");
-        assert!(four.contains("over 4 workers under a master"), "{four}");
-        assert!(four.contains("no `-g \"master_process off;\"`"), "{four}");
+        contains(&four, "over 4 workers under a master");
+        contains(&four, "no `-g \"master_process off;\"`");
         assert!(four.contains("worker_processes 4;") && four.contains("reuseport;"), "{four}");
         assert_eq!(crate::peers::tuning(&four).matches("worker_processes").count(), 1);
     }

@@ -382,7 +382,7 @@ pub(super) fn claim_row(rows: &[Row], i: usize, c: &Claim, v: &Verdict) -> Figur
 pub(super) mod tests {
     use super::*;
     use crate::data::Status;
-    use crate::exp::check::starts;
+    use crate::exp::check::{contains, starts};
 
     pub(crate) fn row(series: &str, x: f64, metric: &str, v: f64) -> Row {
         Row::ok("E6", series, x, metric, v)
@@ -487,7 +487,7 @@ pub(super) mod tests {
         }));
         let (c, v) = (&CLAIMS[5], (CLAIMS[5].judge)(&rows));
         let r = claim_row(&rows, 5, c, &v);
-        assert!(v.numbers.contains("80.0% longer"), "{}", v.numbers);
+        contains(&v.numbers, "80.0% longer");
         assert!((r.ratio.clone().unwrap() - 80.0).abs() < 1e-9, "{:?}", r.ratio);
         starts(&r.literal, "yes (rule: at least 75% longer");
         // Two undisturbed launches left of select: the literal verdict cannot say.
