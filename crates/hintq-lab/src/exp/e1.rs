@@ -16,11 +16,11 @@
 //! and kernel (the machine's slab plus TCP socket memory, minus before: both ends of each
 //! connection, since client and server share the kernel here).
 
-use super::serve::{self, LOAD_CPU, REQUESTS, THROUGHPUT};
+use super::serve::{self, load_limits, server_side, servers, LOAD_CPU, REQUESTS, THROUGHPUT};
 use super::{panel, Analysis, Experiment, Lab, UNMEASURED};
 use crate::data::{num, Line, Row, Status};
 use crate::plot::label;
-use crate::runner::{Point, Samples};
+use crate::runner::Point;
 use std::time::Duration;
 
 /// Cold counts up to this are served by one process (as they were before the larger counts
@@ -43,57 +43,6 @@ fn processes(lab: &Lab, cold: usize) -> usize {
         (false, c) if c > ONE_PROCESS_MAX => serve::processes_for(c + HOT),
         _ => 1,
     }
-}
-
-/// What the server's side says of a point, from its samples and the load generator's phases
-/// (seconds from its start: `warmup` opening cold connections, then `hot`, `wall` in all).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ServerSide {
-    /// Connections held: descriptors beyond those before the load, the least over the samples
-    /// of the hot phase (the hot connections counted).
-    pub held: f64,
-    /// Bytes of user space per connection held, at that sample: the processes' summed RSS
-    /// minus before the load, ÷ held.
-    pub user: f64,
-    /// Bytes of kernel memory per connection held, at that sample: the machine's slab plus
-    /// TCP socket memory minus before the load, ÷ held (both ends of each connection).
-    pub kernel: f64,
-}
-
-/// The server's side of a point, if a sample fell in the hot phase. The hot phase starts
-/// after the generator's set-up (unknown: at most what its wall time has beyond warm-up and
-/// hot phase, taken as 0.5 s at most) and warm-up, and ends at the latest `hot` later; samples
-/// outside are left out (cold connections still opening or already closing).
-pub fn server_side(s: &Samples, warmup: f64, hot: f64, wall: f64) -> Option<ServerSide> {
-    let setup = (wall - warmup - hot).clamp(0.0, 0.5);
-    let (from, to) = (warmup + setup, warmup + hot);
-    let at = s.during.iter().filter(|x| x.t > from && x.t <= to).min_by_key(|x| x.descriptors)?;
-    let b = &s.baseline;
-    let held = at.descriptors.saturating_sub(b.descriptors) as f64;
-    let per = |v: f64| if held > 0.0 { v / held } else { f64::NAN };
-    Some(ServerSide {
-        held,
-        user: per(at.rss as f64 - b.rss as f64),
-        kernel: per((at.slab + at.tcp_mem) as f64 - (b.slab + b.tcp_mem) as f64),
-    })
-}
-
-/// The series of the server experiments: hintq backends the kernel supports, and nginx when
-/// installed (else said, with its install command).
-pub fn servers(lab: &Lab, backends: &[&str]) -> Vec<String> {
-    let mut out: Vec<String> = backends
-        .iter()
-        .filter(|b| b.parse::<hintq::Backend>().is_ok_and(|b| b.probe().is_ok()))
-        .map(|b| format!("hintq-{b}"))
-        .collect();
-    match crate::peers::nginx() {
-        Ok((_, v)) => {
-            lab.peers.borrow_mut().push(("nginx".into(), v));
-            out.push("nginx".into());
-        }
-        Err(why) => lab.missing.borrow_mut().push(why),
-    }
-    out
 }
 
 /// E1: what it reproduces, its plan and its analysis.
@@ -348,55 +297,6 @@ fn large_ours(throughput: &[Line], user: &[Line], kernel: &[Line]) -> String {
     out
 }
 
-/// The load generator's hot thread busier than this (%) may limit the throughput.
-const LOAD_BUSY_PCT: f64 = serve::LOAD_BUSY_LIMIT_PCT;
-
-/// PERF.md: whether the load generator, not the server, may have limited a throughput. From
-/// its busiest hot thread in the hot phase (`load_hot_busy_pct`) where the rows have it; else
-/// from its CPU per request (all its CPU over the run ÷ the hot phase's requests) times the
-/// throughput, read at 0 cold only: with cold connections that CPU includes opening them.
-fn load_limits(rows: &[Row], throughput: &[Line]) -> Vec<String> {
-    let mut out = Vec::new();
-    let (busy, load) =
-        (crate::data::lines(rows, "load_hot_busy_pct"), crate::data::lines(rows, "load_cpu_us_per_request"));
-    let mut whole_run = false;
-    for l in throughput {
-        if let Some(b) = busy.iter().find(|b| b.name == l.name) {
-            let top = b.points.iter().max_by(|a, b| a.spread.median.total_cmp(&b.spread.median));
-            if let Some(p) = top.filter(|p| p.spread.median > LOAD_BUSY_PCT) {
-                out.push(format!(
-                    "{}: the load generator's busiest hot thread was {}% busy in the hot phase at {} cold: \
-                     it, not the server, may limit this throughput.",
-                    l.name,
-                    num(p.spread.median),
-                    p.x
-                ));
-            }
-            continue;
-        }
-        let Some(lc) = load.iter().find(|c| c.name == l.name) else { continue };
-        whole_run |= l.points.iter().any(|p| p.x > 0.0);
-        let cores = l.median(0.0).zip(lc.median(0.0)).map(|(t, c)| t * c / 1e6);
-        if let Some(cores) = cores.filter(|&c| c > LOAD_BUSY_PCT / 100.0) {
-            out.push(format!(
-                "{}: at 0 cold the load generator used {} cores' worth of CPU (its CPU per request times \
-                 the throughput): it, not the server, may limit this throughput.",
-                l.name,
-                num(cores)
-            ));
-        }
-    }
-    if whole_run {
-        out.push(
-            "The load generator is judged at 0 cold only: with cold connections, its CPU in these rows \
-             is all of its CPU over the run (opening the cold connections included) divided by the hot \
-             phase's requests, not its hot phase's load."
-                .into(),
-        );
-    }
-    out
-}
-
 /// Sentences on the counts beyond one process: each series' throughput and CPU per request
 /// at the largest count against 0 cold, whether the server held the connections, its memory
 /// per connection, and the points that failed (a server that collapsed).
@@ -485,34 +385,6 @@ fn beyond_one_process(
 mod tests {
     use super::*;
     use crate::exp::check::{contains, starts};
-    use crate::runner::Sample;
-
-    fn sample(t: f64, descriptors: usize, rss: u64, slab: u64) -> Sample {
-        Sample { t, processes: 8, descriptors, rss, slab, tcp_mem: 1000 }
-    }
-
-    #[test]
-    fn held_is_the_least_in_the_hot_phase_and_memory_is_per_connection_held_then() {
-        // Warm-up 20 s (cold connections opening), hot phase 3 s after a set-up of at most
-        // 0.5 s, then 1.5 s closing: only samples in (20.5, 23] count.
-        let s = Samples {
-            baseline: sample(0.0, 40, 10_000_000, 50_000_000),
-            during: vec![
-                sample(10.0, 50_000, 30_000_000, 90_000_000),   // opening
-                sample(20.4, 100_000, 40_000_000, 150_000_000), // set-up, maybe
-                sample(21.0, 100_072, 40_000_000, 150_000_000),
-                sample(22.0, 100_040, 40_500_000, 150_100_000), // the least held
-                sample(23.0, 100_072, 40_000_000, 150_000_000),
-                sample(24.0, 10, 10_000_000, 50_000_000), // closing
-            ],
-        };
-        let side = server_side(&s, 20.0, 3.0, 25.0).unwrap();
-        assert_eq!(side.held, 100_000.0);
-        assert_eq!(side.user, 305.0);
-        assert_eq!(side.kernel, 1001.0);
-        // No sample in the hot phase: nothing, rather than a guess.
-        assert_eq!(server_side(&s, 30.0, 3.0, 34.0), None);
-    }
 
     #[test]
     fn large_counts_are_served_by_processes_of_at_most_15000_connections() {

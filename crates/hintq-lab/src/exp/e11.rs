@@ -17,10 +17,9 @@
 //! window. E3 and E4 measure the same calls in a loop, outside any server.
 
 use super::banga::{self, Fig9Level as Level, Setting};
-use super::e1::servers;
 use super::e3::growth;
 use super::e5::{perf_ok, profile_share, profiled, Mechanism};
-use super::serve::{self, LOAD_CPU, REQUESTS, THROUGHPUT};
+use super::serve::{self, servers, LOAD_CPU, REQUESTS, THROUGHPUT};
 use super::{panel, Analysis, Experiment, Lab};
 use crate::data::{num, Row};
 use crate::runner::{Point, Ran};

@@ -9,8 +9,7 @@
 //! within its time.
 
 use super::banga::Fig9Level as Level;
-use super::e1::servers;
-use super::serve;
+use super::serve::{self, servers};
 use super::{panel, Analysis, Experiment, Lab};
 use crate::data::{num, Row};
 use crate::plot::label;

@@ -10,8 +10,7 @@
 //! own function only, or as one of the [`SHARED`] per-descriptor helpers called by one of
 //! the mechanism's; for io_uring only the poll path and the wait, not the sends its ring carries.
 
-use super::e1::servers;
-use super::serve::{self};
+use super::serve::{self, servers};
 use super::{panel, Analysis, Experiment, Lab};
 use crate::data::{num, Row};
 use crate::plot::label;

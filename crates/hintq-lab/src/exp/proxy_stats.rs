@@ -3,8 +3,8 @@
 //! held, and writes its runtime's counters when it exits: its points, rows, panels and rows
 //! of the first table. E3 and E4 measure the same calls in a loop, outside any server.
 
-use super::e1::servers;
 use super::e11::{read, row, Setup};
+use super::serve::servers;
 use super::{panel, FigureRow, Lab, PaperNumber, UNMEASURED};
 use crate::data::{num, Row};
 use crate::plot::Panel;
