@@ -305,14 +305,18 @@ pub(super) fn sustained(replies: &Line, errors: Option<&Line>) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// Each inactive count and series measured, with the highest rate it kept pace up to
+/// ([`sustained`]).
+pub(super) type Top = [(usize, String, f64)];
+
 /// The highest rate `series` kept pace up to at `n` inactive ([`sustained`]), if measured.
-pub(super) fn pace(top: &[(usize, String, f64)], n: usize, series: &str) -> Option<f64> {
+pub(super) fn pace(top: &Top, n: usize, series: &str) -> Option<f64> {
     top.iter().find(|t| t.0 == n && t.1 == series).map(|t| t.2)
 }
 
 /// Our figure and whether the claim holds: at the largest inactive count measured for both,
 /// the epoll server keeps up to a higher offered rate than the poll server.
-fn verdict(top: &[(usize, String, f64)], rows: &[Row]) -> (String, String) {
+fn verdict(top: &Top, rows: &[Row]) -> (String, String) {
     let at = |n: usize, s: &str| pace(top, n, s);
     let most =
         top.iter().map(|t| t.0).filter(|&n| at(n, "hintq-epoll").and(at(n, "hintq-poll")).is_some()).max();

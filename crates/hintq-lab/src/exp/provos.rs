@@ -2,7 +2,7 @@
 //! Fig. 10 (errors), Figs. 11-13 and §7 (RT signals against poll and against /dev/poll) and
 //! Fig. 14 (median response time). E12 measures; the rules are here.
 
-use super::e12::{load_bound, median_metric, pace, sustained, Level, LEVELS};
+use super::e12::{load_bound, median_metric, pace, sustained, Level, Top, LEVELS};
 use super::{serve, FigureRow, PaperNumber, UNMEASURED};
 use crate::data::{self, num, Row, Status};
 use crate::verdict::{self, launches, Verdict};
@@ -171,13 +171,7 @@ pub(super) const BEATS_RULE: &str = "at each offered rate past the highest both 
 
 /// Whether series `a` keeps pace better than `b` at `n` inactive, by [`BEATS_RULE`]; `None`
 /// unless both were measured there.
-pub(super) fn beats(
-    top: &[(usize, String, f64)],
-    rows: &[Row],
-    n: usize,
-    a: &str,
-    b: &str,
-) -> Option<(Verdict, String)> {
+pub(super) fn beats(top: &Top, rows: &[Row], n: usize, a: &str, b: &str) -> Option<(Verdict, String)> {
     let (ra, rb) = (pace(top, n, a)?, pace(top, n, b)?);
     let (an, bn) = (a.trim_start_matches("hintq-"), b.trim_start_matches("hintq-"));
     let lvl = LEVELS.iter().find(|l| l.inactive == n)?;
@@ -218,12 +212,7 @@ pub(super) fn beats(
 }
 
 /// [`beats`] of `a` against `b` at every inactive count measured for both.
-fn at_every_count(
-    top: &[(usize, String, f64)],
-    rows: &[Row],
-    a: &str,
-    b: &str,
-) -> Vec<(usize, Verdict, String)> {
+fn at_every_count(top: &Top, rows: &[Row], a: &str, b: &str) -> Vec<(usize, Verdict, String)> {
     let mut counts: Vec<usize> = top.iter().map(|t| t.0).collect();
     counts.sort_unstable();
     counts.dedup();
@@ -240,7 +229,7 @@ fn together(judged: &[(usize, Verdict, String)]) -> String {
 /// Provos §7: thttpd on /dev/poll (here epoll, the kernel-held interest set) scales better
 /// than phhttpd on RT signals (here `hintq-rtsig`, no hybrid) "at both low and high inactive
 /// connection loads": [`beats`] at every inactive count both were measured at, two or more.
-pub(super) fn rtsig_row(top: &[(usize, String, f64)], rows: &[Row]) -> FigureRow {
+pub(super) fn rtsig_row(top: &Top, rows: &[Row]) -> FigureRow {
     let judged = at_every_count(top, rows, "hintq-epoll", "hintq-rtsig");
     let each: Vec<String> = judged
         .iter()
@@ -272,7 +261,7 @@ pub(super) fn rtsig_row(top: &[(usize, String, f64)], rows: &[Row]) -> FigureRow
 
 /// Provos Figs. 11-13 against Figs. 4, 6 and 8: RT signals without the hybrid (phhttpd)
 /// against poll (stock thttpd), by [`beats`] at every inactive count measured for both.
-pub(super) fn figs11_13_row(top: &[(usize, String, f64)], rows: &[Row]) -> FigureRow {
+pub(super) fn figs11_13_row(top: &Top, rows: &[Row]) -> FigureRow {
     let judged = at_every_count(top, rows, "hintq-rtsig", "hintq-poll");
     let (ours, holds) = if judged.is_empty() {
         ("rtsig (no hybrid) and poll not both measured".to_string(), UNMEASURED.to_string())
@@ -395,6 +384,11 @@ mod tests {
     use crate::data::Row;
     use crate::exp::check::{contains, starts};
 
+    /// E12's row of the first table whose name starts with `name`.
+    fn figure(rows: &[Row], name: &str) -> crate::exp::FigureRow {
+        analyse(rows).figures.into_iter().find(|f| f.figure.starts_with(name)).expect(name)
+    }
+
     #[test]
     fn fig10_takes_the_worst_errors_over_every_inactive_count() {
         let mut all = Vec::new();
@@ -406,8 +400,7 @@ mod tests {
         ] {
             all.extend(point(series, inactive, rate, [mean; 3], &[mean as u64], err));
         }
-        let f10 =
-            |rows: &[Row]| analyse(rows).figures.into_iter().find(|f| f.figure == "Provos Fig. 10").unwrap();
+        let f10 = |rows: &[Row]| figure(rows, "Provos Fig. 10");
         let f = f10(&all);
         assert_eq!(
             f.ours,
@@ -436,9 +429,10 @@ mod tests {
         assert_eq!(f10(&busy("hintq-epoll")).holds, "yes: poll's errors reach 64.0%, epoll's stay under 1%");
         let calm: Vec<_> =
             all.into_iter().filter(|r| !(r.series == "hintq-poll" && r.x == 16000.0)).collect();
-        assert!(f10(&calm)
-            .holds
-            .starts_with("cannot say: poll's errors stay under 10% (0% at most) up to 5000 inactive"));
+        starts(
+            &f10(&calm).holds,
+            "cannot say: poll's errors stay under 10% (0% at most) up to 5000 inactive",
+        );
     }
 
     #[test]
@@ -452,9 +446,7 @@ mod tests {
             all.extend(point("hintq-poll", inactive, 4000.0, [4000.0; 3], &[4000], 0));
             all.extend(point("hintq-poll", inactive, 16000.0, [5000.0, 5100.0, 4900.0], &[5000], 0));
         }
-        let row = |rows: &[Row], name: &str| {
-            analyse(rows).figures.into_iter().find(|f| f.figure.starts_with(name)).unwrap()
-        };
+        let row = figure;
         let r = row(&all, "Provos §7");
         starts(&r.holds, "yes (1 inactive: yes, at 1 inactive: epoll keeps pace up to 16000");
         let f = row(&all, "Provos Figs. 11-13");
@@ -466,7 +458,7 @@ mod tests {
         contains(&h, "2000 inactive: cannot say: the load generator's busiest hot thread was 85.0% busy");
         starts(&h, "cannot say");
         let low: Vec<Row> = all.iter().filter(|r| r.metric.ends_with("_1")).cloned().collect();
-        assert!(row(&low, "Provos §7").holds.starts_with("cannot say: one inactive count measured"));
+        starts(&row(&low, "Provos §7").holds, "cannot say: one inactive count measured");
         // rtsig below poll at 2000 inactive: one no decides Figs. 11-13.
         let mut worse = all.clone();
         worse.retain(|r| !(r.series == "hintq-rtsig" && r.x == 16000.0 && r.metric.ends_with("_2000")));
@@ -491,9 +483,7 @@ mod tests {
                 );
             }
         }
-        let row = |rows: &[Row]| {
-            analyse(rows).figures.into_iter().find(|f| f.figure.starts_with("Provos Fig. 14")).unwrap()
-        };
+        let row = |rows: &[Row]| figure(rows, "Provos Fig. 14");
         let f = row(&all);
         assert_eq!(f.holds, "yes");
         starts(&f.literal, "yes (rule: every launch of rtsig's median at the highest rate over 120 ms");
