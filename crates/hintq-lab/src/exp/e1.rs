@@ -251,27 +251,26 @@ fn analyse(rows: &[Row]) -> Analysis {
 /// series `series` of `rows`' throughput, by [`crate::verdict::Verdict::same`] within
 /// [`crate::verdict::FLAT_TOL`]; empty when it was not measured at both.
 fn same_as_at_zero(rows: &[Row], name: &str, series: &str, x: f64) -> String {
-    let at = |c: f64| crate::verdict::launches(rows, series, c, "throughput_rps");
+    use crate::verdict::{launches, Verdict, FLAT_TOL};
+    let at = |c: f64| launches(rows, series, c, "throughput_rps");
     let (Some(a0), Some(ax)) = (at(0.0), at(x)) else { return String::new() };
+    let (x, tol, v) = (num(x), num(FLAT_TOL * 100.0), Verdict::same(&ax, &a0, FLAT_TOL));
     format!(
-        "; {name} the same at {} cold as at 0 (rule: launches overlap, each within {}% of every other): {} \
-         ({a0}, {ax} req/s)",
-        num(x),
-        num(crate::verdict::FLAT_TOL * 100.0),
-        crate::verdict::Verdict::same(&ax, &a0, crate::verdict::FLAT_TOL)
+        "; {name} the same at {x} cold as at 0 (rule: launches overlap, each within {tol}% of every other): \
+         {v} ({a0}, {ax} req/s)"
     )
+}
+
+/// The largest of the cold counts `xs` above [`ONE_PROCESS_MAX`].
+fn past_one_process(xs: impl Iterator<Item = f64>) -> Option<f64> {
+    xs.filter(|&x| x > ONE_PROCESS_MAX as f64).max_by(f64::total_cmp)
 }
 
 /// The figures past one process, for the opening table: at the largest cold count measured
 /// above [`ONE_PROCESS_MAX`], the share of its throughput at 0 cold each series keeps, and
 /// epoll's memory per connection held.
 fn large_ours(throughput: &[Line], user: &[Line], kernel: &[Line]) -> String {
-    let Some(top) = throughput
-        .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.x))
-        .filter(|&x| x > ONE_PROCESS_MAX as f64)
-        .max_by(f64::total_cmp)
-    else {
+    let Some(top) = past_one_process(throughput.iter().flat_map(|l| l.points.iter().map(|p| p.x))) else {
         return String::new();
     };
     let kept: Vec<String> = throughput
@@ -311,11 +310,7 @@ fn beyond_one_process(
     let held = crate::data::lines(rows, "held_connections");
     let errors = crate::data::lines(rows, "errors");
     for l in throughput {
-        let Some(top) =
-            l.points.iter().map(|p| p.x).filter(|&x| x > ONE_PROCESS_MAX as f64).max_by(f64::total_cmp)
-        else {
-            continue;
-        };
+        let Some(top) = past_one_process(l.points.iter().map(|p| p.x)) else { continue };
         let name = label(&l.name);
         let (Some(first), Some(at)) = (l.points.first(), l.at(top)) else { continue };
         let mut s = format!(
