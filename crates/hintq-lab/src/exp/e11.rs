@@ -17,7 +17,7 @@
 //! window. E3 and E4 measure the same calls in a loop, outside any server.
 
 use super::banga::{self, Fig9Level as Level, Setting};
-use super::e3::growth;
+use super::e3::{growth, Growth};
 use super::e5::{perf_ok, profile_share, profiled, Mechanism};
 use super::serve::{self, servers, LOAD_CPU, REQUESTS, THROUGHPUT};
 use super::{panel, Analysis, Experiment, Lab};
@@ -273,6 +273,7 @@ fn plan(lab: &Lab) -> Vec<Point> {
 pub(super) fn analyse(rows: &[Row]) -> Analysis {
     const COLD: &str = "cold connections to the proxy";
     const RATE: &str = "offered rate (requests per second)";
+    const SHARE: (&str, &str) = ("cold connections", "% of proxy CPU samples");
     let linear = |metric, title, x, y| panel(rows, metric, title, x, y, (false, false));
     let fig8 = linear(
         "throughput_rps",
@@ -280,30 +281,23 @@ pub(super) fn analyse(rows: &[Row]) -> Analysis {
         COLD,
         "requests per second",
     );
-    let cpu = panel(
-        rows,
-        "proxy_cpu_us_per_request",
-        "(b) proxy CPU per request",
-        COLD,
-        "µs CPU per request",
-        (false, true),
-    );
+    let cpu_y = "µs CPU per request";
+    let cpu =
+        panel(rows, "proxy_cpu_us_per_request", "(b) proxy CPU per request", COLD, cpu_y, (false, true));
     let p99 = |metric, title| panel(rows, metric, title, RATE, "ms from intended send", (true, true));
     let fig9 = p99(PAPER.p99, "(c) Fig. 9: p99 response time, 750 cold");
     let fig9s = p99(SCALED.p99, "(d) p99 response time, 5000 cold");
-    let t2 = linear(T2_400, "(e) Table 2: 50 hot, 400 req/s", "cold connections", "% of proxy CPU samples");
-    let t2s =
-        linear(T2_SAT, "(f) the same, saturated (closed loop)", "cold connections", "% of proxy CPU samples");
+    let t2 = linear(T2_400, "(e) Table 2: 50 hot, 400 req/s", SHARE.0, SHARE.1);
+    let t2s = linear(T2_SAT, "(f) the same, saturated (closed loop)", SHARE.0, SHARE.1);
     let mut reading = Vec::new();
     let throughput_growth = |n: &str| fig8.lines.iter().find(|l| l.name == n).and_then(growth);
     reading.extend(super::cold_growth(&fig8.lines, |n| format!("Fig. 8, {n}")));
     if let (Some(n), Some(h)) = (throughput_growth("nginx"), throughput_growth("hintq-epoll")) {
+        let (first, last) = (num(h.1 / n.1), num(h.3 / n.3));
         reading.push(format!(
-            "hintq proxy (epoll) against nginx as a proxy: {}x nginx's throughput with {} cold, {}x with {}.",
-            num(h.1 / n.1),
-            h.0,
-            num(h.3 / n.3),
-            h.2
+            "hintq proxy (epoll) against nginx as a proxy: {first}x nginx's throughput with {} cold, {last}x \
+             with {}.",
+            h.0, h.2
         ));
     }
     for (level, p) in [(&PAPER, &fig9), (&SCALED, &fig9s)] {
@@ -319,11 +313,10 @@ pub(super) fn analyse(rows: &[Row]) -> Analysis {
     for (what, p) in [("400 req/s", &t2), ("saturated", &t2s)] {
         for l in &p.lines {
             for pt in &l.points {
+                let (name, x, share) = (&l.name, pt.x, num(pt.spread.median));
                 reading.push(format!(
-                    "Table 2, {}, {what}, {} cold: {}% of the proxy core's time (flat, idle included) in event notification.",
-                    l.name,
-                    pt.x,
-                    num(pt.spread.median)
+                    "Table 2, {name}, {what}, {x} cold: {share}% of the proxy core's time (flat, idle included) \
+                     in event notification."
                 ));
             }
         }
@@ -388,7 +381,8 @@ fn what_was_measured(rows: &[Row]) -> Vec<String> {
     }
     for (series, name) in [("hintq-select", "Improved select"), ("hintq-select-classic", "Classical select")]
     {
-        let fig8: Vec<String> = crate::data::lines(rows, "throughput_rps")
+        let lines = crate::data::lines(rows, "throughput_rps");
+        let fig8: Vec<String> = lines
             .iter()
             .filter(|l| l.name == series)
             .flat_map(|l| l.points.iter().map(|p| p.x.to_string()))
@@ -406,11 +400,7 @@ fn what_was_measured(rows: &[Row]) -> Vec<String> {
 
 /// Our figures for the section: the proxy's throughput kept from the first cold count to the
 /// last, and the CPU shares of Table 2. Its verdicts are the first table's rows'.
-fn figures(
-    epoll: Option<(f64, f64, f64, f64, f64)>,
-    poll: Option<(f64, f64, f64, f64, f64)>,
-    shares: &str,
-) -> String {
+fn figures(epoll: Option<Growth>, poll: Option<Growth>, shares: &str) -> String {
     let (Some(e), Some(p)) = (epoll, poll) else {
         return format!("the epoll or poll proxy was not measured at two cold counts; CPU in event notification at 400 req/s, {shares}");
     };
@@ -447,12 +437,9 @@ mod tests {
         let a = analyse(&rows);
         assert_eq!(a.holds, "see the first table's rows");
         contains(&a.ours, "epoll keeps 95.0% at 5000 cold, poll 20.0%");
-        assert!(
-            a.ours.contains(
-                "CPU in event notification at 400 req/s, at 750 cold: epoll 2.00% (n=1), poll 30.0% (n=1)"
-            ),
-            "{}",
-            a.ours
+        contains(
+            &a.ours,
+            "CPU in event notification at 400 req/s, at 750 cold: epoll 2.00% (n=1), poll 30.0% (n=1)",
         );
         // Classical select did not run: the section says so.
         assert!(a.reading.iter().any(|r| r.starts_with("Classical select was not measured on the proxy")));
@@ -460,10 +447,8 @@ mod tests {
         both.push(row("hintq-select-classic", "throughput_rps", 2000.0, 900.0));
         let b = analyse(&both);
         assert!(!b.reading.iter().any(|r| r.starts_with("Classical select was not measured")));
-        assert!(b
-            .reading
-            .iter()
-            .any(|r| r.starts_with("Classical select ran the proxy at 2000 cold connections")));
+        let ran = "Classical select ran the proxy at 2000 cold connections";
+        assert!(b.reading.iter().any(|r| r.starts_with(ran)));
         assert!(a.reading.iter().any(
             |r| r == "Fig. 9, hintq-epoll, 750 cold: p99 under 10 ms at 2000 req/s offered, not at 8000."
         ));

@@ -145,8 +145,11 @@ pub fn raw_loops(rows: &[Row]) -> Vec<String> {
     out
 }
 
+/// A line's first x and median, last x and median, and the last median over the first.
+pub type Growth = (f64, f64, f64, f64, f64);
+
 /// The ratio of the last point's median to the first's, with both ends.
-pub fn growth(l: &data::Line) -> Option<(f64, f64, f64, f64, f64)> {
+pub fn growth(l: &data::Line) -> Option<Growth> {
     let (a, b) = l.ends()?;
     (a.x != b.x).then(|| (a.x, a.spread.median, b.x, b.spread.median, b.spread.median / a.spread.median))
 }
