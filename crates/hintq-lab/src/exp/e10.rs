@@ -109,6 +109,7 @@ pub const EXPERIMENT: Experiment = Experiment {
 fn needs(lab: &Lab) -> Result<(), String> {
     lab.need(&["bench", "wake-one"])
 }
+
 fn plan(lab: &Lab) -> Vec<Point> {
     let est = Duration::from_secs(lab.pick(15, 5, 2));
     let cpu = lab.cores.bench.to_string();
@@ -118,6 +119,7 @@ fn plan(lab: &Lab) -> Vec<Point> {
     }
     tool_points(lab, "E10", "wake-one", &extra, lab.pick(3, 3, 1), est)
 }
+
 fn analyse(rows: &[Row]) -> Analysis {
     let x = "threads blocked on the descriptor";
     let a = panel(

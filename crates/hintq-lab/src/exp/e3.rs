@@ -23,9 +23,11 @@ pub const EXPERIMENT: Experiment = Experiment {
 fn needs(lab: &Lab) -> Result<(), String> {
     lab.need(&["bench", "micro"])
 }
+
 fn plan(lab: &Lab) -> Vec<Point> {
     micro::points(lab, "E3")
 }
+
 fn analyse(rows: &[Row]) -> Analysis {
     let a = panel(
         rows,

@@ -57,6 +57,7 @@ pub const EXPERIMENT: Experiment = Experiment {
 fn needs(lab: &Lab) -> Result<(), String> {
     lab.need(&["bench", "patterns"])
 }
+
 fn plan(lab: &Lab) -> Vec<Point> {
     let (server, client) = (lab.cores.bench.to_string(), lab.cores.load.to_string());
     // Quick: the paper's two patterns and three mechanisms at 1 and 2 threads, a few
@@ -74,6 +75,7 @@ fn plan(lab: &Lab) -> Vec<Point> {
     // Three launches of the tool: a verdict needs 3 (verdict.rs).
     tool_points(lab, "E6", "patterns", &extra, lab.pick(3, 3, 1), est)
 }
+
 fn analyse(rows: &[Row]) -> Analysis {
     // Throughput: one panel per pattern, one line per mechanism (Figs. 6, 8, 11).
     let (mut patterns, mut series): (Vec<&str>, Vec<(&str, &str)>) = (Vec::new(), Vec::new());

@@ -30,11 +30,13 @@ fn needs(lab: &Lab) -> Result<(), String> {
     }
     lab.need(&["bench", "gooch"])
 }
+
 fn plan(lab: &Lab) -> Vec<Point> {
     let est = Duration::from_secs(lab.pick(60, 15, 15));
     let cpu = lab.cores.bench.to_string();
     tool_points(lab, "E7", "gooch", &["--cpu", &cpu], lab.pick(3, 3, 1), est)
 }
+
 fn analyse(rows: &[Row]) -> Analysis {
     let x = "descriptors registered";
     let a = panel(
