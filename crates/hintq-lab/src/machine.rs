@@ -40,12 +40,6 @@ pub fn busy_share(window: Duration) -> f64 {
     }
 }
 
-/// The 1-minute load average.
-pub fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map_or("unknown".into(), |s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-}
-
 /// A snapshot taken when a point starts, to see how much CPU others used while it ran.
 pub struct During {
     jiffies: Option<(u64, u64)>,
@@ -149,15 +143,7 @@ pub fn command_line(program: &str, args: &[&str]) -> String {
     }
 }
 
-/// The CPU model from `/proc/cpuinfo`.
-pub fn cpu_model() -> String {
-    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    info.lines()
-        .find_map(|l| l.strip_prefix("model name")?.split_once(':').map(|(_, v)| v.trim().to_string()))
-        .unwrap_or_else(|| "unknown".into())
-}
-
-pub use hintq_bench::commit;
+pub use hintq_bench::{commit, cpu_model, loadavg};
 
 #[cfg(test)]
 mod tests {
