@@ -14,7 +14,8 @@ fn cpu_jiffies() -> Option<(u64, u64)> {
     Some((total - idle, total))
 }
 
-fn clock_tick() -> f64 {
+/// Clock ticks per second (`/proc`'s CPU times are in them).
+pub(crate) fn clock_tick() -> f64 {
     // SAFETY: sysconf has no memory effects.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if t > 0 {

@@ -84,9 +84,7 @@ impl Server {
     pub fn new(cmd: Cmd, ready: SocketAddr) -> Server {
         Server { cmd, ready, upstream: None, processes: 1, sample: None }
     }
-}
 
-impl Server {
     /// The servers of a point in the order they start: the upstream first.
     fn chain(&self) -> Vec<&Server> {
         let mut out = self.upstream.as_deref().map_or_else(Vec::new, Server::chain);
@@ -505,17 +503,11 @@ fn stat_fields(proc: &Path, pid: u32) -> Option<Vec<String>> {
 }
 
 /// User plus system CPU seconds of a running process, from `/proc/PID/stat`.
-pub fn process_cpu(pid: u32) -> Option<f64> {
-    stat_cpu(Path::new(PROC), pid)
-}
-
 fn stat_cpu(proc: &Path, pid: u32) -> Option<f64> {
     let f = stat_fields(proc, pid)?;
     // fields after the command: state(0) ppid(1) ... utime(11) stime(12)
     let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    // SAFETY: sysconf has no memory effects.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    Some(ticks / hz)
+    Some(ticks / machine::clock_tick())
 }
 
 /// `pid` and its descendants (children, their children...), from the parent pid of every
@@ -683,7 +675,7 @@ mod tests {
         while tree_cpu(proc, sh.id()).unwrap_or(0.0) < 0.2 && t0.elapsed() < Duration::from_secs(20) {
             std::thread::sleep(Duration::from_millis(50));
         }
-        let (own, all, pids) = (process_cpu(sh.id()), tree_cpu(proc, sh.id()), tree(proc, sh.id()));
+        let (own, all, pids) = (stat_cpu(proc, sh.id()), tree_cpu(proc, sh.id()), tree(proc, sh.id()));
         for &p in pids.iter().rev() {
             // SAFETY: kill(2) on this test's child and its child (the busy loop).
             unsafe { libc::kill(p as libc::pid_t, libc::SIGKILL) };
