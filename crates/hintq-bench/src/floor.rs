@@ -139,9 +139,7 @@ pub(crate) fn epoll_create() -> io::Result<RawFd> {
 
 /// Watches `fd` for input, level-triggered, its number as the event's data.
 pub(crate) fn epoll_add(ep: RawFd, fd: RawFd) -> io::Result<()> {
-    let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: fd as u64 };
-    // SAFETY: `ev` lives across the call.
-    cvt(unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) }).map(drop)
+    crate::sys::epoll_add(ep, fd, libc::EPOLLIN as u32, fd as u64)
 }
 
 /// Waits without limit for `events`, retrying on `EINTR`; returns how many came.

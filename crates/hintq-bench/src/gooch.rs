@@ -140,9 +140,9 @@ const KINDS: [&str; 3] = ["eventfd", "udp", "eventfd-wait"];
 fn perfd(plan: &Plan, rep: u32, rows: &mut Vec<Rec>) -> io::Result<()> {
     let top = NS[NS.len() - 1];
     for kind in rotated(&KINDS, rep) {
-        let make = || if kind == "udp" { udp() } else { sys::eventfd() };
+        let make = || if kind == "udp" { udp() } else { hintq_sys::eventfd() };
         let fds = (0..top).map(|_| make()).collect::<io::Result<Vec<_>>>()?;
-        let ready = sys::socketpair()?;
+        let ready = hintq_sys::socketpair()?;
         sys::write1(ready.1.as_raw_fd())?;
         let wait = kind == "eventfd-wait";
         for &n in &NS {
@@ -156,7 +156,7 @@ fn perfd(plan: &Plan, rep: u32, rows: &mut Vec<Rec>) -> io::Result<()> {
             let mut calls = 0u64;
             while calls == 0 || m.elapsed() < plan.target {
                 for _ in 0..16 {
-                    if sys::poll(&mut set, timeout)? != expect {
+                    if hintq_sys::poll(&mut set, timeout)? != expect {
                         return Err(io::Error::other(format!("poll(2) over {kind}: not {expect} ready")));
                     }
                 }
@@ -350,9 +350,9 @@ pub fn run(plan: &Plan) -> io::Result<Vec<Rec>> {
         eprintln!("gooch rep {}/{}: perfd", rep + 1, plan.reps);
         perfd(plan, rep, &mut rows)?;
     }
-    let pairs = (0..active_of(top)).map(|_| sys::socketpair()).collect::<io::Result<Vec<_>>>()?;
-    let quiet = sys::socketpair()?;
-    let idle = (0..top).map(|_| sys::eventfd()).collect::<io::Result<Vec<_>>>()?;
+    let pairs = (0..active_of(top)).map(|_| hintq_sys::socketpair()).collect::<io::Result<Vec<_>>>()?;
+    let quiet = hintq_sys::socketpair()?;
+    let idle = (0..top).map(|_| hintq_sys::eventfd()).collect::<io::Result<Vec<_>>>()?;
     for rep in 0..plan.reps {
         eprintln!("gooch rep {}/{}: split, wake", rep + 1, plan.reps);
         split(plan, rep, false, &pairs, &idle, &mut rows)?;

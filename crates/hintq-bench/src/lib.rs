@@ -113,7 +113,8 @@ pub struct Outcome {
 /// # Errors
 /// Setting up (pinning, descriptors) and any failing system call of a measured loop.
 pub fn run_micro(cfg: &Config) -> io::Result<Outcome> {
-    let Setup { mut meta, started, null, clock } = setup(cfg)?;
+    let mut set = setup(cfg)?;
+    let (meta, clock) = (&mut set.meta, set.clock);
 
     let mut out = Output::default();
     let wanted = cfg.backends.clone().unwrap_or_else(|| Backend::ALL.to_vec());
@@ -160,12 +161,7 @@ pub fn run_micro(cfg: &Config) -> io::Result<Outcome> {
     micro::fig6b(&plan, &fds, &mut out)?;
     micro::fig7(&plan, &fds, &mut out)?;
     drop(fds);
-    let secs = finish(&mut meta, started);
-    let csv = csv_path(cfg, "micro", started);
-    row::write_file(&csv, &meta, &out.rows)?;
-    print!("{}", row::summary(&out.rows));
-    println!("\nclock read pair {clock:.1} ns");
-    closing(&out.rows, null, &meta, &csv, secs);
+    let csv = set.end(cfg, "micro", &out.rows, &format!("\nclock read pair {clock:.1} ns\n"))?;
     Ok(Outcome { csv, rows: out.rows })
 }
 
@@ -192,13 +188,16 @@ fn setup(cfg: &Config) -> io::Result<Setup> {
         ("cpus online".into(), std::thread::available_parallelism().map_or(0, |n| n.get()).to_string()),
         ("loadavg before".into(), loadavg()),
     ];
-    let (soft, hard) = sys::raise_nofile()?;
+    let (soft, hard) = hintq_sys::raise_nofile()?;
     meta.push(("RLIMIT_NOFILE".into(), format!("soft {soft}, hard {hard} (soft raised to hard)")));
-    let allowed = sys::affinity()?;
+    let allowed = hintq_sys::affinity()?;
     let cpu = cfg.cpu.or(allowed.last().copied()).unwrap_or(0);
-    sys::pin(cpu)?;
-    let pinning =
-        format!("pinned to CPU {cpu} (sched_getaffinity now {:?}; before {:?})", sys::affinity()?, allowed);
+    hintq_sys::pin(cpu)?;
+    let pinning = format!(
+        "pinned to CPU {cpu} (sched_getaffinity now {:?}; before {:?})",
+        hintq_sys::affinity()?,
+        allowed
+    );
     println!("{pinning}");
     meta.push(("pinning".into(), pinning));
     let clock = micro::clock_pair_ns();
@@ -221,19 +220,21 @@ fn setup(cfg: &Config) -> io::Result<Setup> {
     Ok(Setup { meta, started, null, clock })
 }
 
-/// Adds the closing header lines; returns the run's duration in seconds.
-fn finish(meta: &mut Vec<(String, String)>, started: SystemTime) -> f64 {
-    meta.push(("loadavg after".into(), loadavg()));
-    let secs = started.elapsed().map_or(0.0, |d| d.as_secs_f64());
-    meta.push(("duration".into(), format!("{secs:.1} s")));
-    secs
-}
-
-/// `--out`, or `hintq-<what>-<date>.csv` in the current directory.
-fn csv_path(cfg: &Config, what: &str, started: SystemTime) -> PathBuf {
-    cfg.out.clone().unwrap_or_else(|| {
-        PathBuf::from(format!("hintq-{what}-{}.csv", utc(started).replace([':', '-'], "")))
-    })
+impl Setup {
+    /// The end of every run: the closing header lines, the rows written to `--out` (or
+    /// `hintq-<what>-<date>.csv`) under the header, their summary printed, then `after`, the
+    /// noise and the machine check again. Returns the CSV's path.
+    fn end(mut self, cfg: &Config, what: &str, rows: &[Row], after: &str) -> io::Result<PathBuf> {
+        self.meta.push(("loadavg after".into(), loadavg()));
+        let secs = self.started.elapsed().map_or(0.0, |d| d.as_secs_f64());
+        self.meta.push(("duration".into(), format!("{secs:.1} s")));
+        let date = utc(self.started).replace([':', '-'], "");
+        let csv = cfg.out.clone().unwrap_or_else(|| PathBuf::from(format!("hintq-{what}-{date}.csv")));
+        row::write_file(&csv, &self.meta, rows)?;
+        print!("{}{after}", row::summary(rows));
+        closing(rows, self.null, &self.meta, &csv, secs);
+        Ok(csv)
+    }
 }
 
 /// Runs `hintq bench rtsig`: writes the lab's E8 rows, prints their summary, returns them. In
@@ -248,13 +249,13 @@ pub fn run_rtsig(cfg: &Config) -> io::Result<Vec<Row>> {
         overflow::child(&plan, child)?;
         return Ok(Vec::new());
     }
-    let Setup { mut meta, started, null, .. } = setup(cfg)?;
+    let mut set = setup(cfg)?;
     let others: Vec<&str> = plan.others.iter().map(|b| b.name()).collect();
     let mut notes: Vec<String> = [Backend::Uring]
         .into_iter()
         .filter_map(|b| b.probe().err().map(|why| format!("skipped {}: {why}", b.name())))
         .collect();
-    meta.extend([
+    set.meta.extend([
         ("quick".into(), cfg.quick.to_string()),
         ("repetitions".into(), plan.reps.to_string()),
         ("time per measurement".into(), format!("{} ms of bursts, fresh queue, no warm-up", plan.target.as_millis())),
@@ -266,13 +267,9 @@ pub fn run_rtsig(cfg: &Config) -> io::Result<Vec<Row>> {
     ]);
     let (rows, child_notes) = overflow::parent(&plan)?;
     notes.extend(child_notes);
-    meta.extend(notes.iter().map(|n| ("note".to_string(), n.clone())));
-    let secs = finish(&mut meta, started);
-    let csv = csv_path(cfg, "rtsig", started);
-    row::write_file(&csv, &meta, &rows)?;
-    print!("{}", row::summary(&rows));
-    notes.iter().for_each(|n| println!("{n}"));
-    closing(&rows, null, &meta, &csv, secs);
+    set.meta.extend(notes.iter().map(|n| ("note".to_string(), n.clone())));
+    let notes: String = notes.iter().map(|n| format!("{n}\n")).collect();
+    set.end(cfg, "rtsig", &rows, &notes)?;
     Ok(rows)
 }
 
@@ -282,8 +279,8 @@ pub fn run_rtsig(cfg: &Config) -> io::Result<Vec<Row>> {
 /// Setting up, a failing call, or an event not delivered.
 pub fn run_gooch(cfg: &Config) -> io::Result<Vec<Row>> {
     let plan = gooch::Plan::new(cfg.quick, cfg.reps);
-    let Setup { mut meta, started, null, .. } = setup(cfg)?;
-    meta.extend([
+    let mut set = setup(cfg)?;
+    set.meta.extend([
         ("quick".into(), cfg.quick.to_string()),
         ("repetitions".into(), plan.reps.to_string()),
         ("time per measurement".into(), format!("{} ms (perfd, split)", plan.target.as_millis())),
@@ -293,11 +290,7 @@ pub fn run_gooch(cfg: &Config) -> io::Result<Vec<Row>> {
         ("wake method".into(), format!("{} registered, 1% cycling as in split, one more socketpair silent for {} ms (gooch only, so it is demoted) + 0..{} ms (xorshift phase) while they cycle, then written; latency = clock from just after that write to the end of the cycle whose events included it; {} samples per backend and repetition; cycles = busy cycles until delivered", gooch::WAKE_N, gooch::QUIET.as_millis(), gooch::INTERVAL.as_millis(), plan.samples)),
     ]);
     let rows = gooch::rows(&gooch::run(&plan)?);
-    let secs = finish(&mut meta, started);
-    let csv = csv_path(cfg, "gooch", started);
-    row::write_file(&csv, &meta, &rows)?;
-    print!("{}", row::summary(&rows));
-    closing(&rows, null, &meta, &csv, secs);
+    set.end(cfg, "gooch", &rows, "")?;
     Ok(rows)
 }
 
@@ -308,10 +301,10 @@ pub fn run_gooch(cfg: &Config) -> io::Result<Vec<Row>> {
 /// # Errors
 /// Setting up, a failing call, or a readiness not delivered.
 pub fn run_wake(cfg: &Config, rounds: Option<usize>) -> io::Result<Vec<Row>> {
-    let allowed = sys::affinity()?;
+    let allowed = hintq_sys::affinity()?;
     let member_cpu = cfg.cpu.or(allowed.last().copied()).unwrap_or(0);
     let driver_cpu = allowed.iter().copied().find(|&c| c != member_cpu).unwrap_or(member_cpu);
-    let Setup { mut meta, started, null, .. } = setup(&Config { cpu: Some(driver_cpu), ..cfg.clone() })?;
+    let mut set = setup(&Config { cpu: Some(driver_cpu), ..cfg.clone() })?;
     let mut targets: Vec<wake::Target> = Vec::new();
     let mut notes = Vec::new();
     for b in cfg.backends.clone().unwrap_or_else(|| Backend::ALL.to_vec()) {
@@ -328,7 +321,7 @@ pub fn run_wake(cfg: &Config, rounds: Option<usize>) -> io::Result<Vec<Row>> {
         member_cpu,
     };
     let names: Vec<String> = plan.targets.iter().map(|t| t.name()).collect();
-    meta.extend([
+    set.meta.extend([
         ("quick".into(), cfg.quick.to_string()),
         ("repetitions".into(), plan.reps.to_string()),
         ("readinesses per point".into(), plan.rounds.to_string()),
@@ -342,12 +335,8 @@ pub fn run_wake(cfg: &Config, rounds: Option<usize>) -> io::Result<Vec<Row>> {
     notes.iter().for_each(|n| println!("{n}"));
     println!("{}", row::COLUMNS);
     let rows = wake::run(&plan)?;
-    meta.extend(notes.iter().map(|n| ("note".to_string(), n.clone())));
-    let secs = finish(&mut meta, started);
-    let csv = csv_path(cfg, "wake-one", started);
-    row::write_file(&csv, &meta, &rows)?;
-    print!("{}", row::summary(&rows));
-    closing(&rows, null, &meta, &csv, secs);
+    set.meta.extend(notes.iter().map(|n| ("note".to_string(), n.clone())));
+    set.end(cfg, "wake-one", &rows, "")?;
     Ok(rows)
 }
 
@@ -383,12 +372,14 @@ fn meta_get<'a>(meta: &'a [(String, String)], key: &str) -> &'a str {
     meta.iter().find(|(k, _)| k == key).map_or("", |(_, v)| v)
 }
 
-fn loadavg() -> String {
+/// The load averages of `/proc/loadavg` (1, 5 and 15 minutes).
+pub fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map_or("unknown".into(), |s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
 }
 
-fn cpu_model() -> String {
+/// The CPU model from `/proc/cpuinfo`.
+pub fn cpu_model() -> String {
     let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let model = info
         .lines()

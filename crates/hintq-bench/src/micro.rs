@@ -82,13 +82,13 @@ pub struct Fds {
 }
 
 fn eventfds(n: usize) -> io::Result<Vec<OwnedFd>> {
-    (0..n).map(|_| sys::eventfd()).collect()
+    (0..n).map(|_| hintq_sys::eventfd()).collect()
 }
 
 impl Fds {
     /// Creates the active pair, `idle` eventfds and [`BATCH`] extra eventfds.
     pub fn new(idle: usize) -> io::Result<Fds> {
-        Ok(Fds { active: sys::socketpair()?, idle: eventfds(idle)?, extra: eventfds(BATCH)? })
+        Ok(Fds { active: hintq_sys::socketpair()?, idle: eventfds(idle)?, extra: eventfds(BATCH)? })
     }
 }
 
@@ -208,8 +208,9 @@ fn nothing(what: &str) -> io::Error {
 /// Only the call is timed (a clock read before and after it); the writes and reads are not.
 /// Its socketpairs are its own, closed when it returns.
 pub fn fig6a(plan: &Plan, out: &mut Output) -> io::Result<()> {
-    let pairs =
-        (0..ARRAY_MAX[ARRAY_MAX.len() - 1]).map(|_| sys::socketpair()).collect::<io::Result<Vec<_>>>()?;
+    let pairs = (0..ARRAY_MAX[ARRAY_MAX.len() - 1])
+        .map(|_| hintq_sys::socketpair())
+        .collect::<io::Result<Vec<_>>>()?;
     let mut targets = vec![Target::Raw];
     targets.extend(plan.backends.iter().map(|&b| Target::Queue(b)));
     for rep in 0..plan.reps {

@@ -252,12 +252,14 @@ fn rotated(mut t: Vec<Target>, rep: u32) -> Vec<Target> {
 /// # Errors
 /// Setting the limit, creating descriptors, a failing call, or an event not delivered.
 pub fn child(plan: &Plan, child: Child) -> io::Result<()> {
-    sys::raise_nofile()?;
+    hintq_sys::raise_nofile()?;
     let (default_soft, hard) = sys::sigpending_limit()?;
     let max_pairs = plan.bursts.iter().copied().chain([SCAN_BURST]).max().unwrap_or(1);
     let fds = Fds {
-        pairs: (0..max_pairs).map(|_| sys::socketpair()).collect::<io::Result<_>>()?,
-        idle: (0..SCAN_N[SCAN_N.len() - 1].max(IDLE)).map(|_| sys::eventfd()).collect::<io::Result<_>>()?,
+        pairs: (0..max_pairs).map(|_| hintq_sys::socketpair()).collect::<io::Result<_>>()?,
+        idle: (0..SCAN_N[SCAN_N.len() - 1].max(IDLE))
+            .map(|_| hintq_sys::eventfd())
+            .collect::<io::Result<_>>()?,
     };
     let mut out = io::stdout().lock();
     writeln!(out, "# RLIMIT_SIGPENDING inherited: soft {default_soft}, hard {hard}")?;

@@ -396,13 +396,13 @@ fn measure(p: &Point, rep: u32, bc: &BenchConfig, cpus: (usize, usize)) -> io::R
     cfg.measure = true;
     cfg.max_fds = 2048;
     let server_cpu = cpus.0;
-    cfg.on_thread_start = Some(Arc::new(move |_: Role, _| drop(sys::pin(server_cpu))));
+    cfg.on_thread_start = Some(Arc::new(move |_: Role, _| drop(hintq_sys::pin(server_cpu))));
     let reply = Arc::new(Reply { work: Duration::from_micros(bc.work_us), slots: Mutex::default() });
     let server = start(cfg, reply.clone())?;
     let addr = server.local_addr();
     let client_cpu = cpus.1;
     let client = std::thread::spawn(move || -> io::Result<_> {
-        sys::pin(client_cpu)?;
+        hintq_sys::pin(client_cpu)?;
         let mut c = Client::connect(addr)?;
         let from = Instant::now() + warm;
         let r = c.run(from, from + window);
@@ -439,8 +439,8 @@ fn measure(p: &Point, rep: u32, bc: &BenchConfig, cpus: (usize, usize)) -> io::R
 /// Pinning, descriptors, a server that cannot start, a client that fails.
 pub fn run(bc: &BenchConfig) -> io::Result<Vec<Row>> {
     let started = Instant::now();
-    sys::raise_nofile()?;
-    let allowed = sys::affinity()?;
+    hintq_sys::raise_nofile()?;
+    let allowed = hintq_sys::affinity()?;
     let cpus = (
         bc.server_cpu.or(allowed.first().copied()).unwrap_or(0),
         bc.client_cpu.or(allowed.last().copied()).unwrap_or(0),
@@ -477,10 +477,6 @@ pub fn run(bc: &BenchConfig) -> io::Result<Vec<Row>> {
         let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         PathBuf::from(format!("hintq-patterns-{t}.csv"))
     });
-    let loadavg = || {
-        let s = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-        s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
-    };
     let meta: Vec<(String, String)> = vec![
         ("command".into(), bc.command.clone()),
         ("kernel".into(), sys::kernel_release()),
@@ -488,7 +484,7 @@ pub fn run(bc: &BenchConfig) -> io::Result<Vec<Row>> {
         ("pinning".into(), format!("server threads on CPU {}, load generator thread on CPU {}", cpus.0, cpus.1)),
         ("method".into(), format!("{CONNS} persistent loopback TCP connections, one {MSG}-byte request in flight each, handler reads, busy-waits {} us, replies {MSG} bytes; load generator = one thread, hintq Queue on epoll; warm-up then window ({}); server counters sampled at the window edges; wait_ns includes blocking", bc.work_us, if bc.quick { "100 ms + 200 ms" } else { "300 ms + 1 s" })),
         ("threads".into(), "half-sync: workers, beside the asynchronous thread; reactor: 1".into()),
-        ("loadavg before".into(), loadavg()),
+        ("loadavg before".into(), crate::loadavg()),
     ];
     // Rows are written as they are measured, so an interrupted run keeps what it measured.
     let mut w = crate::create_csv(&csv)?;
@@ -516,7 +512,7 @@ pub fn run(bc: &BenchConfig) -> io::Result<Vec<Row>> {
             w.flush()?;
         }
     }
-    writeln!(w, "# loadavg after: {}", loadavg())?;
+    writeln!(w, "# loadavg after: {}", crate::loadavg())?;
     writeln!(w, "# duration: {:.1} s", started.elapsed().as_secs_f64())?;
     w.flush()?;
     print!("{}", row::summary(&rows));

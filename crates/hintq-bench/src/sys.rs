@@ -1,19 +1,12 @@
 //! The raw system calls the benchmarks need, in one place, each `unsafe` with its `SAFETY:`
-//! line: descriptors to make readable, the raw epoll loop the backends are compared with;
-//! core pinning and the descriptor limit come from the shared helpers of `hintq-sys`.
+//! line: descriptors to make readable, the raw epoll loop the backends are compared with.
+//! What `hintq-sys` already has (socket pairs, eventfds, pinning, the descriptor limit, poll,
+//! epoll_create, drain) is called there, not wrapped here.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use hintq_sys::cvt;
-/// A connected, non-blocking `AF_UNIX` stream pair: `(watched, peer)`. The benchmark writes
-/// on `peer` and watches and reads `watched`.
-pub use hintq_sys::socketpair;
-/// The CPUs this thread may run on; pinning the calling thread; the descriptor limit.
-pub use hintq_sys::{affinity, pin, raise_nofile};
-
-/// A non-blocking eventfd that is never written: an idle descriptor costing one fd.
-pub use hintq_sys::eventfd;
 
 /// Writes one byte; the benchmark's write side never fills the socket buffer.
 pub fn write1(fd: RawFd) -> io::Result<()> {
@@ -45,16 +38,14 @@ const RAW_EVENTS: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
 impl RawEpoll {
     /// An epoll instance returning at most `max` events per wait.
     pub fn new(max: usize) -> io::Result<RawEpoll> {
-        let epfd = epoll_create()?;
+        let epfd = hintq_sys::epoll_create()?;
         Ok(RawEpoll { epfd, buf: vec![libc::epoll_event { events: 0, u64: 0 }; max.max(1)] })
     }
 
     /// `EPOLL_CTL_ADD` of `fd` for reading, level-triggered, with `fd` as data.
     #[inline]
     pub fn add(&self, fd: RawFd) -> io::Result<()> {
-        let mut ev = libc::epoll_event { events: RAW_EVENTS, u64: fd as u64 };
-        // SAFETY: `ev` is a live epoll_event the kernel only reads.
-        cvt(unsafe { libc::epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) }).map(drop)
+        epoll_add(self.epfd.as_raw_fd(), fd, RAW_EVENTS, fd as u64)
     }
 
     /// `EPOLL_CTL_DEL` of `fd`.
@@ -105,9 +96,6 @@ pub fn null_syscall() {
     unsafe { libc::syscall(libc::SYS_getppid) };
 }
 
-/// One `poll(2)` over `fds` with `timeout_ms` (0: a pure scan); returns how many were ready.
-pub use hintq_sys::poll;
-
 /// This process's `RLIMIT_SIGPENDING`: `(soft, hard)`.
 pub fn sigpending_limit() -> io::Result<(u64, u64)> {
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
@@ -126,12 +114,8 @@ pub fn set_sigpending(soft: u64) -> io::Result<()> {
     cvt(unsafe { libc::setrlimit(libc::RLIMIT_SIGPENDING, &lim) }).map(drop)
 }
 
-pub use hintq_sys::{gettid, is_sleeping};
-
-/// A new epoll instance.
-pub use hintq_sys::epoll_create;
-
 /// `EPOLL_CTL_ADD` of `fd` to `epfd` with `events` and `data`.
+#[inline]
 pub fn epoll_add(epfd: RawFd, fd: RawFd, events: u32, data: u64) -> io::Result<()> {
     let mut ev = libc::epoll_event { events, u64: data };
     // SAFETY: the kernel only reads the live event.
@@ -147,8 +131,6 @@ pub fn epoll_wait_data(epfd: RawFd, buf: &mut [libc::epoll_event]) -> io::Result
         Err(e) => Err(e),
     }
 }
-
-pub use hintq_sys::drain as drain_all;
 
 /// Adds 1 to an eventfd's counter, making it readable.
 pub fn write_eventfd(fd: RawFd) -> io::Result<()> {

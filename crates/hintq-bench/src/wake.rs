@@ -172,10 +172,10 @@ const DATA_FD: u64 = 1;
 const DATA_STOP: u64 = 2;
 
 fn point(plan: &Plan, target: Target, members: usize, rep: u32) -> io::Result<Counted> {
-    let (watched, peer) = sys::socketpair()?;
+    let (watched, peer) = hintq_sys::socketpair()?;
     let fd = watched.as_raw_fd();
     let sh = Arc::new(Shared::default());
-    let stop_fd = Arc::new(sys::eventfd()?);
+    let stop_fd = Arc::new(hintq_sys::eventfd()?);
     let group = match target {
         Target::Group(b) => {
             let g = Group::new(b)?;
@@ -186,7 +186,7 @@ fn point(plan: &Plan, target: Target, members: usize, rep: u32) -> io::Result<Co
     };
     let shared_set = match target {
         Target::EpollShared => {
-            let ep = Arc::new(sys::epoll_create()?);
+            let ep = Arc::new(hintq_sys::epoll_create()?);
             sys::epoll_add(ep.as_raw_fd(), fd, libc::EPOLLIN as u32, DATA_FD)?;
             sys::epoll_add(ep.as_raw_fd(), stop_fd.as_raw_fd(), libc::EPOLLIN as u32, DATA_STOP)?;
             Some(ep)
@@ -200,12 +200,12 @@ fn point(plan: &Plan, target: Target, members: usize, rep: u32) -> io::Result<Co
                 (sh.clone(), tx.clone(), group.clone(), shared_set.clone(), stop_fd.clone());
             let cpu = plan.member_cpu;
             thread::spawn(move || -> io::Result<u64> {
-                sys::pin(cpu)?;
+                hintq_sys::pin(cpu)?;
                 match (group, shared_set) {
                     (Some(g), _) => group_member(&sh, fd, &g, &tx),
                     (None, Some(ep)) => epoll_member(&sh, fd, &ep, Stop::EventFd(stop_fd), &tx),
                     (None, None) => {
-                        let ep = sys::epoll_create()?;
+                        let ep = hintq_sys::epoll_create()?;
                         let excl = (libc::EPOLLIN | libc::EPOLLEXCLUSIVE) as u32;
                         sys::epoll_add(ep.as_raw_fd(), fd, excl, DATA_FD)?;
                         sys::epoll_add(ep.as_raw_fd(), stop_fd.as_raw_fd(), libc::EPOLLIN as u32, DATA_STOP)?;
@@ -270,7 +270,7 @@ fn drive(plan: &Plan, sh: &Shared, tids: &[libc::pid_t], peer: RawFd) -> io::Res
 
 fn all_asleep(sh: &Shared, tids: &[libc::pid_t]) -> io::Result<()> {
     let deadline = Instant::now() + PATIENCE;
-    while sh.inside.load(Ordering::Acquire) < tids.len() || !tids.iter().all(|&t| sys::is_sleeping(t)) {
+    while sh.inside.load(Ordering::Acquire) < tids.len() || !tids.iter().all(|&t| hintq_sys::is_sleeping(t)) {
         if Instant::now() > deadline {
             return Err(io::Error::new(io::ErrorKind::TimedOut, "the member threads never all slept"));
         }
@@ -290,7 +290,7 @@ fn member(sh: &Shared, fd: RawFd, mut wait: impl FnMut() -> io::Result<bool>) ->
             return Ok(());
         }
         if reported? {
-            match sys::drain_all(fd) {
+            match hintq_sys::drain(fd) {
                 0 => sh.empty.fetch_add(1, Ordering::Relaxed),
                 k => sh.consumed.fetch_add(k, Ordering::AcqRel) as u64,
             };
@@ -305,7 +305,7 @@ fn group_member(
     tx: &mpsc::Sender<(libc::pid_t, Stop)>,
 ) -> io::Result<u64> {
     let mut q = group.queue()?;
-    tx.send((sys::gettid(), Stop::Waker(q.waker()?))).map_err(io::Error::other)?;
+    tx.send((hintq_sys::gettid(), Stop::Waker(q.waker()?))).map_err(io::Error::other)?;
     let waits = q.stats().waits;
     let mut evs = [Event::default(); 8];
     member(sh, fd, || {
@@ -322,7 +322,7 @@ fn epoll_member(
     stop: Stop,
     tx: &mpsc::Sender<(libc::pid_t, Stop)>,
 ) -> io::Result<u64> {
-    tx.send((sys::gettid(), stop)).map_err(io::Error::other)?;
+    tx.send((hintq_sys::gettid(), stop)).map_err(io::Error::other)?;
     let mut buf = [libc::epoll_event { events: 0, u64: 0 }; 8];
     let mut returns = 0;
     member(sh, fd, || {

@@ -14,7 +14,8 @@ fn cpu_jiffies() -> Option<(u64, u64)> {
     Some((total - idle, total))
 }
 
-fn clock_tick() -> f64 {
+/// Clock ticks per second (`/proc`'s CPU times are in them).
+pub(crate) fn clock_tick() -> f64 {
     // SAFETY: sysconf has no memory effects.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if t > 0 {
@@ -38,12 +39,6 @@ pub fn busy_share(window: Duration) -> f64 {
         (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => (b1 - b0) as f64 / (t1 - t0) as f64,
         _ => 0.0,
     }
-}
-
-/// The 1-minute load average.
-pub fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map_or("unknown".into(), |s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
 }
 
 /// A snapshot taken when a point starts, to see how much CPU others used while it ran.
@@ -149,15 +144,7 @@ pub fn command_line(program: &str, args: &[&str]) -> String {
     }
 }
 
-/// The CPU model from `/proc/cpuinfo`.
-pub fn cpu_model() -> String {
-    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    info.lines()
-        .find_map(|l| l.strip_prefix("model name")?.split_once(':').map(|(_, v)| v.trim().to_string()))
-        .unwrap_or_else(|| "unknown".into())
-}
-
-pub use hintq_bench::commit;
+pub use hintq_bench::{commit, cpu_model, loadavg};
 
 #[cfg(test)]
 mod tests {

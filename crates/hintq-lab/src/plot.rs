@@ -373,27 +373,55 @@ const KNOWN: &str = "epoll poll select select-classic uring rtsig rtsig-hybrid n
     epoll-oneshot raw-epoll raw-uring gooch-p2 libevent-epoll libevent-poll libevent-select libev-epoll \
     libev-poll libev-select libuv-epoll";
 
-/// The style of each line of each panel: a series of [`KNOWN`] by its place there, in every
-/// figure alike; the others by their place among the figure's other series, after them, so
-/// that a series looks the same in every panel; when a figure has more series than there are
-/// styles, by its place in its panel.
+/// The series of [`KNOWN`] that `name` is, or is a variant of, with `hintq-` and `group-`
+/// left off and a configuration in brackets or after a dash added: E8's `rtsig (lowered
+/// limit)` and E10's `group-epoll` and `epoll-shared` are `rtsig` and `epoll`. The second
+/// value says whether `name` is the series itself (no dash suffix).
+fn known(name: &str) -> Option<(usize, bool)> {
+    let n = name.trim_start_matches("hintq-");
+    let n = n.strip_prefix("group-").unwrap_or(n);
+    let n = n.split(" (").next().unwrap_or(n);
+    let list = || KNOWN.split(' ').enumerate();
+    if let Some((i, _)) = list().find(|(_, k)| *k == n) {
+        return Some((i, true));
+    }
+    let variant = list().filter(|(_, k)| n.strip_prefix(k).is_some_and(|rest| rest.starts_with('-')));
+    variant.max_by_key(|(_, k)| k.len()).map(|(i, _)| (i, false))
+}
+
+/// The style of each line of each panel: a series of [`KNOWN`] (or a variant of one, see
+/// [`known`]) by its place there, in every figure alike; the others by their place among the
+/// figure's other series, after them, so that a series looks the same in every panel; when a
+/// figure has more series than there are styles, by its place in its panel. Variants of one
+/// known series in a figure keep its colour and marker; the second is dashed with hollow
+/// markers, a third and later also take the next marker, so that none looks like another.
 fn styles(panels: &[Panel]) -> Vec<Vec<Style>> {
-    let known = |name: &str| KNOWN.split(' ').position(|k| k == name.trim_start_matches("hintq-"));
     let known_len = KNOWN.split(' ').count();
     let mut names: Vec<&str> = Vec::new();
+    let mut variants: Vec<&str> = Vec::new();
     for l in panels.iter().flat_map(|p| &p.lines) {
-        if known(&l.name).is_none() && !names.contains(&l.name.as_str()) {
-            names.push(&l.name);
+        let list = if known(&l.name).is_some() { &mut variants } else { &mut names };
+        if !list.contains(&l.name.as_str()) {
+            list.push(&l.name);
         }
     }
+    // The series itself before its dash-suffixed variants, otherwise in order of appearance.
+    variants.sort_by_key(|n| !known(n).is_some_and(|k| k.1));
     let fits = known_len + names.len() <= STYLES;
-    let place = |name: &str| {
-        fits.then(|| known(name).or_else(|| Some(known_len + names.iter().position(|n| *n == name)?)))
-            .flatten()
+    let of = |name: &str| -> Option<Style> {
+        if let Some((k, _)) = known(name) {
+            let same = variants.iter().filter(|v| known(v).map(|v| v.0) == Some(k));
+            let v = same.clone().position(|n| *n == name).unwrap_or(0);
+            let s = style(k);
+            let marker =
+                MARKERS[(MARKERS.iter().position(|m| *m == s.marker).unwrap_or(0) + v / 2) % MARKERS.len()];
+            return Some(Style { marker, dashed: s.dashed != (v % 2 == 1), ..s });
+        }
+        fits.then(|| Some(style(known_len + names.iter().position(|n| *n == name)?))).flatten()
     };
     panels
         .iter()
-        .map(|p| p.lines.iter().enumerate().map(|(i, l)| style(place(&l.name).unwrap_or(i))).collect())
+        .map(|p| p.lines.iter().enumerate().map(|(i, l)| of(&l.name).unwrap_or_else(|| style(i))).collect())
         .collect()
 }
 
@@ -862,6 +890,39 @@ mod tests {
         let other = styles(&[p(&["libev-epoll", "hintq-nginx-like", "hintq-poll", "hintq-epoll"])]);
         assert_eq!((other[0][3], other[0][2]), (s[0][0], s[0][1]));
         assert_ne!(other[0][0], other[0][1]);
+    }
+
+    #[test]
+    fn a_series_with_a_configuration_suffix_looks_like_its_base_series() {
+        let p = |names: &[&str]| Panel {
+            title: String::new(),
+            x_label: String::new(),
+            y_label: String::new(),
+            log_x: false,
+            log_y: false,
+            lines: names.iter().map(|n| line(n, &[(1.0, 1.0, 1.0, 1.0)])).collect(),
+        };
+        // E1's and E3's series, E8's (a limit in brackets) and E10's (group-, -shared).
+        let base = styles(&[p(&["hintq-epoll", "hintq-rtsig", "poll", "uring"])]);
+        let e8 = styles(&[p(&["epoll (default limit)", "rtsig (default limit)", "rtsig (lowered limit)"])]);
+        let e10 = styles(&[
+            p(&["group-epoll", "group-poll", "group-uring"]),
+            p(&["epoll-shared", "epoll-exclusive"]),
+        ]);
+        assert_eq!((e8[0][0], e8[0][1]), (base[0][0], base[0][1]), "E8 against E1");
+        assert_eq!(e10[0], [base[0][0], base[0][2], base[0][3]], "E10 against E1 and E3");
+        // A second variant in the figure: the base's colour, told apart by its line.
+        for (v, b) in [(e8[0][2], base[0][1]), (e10[1][0], base[0][0]), (e10[1][1], base[0][0])] {
+            assert_eq!(v.color, b.color);
+        }
+        assert_ne!(e8[0][2], e8[0][1]);
+        assert_ne!(e10[1][0], e10[1][1]);
+        assert_ne!(e10[1][0], e10[0][0]);
+        // A series that is known by itself (epoll-et) is not a variant of epoll.
+        assert_eq!(
+            styles(&[p(&["epoll-et"])])[0][0],
+            style(KNOWN.split(' ').position(|k| k == "epoll-et").unwrap())
+        );
     }
 
     #[test]

@@ -84,9 +84,7 @@ impl Server {
     pub fn new(cmd: Cmd, ready: SocketAddr) -> Server {
         Server { cmd, ready, upstream: None, processes: 1, sample: None }
     }
-}
 
-impl Server {
     /// The servers of a point in the order they start: the upstream first.
     fn chain(&self) -> Vec<&Server> {
         let mut out = self.upstream.as_deref().map_or_else(Vec::new, Server::chain);
@@ -451,29 +449,47 @@ fn start_server(s: &Server, dir: &Path, name: &str) -> Result<Child, String> {
     ))
 }
 
-/// SIGTERM, then SIGKILL after ten seconds (`perf record` writes its data once the server it
-/// wraps has finished its graceful shutdown).
+/// How long a server has to finish after each SIGTERM: as long as hintq's default
+/// `--drain-timeout`.
+const GRACE: Duration = Duration::from_secs(10);
+
 fn stop(child: &mut Child) {
-    // SAFETY: kill(2) on the pid of a child we have not reaped.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-    if wait_bounded(child, Duration::from_secs(10)).is_err() {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    stop_within(child, GRACE);
 }
 
+/// SIGTERM; a second SIGTERM after `grace` if it still runs, which hintq's servers take as
+/// "close everything now" and then write their `--stats` file (a SIGKILL at the end of their
+/// drain, which lasts as long, lost it: E11's stats point failed on a loaded machine); SIGKILL
+/// after `grace` more. `perf record` writes its data once the server it wraps has ended.
+fn stop_within(child: &mut Child, grace: Duration) {
+    for _ in 0..2 {
+        // SAFETY: kill(2) on the pid of a child we have not reaped.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        if !matches!(ended_within(child, grace), Ok(None)) {
+            return;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Waits for `child` to end, killing it after `timeout`.
 fn wait_bounded(child: &mut Child, timeout: Duration) -> Result<std::process::ExitStatus, String> {
+    if let Some(st) = ended_within(child, timeout)? {
+        return Ok(st);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    Err(format!("timed out after {:.0} s", timeout.as_secs_f64()))
+}
+
+/// Its exit status if `child` ends within `timeout`.
+fn ended_within(child: &mut Child, timeout: Duration) -> Result<Option<std::process::ExitStatus>, String> {
     let t0 = Instant::now();
     loop {
-        match child.try_wait() {
-            Ok(Some(st)) => return Ok(st),
-            Ok(None) if t0.elapsed() >= timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("timed out after {:.0} s", timeout.as_secs_f64()));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return Err(e.to_string()),
+        match child.try_wait().map_err(|e| e.to_string())? {
+            None if t0.elapsed() < timeout => std::thread::sleep(Duration::from_millis(10)),
+            st => return Ok(st),
         }
     }
 }
@@ -487,17 +503,11 @@ fn stat_fields(proc: &Path, pid: u32) -> Option<Vec<String>> {
 }
 
 /// User plus system CPU seconds of a running process, from `/proc/PID/stat`.
-pub fn process_cpu(pid: u32) -> Option<f64> {
-    stat_cpu(Path::new(PROC), pid)
-}
-
 fn stat_cpu(proc: &Path, pid: u32) -> Option<f64> {
     let f = stat_fields(proc, pid)?;
     // fields after the command: state(0) ppid(1) ... utime(11) stime(12)
     let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    // SAFETY: sysconf has no memory effects.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    Some(ticks / hz)
+    Some(ticks / machine::clock_tick())
 }
 
 /// `pid` and its descendants (children, their children...), from the parent pid of every
@@ -665,7 +675,7 @@ mod tests {
         while tree_cpu(proc, sh.id()).unwrap_or(0.0) < 0.2 && t0.elapsed() < Duration::from_secs(20) {
             std::thread::sleep(Duration::from_millis(50));
         }
-        let (own, all, pids) = (process_cpu(sh.id()), tree_cpu(proc, sh.id()), tree(proc, sh.id()));
+        let (own, all, pids) = (stat_cpu(proc, sh.id()), tree_cpu(proc, sh.id()), tree(proc, sh.id()));
         for &p in pids.iter().rev() {
             // SAFETY: kill(2) on this test's child and its child (the busy loop).
             unsafe { libc::kill(p as libc::pid_t, libc::SIGKILL) };
@@ -675,6 +685,24 @@ mod tests {
         let (own, all) = (own.unwrap(), all.unwrap());
         assert!(n >= 2, "the busy child is in the tree ({n})");
         assert!(all >= 0.2 && own < 0.1, "tree {all} s, parent alone {own} s");
+    }
+
+    #[test]
+    fn a_server_still_draining_gets_a_second_sigterm_and_writes_its_stats_before_any_sigkill() {
+        // As hintq's proxy: the first SIGTERM starts a drain that outlasts the grace, the
+        // second ends it, and the stats file is written on the way out.
+        let dir = tempfile::tempdir().unwrap();
+        let script = "trap 'if [ -n \"$t\" ]; then echo done > stats.json; exit 0; fi; t=1' TERM; \
+            while :; do sleep 0.05; done";
+        let mut child = Cmd::new("sh", &["-c", script], 0).spawn(dir.path(), "server").unwrap();
+        // The shell has set its trap once it runs its loop.
+        let t0 = Instant::now();
+        while tree(Path::new(PROC), child.id()).len() < 2 && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stop_within(&mut child, Duration::from_secs(1));
+        let stats = std::fs::read_to_string(dir.path().join("stats.json"));
+        assert_eq!(stats.ok().as_deref(), Some("done\n"), "killed before its second SIGTERM");
     }
 
     #[test]
