@@ -225,52 +225,106 @@ pub fn quiet_note(wall_ns: u64, cpu_ns: u64, preempted: u64) -> String {
     )
 }
 
+/// One point of one line: the spread of its counted values, and how many were disturbed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pt {
+    /// The swept value.
+    pub x: f64,
+    /// Median, min, max over the counted repetitions (ok and disturbed).
+    pub spread: Spread,
+    /// How many of them were disturbed.
+    pub disturbed: usize,
+}
+
+/// One line of a plot: a series and its points in ascending `x`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    /// The series name.
+    pub name: String,
+    /// Its points.
+    pub points: Vec<Pt>,
+}
+
+impl Line {
+    /// The point at `x`, if measured.
+    pub fn at(&self, x: f64) -> Option<&Pt> {
+        self.points.iter().find(|p| p.x == x)
+    }
+
+    /// The median at `x`, if measured.
+    pub fn median(&self, x: f64) -> Option<f64> {
+        self.at(x).map(|p| p.spread.median)
+    }
+
+    /// The first and last points.
+    pub fn ends(&self) -> Option<(&Pt, &Pt)> {
+        Some((self.points.first()?, self.points.last()?))
+    }
+}
+
+/// The lines of `metric` in `rows`: ok and disturbed values counted, in order of first
+/// appearance of each series, each point's values that are `marked` counted as disturbed.
+pub fn lines<'a>(
+    rows: impl IntoIterator<Item = &'a Row>,
+    metric: &str,
+    marked: impl Fn(&Row) -> bool,
+) -> Vec<Line> {
+    let mut order: Vec<String> = Vec::new();
+    let mut by: BTreeMap<(usize, u64), (f64, Vec<f64>, usize)> = BTreeMap::new();
+    for r in rows.into_iter().filter(|r| r.metric == metric) {
+        let (Some(v), Status::Ok | Status::Disturbed) = (r.value, r.status) else { continue };
+        let i = order.iter().position(|s| *s == r.series).unwrap_or_else(|| {
+            order.push(r.series.clone());
+            order.len() - 1
+        });
+        let e = by.entry((i, r.x.to_bits())).or_insert((r.x, Vec::new(), 0));
+        e.1.push(v);
+        e.2 += usize::from(marked(r));
+    }
+    let mut lines: Vec<Line> = order.into_iter().map(|name| Line { name, points: Vec::new() }).collect();
+    for ((i, _), (x, values, disturbed)) in by {
+        if let Some(spread) = Spread::of(&values) {
+            lines[i].points.push(Pt { x, spread, disturbed });
+        }
+    }
+    for l in &mut lines {
+        l.points.sort_by(|a, b| a.x.total_cmp(&b.x));
+    }
+    lines.retain(|l| !l.points.is_empty());
+    lines
+}
+
 /// The summary a command prints: per experiment and metric, each series' median (min–max,
 /// repetitions) at each swept value, from the rows only; repeated and failed rows left out,
 /// disturbed ones counted.
 pub fn summary(rows: &[Row]) -> String {
+    let counted = |r: &Row| r.value.is_some() && matches!(r.status, Status::Ok | Status::Disturbed);
     let mut groups: Vec<(&str, &str)> = Vec::new();
-    // (group, series, x bits) -> (x, values, disturbed or noted).
-    type Cell = (f64, Vec<f64>, usize);
-    let mut cells: BTreeMap<(usize, usize, u64), Cell> = BTreeMap::new();
-    let mut series: Vec<&str> = Vec::new();
-    for r in rows {
-        let (Some(v), Status::Ok | Status::Disturbed) = (r.value, r.status) else { continue };
-        let g = (r.experiment.as_str(), r.metric.as_str());
-        let gi = groups.iter().position(|x| *x == g).unwrap_or_else(|| {
+    for g in rows.iter().filter(|r| counted(r)).map(|r| (r.experiment.as_str(), r.metric.as_str())) {
+        if !groups.contains(&g) {
             groups.push(g);
-            groups.len() - 1
-        });
-        let si = series.iter().position(|s| *s == r.series).unwrap_or_else(|| {
-            series.push(&r.series);
-            series.len() - 1
-        });
-        let e = cells.entry((gi, si, r.x.to_bits())).or_insert((r.x, Vec::new(), 0));
-        e.1.push(v);
-        e.2 += usize::from(r.status == Status::Disturbed || !r.note.is_empty());
+        }
     }
     let mut s = String::new();
-    let mut last = None;
-    let mut keys: Vec<_> = cells.iter().collect();
-    keys.sort_by(|a, b| (a.0 .0, a.0 .1).cmp(&(b.0 .0, b.0 .1)).then(a.1 .0.total_cmp(&b.1 .0)));
-    for ((gi, si, _), (x, values, noted)) in keys {
-        if last != Some(*gi) {
-            last = Some(*gi);
-            let (exp, metric) = groups[*gi];
-            let _ = writeln!(s, "\n{exp} {metric}");
-            let _ = writeln!(
-                s,
-                "  {:<30} {:>10} {:>14} {:>14} {:>14} {:>4}",
-                "series", "x", "median", "min", "max", "n"
-            );
-        }
-        let Some(sp) = Spread::of(values) else { continue };
-        let mark = if *noted > 0 { format!("  ({noted} disturbed)") } else { String::new() };
+    for (exp, metric) in groups {
+        let noted = |r: &Row| r.status == Status::Disturbed || !r.note.is_empty();
+        let mut lines = lines(rows.iter().filter(|r| r.experiment == exp), metric, noted);
+        lines.sort_by_key(|l| rows.iter().position(|r| counted(r) && r.series == l.name));
+        let _ = writeln!(s, "\n{exp} {metric}");
         let _ = writeln!(
             s,
-            "  {:<30} {:>10} {:>14.1} {:>14.1} {:>14.1} {:>4}{mark}",
-            series[*si], x, sp.median, sp.min, sp.max, sp.n
+            "  {:<30} {:>10} {:>14} {:>14} {:>14} {:>4}",
+            "series", "x", "median", "min", "max", "n"
         );
+        for (l, p) in lines.iter().flat_map(|l| l.points.iter().map(move |p| (l, p))) {
+            let (sp, noted) = (p.spread, p.disturbed);
+            let mark = if noted > 0 { format!("  ({noted} disturbed)") } else { String::new() };
+            let _ = writeln!(
+                s,
+                "  {:<30} {:>10} {:>14.1} {:>14.1} {:>14.1} {:>4}{mark}",
+                l.name, p.x, sp.median, sp.min, sp.max, sp.n
+            );
+        }
     }
     s
 }

@@ -1,71 +1,11 @@
 //! Raw rows, the CSV they are kept in, and the summaries made from them (and only from them).
 
-pub use hintq_bench::row::{read_csv, write_csv, Row, Spread, Status, COLUMNS};
-use std::collections::BTreeMap;
-
-/// One point of one line: the spread of its counted values, and how many were disturbed.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Pt {
-    /// The swept value.
-    pub x: f64,
-    /// Median, min, max over the counted repetitions (ok and disturbed).
-    pub spread: Spread,
-    /// How many of them were disturbed.
-    pub disturbed: usize,
-}
-
-/// One line of a plot: a series and its points in ascending `x`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Line {
-    /// The series name.
-    pub name: String,
-    /// Its points.
-    pub points: Vec<Pt>,
-}
-
-impl Line {
-    /// The point at `x`, if measured.
-    pub fn at(&self, x: f64) -> Option<&Pt> {
-        self.points.iter().find(|p| p.x == x)
-    }
-
-    /// The median at `x`, if measured.
-    pub fn median(&self, x: f64) -> Option<f64> {
-        self.at(x).map(|p| p.spread.median)
-    }
-
-    /// The first and last points.
-    pub fn ends(&self) -> Option<(&Pt, &Pt)> {
-        Some((self.points.first()?, self.points.last()?))
-    }
-}
+pub use hintq_bench::row::{read_csv, write_csv, Line, Pt, Row, Spread, Status, COLUMNS};
 
 /// The lines of `metric` in `rows`: ok and disturbed values counted, in order of first
 /// appearance of each series.
 pub fn lines(rows: &[Row], metric: &str) -> Vec<Line> {
-    let mut order: Vec<String> = Vec::new();
-    let mut by: BTreeMap<(usize, u64), (f64, Vec<f64>, usize)> = BTreeMap::new();
-    for r in rows.iter().filter(|r| r.metric == metric) {
-        let (Some(v), Status::Ok | Status::Disturbed) = (r.value, r.status) else { continue };
-        let i = order.iter().position(|s| *s == r.series).unwrap_or_else(|| {
-            order.push(r.series.clone());
-            order.len() - 1
-        });
-        let e = by.entry((i, r.x.to_bits())).or_insert((r.x, Vec::new(), 0));
-        e.1.push(v);
-        e.2 += usize::from(r.status == Status::Disturbed);
-    }
-    let mut lines: Vec<Line> = order.into_iter().map(|name| Line { name, points: Vec::new() }).collect();
-    for ((i, _), (x, values, disturbed)) in by {
-        if let Some(spread) = Spread::of(&values) {
-            lines[i].points.push(Pt { x, spread, disturbed });
-        }
-    }
-    for l in &mut lines {
-        l.points.sort_by(|a, b| a.x.total_cmp(&b.x));
-    }
-    lines.retain(|l| !l.points.is_empty());
-    lines
+    hintq_bench::row::lines(rows, metric, |r| r.status == Status::Disturbed)
 }
 
 /// The distinct values of `xs`, ascending.
