@@ -101,14 +101,10 @@ pub const EXPERIMENT: Experiment = Experiment {
     paper: "Banga et al. §9 (SO_WAKEUP_ONE)",
     claim: "with process-wide interest and SO_WAKEUP_ONE, a readiness wakes one of the threads \
          waiting on a shared descriptor instead of all of them (the thundering herd).",
-    needs,
+    needs: |lab| lab.need(&["bench", "wake-one"]),
     plan,
     analyse,
 };
-
-fn needs(lab: &Lab) -> Result<(), String> {
-    lab.need(&["bench", "wake-one"])
-}
 
 fn plan(lab: &Lab) -> Vec<Point> {
     let est = Duration::from_secs(lab.pick(15, 5, 2));

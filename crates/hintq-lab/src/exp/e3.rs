@@ -3,9 +3,8 @@
 //! queue's cycle costs over the raw kernel loops of the same launch. The one place these rows
 //! are judged: `hintq bench micro` prints [`summary`].
 
-use super::{micro, panel, Analysis, Experiment, FigureRow, Lab, PaperNumber, UNMEASURED};
+use super::{micro, panel, Analysis, Experiment, FigureRow, PaperNumber, UNMEASURED};
 use crate::data::{self, num, Row, Spread, Status};
-use crate::runner::Point;
 use crate::verdict::{self, Verdict};
 
 /// E3: what it reproduces, its plan and its analysis.
@@ -15,18 +14,10 @@ pub const EXPERIMENT: Experiment = Experiment {
     paper: "Banga et al. 1999, Fig. 6",
     claim: "Batching amortises the call (cost per event falls as array_max grows), and the event \
          API's cost does not grow with idle connections, while select/poll cost grows with them.",
-    needs,
-    plan,
+    needs: |lab| lab.need(&["bench", "micro"]),
+    plan: |lab| micro::points(lab, "E3"),
     analyse,
 };
-
-fn needs(lab: &Lab) -> Result<(), String> {
-    lab.need(&["bench", "micro"])
-}
-
-fn plan(lab: &Lab) -> Vec<Point> {
-    micro::points(lab, "E3")
-}
 
 fn analyse(rows: &[Row]) -> Analysis {
     let a = panel(

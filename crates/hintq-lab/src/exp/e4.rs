@@ -1,9 +1,8 @@
 //! E4, Banga Fig. 7: the cost of declaring and of revoking interest against the number of
 //! descriptors already registered.
 
-use super::{micro, panel, Analysis, Experiment, FigureRow, Lab, UNMEASURED};
+use super::{micro, panel, Analysis, Experiment, FigureRow, UNMEASURED};
 use crate::data::{num, Row};
-use crate::runner::Point;
 use crate::verdict::{self, Verdict};
 
 /// "A few µs", as ns: the bound of every launch of declare and revoke.
@@ -24,13 +23,9 @@ pub const EXPERIMENT: Experiment = Experiment {
     claim: "Declaring and revoking interest cost a few microseconds and do not grow with the number \
          of descriptors already registered.",
     needs: |lab| lab.need(&["bench", "micro"]),
-    plan,
+    plan: |lab| micro::points(lab, "E4"),
     analyse,
 };
-
-fn plan(lab: &Lab) -> Vec<Point> {
-    micro::points(lab, "E4")
-}
 
 fn analyse(rows: &[Row]) -> Analysis {
     let x = "descriptors already registered";

@@ -49,14 +49,10 @@ pub const EXPERIMENT: Experiment = Experiment {
          edge-triggered epoll gives up to 2x; a select call takes almost 80% longer; re-activation on \
          level-triggered epoll costs more than select's and grows with threads (each claim and its \
          verdict in E6's section).",
-    needs,
+    needs: |lab| lab.need(&["bench", "patterns"]),
     plan,
     analyse,
 };
-
-fn needs(lab: &Lab) -> Result<(), String> {
-    lab.need(&["bench", "patterns"])
-}
 
 fn plan(lab: &Lab) -> Vec<Point> {
     let (server, client) = (lab.cores.bench.to_string(), lab.cores.load.to_string());

@@ -4,12 +4,10 @@
 //! Gooch names no interval, only "occasionally", against the active set's "very frequently".
 
 use super::e3::growth;
-use super::micro::tool_points;
-use super::{panel, Analysis, Experiment, FigureRow, Lab, NO_NUMBER, UNMEASURED};
+use super::micro;
+use super::{panel, Analysis, Experiment, FigureRow, NO_NUMBER, UNMEASURED};
 use crate::data::{num, Row};
-use crate::runner::Point;
 use crate::verdict::{self, Verdict};
-use std::time::Duration;
 
 /// E7: what it reproduces, its plan and its analysis.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -19,23 +17,10 @@ pub const EXPERIMENT: Experiment = Experiment {
     claim: "poll(2) scans every descriptor on each call (Gooch's text estimates about 3 µs each on a \
          Pentium 100; he printed no measurements); keeping inactive descriptors in a second set, polled \
          only \"occasionally\", removes most of that cost.",
-    needs,
-    plan,
+    needs: |lab| micro::hist_needs(lab, "gooch"),
+    plan: |lab| micro::hist_points(lab, "E7", "gooch"),
     analyse,
 };
-
-fn needs(lab: &Lab) -> Result<(), String> {
-    if lab.smoke {
-        return Err("left out of --smoke: `hintq bench gooch --quick` alone takes about 30 s".into());
-    }
-    lab.need(&["bench", "gooch"])
-}
-
-fn plan(lab: &Lab) -> Vec<Point> {
-    let est = Duration::from_secs(lab.pick(60, 15, 15));
-    let cpu = lab.cores.bench.to_string();
-    tool_points(lab, "E7", "gooch", &["--cpu", &cpu], lab.pick(3, 3, 1), est)
-}
 
 fn analyse(rows: &[Row]) -> Analysis {
     let x = "descriptors registered";

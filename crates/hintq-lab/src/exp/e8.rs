@@ -3,12 +3,10 @@
 //! and the cost of one recovery scan against registered descriptors. Read from
 //! `hintq bench rtsig`.
 
-use super::micro::tool_points;
-use super::{panel, Analysis, Experiment, FigureRow, Lab, PaperNumber, NO_NUMBER, UNMEASURED};
+use super::micro;
+use super::{panel, Analysis, Experiment, FigureRow, PaperNumber, NO_NUMBER, UNMEASURED};
 use crate::data::{num, Row};
-use crate::runner::Point;
 use crate::verdict::{self, Verdict};
-use std::time::Duration;
 
 /// E8: what it reproduces, its plan and its analysis.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -18,23 +16,10 @@ pub const EXPERIMENT: Experiment = Experiment {
     claim: "RT signals deliver events cheaply until the signal queue overflows; recovery then costs \
          a poll over every descriptor (Provos §2-4; the hybrid that switches to polling under load \
          is hintq's, which Provos imagined but did not test, §7).",
-    needs,
-    plan,
+    needs: |lab| micro::hist_needs(lab, "rtsig"),
+    plan: |lab| micro::hist_points(lab, "E8", "rtsig"),
     analyse,
 };
-
-fn needs(lab: &Lab) -> Result<(), String> {
-    if lab.smoke {
-        return Err("left out of --smoke: `hintq bench rtsig --quick` alone takes about 30 s".into());
-    }
-    lab.need(&["bench", "rtsig"])
-}
-
-fn plan(lab: &Lab) -> Vec<Point> {
-    let est = Duration::from_secs(lab.pick(60, 15, 15));
-    let cpu = lab.cores.bench.to_string();
-    tool_points(lab, "E8", "rtsig", &["--cpu", &cpu], lab.pick(3, 3, 1), est)
-}
 
 fn analyse(rows: &[Row]) -> Analysis {
     let a = panel(

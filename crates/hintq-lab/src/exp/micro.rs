@@ -19,6 +19,21 @@ pub fn points(lab: &Lab, exp: &'static str) -> Vec<Point> {
     tool_points(lab, exp, "micro", &extra, lab.pick(3, 3, 1), est)
 }
 
+/// What E7 (`gooch`) and E8 (`rtsig`) need: the tool, and no --smoke.
+pub fn hist_needs(lab: &Lab, sub: &str) -> Result<(), String> {
+    if lab.smoke {
+        return Err(format!("left out of --smoke: `hintq bench {sub} --quick` alone takes about 30 s"));
+    }
+    lab.need(&["bench", sub])
+}
+
+/// The points of E7 or E8: one `hintq bench <sub> --reps 1` per repetition.
+pub fn hist_points(lab: &Lab, exp: &'static str, sub: &'static str) -> Vec<Point> {
+    let est = Duration::from_secs(lab.pick(60, 15, 15));
+    let cpu = lab.cores.bench.to_string();
+    tool_points(lab, exp, sub, &["--cpu", &cpu], lab.pick(3, 3, 1), est)
+}
+
 /// `reps` times `hintq bench <sub> --reps 1 --out <sub>-rep<n>.csv [--quick] <extra>`, pinned
 /// to the measured core (`extra` says where its threads go); each point's rows are those of
 /// `exp` in the file the tool wrote, with the repetition set to the launch's.
