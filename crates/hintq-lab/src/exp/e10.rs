@@ -166,23 +166,19 @@ fn analyse(rows: &[Row]) -> Analysis {
         ),
         _ => ("a group line or a raw epoll line missing from the rows".into(), UNMEASURED.into()),
     };
-    let figures = vec![FigureRow {
-        inputs: Vec::new(),
-        figure: "Banga §9 (wake-one)".into(),
-        claim: "With SO_WAKEUP_ONE, a readiness wakes one of the threads waiting on a shared \
+    let figures = vec![FigureRow::without_number(
+        "Banga §9 (wake-one)",
+        "With SO_WAKEUP_ONE, a readiness wakes one of the threads waiting on a shared \
                 descriptor instead of all of them.",
-        paper: None,
-        ours: ours.clone(),
-        ratio: Err("the paper prints no number".into()),
-        holds: holds.clone(),
-        rule: format!(
+        ours.clone(),
+        holds.clone(),
+        &format!(
             "yes when, on every group backend, every launch's wake-ups per readiness at its worst thread \
              count (2 or more) is at most {}; no on a backend whose launches are all over it; within \
              noise when they straddle it; 3 launches or more",
             wake::GOAL
         ),
-        literal: super::NO_NUMBER.into(),
-    }];
+    )];
     Analysis {
         panels: vec![a, b],
         ours,

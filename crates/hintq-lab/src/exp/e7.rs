@@ -5,7 +5,7 @@
 
 use super::e3::growth;
 use super::micro;
-use super::{panel, Analysis, Experiment, FigureRow, NO_NUMBER, UNMEASURED};
+use super::{panel, Analysis, Experiment, FigureRow, UNMEASURED};
 use crate::data::{num, Row};
 use crate::verdict::{self, Verdict};
 
@@ -150,20 +150,15 @@ fn analyse(rows: &[Row]) -> Analysis {
                    above its launches at the fewest (3 launches or more)"
                 .into(),
         },
-        FigureRow {
-            inputs: Vec::new(),
-            figure: "Gooch: active/inactive split".into(),
-            claim: "Keeping inactive descriptors in a second, rarely polled set removes most of the cost.",
-            paper: None,
-            ours: ours.clone(),
-            ratio: Err("the paper prints no number".into()),
-            holds: holds.clone(),
-            rule: "yes when gooch's launches of the time per cycle are all below poll's at the most \
+        FigureRow::without_number(
+            "Gooch: active/inactive split",
+            "Keeping inactive descriptors in a second, rarely polled set removes most of the cost.",
+            ours.clone(),
+            holds.clone(),
+            "yes when gooch's launches of the time per cycle are all below poll's at the most \
                    descriptors, 1% active and busy (3 launches or more; the inactive set is polled every \
-                   100 ms here, once every ten 10 ms timeslices, for Gooch's \"occasionally\")"
-                .into(),
-            literal: NO_NUMBER.into(),
-        },
+                   100 ms here, once every ten 10 ms timeslices, for Gooch's \"occasionally\")",
+        ),
     ];
     Analysis {
         panels: vec![a, b, c],

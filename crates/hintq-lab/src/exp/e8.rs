@@ -4,7 +4,7 @@
 //! `hintq bench rtsig`.
 
 use super::micro;
-use super::{panel, Analysis, Experiment, FigureRow, PaperNumber, NO_NUMBER, UNMEASURED};
+use super::{panel, Analysis, Experiment, FigureRow, PaperNumber, UNMEASURED};
 use crate::data::{num, Row};
 use crate::verdict::{self, Verdict};
 
@@ -106,20 +106,15 @@ fn analyse(rows: &[Row]) -> Analysis {
     };
     let figures = vec![
         sigio_row(rows),
-        FigureRow {
-            inputs: Vec::new(),
-            figure: "Provos §4-6 (RT signals)".into(),
-            claim: "RT signals deliver events cheaply until the signal queue overflows; recovery then \
+        FigureRow::without_number(
+            "Provos §4-6 (RT signals)",
+            "RT signals deliver events cheaply until the signal queue overflows; recovery then \
                 costs a poll over every descriptor (§2-4).",
-            paper: None,
-            ours: ours.clone(),
-            ratio: Err("the paper prints no number".into()),
-            holds: holds.clone(),
-            rule: "yes when the overflowing queue's launches (µs per burst) are all above the default \
-                   limit's; 3 launches or more"
-                .into(),
-            literal: NO_NUMBER.into(),
-        },
+            ours.clone(),
+            holds.clone(),
+            "yes when the overflowing queue's launches (µs per burst) are all above the default \
+                   limit's; 3 launches or more",
+        ),
     ];
     Analysis {
         panels: vec![a, b],
