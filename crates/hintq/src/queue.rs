@@ -267,6 +267,7 @@ impl Queue {
     /// `InvalidInput` for a negative descriptor; `EBADF` if `fd` is not open; other OS
     /// errors from the backend (`ENOMEM`, `ENOSPC` for the epoll watch limit) with their
     /// errno. (`select` watches any descriptor number: its sets are sized at run time.)
+    #[inline]
     pub fn declare_interest(&mut self, fd: RawFd, interest: Interest) -> io::Result<State> {
         match self.register(fd, interest)? {
             None => Ok(State::empty()),
@@ -285,6 +286,7 @@ impl Queue {
     /// As for `declare_interest`, except that a descriptor that is not open is reported
     /// either at once (`EBADF`: epoll, rtsig) or as one `ERR` event at the next wait, after
     /// which the backend forgets it (uring, poll, select, gooch).
+    #[inline]
     pub fn declare(&mut self, fd: RawFd, interest: Interest) -> io::Result<()> {
         let Some(gen) = self.register(fd, interest)? else { return Ok(()) };
         if !self.caps.reports_existing {
@@ -297,6 +299,8 @@ impl Queue {
     }
 
     /// Sets or revokes the registration; returns its generation unless it was a revoke.
+    /// Inline, so that a caller's constant interest (a revoke, say) leaves only its branch.
+    #[inline(always)]
     fn register(&mut self, fd: RawFd, interest: Interest) -> io::Result<Option<u32>> {
         if fd < 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("negative descriptor {fd}")));
@@ -540,7 +544,7 @@ impl Queue {
             false => ep.reports(0, got).as_ptr(),
         };
         // Reports past the array (only from the set's buffer) go the usual way.
-        let end = got.min(events.len());
+        let end = if in_place { got } else { got.min(events.len()) };
         let slots = &self.slots[..];
         let mut n = 0;
         while n < end {
@@ -565,11 +569,9 @@ impl Queue {
         if n < got {
             return self.lean_rest(events, n, got, in_place, timeout, deadline);
         }
+        // Every report became an event (none: the timeout passed).
         self.stats.delivered += n as u64;
-        if n > 0 || got == 0 {
-            return Ok(n);
-        }
-        self.lean_again(events, timeout, deadline)
+        Ok(n)
     }
 
     /// [`Queue::lean`] on io_uring: the completions of one view of the ring become the
