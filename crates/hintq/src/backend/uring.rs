@@ -587,8 +587,10 @@ impl Table {
         // A poll or receive we already forgot, or a receive whose watch became a poll: a
         // straggler of a cancelled registration (a cancel cut short by lost completions,
         // quirk d). Its buffer goes back, or the ring would run dry for everyone.
-        let receives = self.watches.get(user_data).map(Watch::receives);
-        if receives == Some(true) {
+        // One lookup of the watch for the common completions (a poll's); a receive's is
+        // looked up again by `received`.
+        let w = self.watches.get_mut(user_data);
+        if w.as_ref().is_some_and(|w| w.receives()) {
             self.received(user_data, res, flags);
             return;
         }
@@ -596,7 +598,7 @@ impl Table {
             bufs.give(bid);
             return;
         }
-        let Some(w) = self.watches.get_mut(user_data) else { return };
+        let Some(w) = w else { return };
         let ended = !cqueue::more(flags);
         let failed = res < 0 && res != -libc::ECANCELED;
         if ended {
@@ -1248,7 +1250,8 @@ impl Uring {
     /// [`Run::Deferred`] ring (the usual path's [`Uring::claim`] then decides).
     #[inline(always)]
     pub(crate) fn lean_enter(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
-        let block = self.ring.completion().is_empty() && timeout != Some(Duration::ZERO);
+        // The timeout first: a call that does not wait reads no view of the completion ring here.
+        let block = timeout != Some(Duration::ZERO) && self.ring.completion().is_empty();
         if !block && !self.must_enter() {
             return Ok(true);
         }
