@@ -610,7 +610,11 @@ impl Queue {
                 stats.stale += 1;
                 return true;
             };
-            let state = state.visible(slot.interest);
+            // Not limited to the interest again: the kernel masks a poll's readiness with the
+            // events it asked for (and `ERR`, `HUP`, `RDHUP`, `NVAL`), and every completion
+            // here is of the poll armed for the slot's interest (a change of interest cancels
+            // the old poll and reaps its last completion first, into the table).
+            debug_assert_eq!(state, state.visible(slot.interest));
             if slot.seen == batch {
                 if let Some(ev) = events[..n].iter_mut().rev().find(|e| e.fd == fd) {
                     ev.state |= state;
@@ -622,11 +626,11 @@ impl Queue {
                 return false;
             }
             if state.is_empty() {
-                // Only bits the application no longer asks for.
+                // No bit a state has (a mask of bits it does not map).
                 stats.stale += 1;
                 return true;
             }
-            events[n] = Event { fd, state, gen: slot.key & !LIVE };
+            events[n] = Event { state, fd, gen: slot.key & !LIVE };
             slot.seen = batch;
             n += 1;
             true
