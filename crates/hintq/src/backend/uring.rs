@@ -1157,10 +1157,12 @@ impl Uring {
             return Ok(());
         }
         let lost_before = std::mem::take(&mut self.lost);
-        self.table.removed = Some(-libc::EALREADY);
-        while (self.table.is_live(token) || self.table.removed.is_none()) && !self.lost {
-            if self.table.removed == Some(-libc::EALREADY) && self.table.is_live(token) {
-                // Quirk i: the poll was running; the remove did not take. Ask again.
+        // The poll is live: the remove is asked for at once, and again for as long as it
+        // meets the poll running (quirk i); then the wait goes on until the remove's CQE
+        // and the poll's last one came, or completions were lost.
+        let mut ask = true;
+        loop {
+            if ask {
                 self.table.removed = None;
                 // A receive (quirk l) is cancelled like a send; a poll is removed.
                 self.push(&if receive {
@@ -1175,6 +1177,12 @@ impl Uring {
                 r => r?,
             }
             self.reap();
+            let live = self.table.is_live(token);
+            if self.lost || (!live && self.table.removed.is_some()) {
+                break;
+            }
+            // Quirk i: the poll was running; the remove did not take. Ask again.
+            ask = live && self.table.removed == Some(-libc::EALREADY);
         }
         self.lost |= lost_before;
         Ok(())
