@@ -592,14 +592,14 @@ impl Queue {
             return self.get_next_usual(events, timeout);
         }
         self.stats.waits += 1;
-        match u.lean_enter(timeout) {
-            Ok(true) => {}
-            Ok(false) => return self.get_next_usual(events, timeout),
+        let rest = match u.lean_enter(timeout) {
+            Ok(Some(rest)) => rest,
+            Ok(None) => return self.get_next_usual(events, timeout),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {
                 return self.lean_again(events, timeout, deadline)
             }
             Err(e) => return Err(e),
-        }
+        };
         self.batch = self.batch.wrapping_add(1);
         let batch = self.batch;
         let (slots, stats) = (&mut self.slots, &mut self.stats);
@@ -641,8 +641,11 @@ impl Queue {
         self.stats.delivered += n as u64;
         if n > 0 {
             // Sends queued since the last wait go now, not after these events (the ring
-            // itself, not through the backend enum's dispatch).
-            u.submit()?;
+            // itself, not through the backend enum's dispatch); the wait's enter took them
+            // unless `rest` says some may be left. Nothing is queued while completions are taken.
+            if rest {
+                u.submit()?;
+            }
             return Ok(n);
         }
         self.lean_again(events, timeout, deadline)

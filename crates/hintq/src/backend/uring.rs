@@ -980,9 +980,9 @@ impl Uring {
             // Without a timeout or a minimum wait, the plain call (a third of the crate's
             // instructions): submits what is queued, runs the ring's pending work and, for
             // no timeout, waits for `want` completions.
-            Some(t) if t.is_zero() => self.enter_plain(0),
-            None if want <= 1 || self.window_us == 0 => self.enter_plain(want as u32),
-            _ => self.enter_timed(want, timeout),
+            Some(t) if t.is_zero() => self.enter_plain(0).map(drop),
+            None if want <= 1 || self.window_us == 0 => self.enter_plain(want as u32).map(drop),
+            _ => self.enter_timed(want, timeout).map(drop),
         };
         match r {
             Ok(_) => Ok(()),
@@ -1021,13 +1021,14 @@ impl Uring {
 
     /// One `io_uring_enter` without a timeout argument: submits the SQ ring's entries, runs
     /// the ring's pending work (`GETEVENTS`, which also flushes overflowed completions, quirk
-    /// c) and waits for `min_complete` completions (0: returns at once).
-    #[inline]
-    fn enter_plain(&mut self, min_complete: u32) -> io::Result<usize> {
+    /// c) and waits for `min_complete` completions (0: returns at once). Returns how many
+    /// entries it left in the SQ ring (the kernel stops at an entry it cannot take).
+    #[inline(always)]
+    fn enter_plain(&mut self, min_complete: u32) -> io::Result<u32> {
         let to_submit = self.ring.submission().len() as u32;
         const GETEVENTS: u32 = 1;
         hintq_sys::io_uring_enter(self.ring.as_raw_fd(), to_submit, min_complete, GETEVENTS)
-            .map(|n| n as usize)
+            .map(|n| to_submit.saturating_sub(n))
     }
 
     /// Whether an enter is due even with CQEs in hand: entries wait in the SQ ring, or
@@ -1256,26 +1257,30 @@ impl Uring {
     /// waits (no completion in the ring and a timeout that is not zero). The ring is claimed
     /// only then: false, having entered nothing, when this thread may not enter a
     /// [`Run::Deferred`] ring (the usual path's [`Uring::claim`] then decides).
+    ///
+    /// `Some(rest)` otherwise, `rest` false when the SQ ring is known to be empty after the
+    /// call (nothing was queued, or the enter took all of it), so that
+    /// [`Uring::submit`]'s look at the ring after the completions are taken can be skipped.
     #[inline(always)]
-    pub(crate) fn lean_enter(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
+    pub(crate) fn lean_enter(&mut self, timeout: Option<Duration>) -> io::Result<Option<bool>> {
         // The timeout first: a call that does not wait reads no view of the completion ring here.
         let block = timeout != Some(Duration::ZERO) && self.ring.completion().is_empty();
         if !block && !self.must_enter() {
-            return Ok(true);
+            return Ok(Some(false));
         }
         if self.run == Run::Deferred && self.owner != Some(thread_id()) {
-            return Ok(false);
+            return Ok(None);
         }
         if !block {
             // Submits what is queued and runs the ring's pending work, waiting for nothing.
             match self.enter_plain(0) {
-                Ok(_) => return Ok(true),
-                Err(e) => return self.enter_failed(e).map(|()| true),
+                Ok(left) => return Ok(Some(left != 0)),
+                Err(e) => return self.enter_failed(e).map(|()| Some(true)),
             }
         }
         self.table.shrink_idle();
         self.enter_claimed(1, timeout)?;
-        Ok(true)
+        Ok(Some(true))
     }
 
     /// Takes the completions in the ring in one view of it: those of the common shape (a
