@@ -549,19 +549,22 @@ const POOL: usize = 256;
 const POOL_BUF_MAX: usize = 64 * 1024;
 
 impl Table {
-    /// Takes one CQE into account (quirks a, b, e).
+    /// Takes one CQE into account (quirks a, b, e). The results of our own removes and
+    /// cancels, one in every revoke, are taken in place; the others in
+    /// [`Table::complete_other`].
+    #[inline]
     fn complete(&mut self, user_data: u64, res: i32, flags: u32) {
-        if user_data == REMOVE {
-            self.removed = Some(res);
-            return;
+        match user_data {
+            REMOVE => self.removed = Some(res),
+            CANCEL => self.cancelled = Some(res),
+            THROTTLE => {}
+            _ => self.complete_other(user_data, res, flags),
         }
-        if user_data == CANCEL {
-            self.cancelled = Some(res);
-            return;
-        }
-        if user_data == THROTTLE {
-            return;
-        }
+    }
+
+    /// [`Table::complete`] of a send's, a receive's or a poll's CQE.
+    #[inline(never)]
+    fn complete_other(&mut self, user_data: u64, res: i32, flags: u32) {
         if user_data & SEND != 0 {
             let token = user_data & !SEND;
             let fd = untoken(token).0;
