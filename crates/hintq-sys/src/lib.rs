@@ -649,6 +649,16 @@ mod tests {
     }
 
     #[test]
+    fn io_uring_enter_reports_the_errno() {
+        // Not a descriptor, and a descriptor that is not a ring: the kernel's errors, as
+        // errno values (the x86-64 form reads them from the negative return itself).
+        assert_eq!(io_uring_enter(-1, 0, 0, 1).unwrap_err().raw_os_error(), Some(libc::EBADF));
+        let (a, _b) = socketpair().unwrap();
+        let e = io_uring_enter(a.as_raw_fd(), 0, 0, 1).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EOPNOTSUPP));
+    }
+
+    #[test]
     fn cvt_keeps_errno() {
         // SAFETY: (test) closing a number that is not open fails with EBADF.
         let e = cvt(unsafe { libc::close(-1) }).unwrap_err();
