@@ -28,7 +28,8 @@ const HARVEST_MIN: usize = 64;
 /// every call: one wait, each report's registration, generation and liveness checked by one
 /// compare, its state converted and stored in the caller's array.
 mod unusual {
-    /// The backend is not one the lean path waits on (epoll, level or edge, and io_uring).
+    /// The backend is not one the lean path waits on (epoll, level or edge, and io_uring
+    /// without a coalescing window).
     pub(super) const BACKEND: u32 = 1;
     /// The FIFO may hold events (set by every push, cleared when a dequeue empties it).
     pub(super) const FIFO: u32 = 1 << 1;
@@ -165,7 +166,10 @@ impl Builder {
     pub fn build(self) -> io::Result<Queue> {
         let (backend, poller) = self.backend.open(&self.config)?;
         let caps = poller.capabilities();
-        let lean_backend = matches!(poller, Any::Epoll(_) | Any::Uring(_)) && !caps.oneshot;
+        // A coalescing window (io_uring's, fixed for the ring's life) waits for a batch: the
+        // usual path's.
+        let lean_backend =
+            matches!(poller, Any::Epoll(_) | Any::Uring(_)) && !caps.oneshot && caps.coalescing.is_none();
         let unusual = if lean_backend { 0 } else { unusual::BACKEND }
             | if self.capacity == usize::MAX { 0 } else { unusual::BOUNDED };
         Ok(Queue {

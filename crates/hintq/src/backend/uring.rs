@@ -1253,13 +1253,14 @@ const F_MORE: u32 = 2;
 
 impl Uring {
     /// True when nothing waits in the table for the queue's usual path: no reports reaped
-    /// and not handed out, no poll to re-arm, no receive to stop, no completion lost, and
-    /// no coalescing window. The queue's lean path then waits here ([`Uring::lean_enter`],
+    /// and not handed out, no poll to re-arm, no receive to stop, no completion lost. The
+    /// queue's lean path then waits here ([`Uring::lean_enter`],
     /// [`Uring::lean_reap`]).
     #[inline]
     pub(crate) fn quiet(&self) -> bool {
-        self.window_us == 0
-            && !self.lost
+        // A coalescing window, fixed for the ring's life, keeps the queue off the lean path
+        // from the start (`Queue`'s `unusual::BACKEND`).
+        !self.lost
             && self.table.pending.is_empty()
             && self.table.ended.is_empty()
             && self.table.throttle.is_empty()
