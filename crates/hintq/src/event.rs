@@ -63,10 +63,15 @@ impl State {
 }
 
 /// One dequeued event: the paper's `event_descr_t` plus the registration's generation.
+// Laid out as the kernel's `epoll_event` with a registration's token (the state where its
+// bits are, then the token's descriptor and generation halves), so that an epoll wait can
+// write straight into the caller's array and each report be turned into an event in place
+// (`backend::epoll::Epoll::wait_into`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(C)]
 pub struct Event {
-    pub(crate) fd: RawFd,
     pub(crate) state: State,
+    pub(crate) fd: RawFd,
     pub(crate) gen: u32,
 }
 

@@ -2,7 +2,7 @@
 //! hints with one pending element per registration, and the descriptor-order scan used when
 //! the FIFO overflows.
 
-use crate::backend::{Any, Arm, Backend, Capabilities, Config, GoochPolicy, Hybrid, Poller, Ready};
+use crate::backend::{epoll, Any, Arm, Backend, Capabilities, Config, GoochPolicy, Hybrid, Poller, Ready};
 use crate::fifo::{Fifo, Popped, Pushed};
 use crate::member::GroupLink;
 use crate::ring::RingIo;
@@ -10,7 +10,7 @@ use crate::shared::Rearm;
 #[cfg(test)]
 use crate::slots::TRIM_PEAK;
 use crate::slots::{Slot, Table, LIVE};
-use crate::token::{next_gen, token, untoken, GROUP_GEN, INTERNAL, TOKEN_GROUP_OWN, TOKEN_WAKER};
+use crate::token::{next_gen, token, untoken, GROUP_GEN, TOKEN_GROUP_OWN, TOKEN_WAKER};
 use crate::{sys, Event, Interest, State, Waker};
 use std::io;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
@@ -28,7 +28,8 @@ const HARVEST_MIN: usize = 64;
 /// every call: one wait, each report's registration, generation and liveness checked by one
 /// compare, its state converted and stored in the caller's array.
 mod unusual {
-    /// The backend is not one the lean path waits on (epoll, level or edge, and io_uring).
+    /// The backend is not one the lean path waits on (epoll, level or edge, and io_uring
+    /// without a coalescing window).
     pub(super) const BACKEND: u32 = 1;
     /// The FIFO may hold events (set by every push, cleared when a dequeue empties it).
     pub(super) const FIFO: u32 = 1 << 1;
@@ -165,7 +166,10 @@ impl Builder {
     pub fn build(self) -> io::Result<Queue> {
         let (backend, poller) = self.backend.open(&self.config)?;
         let caps = poller.capabilities();
-        let lean_backend = matches!(poller, Any::Epoll(_) | Any::Uring(_)) && !caps.oneshot;
+        // A coalescing window (io_uring's, fixed for the ring's life) waits for a batch: the
+        // usual path's.
+        let lean_backend =
+            matches!(poller, Any::Epoll(_) | Any::Uring(_)) && !caps.oneshot && caps.coalescing.is_none();
         let unusual = if lean_backend { 0 } else { unusual::BACKEND }
             | if self.capacity == usize::MAX { 0 } else { unusual::BOUNDED };
         Ok(Queue {
@@ -267,6 +271,7 @@ impl Queue {
     /// `InvalidInput` for a negative descriptor; `EBADF` if `fd` is not open; other OS
     /// errors from the backend (`ENOMEM`, `ENOSPC` for the epoll watch limit) with their
     /// errno. (`select` watches any descriptor number: its sets are sized at run time.)
+    #[inline]
     pub fn declare_interest(&mut self, fd: RawFd, interest: Interest) -> io::Result<State> {
         match self.register(fd, interest)? {
             None => Ok(State::empty()),
@@ -285,6 +290,7 @@ impl Queue {
     /// As for `declare_interest`, except that a descriptor that is not open is reported
     /// either at once (`EBADF`: epoll, rtsig) or as one `ERR` event at the next wait, after
     /// which the backend forgets it (uring, poll, select, gooch).
+    #[inline]
     pub fn declare(&mut self, fd: RawFd, interest: Interest) -> io::Result<()> {
         let Some(gen) = self.register(fd, interest)? else { return Ok(()) };
         if !self.caps.reports_existing {
@@ -297,6 +303,8 @@ impl Queue {
     }
 
     /// Sets or revokes the registration; returns its generation unless it was a revoke.
+    /// Inline, so that a caller's constant interest (a revoke, say) leaves only its branch.
+    #[inline(always)]
     fn register(&mut self, fd: RawFd, interest: Interest) -> io::Result<Option<u32>> {
         if fd < 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("negative descriptor {fd}")));
@@ -502,7 +510,15 @@ impl Queue {
     }
 
     /// [`Queue::lean`] on epoll: each registration is reported at most once per wait, so the
-    /// reports need no coalescing among themselves.
+    /// reports need no coalescing among themselves. An array of [`HARVEST_MIN`] events or
+    /// more takes the kernel's records itself ([`epoll::IN_PLACE`]), each turned into its
+    /// event where it lies; a shorter one is filled from the set's own buffer of
+    /// `HARVEST_MIN`, the rest going to the FIFO.
+    ///
+    /// A report's state is not limited to the interest here: the kernel reports only the
+    /// bits the watch asks for (`ep_item_poll` masks with the watch's events at each wait),
+    /// plus `ERR` and `HUP`, and on this path the watch asks for what the slot's interest
+    /// says (no hand-off, no one-shot, one thread), so none is empty either.
     #[inline(always)]
     fn lean_epoll(
         &mut self,
@@ -511,42 +527,55 @@ impl Queue {
         deadline: Option<Instant>,
     ) -> io::Result<usize> {
         let Any::Epoll(ep) = &mut self.poller else { return self.get_next_usual(events, timeout) };
-        let max = events.len().max(HARVEST_MIN);
         self.stats.waits += 1;
-        let kernel = match ep.wait_raw(max, sys::timeout_ms(timeout)) {
-            Ok(k) => k,
+        let in_place = epoll::IN_PLACE && events.len() >= HARVEST_MIN;
+        let waited = match in_place {
+            true => ep.wait_into(events, sys::timeout_ms(timeout)),
+            false => ep.wait_raw(HARVEST_MIN, sys::timeout_ms(timeout)).map(<[_]>::len),
+        };
+        let got = match waited {
+            Ok(got) => got,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {
                 return self.lean_again(events, timeout, deadline)
             }
             Err(e) => return Err(e),
         };
-        let got = kernel.len();
+        // Every access to `events` below is through this pointer, reads of the kernel's
+        // records in it as well as writes of events.
+        let out = events.as_mut_ptr();
+        let reports: *const libc::epoll_event = match in_place {
+            true => out.cast_const().cast(),
+            false => ep.reports(0, got).as_ptr(),
+        };
+        // Reports past the array (only from the set's buffer) go the usual way.
+        let end = if in_place { got } else { got.min(events.len()) };
+        let slots = &self.slots[..];
         let mut n = 0;
-        for (i, k) in kernel.iter().enumerate() {
+        while n < end {
+            // SAFETY: `n < got` reports were written, in the caller's array or the set's
+            // buffer; in the array, events were written only below `n` so far.
+            let k = unsafe { reports.add(n).read_unaligned() };
             let tok = k.u64;
-            match self.slots.get(tok as u32 as usize) {
+            match slots.get(tok as u32 as usize) {
                 // An internal token's high half has INTERNAL, which no key has.
-                Some(slot) if slot.key == (tok >> 32) as u32 | LIVE && n < events.len() => {
-                    let state = sys::state_from_epoll(k.events).visible(slot.interest);
-                    // Empty: only bits the application no longer asks for.
-                    if !state.is_empty() {
-                        events[n] = Event { fd: tok as u32 as RawFd, state, gen: slot.key & !LIVE };
-                        n += 1;
-                    } else {
-                        self.stats.stale += 1;
-                    }
+                Some(slot) if slot.key == (tok >> 32) as u32 | LIVE => {
+                    debug_assert!(!sys::state_from_epoll(k.events).visible(slot.interest).is_empty());
+                    let state = sys::state_from_epoll(k.events);
+                    let ev = Event { state, fd: tok as u32 as RawFd, gen: (tok >> 32) as u32 };
+                    // SAFETY: `n < events.len()`; the record read from there is not read again.
+                    unsafe { out.add(n).write(ev) };
+                    n += 1;
                 }
-                _ if tok & INTERNAL != 0 || n == events.len() => {
-                    return self.lean_rest(events, n, i, got, timeout, deadline);
-                }
-                _ => self.stats.stale += 1,
+                // A report of the queue's own watches, or a stale one.
+                _ => return self.lean_rest(events, n, got, in_place, timeout, deadline),
             }
         }
-        self.stats.delivered += n as u64;
-        if n > 0 || got == 0 {
-            return Ok(n);
+        if n < got {
+            return self.lean_rest(events, n, got, in_place, timeout, deadline);
         }
-        self.lean_again(events, timeout, deadline)
+        // Every report became an event (none: the timeout passed).
+        self.stats.delivered += n as u64;
+        Ok(n)
     }
 
     /// [`Queue::lean`] on io_uring: the completions of one view of the ring become the
@@ -567,14 +596,14 @@ impl Queue {
             return self.get_next_usual(events, timeout);
         }
         self.stats.waits += 1;
-        match u.lean_enter(timeout) {
-            Ok(true) => {}
-            Ok(false) => return self.get_next_usual(events, timeout),
+        let rest = match u.lean_enter(timeout) {
+            Ok(Some(rest)) => rest,
+            Ok(None) => return self.get_next_usual(events, timeout),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {
                 return self.lean_again(events, timeout, deadline)
             }
             Err(e) => return Err(e),
-        }
+        };
         self.batch = self.batch.wrapping_add(1);
         let batch = self.batch;
         let (slots, stats) = (&mut self.slots, &mut self.stats);
@@ -585,7 +614,11 @@ impl Queue {
                 stats.stale += 1;
                 return true;
             };
-            let state = state.visible(slot.interest);
+            // Not limited to the interest again: the kernel masks a poll's readiness with the
+            // events it asked for (and `ERR`, `HUP`, `RDHUP`, `NVAL`), and every completion
+            // here is of the poll armed for the slot's interest (a change of interest cancels
+            // the old poll and reaps its last completion first, into the table).
+            debug_assert_eq!(state, state.visible(slot.interest));
             if slot.seen == batch {
                 if let Some(ev) = events[..n].iter_mut().rev().find(|e| e.fd == fd) {
                     ev.state |= state;
@@ -597,11 +630,11 @@ impl Queue {
                 return false;
             }
             if state.is_empty() {
-                // Only bits the application no longer asks for.
+                // No bit a state has (a mask of bits it does not map).
                 stats.stale += 1;
                 return true;
             }
-            events[n] = Event { fd, state, gen: slot.key & !LIVE };
+            events[n] = Event { state, fd, gen: slot.key & !LIVE };
             slot.seen = batch;
             n += 1;
             true
@@ -612,8 +645,11 @@ impl Queue {
         self.stats.delivered += n as u64;
         if n > 0 {
             // Sends queued since the last wait go now, not after these events (the ring
-            // itself, not through the backend enum's dispatch).
-            u.submit()?;
+            // itself, not through the backend enum's dispatch); the wait's enter took them
+            // unless `rest` says some may be left. Nothing is queued while completions are taken.
+            if rest {
+                u.submit()?;
+            }
             return Ok(n);
         }
         self.lean_again(events, timeout, deadline)
@@ -645,23 +681,30 @@ impl Queue {
         self.lean_again(events, timeout, deadline)
     }
 
-    /// The reports of [`Queue::lean`]'s wait from the `i`th of `got` on, absorbed the usual
-    /// way after the `n` events it delivered: one of the queue's own watches, or more than
-    /// `events` holds.
+    /// The reports of [`Queue::lean_epoll`]'s wait from the `n`th of `got` on, absorbed the
+    /// usual way after the `n` events it delivered: one of the queue's own watches, a stale
+    /// report, or more than `events` holds. `in_place`: the reports are in `events` itself.
     #[cold]
     #[inline(never)]
     fn lean_rest(
         &mut self,
         events: &mut [Event],
         n: usize,
-        i: usize,
         got: usize,
+        in_place: bool,
         timeout: Option<Duration>,
         deadline: Option<Instant>,
     ) -> io::Result<usize> {
         let Any::Epoll(ep) = &self.poller else { unreachable!("the lean path waits on epoll") };
-        let rest = ep.reports(i, got).iter();
-        self.ready.extend(rest.map(|k| Ready { token: k.u64, state: sys::state_from_epoll(k.events) }));
+        let ready = |k: libc::epoll_event| Ready { token: k.u64, state: sys::state_from_epoll(k.events) };
+        if in_place {
+            // SAFETY: the kernel wrote `got` records into `events`, and events were written
+            // only below `n`.
+            let rest = (n..got).map(|i| unsafe { epoll::report_in(events.as_ptr(), i) });
+            self.ready.extend(rest.map(ready));
+        } else {
+            self.ready.extend(ep.reports(n, got).iter().copied().map(ready));
+        }
         let n = self.absorb(events, n, events.len().max(HARVEST_MIN))?;
         self.stats.delivered += n as u64;
         if n > 0 {
@@ -1228,6 +1271,53 @@ mod tests {
             }
             assert_eq!(q.slots.trims, 1, "the end of the peak trimmed (refused first: {refused_first})");
             assert!(q.slots.len() < file.as_raw_fd() as usize, "{} slots left", q.slots.len());
+        }
+    }
+
+    /// Many ready registrations, a waker that fired and revoked registrations whose peers
+    /// wrote too: whatever the array's size (shorter than a wait's harvest, as long, or
+    /// longer: epoll's reports then land in the array itself), every event is of a live
+    /// registration with its generation and the readable state, every readable registration
+    /// is delivered, and nothing of a revoked one ever is.
+    #[test]
+    fn full_waits_with_the_waker_and_revoked_peers_deliver_only_live_registrations() {
+        for backend in [Backend::Epoll, Backend::EpollEt, Backend::Uring, Backend::Poll] {
+            if backend.probe().is_err() {
+                continue;
+            }
+            for size in [8, HARVEST_MIN, 3 * HARVEST_MIN] {
+                let mut q = Queue::new(backend).unwrap();
+                let waker = q.waker().unwrap();
+                let pairs: Vec<_> = (0..150).map(|_| hintq_sys::socketpair().unwrap()).collect();
+                let (live, revoked) = pairs.split_at(100);
+                for (a, _) in &pairs {
+                    q.declare(a.as_raw_fd(), Interest::READ).unwrap();
+                }
+                for (a, _) in revoked {
+                    q.declare_interest(a.as_raw_fd(), Interest::empty()).unwrap();
+                }
+                waker.wake().unwrap();
+                for (_, b) in &pairs {
+                    write_byte(b);
+                }
+                let want: std::collections::HashSet<RawFd> =
+                    live.iter().map(|(a, _)| a.as_raw_fd()).collect();
+                let mut seen = std::collections::HashSet::new();
+                let mut evs = vec![Event::default(); size];
+                let end = Instant::now() + Duration::from_secs(5);
+                while seen.len() < want.len() && Instant::now() < end {
+                    let n = q.get_next_event(&mut evs, Some(Duration::from_millis(100))).unwrap();
+                    for ev in &evs[..n] {
+                        let what = format!("{backend}, {size} events: {ev:?}");
+                        assert!(want.contains(&ev.fd()), "{what}: not a live registration");
+                        assert!(q.is_current(ev), "{what}: not current");
+                        assert_eq!(Some(ev.generation()), q.generation(ev.fd()), "{what}");
+                        assert_eq!(ev.state(), State::READ, "{what}");
+                        seen.insert(ev.fd());
+                    }
+                }
+                assert_eq!(seen.len(), want.len(), "{backend}, {size} events: registrations never delivered");
+            }
         }
     }
 

@@ -25,7 +25,7 @@
 //!    `ERR`, over and over) and re-activates it with `ADD`; one-shot needs only the `MOD`.
 
 use super::{Arm, Capabilities, Handoff, Poller, Ready};
-use crate::{sys, Interest};
+use crate::{sys, Event, Interest};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
@@ -187,4 +187,47 @@ impl Epoll {
     pub(crate) fn reports(&self, from: usize, got: usize) -> &[libc::epoll_event] {
         &self.buf[from..got]
     }
+
+    /// One `epoll_wait` straight into the caller's array (at most [`WAIT_MAX`] reports):
+    /// returns how many the kernel wrote. They are the kernel's records, not events yet:
+    /// read them through [`report_in`] and overwrite each with its event (the layouts
+    /// agree: [`IN_PLACE`]), or leave them (any bytes are a valid `Event`).
+    #[inline(always)]
+    pub(crate) fn wait_into(&mut self, events: &mut [Event], timeout_ms: libc::c_int) -> io::Result<usize> {
+        if !IN_PLACE {
+            // Never called there (the queue checks `IN_PLACE` first); the kernel's records
+            // would not fit.
+            return Err(io::ErrorKind::Unsupported.into());
+        }
+        let max = events.len().min(WAIT_MAX) as libc::c_int;
+        // SAFETY: `events` is exclusively borrowed and at least `max` records long (an
+        // `Event` is an `epoll_event`'s 12 bytes, of alignment 4 where the kernel's needs 1),
+        // and every bit pattern the kernel writes is a valid `Event` (three 32-bit integers).
+        let n = unsafe { libc::epoll_wait(self.fd, events.as_mut_ptr().cast(), max, timeout_ms) };
+        sys::cvt(n).map(|n| n as usize)
+    }
+}
+
+/// True where an [`Event`] is an `epoll_event` with a registration's token (x86-64, where
+/// the kernel's record is packed): the kernel's `events` where the state goes, then the
+/// token's low half (the descriptor) and high half (the generation). Only then does
+/// [`Epoll::wait_into`] run; elsewhere the reports go through the set's own buffer.
+pub(crate) const IN_PLACE: bool = std::mem::size_of::<Event>() == std::mem::size_of::<libc::epoll_event>()
+    && std::mem::offset_of!(Event, state) == 0
+    && std::mem::offset_of!(Event, fd) == 4
+    && std::mem::offset_of!(Event, gen) == 8
+    && std::mem::align_of::<Event>() >= std::mem::align_of::<libc::epoll_event>()
+    && cfg!(target_endian = "little");
+
+/// The kernel's record at `i` of an array [`Epoll::wait_into`] filled: read through a raw
+/// pointer, so that events may be written at `i` and below meanwhile.
+///
+/// # Safety
+/// `events` points to an array of more than `i` records, and record `i` is as the kernel
+/// wrote it (not yet overwritten with an event).
+#[inline(always)]
+pub(crate) unsafe fn report_in(events: *const Event, i: usize) -> libc::epoll_event {
+    // SAFETY: in bounds by the caller's promise; an `epoll_event` may be read from any
+    // address (it is packed) and from any bytes (integers).
+    unsafe { events.add(i).cast::<libc::epoll_event>().read_unaligned() }
 }

@@ -549,19 +549,22 @@ const POOL: usize = 256;
 const POOL_BUF_MAX: usize = 64 * 1024;
 
 impl Table {
-    /// Takes one CQE into account (quirks a, b, e).
+    /// Takes one CQE into account (quirks a, b, e). The results of our own removes and
+    /// cancels, one in every revoke, are taken in place; the others in
+    /// [`Table::complete_other`].
+    #[inline]
     fn complete(&mut self, user_data: u64, res: i32, flags: u32) {
-        if user_data == REMOVE {
-            self.removed = Some(res);
-            return;
+        match user_data {
+            REMOVE => self.removed = Some(res),
+            CANCEL => self.cancelled = Some(res),
+            THROTTLE => {}
+            _ => self.complete_other(user_data, res, flags),
         }
-        if user_data == CANCEL {
-            self.cancelled = Some(res);
-            return;
-        }
-        if user_data == THROTTLE {
-            return;
-        }
+    }
+
+    /// [`Table::complete`] of a send's, a receive's or a poll's CQE.
+    #[inline(never)]
+    fn complete_other(&mut self, user_data: u64, res: i32, flags: u32) {
         if user_data & SEND != 0 {
             let token = user_data & !SEND;
             let fd = untoken(token).0;
@@ -587,8 +590,10 @@ impl Table {
         // A poll or receive we already forgot, or a receive whose watch became a poll: a
         // straggler of a cancelled registration (a cancel cut short by lost completions,
         // quirk d). Its buffer goes back, or the ring would run dry for everyone.
-        let receives = self.watches.get(user_data).map(Watch::receives);
-        if receives == Some(true) {
+        // One lookup of the watch for the common completions (a poll's); a receive's is
+        // looked up again by `received`.
+        let w = self.watches.get_mut(user_data);
+        if w.as_ref().is_some_and(|w| w.receives()) {
             self.received(user_data, res, flags);
             return;
         }
@@ -596,7 +601,7 @@ impl Table {
             bufs.give(bid);
             return;
         }
-        let Some(w) = self.watches.get_mut(user_data) else { return };
+        let Some(w) = w else { return };
         let ended = !cqueue::more(flags);
         let failed = res < 0 && res != -libc::ECANCELED;
         if ended {
@@ -978,9 +983,9 @@ impl Uring {
             // Without a timeout or a minimum wait, the plain call (a third of the crate's
             // instructions): submits what is queued, runs the ring's pending work and, for
             // no timeout, waits for `want` completions.
-            Some(t) if t.is_zero() => self.enter_plain(0),
-            None if want <= 1 || self.window_us == 0 => self.enter_plain(want as u32),
-            _ => self.enter_timed(want, timeout),
+            Some(t) if t.is_zero() => self.enter_plain(0).map(drop),
+            None if want <= 1 || self.window_us == 0 => self.enter_plain(want as u32).map(drop),
+            _ => self.enter_timed(want, timeout).map(drop),
         };
         match r {
             Ok(_) => Ok(()),
@@ -1019,13 +1024,14 @@ impl Uring {
 
     /// One `io_uring_enter` without a timeout argument: submits the SQ ring's entries, runs
     /// the ring's pending work (`GETEVENTS`, which also flushes overflowed completions, quirk
-    /// c) and waits for `min_complete` completions (0: returns at once).
-    #[inline]
-    fn enter_plain(&mut self, min_complete: u32) -> io::Result<usize> {
+    /// c) and waits for `min_complete` completions (0: returns at once). Returns how many
+    /// entries it left in the SQ ring (the kernel stops at an entry it cannot take).
+    #[inline(always)]
+    fn enter_plain(&mut self, min_complete: u32) -> io::Result<u32> {
         let to_submit = self.ring.submission().len() as u32;
         const GETEVENTS: u32 = 1;
         hintq_sys::io_uring_enter(self.ring.as_raw_fd(), to_submit, min_complete, GETEVENTS)
-            .map(|n| n as usize)
+            .map(|n| to_submit.saturating_sub(n))
     }
 
     /// Whether an enter is due even with CQEs in hand: entries wait in the SQ ring, or
@@ -1155,10 +1161,12 @@ impl Uring {
             return Ok(());
         }
         let lost_before = std::mem::take(&mut self.lost);
-        self.table.removed = Some(-libc::EALREADY);
-        while (self.table.is_live(token) || self.table.removed.is_none()) && !self.lost {
-            if self.table.removed == Some(-libc::EALREADY) && self.table.is_live(token) {
-                // Quirk i: the poll was running; the remove did not take. Ask again.
+        // The poll is live: the remove is asked for at once, and again for as long as it
+        // meets the poll running (quirk i); then the wait goes on until the remove's CQE
+        // and the poll's last one came, or completions were lost.
+        let mut ask = true;
+        loop {
+            if ask {
                 self.table.removed = None;
                 // A receive (quirk l) is cancelled like a send; a poll is removed.
                 self.push(&if receive {
@@ -1173,6 +1181,12 @@ impl Uring {
                 r => r?,
             }
             self.reap();
+            let live = self.table.is_live(token);
+            if self.lost || (!live && self.table.removed.is_some()) {
+                break;
+            }
+            // Quirk i: the poll was running; the remove did not take. Ask again.
+            ask = live && self.table.removed == Some(-libc::EALREADY);
         }
         self.lost |= lost_before;
         Ok(())
@@ -1215,9 +1229,19 @@ impl Uring {
         Ok(())
     }
 
-    /// Cancels the watch on `fd`, if any, and forgets it.
+    /// Cancels the watch on `fd`, if any, and forgets it. Inline: a declaration of a number
+    /// not watched (most) pays the look-up alone, not a call.
+    #[inline]
     fn forget(&mut self, fd: RawFd) -> io::Result<()> {
-        let Some(token) = self.table.watches.token_of(fd) else { return Ok(()) };
+        match self.table.watches.token_of(fd) {
+            Some(token) => self.forget_token(token),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Uring::forget`] of the watch `token`.
+    #[inline(never)]
+    fn forget_token(&mut self, token: u64) -> io::Result<()> {
         self.cancel(token)?;
         self.table.watches.remove(token);
         Ok(())
@@ -1229,13 +1253,14 @@ const F_MORE: u32 = 2;
 
 impl Uring {
     /// True when nothing waits in the table for the queue's usual path: no reports reaped
-    /// and not handed out, no poll to re-arm, no receive to stop, no completion lost, and
-    /// no coalescing window. The queue's lean path then waits here ([`Uring::lean_enter`],
+    /// and not handed out, no poll to re-arm, no receive to stop, no completion lost. The
+    /// queue's lean path then waits here ([`Uring::lean_enter`],
     /// [`Uring::lean_reap`]).
     #[inline]
     pub(crate) fn quiet(&self) -> bool {
-        self.window_us == 0
-            && !self.lost
+        // A coalescing window, fixed for the ring's life, keeps the queue off the lean path
+        // from the start (`Queue`'s `unusual::BACKEND`).
+        !self.lost
             && self.table.pending.is_empty()
             && self.table.ended.is_empty()
             && self.table.throttle.is_empty()
@@ -1246,25 +1271,30 @@ impl Uring {
     /// waits (no completion in the ring and a timeout that is not zero). The ring is claimed
     /// only then: false, having entered nothing, when this thread may not enter a
     /// [`Run::Deferred`] ring (the usual path's [`Uring::claim`] then decides).
+    ///
+    /// `Some(rest)` otherwise, `rest` false when the SQ ring is known to be empty after the
+    /// call (nothing was queued, or the enter took all of it), so that
+    /// [`Uring::submit`]'s look at the ring after the completions are taken can be skipped.
     #[inline(always)]
-    pub(crate) fn lean_enter(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
-        let block = self.ring.completion().is_empty() && timeout != Some(Duration::ZERO);
+    pub(crate) fn lean_enter(&mut self, timeout: Option<Duration>) -> io::Result<Option<bool>> {
+        // The timeout first: a call that does not wait reads no view of the completion ring here.
+        let block = timeout != Some(Duration::ZERO) && self.ring.completion().is_empty();
         if !block && !self.must_enter() {
-            return Ok(true);
+            return Ok(Some(false));
         }
         if self.run == Run::Deferred && self.owner != Some(thread_id()) {
-            return Ok(false);
+            return Ok(None);
         }
         if !block {
             // Submits what is queued and runs the ring's pending work, waiting for nothing.
             match self.enter_plain(0) {
-                Ok(_) => return Ok(true),
-                Err(e) => return self.enter_failed(e).map(|()| true),
+                Ok(left) => return Ok(Some(left != 0)),
+                Err(e) => return self.enter_failed(e).map(|()| Some(true)),
             }
         }
         self.table.shrink_idle();
         self.enter_claimed(1, timeout)?;
-        Ok(true)
+        Ok(Some(true))
     }
 
     /// Takes the completions in the ring in one view of it: those of the common shape (a
