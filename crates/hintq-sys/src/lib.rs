@@ -341,6 +341,15 @@ pub fn set_pipe_size(fd: RawFd, bytes: usize) -> io::Result<usize> {
     cvt(unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, want) }).map(|n| n as usize)
 }
 
+/// A pipe's capacity in bytes (`F_GETPIPE_SZ`).
+///
+/// # Errors
+/// `fcntl(2)`'s (`EBADF`, and `EINVAL` for what is not a pipe).
+pub fn pipe_size(fd: RawFd) -> io::Result<usize> {
+    // SAFETY: plain syscall on a descriptor the caller owns; the result is checked.
+    cvt(unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) }).map(|n| n as usize)
+}
+
 /// One non-blocking `splice(2)` of at most `len` bytes from `from` to `to` (one of them a
 /// pipe), `SPLICE_F_MOVE | SPLICE_F_NONBLOCK`, `EINTR` retried; returns the bytes moved, 0
 /// at the end of `from`'s stream (a socket's peer shut down its sending side).
@@ -716,6 +725,7 @@ mod tests {
         let (c, d) = socketpair().unwrap();
         let (r, w) = pipe().unwrap();
         assert!(set_pipe_size(w.as_raw_fd(), 256 * 1024).unwrap() >= 256 * 1024);
+        assert_eq!(pipe_size(r.as_raw_fd()).unwrap(), set_pipe_size(w.as_raw_fd(), 256 * 1024).unwrap());
         let e = splice(b.as_raw_fd(), w.as_raw_fd(), 10).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
         let mut a = std::fs::File::from(a);
