@@ -25,6 +25,12 @@
 //! delimited by the upstream's close is chunked for HTTP/1.1 clients, and HTTP/1.0 clients
 //! get chunked or close-delimited bodies de-chunked with a close.
 //!
+//! A Content-Length body above [`Config::splice_above`] (64 KiB by default) goes from the
+//! upstream's socket to the client's by `splice(2)` through a pipe (a per-thread pool of
+//! [`PIPE_SIZE`] pipes, one per session while its body crosses), on every backend but
+//! io_uring (see `parse_response_head`): each splice asks for no more than the length has
+//! left, and the pipe empties into the client only after what was copied before it.
+//!
 //! # Threads: `reactor`, `sharded` and `sharded-shared`, and why not the pools
 //!
 //! A proxied exchange has two descriptors, the client's and the upstream's, and both need
@@ -134,7 +140,8 @@ pub struct Config {
     pub measure: bool,
     /// A response body with a Content-Length above this many bytes goes from the upstream's
     /// socket to the client's by `splice(2)` through a pipe, never entering user space;
-    /// `None`: every body is copied. Default [`SPLICE_ABOVE`].
+    /// `None`: every body is copied. Default [`SPLICE_ABOVE`]. Not on io_uring, where every
+    /// body is copied (the ring receives it; see the module docs).
     pub splice_above: Option<u64>,
 }
 
@@ -500,7 +507,8 @@ pub struct ProxyArgs {
     pub max_idle_upstream: usize,
     /// Response bodies with a Content-Length above this many bytes (k and m for KiB and
     /// MiB) go from the upstream to the client by splice(2), never entering the proxy's
-    /// memory; off: every body is copied. Chunked bodies are always copied.
+    /// memory; off: every body is copied. Chunked bodies are always copied, and every body
+    /// on io_uring (the ring receives it).
     #[arg(long, value_name = "BYTES|off", default_value = "64k", value_parser = parse_splice_above)]
     pub splice_above: SpliceAbove,
     #[command(flatten)]
