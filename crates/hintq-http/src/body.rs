@@ -112,6 +112,28 @@ impl BodyDecoder {
         }
     }
 
+    /// Bytes of a `Content-Length` body still expected; `None` for the other framings.
+    pub fn length_remaining(&self) -> Option<u64> {
+        match self {
+            BodyDecoder::Length(d) => Some(d.remaining),
+            _ => None,
+        }
+    }
+
+    /// Counts `n` bytes of a `Content-Length` body that went by without being decoded (moved
+    /// from socket to socket inside the kernel by `splice`, say), as [`decode`](Self::decode)
+    /// of them would.
+    ///
+    /// # Panics
+    /// Another framing, or `n` beyond [`length_remaining`](Self::length_remaining): the
+    /// caller must never move more than the body has.
+    pub fn skip(&mut self, n: u64) {
+        match self {
+            BodyDecoder::Length(d) if n <= d.remaining => d.remaining -= n,
+            _ => panic!("skip({n}) past the end of a body ({self:?})"),
+        }
+    }
+
     /// Trailer fields of a finished chunked body (empty otherwise). They are not merged into the
     /// head: RFC 9110 §6.5.1 forbids that unless each field is known to be safe there.
     pub fn trailers(&self) -> &[Header<'static>] {

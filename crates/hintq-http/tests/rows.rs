@@ -666,3 +666,26 @@ fn owned_heads_outlive_the_buffer() {
     };
     assert_eq!((owned.target.as_ref(), owned.header("HOST")), ("/x", Some(&b"a"[..])));
 }
+
+/// P3 with a body moved outside the decoder (the proxy's splice): skipped bytes count
+/// toward the Content-Length as decoded ones do, a body not complete is still truncated at
+/// the close, and a skip past the end is refused.
+#[test]
+fn p3_skipped_body_bytes_count_toward_the_length() {
+    let mut d = BodyDecoder::new(Framing::Length(10), Side::Response, &Limits::default());
+    assert_eq!(d.length_remaining(), Some(10));
+    d.skip(4);
+    assert_eq!(d.decode(b"abcdefghij").unwrap(), Decoded { consumed: 6, data: 0..6, done: true });
+    assert!(d.is_done() && d.finish().is_ok());
+    let mut d = BodyDecoder::new(Framing::Length(10), Side::Response, &Limits::default());
+    d.skip(9);
+    assert!(!d.is_done());
+    assert_eq!(d.finish().unwrap_err().kind(), ErrorKind::TruncatedBody);
+    let chunked = BodyDecoder::new(Framing::Chunked, Side::Response, &Limits::default());
+    assert_eq!(chunked.length_remaining(), None);
+    let past = std::panic::catch_unwind(|| {
+        let mut d = BodyDecoder::new(Framing::Length(3), Side::Response, &Limits::default());
+        d.skip(4);
+    });
+    assert!(past.is_err(), "a skip past the end of the body");
+}

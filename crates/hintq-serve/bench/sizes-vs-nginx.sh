@@ -29,7 +29,8 @@
 #
 # Usage: crates/hintq-serve/bench/sizes-vs-nginx.sh
 #   [env: SIZES="1k 16k 64k 256k 1m" KINDS="static proxy" C=50 RUNS=3 DUR=5 PORT=18400 SRV_CPU=0 LOAD_CPU=1
-#    BACKEND= (hintq's default) HINTQ=path/to/hintq OUT=rows.csv]
+#    BACKEND= (hintq's default) HINTQ=path/to/hintq OUT=rows.csv
+#    PROXY_ARGS= (more flags for hintq proxy, e.g. "--splice-above off" to copy every body)]
 set -euo pipefail
 
 SIZES=${SIZES:-1k 16k 64k 256k 1m}
@@ -82,8 +83,9 @@ taskset -c "$SRV_CPU" "$HINTQ" serve --root "$TMP/www" --listen "$SERVE" --threa
     --idle-timeout 3600s 2>"$TMP/logs/serve.log" &
 SERVE_PID=$!
 PIDS+=("$SERVE_PID")
+# shellcheck disable=SC2086 # PROXY_ARGS: flags split as written
 taskset -c "$SRV_CPU" "$HINTQ" proxy --upstream "$UP" --listen "$PROXY" --threads 1 "${backend_flag[@]}" \
-    --idle-timeout 3600s 2>"$TMP/logs/proxy.log" &
+    --idle-timeout 3600s ${PROXY_ARGS:-} 2>"$TMP/logs/proxy.log" &
 PROXY_PID=$!
 PIDS+=("$PROXY_PID")
 for a in "$UP" "$SERVE" "$PROXY"; do wait_port "$a"; done
@@ -98,7 +100,7 @@ WORKER[proxy]=$NGINX_WORKER
 {
     rows_stamp nginx hintq
     echo "# server under test on cpu $SRV_CPU; wrk -t1 -c$C -d${DUR}s (keep-alive) and the upstream hintq serve on cpu $LOAD_CPU; backend ${BACKEND:-default}; sizes $SIZES; kinds $KINDS"
-    echo "# hintq: serve --threads 1 --idle-timeout 3600s; proxy --threads 1 --idle-timeout 3600s --upstream (hintq serve, defaults); defaults otherwise"
+    echo "# hintq: serve --threads 1 --idle-timeout 3600s; proxy --threads 1 --idle-timeout 3600s ${PROXY_ARGS:-} --upstream (hintq serve, defaults); defaults otherwise"
     for k in off on proxy; do
         echo "# nginx config ($k): $(tr -s ' \n' ' ' <"$TMP/nginx-$k.conf")"
     done

@@ -25,6 +25,12 @@
 //! delimited by the upstream's close is chunked for HTTP/1.1 clients, and HTTP/1.0 clients
 //! get chunked or close-delimited bodies de-chunked with a close.
 //!
+//! A Content-Length body above [`Config::splice_above`] (64 KiB by default) goes from the
+//! upstream's socket to the client's by `splice(2)` through a pipe (a per-thread pool of
+//! [`PIPE_SIZE`] pipes, one per session while its body crosses), on every backend but
+//! io_uring (see `parse_response_head`): each splice asks for no more than the length has
+//! left, and the pipe empties into the client only after what was copied before it.
+//!
 //! # Threads: `reactor`, `sharded` and `sharded-shared`, and why not the pools
 //!
 //! A proxied exchange has two descriptors, the client's and the upstream's, and both need
@@ -73,7 +79,7 @@ mod buf;
 mod session;
 mod sys;
 
-pub use buf::BUF_SIZE;
+pub use buf::{BUF_SIZE, PIPE_SIZE};
 pub use hintq_patterns::Pattern;
 
 use crate::access_log::AccessLog;
@@ -132,7 +138,21 @@ pub struct Config {
     /// Measure the event API inside the proxy ([`hintq_patterns::Config::measure`] and
     /// [`hintq_patterns::Config::probe_waits`]): see [`Proxy::counters`].
     pub measure: bool,
+    /// A response body with a Content-Length above this many bytes goes from the upstream's
+    /// socket to the client's by `splice(2)` through a pipe, never entering user space;
+    /// `None`: every body is copied. Default [`SPLICE_ABOVE`]. Not on io_uring, where every
+    /// body is copied (the ring receives it; see the module docs).
+    pub splice_above: Option<u64>,
 }
+
+/// The default of [`Config::splice_above`]: bodies larger than one relay buffer
+/// ([`BUF_SIZE`]). A body that fits one buffer is received, and sent, as one piece by the
+/// copy path, whose receive on io_uring costs no system call; a splice costs two (in and
+/// out) per pipe's worth, one more to find the socket drained, and on io_uring changing the
+/// upstream's interest (its receive stopped, a poll armed). Above a buffer the copy path
+/// copies every byte twice in user space (from the ring's buffers, into the send), and
+/// a 256 KiB body takes four passes of the session and 64 of the ring's 4 KiB receives.
+pub const SPLICE_ABOVE: u64 = BUF_SIZE as u64;
 
 impl Config {
     /// Defaults: reactor, 60 s upstream timeout, 60 s idle, 10 s header, 30 s send (those of
@@ -153,6 +173,7 @@ impl Config {
             access_log: None,
             array_max: hintq_patterns::Config::ARRAY_MAX,
             measure: false,
+            splice_above: Some(SPLICE_ABOVE),
         }
     }
 }
@@ -172,6 +193,8 @@ pub(crate) struct Settings {
     send_timeout: Duration,
     max_idle_upstream: usize,
     access_log: Option<Arc<AccessLog>>,
+    /// [`Config::splice_above`].
+    splice_above: Option<u64>,
 }
 
 /// Why the proxy answered 502 or 504.
@@ -267,8 +290,11 @@ pub(crate) struct Stats {
     gateway_timeout: AtomicU64,
     client_errors: AtomicU64,
     truncated: AtomicU64,
+    spliced_responses: AtomicU64,
+    spliced_bytes: AtomicU64,
     peak_buffers: AtomicUsize,
     peak_buffered: AtomicUsize,
+    peak_pipes: AtomicUsize,
 }
 
 /// A snapshot of the proxy's counters.
@@ -295,10 +321,17 @@ pub struct ProxyStats {
     pub client_errors: u64,
     /// Responses cut short because the upstream's was (P3).
     pub truncated: u64,
+    /// Responses whose body went by splice ([`Config::splice_above`]).
+    pub spliced_responses: u64,
+    /// Body bytes spliced from upstream sockets into the pipes.
+    pub spliced_bytes: u64,
     /// The most relay buffers one thread held at once (each [`BUF_SIZE`] bytes).
     pub peak_buffers: usize,
     /// The most bytes one relay buffer ever held.
     pub peak_buffered: usize,
+    /// The most splice pipes one thread held at once (each [`PIPE_SIZE`] bytes at most, in
+    /// the kernel).
+    pub peak_pipes: usize,
 }
 
 impl Stats {
@@ -315,8 +348,11 @@ impl Stats {
             gateway_timeout: g(&self.gateway_timeout),
             client_errors: g(&self.client_errors),
             truncated: g(&self.truncated),
+            spliced_responses: g(&self.spliced_responses),
+            spliced_bytes: g(&self.spliced_bytes),
             peak_buffers: self.peak_buffers.load(Relaxed),
             peak_buffered: self.peak_buffered.load(Relaxed),
+            peak_pipes: self.peak_pipes.load(Relaxed),
         }
     }
 }
@@ -414,12 +450,36 @@ pub fn start(cfg: Config) -> io::Result<Proxy> {
             send_timeout: cfg.send_timeout,
             max_idle_upstream: cfg.max_idle_upstream,
             access_log: cfg.access_log,
+            splice_above: cfg.splice_above,
         },
         stats: Stats::default(),
         life: Lifecycle::default(),
     });
     let server = hintq_patterns::start(pc, Arc::clone(&relay))?;
     Ok(Proxy { server, relay })
+}
+
+/// [`ProxyArgs::splice_above`]: a size, or `None` for off. (An alias, so that clap takes the
+/// parser's `Option` as the value rather than the flag as optional.)
+pub type SpliceAbove = Option<u64>;
+
+/// `--splice-above`: `off`, or bytes with an optional `k` (KiB) or `m` (MiB).
+fn parse_splice_above(s: &str) -> Result<Option<u64>, String> {
+    let s = s.trim();
+    if s.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    let (digits, unit) = match s.as_bytes().last() {
+        Some(b'k' | b'K') => (&s[..s.len() - 1], 1 << 10),
+        Some(b'm' | b'M') => (&s[..s.len() - 1], 1 << 20),
+        _ => (s, 1),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .map(Some)
+        .ok_or_else(|| format!("bad size {s:?}: bytes, with k or m for KiB or MiB, or off"))
 }
 
 /// `hintq proxy`'s flags: those both servers take, plus the upstream's. `--pattern` and
@@ -445,6 +505,12 @@ pub struct ProxyArgs {
     /// Idle upstream connections kept per thread.
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub max_idle_upstream: usize,
+    /// Response bodies with a Content-Length above this many bytes (k and m for KiB and
+    /// MiB) go from the upstream to the client by splice(2), never entering the proxy's
+    /// memory; off: every body is copied. Chunked bodies are always copied, and every body
+    /// on io_uring (the ring receives it).
+    #[arg(long, value_name = "BYTES|off", default_value = "64k", value_parser = parse_splice_above)]
+    pub splice_above: SpliceAbove,
     #[command(flatten)]
     pub server: ServerArgs,
 }
@@ -466,6 +532,7 @@ impl ProxyArgs {
         cfg.header_timeout = s.header_timeout;
         cfg.send_timeout = s.send_timeout;
         cfg.max_idle_upstream = self.max_idle_upstream;
+        cfg.splice_above = self.splice_above;
         cfg.access_log = s.open_access_log()?.map(Arc::new);
         cfg.array_max = pc.array_max;
         cfg.measure = pc.measure;
@@ -626,6 +693,7 @@ impl Relay {
         }
         self.stats.peak_buffers.fetch_max(pool.peak_out, Relaxed);
         self.stats.peak_buffered.fetch_max(pool.peak_len, Relaxed);
+        self.stats.peak_pipes.fetch_max(pool.peak_pipes, Relaxed);
         let r = r.and_then(|()| match s.upstream_fd() {
             Some(ufd) => {
                 let receiving = fds.ring_io().is_some_and(|r| r.receiving(ufd));
@@ -638,6 +706,37 @@ impl Relay {
                 Next::from_interest(s.client_interest(fds.ring_io().is_some_and(|r| r.receiving(s.client))))
             }
             Err(End) => Next::Close,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        proxy: ProxyArgs,
+    }
+
+    /// `--splice-above` reaches the configuration: 64 KiB by default, sizes with k and m,
+    /// `off`; anything else is refused.
+    #[test]
+    fn splice_above_parses_and_reaches_the_config() {
+        use clap::Parser as _;
+        let parse = |extra: &[&str]| {
+            let args = ["x", "--listen", "127.0.0.1:0", "--backend", "epoll", "--upstream", "127.0.0.1:1"];
+            Cli::try_parse_from(args.iter().chain(extra)).map(|c| c.proxy.config().unwrap().splice_above)
+        };
+        assert_eq!(parse(&[]).unwrap(), Some(SPLICE_ABOVE));
+        assert_eq!(SPLICE_ABOVE, 64 * 1024);
+        assert_eq!(parse(&["--splice-above", "off"]).unwrap(), None);
+        assert_eq!(parse(&["--splice-above", "256k"]).unwrap(), Some(256 << 10));
+        assert_eq!(parse(&["--splice-above", "1M"]).unwrap(), Some(1 << 20));
+        assert_eq!(parse(&["--splice-above", "0"]).unwrap(), Some(0));
+        for bad in ["", "k", "-1", "1g", "99999999999999999999m", "of"] {
+            assert!(parse(&["--splice-above", bad]).is_err(), "{bad:?}");
         }
     }
 }

@@ -341,6 +341,59 @@ pub fn socketpair() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (owned(fds[0]), owned(fds[1])) })
 }
 
+/// A non-blocking, close-on-exec pipe, `(read end, write end)` (`pipe2(2)`): the kernel-side
+/// buffer a [`splice`] moves bytes through.
+///
+/// # Errors
+/// `pipe2(2)`'s (`EMFILE`, `ENFILE`).
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a live array of two ints for the kernel to fill.
+    cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) })?;
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (owned(fds[0]), owned(fds[1])) })
+}
+
+/// Asks for a pipe's capacity to be `bytes` (`F_SETPIPE_SZ`, rounded up by the kernel to a
+/// power of two pages); returns the capacity it has now.
+///
+/// # Errors
+/// `fcntl(2)`'s: `EPERM` above `/proc/sys/fs/pipe-max-size` or the user's pipe pages,
+/// `EBUSY` below what the pipe holds.
+pub fn set_pipe_size(fd: RawFd, bytes: usize) -> io::Result<usize> {
+    let want = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: plain syscall on a descriptor the caller owns; the result is checked.
+    cvt(unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, want) }).map(|n| n as usize)
+}
+
+/// A pipe's capacity in bytes (`F_GETPIPE_SZ`).
+///
+/// # Errors
+/// `fcntl(2)`'s (`EBADF`, and `EINVAL` for what is not a pipe).
+pub fn pipe_size(fd: RawFd) -> io::Result<usize> {
+    // SAFETY: plain syscall on a descriptor the caller owns; the result is checked.
+    cvt(unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) }).map(|n| n as usize)
+}
+
+/// One non-blocking `splice(2)` of at most `len` bytes from `from` to `to` (one of them a
+/// pipe), `SPLICE_F_MOVE | SPLICE_F_NONBLOCK`, `EINTR` retried; returns the bytes moved, 0
+/// at the end of `from`'s stream (a socket's peer shut down its sending side).
+///
+/// The bytes stay in the kernel: from a TCP socket into a pipe the socket buffer's pages are
+/// referenced, not copied, and from a pipe into a socket they are sent as they are.
+///
+/// # Errors
+/// `WouldBlock` when `from` has nothing (or `to` no room) now; `splice(2)`'s others
+/// (`EPIPE`, `ECONNRESET` from a socket, `EINVAL` when neither is a pipe).
+pub fn splice(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {
+    let flags = libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK;
+    retry(|| {
+        // SAFETY: plain syscall on descriptors the caller owns; no offsets (null), no memory.
+        cvt(unsafe { libc::splice(from, std::ptr::null_mut(), to, std::ptr::null_mut(), len, flags) })
+            .map(|n| n as usize)
+    })
+}
+
 /// `RLIMIT_NOFILE` as `(soft, hard)`.
 ///
 /// # Errors
@@ -695,6 +748,31 @@ mod tests {
             }
             r => assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::ECONNREFUSED)),
         }
+    }
+
+    /// Bytes spliced from a socket into a pipe and from the pipe into another socket arrive
+    /// as sent; an empty source is `WouldBlock`, a closed one 0; the pipe's size is set.
+    #[test]
+    fn bytes_splice_through_a_pipe() {
+        use std::io::{Read, Write};
+        use std::os::fd::AsRawFd;
+        let (a, b) = socketpair().unwrap();
+        let (c, d) = socketpair().unwrap();
+        let (r, w) = pipe().unwrap();
+        assert!(set_pipe_size(w.as_raw_fd(), 256 * 1024).unwrap() >= 256 * 1024);
+        assert_eq!(pipe_size(r.as_raw_fd()).unwrap(), set_pipe_size(w.as_raw_fd(), 256 * 1024).unwrap());
+        let e = splice(b.as_raw_fd(), w.as_raw_fd(), 10).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+        let mut a = std::fs::File::from(a);
+        a.write_all(b"0123456789abcdef").unwrap();
+        assert_eq!(splice(b.as_raw_fd(), w.as_raw_fd(), 10).unwrap(), 10);
+        assert_eq!(splice(r.as_raw_fd(), c.as_raw_fd(), 64).unwrap(), 10);
+        let mut got = [0u8; 10];
+        std::fs::File::from(d).read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"0123456789");
+        drop(a);
+        assert_eq!(splice(b.as_raw_fd(), w.as_raw_fd(), 64).unwrap(), 6);
+        assert_eq!(splice(b.as_raw_fd(), w.as_raw_fd(), 64).unwrap(), 0, "end of stream");
     }
 
     #[test]

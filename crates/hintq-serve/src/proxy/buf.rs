@@ -10,7 +10,7 @@
 use crate::sys::{read_into, send_now, Read};
 use hintq_patterns::Fds;
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 /// Size of every relay buffer. It must hold a whole request or response head
 /// (`Limits::max_head`, 16 KiB) plus the lines the proxy adds. 64 KiB: a large body leaves in
@@ -21,6 +21,80 @@ pub const BUF_SIZE: usize = 64 * 1024;
 
 /// Buffers kept for reuse per thread; more are freed.
 const POOL_KEEP: usize = 256;
+
+/// The capacity asked for each splice pipe. 256 KiB: a 256 KiB body crosses in one splice
+/// in and one out when the sockets keep up, and what a stalled client holds in the kernel
+/// is bounded by it (plus the two socket buffers). The kernel may give less (a user past
+/// `/proc/sys/fs/pipe-user-pages-soft` gets small pipes): the capacity it gives is used.
+pub const PIPE_SIZE: usize = 256 * 1024;
+
+/// Empty pipes kept for reuse per thread; more are closed.
+const PIPES_KEEP: usize = 64;
+
+/// A pipe a response body is spliced through (upstream socket → pipe → client socket), with
+/// the count of bytes in it. The bytes stay in the kernel; the session only counts them.
+#[derive(Debug)]
+pub(crate) struct Pipe {
+    r: OwnedFd,
+    w: OwnedFd,
+    /// Bytes in the pipe, spliced in and not yet out.
+    pub(crate) len: usize,
+    /// What it can hold ([`PIPE_SIZE`], or what the kernel gave).
+    pub(crate) cap: usize,
+    /// A splice in found it full before `cap` (its slots hold partial pages): nothing more
+    /// goes in until some has gone out.
+    pub(crate) full: bool,
+    /// The upstream's socket was tried since the splice began: until then it is tried
+    /// whatever its last report said (the session's `splice_in` says why).
+    pub(crate) tried: bool,
+}
+
+impl Pipe {
+    fn new() -> io::Result<Pipe> {
+        let (r, w) = hintq_sys::pipe()?;
+        let cap = hintq_sys::set_pipe_size(w.as_raw_fd(), PIPE_SIZE)
+            .or_else(|_| hintq_sys::pipe_size(w.as_raw_fd()))?;
+        Ok(Pipe { r, w, len: 0, cap, full: false, tried: false })
+    }
+
+    /// Room for another splice in.
+    pub(crate) fn room(&self) -> usize {
+        if self.full {
+            0
+        } else {
+            self.cap.saturating_sub(self.len)
+        }
+    }
+
+    /// Splices at most `max` bytes from socket `fd` into the pipe: `Ok(0)` at the end of the
+    /// socket's stream; `WouldBlock` when the socket has nothing now, or when the pipe,
+    /// holding bytes, took none (then [`Pipe::full`] is set).
+    pub(crate) fn fill_from(&mut self, fd: RawFd, max: usize) -> io::Result<usize> {
+        let want = max.min(self.room());
+        match hintq_sys::splice(fd, self.w.as_raw_fd(), want) {
+            Ok(n) => {
+                self.len += n;
+                Ok(n)
+            }
+            Err(e) => {
+                if e.kind() == io::ErrorKind::WouldBlock && self.len > 0 {
+                    self.full = true;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Splices what the pipe holds into socket `fd`; returns how many bytes left.
+    pub(crate) fn drain_to(&mut self, fd: RawFd) -> io::Result<usize> {
+        let n = hintq_sys::splice(self.r.as_raw_fd(), fd, self.len)?;
+        self.len -= n;
+        if n > 0 {
+            self.full = false;
+        }
+        Ok(n)
+    }
+}
 
 /// A byte queue: data is `v[start..]`; writes append at the end, reads consume the front.
 #[derive(Debug, Default)]
@@ -129,10 +203,16 @@ impl Buf {
     }
 }
 
-/// The per-thread pool of [`BUF_SIZE`] buffers, with the counters the memory-bound test reads.
+/// The per-thread pool of [`BUF_SIZE`] buffers and of splice [`Pipe`]s, with the counters
+/// the memory-bound tests read.
 #[derive(Debug, Default)]
 pub(crate) struct Pool {
     free: Vec<Vec<u8>>,
+    pipes: Vec<Pipe>,
+    /// Pipes taken and not given back.
+    pub(crate) pipes_out: usize,
+    /// The most pipes ever out at once.
+    pub(crate) peak_pipes: usize,
     /// Buffers taken and not given back.
     pub(crate) out: usize,
     /// The most ever out at once.
@@ -197,6 +277,28 @@ impl Pool {
         let fresh = std::mem::replace(&mut b.v, data);
         if self.free.len() < POOL_KEEP && fresh.capacity() == BUF_SIZE {
             self.free.push(fresh);
+        }
+    }
+
+    /// An empty pipe, reused or new.
+    ///
+    /// # Errors
+    /// Making a new one (`EMFILE`, ...): the caller relays by copying instead.
+    pub(crate) fn pipe(&mut self) -> io::Result<Pipe> {
+        let p = match self.pipes.pop() {
+            Some(p) => p,
+            None => Pipe::new()?,
+        };
+        self.pipes_out += 1;
+        self.peak_pipes = self.peak_pipes.max(self.pipes_out);
+        Ok(p)
+    }
+
+    /// Takes a pipe back: kept for reuse when empty, else closed (its bytes are dropped).
+    pub(crate) fn put_pipe(&mut self, p: Pipe) {
+        self.pipes_out -= 1;
+        if p.len == 0 && self.pipes.len() < PIPES_KEEP {
+            self.pipes.push(Pipe { full: false, tried: false, ..p });
         }
     }
 
