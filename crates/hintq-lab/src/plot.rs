@@ -874,16 +874,20 @@ mod tests {
         assert!(STYLES >= KNOWN.split(' ').count() + 12);
     }
 
-    #[test]
-    fn a_series_looks_the_same_in_every_panel_of_a_figure() {
-        let p = |names: &[&str]| Panel {
+    /// A panel holding one point of each named series: what the style tests look at.
+    fn p(names: &[&str]) -> Panel {
+        Panel {
             title: String::new(),
             x_label: String::new(),
             y_label: String::new(),
             log_x: false,
             log_y: false,
             lines: names.iter().map(|n| line(n, &[(1.0, 1.0, 1.0, 1.0)])).collect(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_series_looks_the_same_in_every_panel_of_a_figure() {
         let s = styles(&[p(&["epoll", "poll", "nginx"]), p(&["epoll", "nginx"])]);
         assert_eq!(s[1], [s[0][0], s[0][2]]);
         // And in every figure: epoll (E3) is hintq-epoll (E1, E12) wherever it comes.
@@ -894,14 +898,6 @@ mod tests {
 
     #[test]
     fn a_series_with_a_configuration_suffix_looks_like_its_base_series() {
-        let p = |names: &[&str]| Panel {
-            title: String::new(),
-            x_label: String::new(),
-            y_label: String::new(),
-            log_x: false,
-            log_y: false,
-            lines: names.iter().map(|n| line(n, &[(1.0, 1.0, 1.0, 1.0)])).collect(),
-        };
         // E1's and E3's series, E8's (a limit in brackets) and E10's (group-, -shared).
         let base = styles(&[p(&["hintq-epoll", "hintq-rtsig", "poll", "uring"])]);
         let e8 = styles(&[p(&["epoll (default limit)", "rtsig (default limit)", "rtsig (lowered limit)"])]);
