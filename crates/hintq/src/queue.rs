@@ -610,9 +610,10 @@ impl Queue {
         let mut n = 0;
         let all = u.lean_reap(|tok, state| {
             let fd = tok as u32 as RawFd;
+            // Not a live registration's (the queue's own watches, whose tokens no key matches,
+            // or a stale one): the table and the usual way take it.
             let Some(slot) = slots.get_mut(fd as usize).filter(|s| s.key == (tok >> 32) as u32 | LIVE) else {
-                stats.stale += 1;
-                return true;
+                return false;
             };
             // Not limited to the interest again: the kernel masks a poll's readiness with the
             // events it asked for (and `ERR`, `HUP`, `RDHUP`, `NVAL`), and every completion

@@ -182,3 +182,35 @@ fn a_ring_built_for_any_thread_moves_with_a_send_in_flight() {
     waited.expect("a ring any thread may enter refused another thread");
     q.close(sock).unwrap();
 }
+
+/// A queue whose first use is a wait: the lean wait does not claim the ring, and a one-thread
+/// ring that no thread has enabled yet refuses the enter (`EBADFD`), so the wait goes the
+/// usual way, which enables the ring for this thread; a wait on another thread then finds the
+/// ring owned (`EEXIST`) and moves it. Every wait times out as asked, and the registrations
+/// made after each still report.
+#[test]
+fn a_wait_before_anything_is_declared_claims_the_ring() {
+    let case = "a_wait_before_anything_is_declared_claims_the_ring";
+    let Some(mut q) = ring_queue(case) else { return };
+    let mut evs = [Event::default(); 4];
+    for timeout in [Duration::from_millis(20), Duration::ZERO] {
+        assert_eq!(q.get_next_event(&mut evs, Some(timeout)).unwrap(), 0, "a wait on an empty queue");
+    }
+    let (a, fa, mut ca) = tcp();
+    q.declare(fa, Interest::READ).unwrap();
+    ca.write_all(b"x").unwrap();
+    assert!(wait_for(&mut q, fa, State::READ), "no event after the first wait");
+    // Read, so that the move's fresh arm has nothing to report.
+    std::io::Read::read_exact(&mut &std::net::TcpStream::from(a.try_clone().unwrap()), &mut [0; 1]).unwrap();
+    let (mut q, waited) = elsewhere(q, |q| {
+        let waited = q.get_next_event(&mut [Event::default(); 4], Some(Duration::from_millis(20)));
+        let (_b, fb, mut cb) = tcp();
+        q.declare(fb, Interest::READ).unwrap();
+        cb.write_all(b"y").unwrap();
+        (waited.map_err(|e| e.to_string()), wait_for(q, fb, State::READ))
+    });
+    assert_eq!(waited.0, Ok(0), "a wait on another thread");
+    assert!(waited.1, "no event on the other thread");
+    ca.write_all(b"z").unwrap();
+    assert!(wait_for(&mut q, fa, State::READ), "no event back on this thread");
+}

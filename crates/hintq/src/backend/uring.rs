@@ -14,9 +14,13 @@
 //!    re-armed, or it would fail again forever.
 //! b. `close(fd)` does not cancel a poll: the request holds its own reference to the file, so
 //!    a socket is not torn down and its peer never sees FIN (liburing issues 932 and 568).
-//!    `delete` therefore submits `IORING_OP_POLL_REMOVE` and waits for both its CQE and the
-//!    poll's last CQE before returning; CQEs of other polls arriving meanwhile are kept for
-//!    the next `wait`. `set` on a watched descriptor cancels the same way before arming
+//!    `delete` therefore submits `IORING_OP_POLL_REMOVE` and waits for the poll's last CQE
+//!    (and the remove's, unless it carries `IOSQE_CQE_SKIP_SUCCESS`, 5.17, which posts one
+//!    only for a remove that failed) before returning; CQEs of other polls arriving
+//!    meanwhile are kept for the next `wait`. The kernel ends the poll in the remove's own
+//!    `io_uring_enter` when it runs the poll's work on this thread (always on an m ring),
+//!    so that call waits for nothing, and the revoke blocks only when the CQE is not there
+//!    after it. `set` on a watched descriptor cancels the same way before arming
 //!    anew, because the new poll has the same `user_data` (the queue's token) and a late CQE
 //!    of the old one would otherwise read as the end of the new one. Always cancelling also
 //!    copes with a descriptor closed and its number reused behind the queue's back: the old
@@ -349,7 +353,15 @@ fn poll_add(fd: RawFd, events: u32, token: u64) -> squeue::Entry {
 
 /// A CQE's poll mask as a state. The mask fits in 16 bits: `POLLRDHUP` (0x2000) is the
 /// highest bit asked for, and `POLLERR`/`POLLHUP` are lower.
+///
+/// Readable alone, the most common completion, is tested for first: `POLLIN` and
+/// [`State::READ`] are one bit, and the full conversion costs a dozen instructions.
+#[inline(always)]
 fn poll_state(res: i32) -> State {
+    const _: () = assert!(libc::POLLIN as u32 == State::READ.bits());
+    if res == i32::from(libc::POLLIN) {
+        return State::READ;
+    }
     sys::state_from_poll(res as u16 as libc::c_short)
 }
 
@@ -473,6 +485,12 @@ struct Table {
     bufs: Option<BufRing>,
     /// Receives over [`INBOX_MAX`] to stop (quirk l).
     throttle: Vec<u64>,
+    /// Something may wait here for the queue's usual path: a report in `pending`, a re-arm
+    /// in `ended`, a stop in `throttle`, or completions lost ([`Uring::lost`]). Raised by
+    /// whatever may add one (every completion taken into the table raises it), lowered only
+    /// where all of them are looked at ([`Uring::recheck`]), so that [`Uring::quiet`], on
+    /// every lean wait, tests one flag instead of four.
+    due: bool,
 }
 
 /// The per-descriptor maps of [`Table`] give back their room once empty with more than this
@@ -565,6 +583,7 @@ impl Table {
     /// [`Table::complete`] of a send's, a receive's or a poll's CQE.
     #[inline(never)]
     fn complete_other(&mut self, user_data: u64, res: i32, flags: u32) {
+        self.due = true;
         if user_data & SEND != 0 {
             let token = user_data & !SEND;
             let fd = untoken(token).0;
@@ -716,6 +735,9 @@ pub(crate) struct Uring {
     sends: bool,
     /// This queue's receives go through the ring where asked (quirk l), likewise.
     recvs: bool,
+    /// The flags of a revoke's remove: `IOSQE_CQE_SKIP_SUCCESS` where the kernel has it
+    /// (5.17), so that a remove that takes posts no CQE ([`Uring::forget_token`]).
+    skip: squeue::Flags,
 }
 
 /// The completions a coalescing wait asks for (quirk n): more than a window brings on this
@@ -798,6 +820,10 @@ impl Uring {
             Some(w) if ring.params().is_feature_min_timeout() => w.as_micros().min(u32::MAX.into()) as u32,
             _ => 0,
         };
+        let skip = match ring.params().is_feature_skip_cqe_on_success() {
+            true => squeue::Flags::SKIP_SUCCESS,
+            false => squeue::Flags::empty(),
+        };
         Ok(Uring {
             ring,
             table: Table::default(),
@@ -810,6 +836,7 @@ impl Uring {
             window_us,
             sends: sends() && config.uring_sends,
             recvs: RECVS.get().copied().unwrap_or(false) && config.uring_receives,
+            skip,
         })
     }
 
@@ -832,6 +859,13 @@ impl Uring {
                 Ok(())
             }
         }
+    }
+
+    /// This thread may enter the ring without [`Uring::claim`] doing anything: a ring any
+    /// thread enters, or a [`Run::Deferred`] one it owns.
+    #[inline(always)]
+    fn claimed(&self) -> bool {
+        self.run != Run::Deferred || self.owner == Some(thread_id())
     }
 
     /// Replaces the ring with a new one run as `run` (not [`Run::Deferred`]) and arms every
@@ -885,7 +919,7 @@ impl Uring {
         // room (c) could only be flushed by the old owner: a full scan recovers them (d).
         self.reap();
         if self.ring.submission().cq_overflow() {
-            self.lost = true;
+            self.mark_lost();
         }
         // The old receive buffers are unregistered from the old ring before it goes; a
         // one-thread ring lets only its owner thread do that, so there they are kept
@@ -909,6 +943,7 @@ impl Uring {
         for token in tokens {
             if self.arm(token).is_err() {
                 self.table.ended.push(token);
+                self.table.due = true;
             }
         }
         Ok(())
@@ -951,13 +986,24 @@ impl Uring {
 
     /// Takes every CQE in the ring, without a system call.
     fn reap(&mut self) {
+        self.reap_with(|_, _, _| false);
+    }
+
+    /// [`Uring::reap`], offering each CQE to `own` first: one it answers true for is its own
+    /// and not taken into the table.
+    #[inline(always)]
+    fn reap_with(&mut self, mut own: impl FnMut(u64, i32, u32) -> bool) {
         let mut cq = self.ring.completion();
         if cq.overflow() != self.dropped {
             self.dropped = cq.overflow();
             self.lost = true;
+            self.table.due = true;
         }
         for cqe in &mut cq {
-            self.table.complete(cqe.user_data(), cqe.result(), cqe.flags());
+            let (ud, res, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
+            if !own(ud, res, flags) {
+                self.table.complete(ud, res, flags);
+            }
         }
     }
 
@@ -993,6 +1039,12 @@ impl Uring {
         }
     }
 
+    /// Completions were lost (quirk d): the queue is told ([`Uring::take_lost`]).
+    fn mark_lost(&mut self) {
+        self.lost = true;
+        self.table.due = true;
+    }
+
     /// An enter's error: `ETIME` and `EBUSY` are none (quirks f, c), `EBADR` marks completions
     /// lost (quirk d); the others are the caller's.
     #[cold]
@@ -1001,7 +1053,7 @@ impl Uring {
         match e.raw_os_error() {
             Some(libc::ETIME | libc::EBUSY) => Ok(()),
             Some(libc::EBADR) => {
-                self.lost = true;
+                self.mark_lost();
                 Ok(())
             }
             _ => Err(e),
@@ -1046,6 +1098,7 @@ impl Uring {
     ///
     /// # Safety
     /// Memory the entry points at stays valid and unmoved until its CQE is reaped.
+    #[inline(never)]
     unsafe fn push_entry(&mut self, sqe: &squeue::Entry) -> io::Result<()> {
         loop {
             // SAFETY: the caller's promise.
@@ -1057,33 +1110,54 @@ impl Uring {
         }
     }
 
+    /// [`Uring::push_entry`], inline where the SQ ring has room.
+    ///
+    /// # Safety
+    /// As for `push_entry`.
+    #[inline(always)]
+    unsafe fn queue(&mut self, sqe: &squeue::Entry) -> io::Result<()> {
+        // SAFETY: the caller's promise.
+        if unsafe { self.ring.submission().push(sqe) }.is_ok() {
+            return Ok(());
+        }
+        // SAFETY: as above.
+        unsafe { self.push_entry(sqe) }
+    }
+
     /// Queues an entry that points at no memory of ours (`POLL_ADD`, `POLL_REMOVE`,
     /// `ASYNC_CANCEL`).
+    #[inline(always)]
     fn push(&mut self, sqe: &squeue::Entry) -> io::Result<()> {
         // SAFETY: the entry points at no memory.
-        unsafe { self.push_entry(sqe) }
+        unsafe { self.queue(sqe) }
     }
 
     /// Queues the multishot poll (or receive, quirk l) of `token` unless it is live or no
     /// longer wanted, or its inbox is full or at the stream's end.
     fn arm(&mut self, token: u64) -> io::Result<()> {
         let Some(w) = self.table.watches.get(token).filter(|w| w.keep && !w.live) else { return Ok(()) };
-        let sqe = if w.receives() {
-            let stopped = |i: &Inbox| i.token == token && (i.throttled || i.eof || i.err != 0);
-            if self.table.inbox.get(w.fd).is_some_and(stopped) {
-                return Ok(());
-            }
-            opcode::RecvMulti::new(types::Fd(w.fd), BGID).build().user_data(token)
-        } else {
-            poll_add(w.fd, u32::from(w.events & !RECV), token)
-        };
-        // SAFETY: a poll points at no memory; a receive at the buffer ring, which lives as
-        // long as the ring (`Table::bufs`).
-        unsafe { self.push_entry(&sqe) }?;
+        let Some(sqe) = self.arm_entry(w) else { return Ok(()) };
+        // SAFETY: see `arm_entry`.
+        unsafe { self.queue(&sqe) }?;
         if let Some(w) = self.table.watches.get_mut(token) {
             w.live = true;
         }
         Ok(())
+    }
+
+    /// The entry that arms `w`: its multishot poll, or its receive (quirk l), `None` for a
+    /// receive whose inbox is full or at the stream's end. A poll points at no memory; a
+    /// receive at the buffer ring, which lives as long as the ring (`Table::bufs`).
+    #[inline(always)]
+    fn arm_entry(&self, w: &Watch) -> Option<squeue::Entry> {
+        if !w.receives() {
+            return Some(poll_add(w.fd, u32::from(w.events & !RECV), w.token));
+        }
+        let stopped = |i: &Inbox| i.token == w.token && (i.throttled || i.eof || i.err != 0);
+        if self.table.inbox.get(w.fd).is_some_and(stopped) {
+            return None;
+        }
+        Some(opcode::RecvMulti::new(types::Fd(w.fd), BGID).build().user_data(w.token))
     }
 
     /// Stops the receives whose inbox filled up (quirk l); each is armed again by
@@ -1139,59 +1213,6 @@ impl Uring {
         Ok(())
     }
 
-    /// Removes the poll of `token` and waits for the remove's CQE and the poll's last one
-    /// (quirk b), keeping other CQEs for the next `wait`.
-    fn cancel(&mut self, token: u64) -> io::Result<()> {
-        let Some(w) = self.table.watches.get_mut(token) else { return Ok(()) };
-        w.keep = false;
-        if !w.live {
-            return Ok(());
-        }
-        let receive = w.receives();
-        // Before the remove is queued. A move to another ring (quirk m) leaves this watch,
-        // no longer kept, unarmed there: nothing left to remove. A move refused (a send in
-        // flight) changes nothing, this watch included.
-        if let Err(e) = self.claim() {
-            if let Some(w) = self.table.watches.get_mut(token) {
-                w.keep = true;
-            }
-            return Err(e);
-        }
-        if !self.table.is_live(token) {
-            return Ok(());
-        }
-        let lost_before = std::mem::take(&mut self.lost);
-        // The poll is live: the remove is asked for at once, and again for as long as it
-        // meets the poll running (quirk i); then the wait goes on until the remove's CQE
-        // and the poll's last one came, or completions were lost.
-        let mut ask = true;
-        loop {
-            if ask {
-                self.table.removed = None;
-                // A receive (quirk l) is cancelled like a send; a poll is removed.
-                self.push(&if receive {
-                    opcode::AsyncCancel::new(token).build().user_data(REMOVE)
-                } else {
-                    opcode::PollRemove::new(token).build().user_data(REMOVE)
-                })?;
-            }
-            // Claimed above (a claim within this call changes nothing).
-            match self.enter_claimed(1, None) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                r => r?,
-            }
-            self.reap();
-            let live = self.table.is_live(token);
-            if self.lost || (!live && self.table.removed.is_some()) {
-                break;
-            }
-            // Quirk i: the poll was running; the remove did not take. Ask again.
-            ask = live && self.table.removed == Some(-libc::EALREADY);
-        }
-        self.lost |= lost_before;
-        Ok(())
-    }
-
     /// Cancels the send in flight on `fd`, if any, waits for its CQE and forgets it with
     /// whatever completed and was not taken back (quirk k).
     fn cancel_send(&mut self, fd: RawFd) -> io::Result<()> {
@@ -1230,21 +1251,116 @@ impl Uring {
     }
 
     /// Cancels the watch on `fd`, if any, and forgets it. Inline: a declaration of a number
-    /// not watched (most) pays the look-up alone, not a call.
-    #[inline]
+    /// not watched (most) pays the look-up alone, and a watch whose poll already ended its
+    /// removal alone, not a call.
+    #[inline(always)]
     fn forget(&mut self, fd: RawFd) -> io::Result<()> {
-        match self.table.watches.token_of(fd) {
-            Some(token) => self.forget_token(token),
-            None => Ok(()),
+        let watches = &mut self.table.watches;
+        match watches.by_fd.get_mut(fd as usize) {
+            Some(slot) if slot.as_ref().is_some_and(|w| !w.live) => {
+                *slot = None;
+                Ok(())
+            }
+            Some(Some(w)) => {
+                let token = w.token;
+                self.forget_token(token)
+            }
+            // An internal watch (a re-arm of the waker's or a group's set) is found by its
+            // descriptor among the few internal ones.
+            _ if !watches.internal.is_empty() => match watches.token_of(fd) {
+                Some(token) => self.forget_token(token),
+                None => Ok(()),
+            },
+            _ => Ok(()),
         }
     }
 
-    /// [`Uring::forget`] of the watch `token`.
+    /// [`Uring::forget`] of the watch `token`: its poll (or receive) is removed (quirk b).
+    ///
+    /// The remove goes in with an `io_uring_enter` that waits for nothing, which also runs
+    /// the ring's pending work: on a ring whose work runs on this thread (a
+    /// [`Run::Deferred`] ring, or any ring where this thread armed the poll) the poll's last
+    /// CQE is in the ring when that call returns, and the revoke is over without blocking.
+    /// Otherwise the wait goes on (blocking) until that CQE came, asking again while the
+    /// remove meets the poll running (quirk i), or until completions were lost. Where the
+    /// kernel has `IOSQE_CQE_SKIP_SUCCESS` (5.17) the remove posts a CQE only when it fails
+    /// (`-EALREADY`, `-ENOENT`), and the poll's last CQE, taken here, is the revoke's only one.
     #[inline(never)]
     fn forget_token(&mut self, token: u64) -> io::Result<()> {
-        self.cancel(token)?;
+        let Some(w) = self.table.watches.get_mut(token) else { return Ok(()) };
+        w.keep = false;
+        if w.live {
+            let receive = w.receives();
+            if self.claimed() || self.claim_to_remove(token)? {
+                // A receive (quirk l) is cancelled like a send; a poll is removed.
+                let sqe = match receive {
+                    true => opcode::AsyncCancel::new(token).build(),
+                    false => opcode::PollRemove::new(token).build(),
+                };
+                let sqe = sqe.user_data(REMOVE).flags(self.skip);
+                let lost_before = std::mem::take(&mut self.lost);
+                let r = self.remove_live(token, &sqe);
+                self.lost |= lost_before;
+                r?;
+            }
+        }
         self.table.watches.remove(token);
         Ok(())
+    }
+
+    /// [`Uring::claim`] before a remove is queued for `token`, whose watch is no longer kept:
+    /// whether its poll is still to be removed. A move to another ring (quirk m) leaves the
+    /// watch unarmed there: nothing left to remove. A move refused (a send in flight)
+    /// changes nothing, this watch included.
+    #[cold]
+    fn claim_to_remove(&mut self, token: u64) -> io::Result<bool> {
+        if let Err(e) = self.claim() {
+            if let Some(w) = self.table.watches.get_mut(token) {
+                w.keep = true;
+            }
+            return Err(e);
+        }
+        Ok(self.table.is_live(token))
+    }
+
+    /// The wait of [`Uring::forget_token`] for the live poll `token` to end, asking for it
+    /// with `remove`.
+    #[inline(always)]
+    fn remove_live(&mut self, token: u64, remove: &squeue::Entry) -> io::Result<()> {
+        let mut ask = true;
+        let mut block = false;
+        loop {
+            if ask {
+                self.table.removed = None;
+                self.push(remove)?;
+            }
+            // The first enter, and one after asking again, only submits and runs the ring's
+            // work; later ones wait for a completion. Claimed by the caller.
+            let entered = match block {
+                false => self.enter_plain(0).map(drop).or_else(|e| self.enter_failed(e)),
+                true => self.enter_claimed(1, None),
+            };
+            match entered {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                r => r?,
+            }
+            // The poll's last CQE (the remove's doing) is taken here: the watch goes.
+            let mut ended = false;
+            self.reap_with(|ud, res, flags| {
+                let last = ud == token && flags & F_MORE == 0 && res == -libc::ECANCELED;
+                ended |= last;
+                last
+            });
+            let live = !ended && self.table.is_live(token);
+            let removed = self.table.removed;
+            if self.lost || (!live && (removed.is_some() || self.skip.contains(squeue::Flags::SKIP_SUCCESS)))
+            {
+                return Ok(());
+            }
+            // Quirk i: the poll was running; the remove did not take. Ask again.
+            ask = live && removed == Some(-libc::EALREADY);
+            block = !ask;
+        }
     }
 }
 
@@ -1255,65 +1371,96 @@ impl Uring {
     /// True when nothing waits in the table for the queue's usual path: no reports reaped
     /// and not handed out, no poll to re-arm, no receive to stop, no completion lost. The
     /// queue's lean path then waits here ([`Uring::lean_enter`],
-    /// [`Uring::lean_reap`]).
-    #[inline]
+    /// [`Uring::lean_reap`]). One flag ([`Table::due`]) says it.
+    #[inline(always)]
     pub(crate) fn quiet(&self) -> bool {
         // A coalescing window, fixed for the ring's life, keeps the queue off the lean path
         // from the start (`Queue`'s `unusual::BACKEND`).
-        !self.lost
-            && self.table.pending.is_empty()
-            && self.table.ended.is_empty()
-            && self.table.throttle.is_empty()
+        debug_assert!(self.table.due || !self.holds_any(), "Table::due not raised");
+        !self.table.due
     }
 
-    /// The lean path's kernel entry: made only when completions are due from it (entries to
-    /// submit, overflowed completions, deferred work: [`Uring::must_enter`]) or when the call
-    /// waits (no completion in the ring and a timeout that is not zero). The ring is claimed
-    /// only then: false, having entered nothing, when this thread may not enter a
-    /// [`Run::Deferred`] ring (the usual path's [`Uring::claim`] then decides).
+    /// What [`Table::due`] stands for, looked at in full.
+    fn holds_any(&self) -> bool {
+        self.lost
+            || !self.table.pending.is_empty()
+            || !self.table.ended.is_empty()
+            || !self.table.throttle.is_empty()
+    }
+
+    /// Lowers [`Table::due`] if nothing waits any longer.
+    #[inline]
+    fn recheck(&mut self) {
+        self.table.due = self.holds_any();
+    }
+
+    /// The lean path's kernel entry, after one view of the SQ ring: made only when
+    /// completions are due from it (entries to submit, overflowed completions, deferred
+    /// work) or when the call waits (no completion in the ring and a timeout that is not
+    /// zero). The ring is not claimed here: a [`Run::Deferred`] ring that this thread does
+    /// not own refuses the call before taking anything (`EEXIST`, or `EBADFD` while no thread
+    /// has enabled it), and `None` sends the call to the usual path, whose [`Uring::claim`]
+    /// decides.
     ///
     /// `Some(rest)` otherwise, `rest` false when the SQ ring is known to be empty after the
     /// call (nothing was queued, or the enter took all of it), so that
     /// [`Uring::submit`]'s look at the ring after the completions are taken can be skipped.
     #[inline(always)]
     pub(crate) fn lean_enter(&mut self, timeout: Option<Duration>) -> io::Result<Option<bool>> {
+        let (queued, due) = {
+            let sq = self.ring.submission();
+            (sq.len() as u32, sq.cq_overflow() || sq.taskrun())
+        };
         // The timeout first: a call that does not wait reads no view of the completion ring here.
         let block = timeout != Some(Duration::ZERO) && self.ring.completion().is_empty();
-        if !block && !self.must_enter() {
+        if !block && queued == 0 && !due {
             return Ok(Some(false));
         }
-        if self.run == Run::Deferred && self.owner != Some(thread_id()) {
-            return Ok(None);
-        }
-        if !block {
+        const GETEVENTS: u32 = 1;
+        let fd = self.ring.as_raw_fd();
+        let entered = match (block, timeout) {
             // Submits what is queued and runs the ring's pending work, waiting for nothing.
-            match self.enter_plain(0) {
-                Ok(left) => return Ok(Some(left != 0)),
-                Err(e) => return self.enter_failed(e).map(|()| Some(true)),
+            (false, _) => hintq_sys::io_uring_enter(fd, queued, 0, GETEVENTS).map(|n| n < queued),
+            (true, None) => {
+                self.table.shrink_idle();
+                hintq_sys::io_uring_enter(fd, queued, 1, GETEVENTS).map(|_| true)
             }
+            (true, Some(_)) => {
+                self.table.shrink_idle();
+                self.enter_timed(1, timeout).map(|_| true)
+            }
+        };
+        match entered {
+            Ok(rest) => Ok(Some(rest)),
+            Err(e)
+                if self.run == Run::Deferred
+                    && matches!(e.raw_os_error(), Some(libc::EEXIST | libc::EBADFD)) =>
+            {
+                Ok(None)
+            }
+            Err(e) => self.enter_failed(e).map(|()| Some(true)),
         }
-        self.table.shrink_idle();
-        self.enter_claimed(1, timeout)?;
-        Ok(Some(true))
     }
 
     /// Takes the completions in the ring in one view of it: those of the common shape (a
-    /// multishot poll's readiness, `F_MORE` alone and a positive result, under a queue token)
-    /// go to `take`, which consumes one by answering true; the first it refuses, any of
+    /// multishot poll's readiness, `F_MORE` alone and a positive result) go to `take`, which
+    /// consumes one by answering true (it answers false for a token not of a live
+    /// registration: the queue's own watches', a stale one); the first it refuses, any of
     /// another shape and all that follow are taken into the table as [`Uring::reap`] would.
     /// True if `take` consumed them all.
     #[inline(always)]
     pub(crate) fn lean_reap(&mut self, mut take: impl FnMut(u64, State) -> bool) -> bool {
         let mut cq = self.ring.completion();
+        let mut all = true;
         if cq.overflow() != self.dropped {
             self.dropped = cq.overflow();
             self.lost = true;
+            self.table.due = true;
+            all = false;
         }
-        let mut all = !self.lost;
         for cqe in &mut cq {
             let (ud, res, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
-            let common = flags == F_MORE && res > 0 && ud & (BACKEND_BIT | crate::token::INTERNAL) == 0;
-            if all && common && take(ud, poll_state(res)) {
+            if all && flags == F_MORE && res > 0 && take(ud, poll_state(res)) {
                 continue;
             }
             all = false;
@@ -1327,7 +1474,23 @@ impl Uring {
     pub(crate) fn lean_rest(&mut self, out: &mut Vec<Ready>) -> io::Result<()> {
         self.settle()?;
         out.append(&mut self.table.pending);
+        self.recheck();
         Ok(())
+    }
+}
+
+impl Uring {
+    /// [`Poller::set`]'s look at the inbox of `fd`, registered as `token`: what the ring
+    /// received for an earlier registration of the number is not this one's, and bytes it
+    /// took before this change of interest, which no poll will report, are reported now.
+    fn inbox_at_set(&mut self, fd: RawFd, token: u64) {
+        if self.table.inbox.get(fd).is_some_and(|i| i.token != token) {
+            self.table.inbox.remove(fd);
+        }
+        if let Some(i) = self.table.inbox.get(fd).filter(|i| i.holds()) {
+            self.table.pending.push(Ready { token, state: i.state() });
+            self.table.due = true;
+        }
     }
 }
 
@@ -1341,30 +1504,42 @@ impl Poller for Uring {
     /// Arms at once (quirk g). `fresh` is not needed: the table knows what is watched (b).
     fn set(&mut self, fd: RawFd, token: u64, interest: Interest, _arm: Arm) -> io::Result<()> {
         // Before anything changes: a move to another ring (quirk m) may be refused.
-        self.claim()?;
+        if !self.claimed() {
+            self.claim()?;
+        }
         self.forget(fd)?;
         let mut events = sys::poll_events(interest) as u16;
         if interest.contains(Interest::RECEIVE | Interest::READ) && self.receive_buffers() {
             events |= RECV;
         }
-        // What the ring received for an earlier registration of the number is not this one's.
-        if self.table.inbox.get(fd).is_some_and(|i| i.token != token) {
-            self.table.inbox.remove(fd);
+        if !self.table.inbox.is_empty() {
+            self.inbox_at_set(fd, token);
         }
-        self.table.watches.insert(Watch { token, fd, events, keep: true, live: false });
-        // Bytes the ring took before this change of interest: no poll will report them.
-        if let Some(i) = self.table.inbox.get(fd).filter(|i| i.holds()) {
-            self.table.pending.push(Ready { token, state: i.state() });
+        let w = Watch { token, fd, events, keep: true, live: false };
+        let sqe = self.arm_entry(&w);
+        self.table.watches.insert(Watch { live: sqe.is_some(), ..w });
+        if let Some(sqe) = sqe {
+            // SAFETY: see `arm_entry`.
+            if let Err(e) = unsafe { self.queue(&sqe) } {
+                if let Some(w) = self.table.watches.get_mut(token) {
+                    w.live = false;
+                }
+                return Err(e);
+            }
         }
-        self.arm(token)?;
         // Claimed above.
-        self.enter_claimed(1, Some(Duration::ZERO))
+        self.enter_plain(0).map(drop).or_else(|e| self.enter_failed(e))
     }
 
     fn delete(&mut self, fd: RawFd, _token: u64) -> io::Result<()> {
         self.forget(fd)?;
-        self.table.inbox.remove(fd);
-        self.cancel_send(fd)
+        if !self.table.inbox.is_empty() {
+            self.table.inbox.remove(fd);
+        }
+        match self.table.sends.is_empty() {
+            true => Ok(()),
+            false => self.cancel_send(fd),
+        }
     }
 
     /// Hands out what was reaped earlier and what is in the ring; enters the kernel only to
@@ -1383,6 +1558,7 @@ impl Poller for Uring {
             self.settle()?;
         }
         out.append(&mut self.table.pending);
+        self.recheck();
         Ok(())
     }
 
@@ -1453,6 +1629,7 @@ impl Uring {
             // report was merged with theirs: report it again, or a caller that stops at what
             // it took never sees it.
             self.table.pending.push(Ready { token, state: inbox.state() });
+            self.table.due = true;
         } else {
             self.table.inbox.remove(fd);
         }
@@ -1460,6 +1637,7 @@ impl Uring {
             // The SQ ring could not take it now, or the queue moved between threads and its
             // ring could not follow yet: the next wait re-arms it.
             self.table.ended.push(token);
+            self.table.due = true;
         }
         Some(Ok(n))
     }
@@ -1570,6 +1748,8 @@ impl Uring {
     }
 
     pub(crate) fn take_lost(&mut self) -> bool {
-        std::mem::take(&mut self.lost)
+        let lost = std::mem::take(&mut self.lost);
+        self.recheck();
+        lost
     }
 }
