@@ -604,11 +604,12 @@ impl Queue {
             }
             Err(e) => return Err(e),
         };
-        self.batch = self.batch.wrapping_add(1);
+        // A view of one completion cannot coalesce: only a view of more marks the slots it
+        // delivers with the batch, which then moves on.
         let batch = self.batch;
         let (slots, stats) = (&mut self.slots, &mut self.stats);
         let mut n = 0;
-        let all = u.lean_reap(|tok, state| {
+        let (all, many) = u.lean_reap(|tok, state, many| {
             let fd = tok as u32 as RawFd;
             // Not a live registration's (the queue's own watches, whose tokens no key matches,
             // or a stale one): the table and the usual way take it.
@@ -618,9 +619,10 @@ impl Queue {
             // Not limited to the interest again: the kernel masks a poll's readiness with the
             // events it asked for (and `ERR`, `HUP`, `RDHUP`, `NVAL`), and every completion
             // here is of the poll armed for the slot's interest (a change of interest cancels
-            // the old poll and reaps its last completion first, into the table).
+            // the old poll and reaps its last completion first, into the table). Not empty:
+            // `lean_reap` sends a state without a bit to the table.
             debug_assert_eq!(state, state.visible(slot.interest));
-            if slot.seen == batch {
+            if many && slot.seen == batch {
                 if let Some(ev) = events[..n].iter_mut().rev().find(|e| e.fd == fd) {
                     ev.state |= state;
                     stats.coalesced += 1;
@@ -630,16 +632,16 @@ impl Queue {
             if n == events.len() {
                 return false;
             }
-            if state.is_empty() {
-                // No bit a state has (a mask of bits it does not map).
-                stats.stale += 1;
-                return true;
-            }
             events[n] = Event { state, fd, gen: slot.key & !LIVE };
-            slot.seen = batch;
+            if many {
+                slot.seen = batch;
+            }
             n += 1;
             true
         });
+        if many {
+            self.batch = batch.wrapping_add(1);
+        }
         if !all {
             return self.lean_uring_rest(events, n, timeout, deadline);
         }

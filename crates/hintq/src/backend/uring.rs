@@ -352,16 +352,9 @@ fn poll_add(fd: RawFd, events: u32, token: u64) -> squeue::Entry {
 }
 
 /// A CQE's poll mask as a state. The mask fits in 16 bits: `POLLRDHUP` (0x2000) is the
-/// highest bit asked for, and `POLLERR`/`POLLHUP` are lower.
-///
-/// Readable alone, the most common completion, is tested for first: `POLLIN` and
-/// [`State::READ`] are one bit, and the full conversion costs a dozen instructions.
-#[inline(always)]
+/// highest bit asked for, and `POLLERR`/`POLLHUP` are lower. (The lean path tests for
+/// `POLLIN` alone, the most common completion, before calling this.)
 fn poll_state(res: i32) -> State {
-    const _: () = assert!(libc::POLLIN as u32 == State::READ.bits());
-    if res == i32::from(libc::POLLIN) {
-        return State::READ;
-    }
     sys::state_from_poll(res as u16 as libc::c_short)
 }
 
@@ -419,6 +412,7 @@ impl Watches {
     }
 
     /// Adds a watch; `fd` must have none.
+    #[inline]
     fn insert(&mut self, w: Watch) {
         match untoken(w.token) {
             _ if is_internal(w.token) => self.internal.push(w),
@@ -718,9 +712,9 @@ pub(crate) struct Uring {
     cq: u32,
     /// How the ring runs completions (quirks j and m).
     run: Run,
-    /// The thread that enabled a [`Run::Deferred`] ring, the only one the kernel lets in;
-    /// `None` until one does (quirk m).
-    owner: Option<libc::pid_t>,
+    /// The thread (its id, never 0) that enabled a [`Run::Deferred`] ring, the only one the
+    /// kernel lets in; 0 until one does (quirk m).
+    owner: libc::pid_t,
     /// The receive buffers of a ring replaced by [`Uring::rebuild`] that the kernel would not
     /// unregister (only a one-thread ring's owner thread may), each with whether that ring's
     /// receives were cancelled and reaped before it closed. One not so proven quiet is leaked
@@ -831,7 +825,7 @@ impl Uring {
             dropped: 0,
             cq,
             run,
-            owner: None,
+            owner: 0,
             retired: Vec::new(),
             window_us,
             sends: sends() && config.uring_sends,
@@ -851,13 +845,13 @@ impl Uring {
         }
         let me = thread_id();
         match self.owner {
-            Some(t) if t == me => Ok(()),
-            Some(_) => self.rebuild(Run::Coop),
-            None => {
+            0 => {
                 self.ring.submitter().register_enable_rings()?;
-                self.owner = Some(me);
+                self.owner = me;
                 Ok(())
             }
+            t if t == me => Ok(()),
+            _ => self.rebuild(Run::Coop),
         }
     }
 
@@ -865,7 +859,7 @@ impl Uring {
     /// thread enters, or a [`Run::Deferred`] one it owns.
     #[inline(always)]
     fn claimed(&self) -> bool {
-        self.run != Run::Deferred || self.owner == Some(thread_id())
+        self.run != Run::Deferred || self.owner == thread_id()
     }
 
     /// Replaces the ring with a new one run as `run` (not [`Run::Deferred`]) and arms every
@@ -934,7 +928,7 @@ impl Uring {
         }
         drop(old_ring);
         self.run = run;
-        self.owner = None;
+        self.owner = 0;
         self.dropped = 0;
         // The loops of `cancel` and `cancel_send` wait for nothing more from the old ring.
         self.table.removed = Some(0);
@@ -963,7 +957,7 @@ impl Uring {
         for w in self.table.watches.iter_mut() {
             w.keep = false;
         }
-        let may_enter = self.run != Run::Deferred || self.owner.is_none_or(|t| t == thread_id());
+        let may_enter = self.run != Run::Deferred || (self.owner == 0 || self.owner == thread_id());
         let end = std::time::Instant::now() + patience;
         loop {
             let (sends, recvs) = busy(&self.table);
@@ -1145,6 +1139,22 @@ impl Uring {
         Ok(())
     }
 
+    /// Queues the receive of the watch `token`, just inserted as live (quirk l), unless its
+    /// inbox is full or at the stream's end: then the watch is not live.
+    fn arm_receive(&mut self, token: u64) -> io::Result<()> {
+        let Some(w) = self.table.watches.get(token) else { return Ok(()) };
+        match self.arm_entry(w) {
+            // SAFETY: see `arm_entry`.
+            Some(sqe) => unsafe { self.queue(&sqe) },
+            None => {
+                if let Some(w) = self.table.watches.get_mut(token) {
+                    w.live = false;
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// The entry that arms `w`: its multishot poll, or its receive (quirk l), `None` for a
     /// receive whose inbox is full or at the stream's end. A poll points at no memory; a
     /// receive at the buffer ring, which lives as long as the ring (`Table::bufs`).
@@ -1261,10 +1271,7 @@ impl Uring {
                 *slot = None;
                 Ok(())
             }
-            Some(Some(w)) => {
-                let token = w.token;
-                self.forget_token(token)
-            }
+            Some(Some(_)) => self.forget_live_at(fd),
             // An internal watch (a re-arm of the waker's or a group's set) is found by its
             // descriptor among the few internal ones.
             _ if !watches.internal.is_empty() => match watches.token_of(fd) {
@@ -1273,6 +1280,29 @@ impl Uring {
             },
             _ => Ok(()),
         }
+    }
+
+    /// [`Uring::forget_live`], out of line (for `set`, where a number still watched is rare).
+    #[inline(never)]
+    fn forget_live_at(&mut self, fd: RawFd) -> io::Result<()> {
+        self.forget_live(fd)
+    }
+
+    /// [`Uring::forget`] of the watch at `fd` (in `by_fd`), whose poll is live: it is removed
+    /// as [`Uring::forget_token`] says, the watch found once.
+    #[inline(always)]
+    fn forget_live(&mut self, fd: RawFd) -> io::Result<()> {
+        let i = fd as usize;
+        let Some(w) = self.table.watches.by_fd.get_mut(i).and_then(Option::as_mut) else { return Ok(()) };
+        w.keep = false;
+        let (token, receive) = (w.token, w.receives());
+        if self.claimed() || self.claim_to_remove(token)? {
+            self.remove_live(token, receive)?;
+        }
+        if let Some(slot) = self.table.watches.by_fd.get_mut(i) {
+            *slot = None;
+        }
+        Ok(())
     }
 
     /// [`Uring::forget`] of the watch `token`: its poll (or receive) is removed (quirk b).
@@ -1292,16 +1322,7 @@ impl Uring {
         if w.live {
             let receive = w.receives();
             if self.claimed() || self.claim_to_remove(token)? {
-                // A receive (quirk l) is cancelled like a send; a poll is removed.
-                let sqe = match receive {
-                    true => opcode::AsyncCancel::new(token).build(),
-                    false => opcode::PollRemove::new(token).build(),
-                };
-                let sqe = sqe.user_data(REMOVE).flags(self.skip);
-                let lost_before = std::mem::take(&mut self.lost);
-                let r = self.remove_live(token, &sqe);
-                self.lost |= lost_before;
-                r?;
+                self.remove_live(token, receive)?;
             }
         }
         self.table.watches.remove(token);
@@ -1323,44 +1344,91 @@ impl Uring {
         Ok(self.table.is_live(token))
     }
 
-    /// The wait of [`Uring::forget_token`] for the live poll `token` to end, asking for it
-    /// with `remove`.
+    /// Removes the live poll (or receive) `token` and waits for it to end, as
+    /// [`Uring::forget_token`] says. The ring is claimed.
     #[inline(always)]
-    fn remove_live(&mut self, token: u64, remove: &squeue::Entry) -> io::Result<()> {
-        let mut ask = true;
-        let mut block = false;
+    fn remove_live(&mut self, token: u64, receive: bool) -> io::Result<()> {
+        // A receive (quirk l) is cancelled like a send; a poll is removed.
+        let sqe = match receive {
+            true => opcode::AsyncCancel::new(token).build(),
+            false => opcode::PollRemove::new(token).build(),
+        };
+        let sqe = sqe.user_data(REMOVE).flags(self.skip);
+        self.table.removed = None;
+        let (queued, entered) = self.push_and_enter(&sqe);
+        if !queued {
+            return entered;
+        }
+        match entered {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            r => r?,
+        }
+        // The poll's last CQE (the remove's doing) is taken here: the watch goes.
+        let mut ended = false;
+        self.reap_with(|ud, res, flags| {
+            let last = ud == token && flags & F_MORE == 0 && res == -libc::ECANCELED;
+            ended |= last;
+            last
+        });
+        if ended && (self.table.removed.is_some() || self.skip.contains(squeue::Flags::SKIP_SUCCESS)) {
+            return Ok(());
+        }
+        let lost_before = std::mem::take(&mut self.lost);
+        let r = self.await_removed(token, &sqe);
+        self.lost |= lost_before;
+        r
+    }
+
+    /// [`Uring::remove_live`] when the first enter did not end the poll `token`: waits (blocking) for its last
+    /// CQE, asking again with `remove` while the remove meets the poll running (quirk i),
+    /// or until completions were lost.
+    #[cold]
+    #[inline(never)]
+    fn await_removed(&mut self, token: u64, remove: &squeue::Entry) -> io::Result<()> {
         loop {
-            if ask {
-                self.table.removed = None;
-                self.push(remove)?;
-            }
-            // The first enter, and one after asking again, only submits and runs the ring's
-            // work; later ones wait for a completion. Claimed by the caller.
-            let entered = match block {
-                false => self.enter_plain(0).map(drop).or_else(|e| self.enter_failed(e)),
-                true => self.enter_claimed(1, None),
-            };
-            match entered {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                r => r?,
-            }
-            // The poll's last CQE (the remove's doing) is taken here: the watch goes.
-            let mut ended = false;
-            self.reap_with(|ud, res, flags| {
-                let last = ud == token && flags & F_MORE == 0 && res == -libc::ECANCELED;
-                ended |= last;
-                last
-            });
-            let live = !ended && self.table.is_live(token);
+            let live = self.table.is_live(token);
             let removed = self.table.removed;
             if self.lost || (!live && (removed.is_some() || self.skip.contains(squeue::Flags::SKIP_SUCCESS)))
             {
                 return Ok(());
             }
             // Quirk i: the poll was running; the remove did not take. Ask again.
-            ask = live && removed == Some(-libc::EALREADY);
-            block = !ask;
+            let entered = if live && removed == Some(-libc::EALREADY) {
+                self.table.removed = None;
+                self.push(remove)?;
+                self.enter_plain(0).map(drop).or_else(|e| self.enter_failed(e))
+            } else {
+                self.enter_claimed(1, None)
+            };
+            match entered {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                r => r?,
+            }
+            self.reap();
         }
+    }
+
+    /// Queues `sqe` (pointing at no memory of ours) and submits what the SQ ring holds with
+    /// one enter that waits for nothing but runs the ring's work (a claimed ring), one view
+    /// of the SQ ring for both. Whether it was queued, and the enter's outcome (or the
+    /// queueing's error).
+    #[inline(always)]
+    fn push_and_enter(&mut self, sqe: &squeue::Entry) -> (bool, io::Result<()>) {
+        let queued = {
+            let mut sq = self.ring.submission();
+            // SAFETY: the entry points at no memory.
+            unsafe { sq.push(sqe) }.is_ok().then(|| sq.len() as u32)
+        };
+        let queued = match queued {
+            Some(n) => n,
+            None => match self.push(sqe) {
+                Ok(()) => self.ring.submission().len() as u32,
+                Err(e) => return (false, Err(e)),
+            },
+        };
+        const GETEVENTS: u32 = 1;
+        let entered = hintq_sys::io_uring_enter(self.ring.as_raw_fd(), queued, 0, GETEVENTS);
+        (true, entered.map(drop).or_else(|e| self.enter_failed(e)))
     }
 }
 
@@ -1443,30 +1511,45 @@ impl Uring {
     }
 
     /// Takes the completions in the ring in one view of it: those of the common shape (a
-    /// multishot poll's readiness, `F_MORE` alone and a positive result) go to `take`, which
-    /// consumes one by answering true (it answers false for a token not of a live
-    /// registration: the queue's own watches', a stale one); the first it refuses, any of
-    /// another shape and all that follow are taken into the table as [`Uring::reap`] would.
-    /// True if `take` consumed them all.
+    /// multishot poll's readiness, `F_MORE` alone and a result that maps to a state) go to
+    /// `take`, which consumes one by answering true (it answers false for a token not of a
+    /// live registration: the queue's own watches', a stale one); the first it refuses, any
+    /// of another shape and all that follow are taken into the table as [`Uring::reap`]
+    /// would. `take`'s third argument, and the second of the answer, say whether the view
+    /// holds more than one completion: only then may a registration come twice in it. The
+    /// first of the answer: `take` consumed them all.
     #[inline(always)]
-    pub(crate) fn lean_reap(&mut self, mut take: impl FnMut(u64, State) -> bool) -> bool {
+    pub(crate) fn lean_reap(&mut self, mut take: impl FnMut(u64, State, bool) -> bool) -> (bool, bool) {
         let mut cq = self.ring.completion();
-        let mut all = true;
         if cq.overflow() != self.dropped {
             self.dropped = cq.overflow();
             self.lost = true;
             self.table.due = true;
-            all = false;
-        }
-        for cqe in &mut cq {
-            let (ud, res, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
-            if all && flags == F_MORE && res > 0 && take(ud, poll_state(res)) {
-                continue;
+            for cqe in &mut cq {
+                self.table.complete(cqe.user_data(), cqe.result(), cqe.flags());
             }
-            all = false;
-            self.table.complete(ud, res, flags);
+            return (false, false);
         }
-        all
+        let many = cq.len() > 1;
+        while let Some(cqe) = cq.next() {
+            let (ud, res, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
+            if flags == F_MORE && res > 0 {
+                // `POLLIN` alone first: one compare, and a state known not to be empty.
+                let state = match res == i32::from(libc::POLLIN) {
+                    true => State::READ,
+                    false => poll_state(res),
+                };
+                if !state.is_empty() && take(ud, state, many) {
+                    continue;
+                }
+            }
+            self.table.complete(ud, res, flags);
+            for cqe in &mut cq {
+                self.table.complete(cqe.user_data(), cqe.result(), cqe.flags());
+            }
+            return (false, many);
+        }
+        (true, many)
     }
 
     /// After a lean wait that did not take everything: what the table holds goes to the
@@ -1515,24 +1598,31 @@ impl Poller for Uring {
         if !self.table.inbox.is_empty() {
             self.inbox_at_set(fd, token);
         }
-        let w = Watch { token, fd, events, keep: true, live: false };
-        let sqe = self.arm_entry(&w);
-        self.table.watches.insert(Watch { live: sqe.is_some(), ..w });
-        if let Some(sqe) = sqe {
-            // SAFETY: see `arm_entry`.
-            if let Err(e) = unsafe { self.queue(&sqe) } {
-                if let Some(w) = self.table.watches.get_mut(token) {
-                    w.live = false;
-                }
-                return Err(e);
+        let w = Watch { token, fd, events, keep: true, live: true };
+        let receives = w.receives();
+        self.table.watches.insert(w);
+        let (queued, entered) = match receives {
+            false => self.push_and_enter(&poll_add(fd, u32::from(events & !RECV), token)),
+            // Claimed above.
+            true => match self.arm_receive(token) {
+                Ok(()) => (true, self.enter_plain(0).map(drop).or_else(|e| self.enter_failed(e))),
+                Err(e) => (false, Err(e)),
+            },
+        };
+        if !queued {
+            if let Some(w) = self.table.watches.get_mut(token) {
+                w.live = false;
             }
         }
-        // Claimed above.
-        self.enter_plain(0).map(drop).or_else(|e| self.enter_failed(e))
+        entered
     }
 
     fn delete(&mut self, fd: RawFd, _token: u64) -> io::Result<()> {
-        self.forget(fd)?;
+        // `forget`, with the remove of a live poll inline: the common revoke.
+        match self.table.watches.by_fd.get(fd as usize) {
+            Some(Some(w)) if w.live => self.forget_live(fd)?,
+            _ => self.forget(fd)?,
+        }
         if !self.table.inbox.is_empty() {
             self.table.inbox.remove(fd);
         }
