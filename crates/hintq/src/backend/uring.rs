@@ -157,9 +157,161 @@ use hintq_sys::BufRing;
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
+
+/// The kernel's `io_uring_params` (uapi), of which `io_uring::Parameters` is a transparent
+/// wrapper: where the SQ ring's indexes and flags lie in its mapping.
+#[repr(C)]
+struct KernelParams {
+    sq_entries: u32,
+    cq_entries: u32,
+    flags: u32,
+    sq_thread_cpu: u32,
+    sq_thread_idle: u32,
+    features: u32,
+    wq_fd: u32,
+    resv: [u32; 3],
+    sq_off: SqOffsets,
+    cq_off: [u32; 10],
+}
+
+/// The kernel's `io_sqring_offsets` (uapi).
+#[repr(C)]
+struct SqOffsets {
+    head: u32,
+    tail: u32,
+    ring_mask: u32,
+    ring_entries: u32,
+    flags: u32,
+    dropped: u32,
+    array: u32,
+    resv1: u32,
+    user_addr: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<KernelParams>() == std::mem::size_of::<io_uring::Parameters>());
+
+/// `IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN`: completions wait in the kernel (quirks c, j).
+const SQ_DUE: u32 = 2 | 4;
+
+/// A mapping of our own of a ring's SQ indexes and flags and of its SQ entries (the
+/// crate's is not reachable), for the hot paths: the lean wait reads the SQ ring's state in
+/// one look, and a revoke's remove and a declaration's poll are written where the kernel
+/// reads them, with no copy. The crate's views of the ring read its indexes afresh each
+/// time, so the two agree as long as neither is used while the other is (`&mut Uring`).
+/// A mapping holds the ring's file: it is unmapped when dropped, with or before its ring.
+struct RawSq {
+    ring: (*mut libc::c_void, usize),
+    sqes: (*mut libc::c_void, usize),
+    head: *const AtomicU32,
+    tail: *const AtomicU32,
+    flags: *const AtomicU32,
+    mask: u32,
+    entries: u32,
+}
+
+// SAFETY: the pointers are into mappings this value owns; the ring they view is `Send` with it.
+unsafe impl std::marker::Send for RawSq {}
+
+impl RawSq {
+    fn new(ring: &IoUring) -> io::Result<RawSq> {
+        // SAFETY: `Parameters` is `repr(transparent)` over the kernel's `io_uring_params`,
+        // whose layout `KernelParams` spells out (sizes checked above).
+        let k = unsafe { &*(ring.params() as *const io_uring::Parameters).cast::<KernelParams>() };
+        let fd = ring.as_raw_fd();
+        let map = |offset: libc::off_t, len: usize| {
+            // SAFETY: a new shared mapping of the ring's memory; nothing of ours is overlaid.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED | libc::MAP_POPULATE,
+                    fd,
+                    offset,
+                )
+            };
+            if p == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            Ok((p, len))
+        };
+        const IORING_OFF_SQ_RING: libc::off_t = 0;
+        const IORING_OFF_SQES: libc::off_t = 0x1000_0000;
+        let entries = k.sq_entries as usize;
+        let ring_map = map(IORING_OFF_SQ_RING, k.sq_off.array as usize + entries * 4)?;
+        let sqes = match map(IORING_OFF_SQES, entries * std::mem::size_of::<squeue::Entry>()) {
+            Ok(m) => m,
+            Err(e) => {
+                // SAFETY: mapped just above, used by nothing.
+                unsafe { libc::munmap(ring_map.0, ring_map.1) };
+                return Err(e);
+            }
+        };
+        // SAFETY: the offsets the kernel gave lie within the ring's mapping.
+        let at = |off: u32| unsafe { ring_map.0.cast::<u8>().add(off as usize) };
+        Ok(RawSq {
+            head: at(k.sq_off.head).cast(),
+            tail: at(k.sq_off.tail).cast(),
+            flags: at(k.sq_off.flags).cast(),
+            // SAFETY: as above; the kernel wrote them at set-up and never changes them.
+            mask: unsafe { at(k.sq_off.ring_mask).cast::<u32>().read() },
+            // SAFETY: likewise.
+            entries: unsafe { at(k.sq_off.ring_entries).cast::<u32>().read() },
+            ring: ring_map,
+            sqes,
+        })
+    }
+
+    /// The entries waiting in the SQ ring, and whether completions wait in the kernel
+    /// ([`SQ_DUE`]).
+    #[inline(always)]
+    fn state(&self) -> (u32, bool) {
+        // SAFETY: the pointers are into this value's mapping of the ring.
+        let (head, tail, flags) = unsafe {
+            (
+                (*self.head).load(Ordering::Acquire),
+                (*self.tail).load(Ordering::Relaxed),
+                (*self.flags).load(Ordering::Acquire),
+            )
+        };
+        (tail.wrapping_sub(head), flags & SQ_DUE != 0)
+    }
+
+    /// Writes the entry `make` builds into the SQ ring, in place, and returns how many
+    /// entries the ring then holds; `None` (nothing written) if it is full.
+    ///
+    /// # Safety
+    /// As for [`Uring::push_entry`]: memory the entry points at stays valid and unmoved
+    /// until its CQE is reaped.
+    #[inline(always)]
+    unsafe fn push(&mut self, make: impl FnOnce() -> squeue::Entry) -> Option<u32> {
+        // SAFETY: the pointers are into this value's mappings; the slot at the tail is ours
+        // until the tail moves past it (the kernel reads up to the tail only).
+        unsafe {
+            let head = (*self.head).load(Ordering::Acquire);
+            let tail = (*self.tail).load(Ordering::Relaxed);
+            if tail.wrapping_sub(head) >= self.entries {
+                return None;
+            }
+            let slot = self.sqes.0.cast::<squeue::Entry>().add((tail & self.mask) as usize);
+            slot.write(make());
+            (*self.tail).store(tail.wrapping_add(1), Ordering::Release);
+            Some(tail.wrapping_add(1).wrapping_sub(head))
+        }
+    }
+}
+
+impl Drop for RawSq {
+    fn drop(&mut self) {
+        for (p, len) in [self.ring, self.sqes] {
+            // SAFETY: mapped by `new`, used by nothing once this value goes.
+            unsafe { libc::munmap(p, len) };
+        }
+    }
+}
 
 /// How a ring runs the kernel's work for its completions (quirks j and m).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -411,22 +563,28 @@ impl Watches {
         own.or_else(|| self.internal.iter().find(|w| w.fd == fd)).map(|w| w.token)
     }
 
-    /// Adds a watch; `fd` must have none.
-    #[inline]
+    /// Adds a watch; `fd` must have none. The table's room is made at the first insert.
+    #[inline(always)]
     fn insert(&mut self, w: Watch) {
         match untoken(w.token) {
             _ if is_internal(w.token) => self.internal.push(w),
             (fd, _) => {
                 let i = fd as usize;
                 if self.by_fd.len() <= i {
-                    if self.by_fd.capacity() == 0 {
-                        self.by_fd.reserve(crate::sys::fd_table_reserve().max(i + 1));
-                    }
-                    self.by_fd.resize_with(i + 1, || None);
+                    self.grow(i);
                 }
                 self.by_fd[i] = Some(w);
             }
         }
+    }
+
+    /// Makes room in `by_fd` up to index `i`.
+    #[inline(never)]
+    fn grow(&mut self, i: usize) {
+        if self.by_fd.capacity() == 0 {
+            self.by_fd.reserve(crate::sys::fd_table_reserve().max(i + 1));
+        }
+        self.by_fd.resize_with(i + 1, || None);
     }
 
     fn remove(&mut self, token: u64) {
@@ -732,6 +890,8 @@ pub(crate) struct Uring {
     /// The flags of a revoke's remove: `IOSQE_CQE_SKIP_SUCCESS` where the kernel has it
     /// (5.17), so that a remove that takes posts no CQE ([`Uring::forget_token`]).
     skip: squeue::Flags,
+    /// Our own view of the SQ ring (the lean wait's, a revoke's and a declaration's).
+    sq: RawSq,
 }
 
 /// The completions a coalescing wait asks for (quirk n): more than a window brings on this
@@ -818,7 +978,9 @@ impl Uring {
             true => squeue::Flags::SKIP_SUCCESS,
             false => squeue::Flags::empty(),
         };
+        let sq = RawSq::new(&ring)?;
         Ok(Uring {
+            sq,
             ring,
             table: Table::default(),
             lost: false,
@@ -892,6 +1054,7 @@ impl Uring {
         // The new ring and its buffers first: if either cannot be made (EMFILE, ENOMEM), the
         // queue stays as it was, on the old ring.
         let new = ring(self.cq, run)?;
+        let new_sq = RawSq::new(&new)?;
         let bufs = if receives { Some(BufRing::new(&new, RECV_BUFS, RECV_BUF, BGID)?) } else { None };
         // The old ring's receives are cancelled and reaped before it closes, as a drop does
         // (a closed ring lives on while its teardown runs, or while a forked child holds a
@@ -919,6 +1082,7 @@ impl Uring {
         // one-thread ring lets only its owner thread do that, so there they are kept
         // (`retired`), and leaked in the end unless its receives were quiet.
         let old_ring = std::mem::replace(&mut self.ring, new);
+        self.sq = new_sq;
         if let Some(old) = std::mem::replace(&mut self.table.bufs, bufs) {
             if !quiet {
                 self.retired.push((old, false));
@@ -1349,13 +1513,16 @@ impl Uring {
     #[inline(always)]
     fn remove_live(&mut self, token: u64, receive: bool) -> io::Result<()> {
         // A receive (quirk l) is cancelled like a send; a poll is removed.
-        let sqe = match receive {
-            true => opcode::AsyncCancel::new(token).build(),
-            false => opcode::PollRemove::new(token).build(),
+        let skip = self.skip;
+        let remove = move || {
+            let sqe = match receive {
+                true => opcode::AsyncCancel::new(token).build(),
+                false => opcode::PollRemove::new(token).build(),
+            };
+            sqe.user_data(REMOVE).flags(skip)
         };
-        let sqe = sqe.user_data(REMOVE).flags(self.skip);
         self.table.removed = None;
-        let (queued, entered) = self.push_and_enter(&sqe);
+        let (queued, entered) = self.push_and_enter(remove);
         if !queued {
             return entered;
         }
@@ -1374,7 +1541,7 @@ impl Uring {
             return Ok(());
         }
         let lost_before = std::mem::take(&mut self.lost);
-        let r = self.await_removed(token, &sqe);
+        let r = self.await_removed(token, &remove());
         self.lost |= lost_before;
         r
     }
@@ -1408,21 +1575,17 @@ impl Uring {
         }
     }
 
-    /// Queues `sqe` (pointing at no memory of ours) and submits what the SQ ring holds with
-    /// one enter that waits for nothing but runs the ring's work (a claimed ring), one view
-    /// of the SQ ring for both. Whether it was queued, and the enter's outcome (or the
-    /// queueing's error).
+    /// Queues the entry `make` builds (pointing at no memory of ours) and submits what the
+    /// SQ ring holds with one enter that waits for nothing but runs the ring's work (a
+    /// claimed ring), one look at the SQ ring for both. Whether it was queued, and the
+    /// enter's outcome (or the queueing's error).
     #[inline(always)]
-    fn push_and_enter(&mut self, sqe: &squeue::Entry) -> (bool, io::Result<()>) {
-        let queued = {
-            let mut sq = self.ring.submission();
-            // SAFETY: the entry points at no memory.
-            unsafe { sq.push(sqe) }.is_ok().then(|| sq.len() as u32)
-        };
-        let queued = match queued {
+    fn push_and_enter(&mut self, make: impl Fn() -> squeue::Entry) -> (bool, io::Result<()>) {
+        // SAFETY: the entry points at no memory.
+        let queued = match unsafe { self.sq.push(&make) } {
             Some(n) => n,
-            None => match self.push(sqe) {
-                Ok(()) => self.ring.submission().len() as u32,
+            None => match self.push(&make()) {
+                Ok(()) => self.sq.state().0,
                 Err(e) => return (false, Err(e)),
             },
         };
@@ -1475,10 +1638,7 @@ impl Uring {
     /// [`Uring::submit`]'s look at the ring after the completions are taken can be skipped.
     #[inline(always)]
     pub(crate) fn lean_enter(&mut self, timeout: Option<Duration>) -> io::Result<Option<bool>> {
-        let (queued, due) = {
-            let sq = self.ring.submission();
-            (sq.len() as u32, sq.cq_overflow() || sq.taskrun())
-        };
+        let (queued, due) = self.sq.state();
         // The timeout first: a call that does not wait reads no view of the completion ring here.
         let block = timeout != Some(Duration::ZERO) && self.ring.completion().is_empty();
         if !block && queued == 0 && !due {
@@ -1602,7 +1762,7 @@ impl Poller for Uring {
         let receives = w.receives();
         self.table.watches.insert(w);
         let (queued, entered) = match receives {
-            false => self.push_and_enter(&poll_add(fd, u32::from(events & !RECV), token)),
+            false => self.push_and_enter(|| poll_add(fd, u32::from(events & !RECV), token)),
             // Claimed above.
             true => match self.arm_receive(token) {
                 Ok(()) => (true, self.enter_plain(0).map(drop).or_else(|e| self.enter_failed(e))),
