@@ -1541,19 +1541,21 @@ impl Uring {
             return Ok(());
         }
         let lost_before = std::mem::take(&mut self.lost);
-        let r = self.await_removed(token, &remove());
+        let r = self.await_removed(token, ended, &remove());
         self.lost |= lost_before;
         r
     }
 
-    /// [`Uring::remove_live`] when the first enter did not end the poll `token`: waits (blocking) for its last
-    /// CQE, asking again with `remove` while the remove meets the poll running (quirk i),
-    /// or until completions were lost.
+    /// [`Uring::remove_live`] when its first enter did not end the poll `token` (or, on a
+    /// kernel without `IOSQE_CQE_SKIP_SUCCESS`, did not bring the remove's CQE): waits
+    /// (blocking) for what is missing, asking again with `remove` while the remove meets the
+    /// poll running (quirk i), or until completions were lost.
     #[cold]
     #[inline(never)]
-    fn await_removed(&mut self, token: u64, remove: &squeue::Entry) -> io::Result<()> {
+    fn await_removed(&mut self, token: u64, ended: bool, remove: &squeue::Entry) -> io::Result<()> {
         loop {
-            let live = self.table.is_live(token);
+            // `ended`: its last CQE was taken by `remove_live`, the watch not told.
+            let live = !ended && self.table.is_live(token);
             let removed = self.table.removed;
             if self.lost || (!live && (removed.is_some() || self.skip.contains(squeue::Flags::SKIP_SUCCESS)))
             {
