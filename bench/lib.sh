@@ -44,6 +44,12 @@ NGINX_TEMPLATES=$BENCH_ROOT/crates/hintq-lab/peers
 # Files up to this size are served by nginx with `sendfile off` (one writev from the open-file
 # cache costs less), larger ones with `sendfile on`: the lab's SENDFILE_ABOVE.
 NGINX_SENDFILE_ABOVE=16384
+# Responses above this size are proxied by an nginx tuned for large bodies (NGINX_PROXY_LARGE,
+# added to the proxy template's http block): with the template's default buffers (8 x 4 KiB)
+# nginx writes a body that does not fit them to a temporary file on disk and reads it back,
+# which its users avoid for large responses by streaming through a larger buffer.
+NGINX_LARGE_ABOVE=16384
+NGINX_PROXY_LARGE=${NGINX_PROXY_LARGE:-proxy_buffering off; proxy_buffer_size 64k; proxy_buffers 4 64k; proxy_busy_buffers_size 128k;}
 
 # Prints the lab's template $1 (static or proxy) filled in, comment lines left out: one
 # worker listening on 127.0.0.1:$2, allowed $3 descriptors and connections, its pid, logs

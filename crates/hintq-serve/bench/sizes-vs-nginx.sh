@@ -11,8 +11,11 @@
 # nginx is configured from the lab's templates (crates/hintq-lab/peers/, bench/lib.sh's
 # nginx_template), as its users tune it by size: an open-file cache, `sendfile off` for files
 # up to 16 KiB and `on` above (two nginx processes, one of each, the one matching the size
-# measured; each idle while the other runs); as a proxy, an upstream keep-alive pool. Every
-# configuration is written whole into the raw rows' header.
+# measured; each idle while the other runs); as a proxy, an upstream keep-alive pool, and for
+# bodies above 16 KiB a second nginx proxy streaming through 64 KiB buffers instead of spilling
+# the body to a temporary file (bench/lib.sh's NGINX_PROXY_LARGE; the default buffers cost
+# nginx 2-3x the CPU per request at 256 KiB and 1 MiB here). Every configuration is written
+# whole into the raw rows' header.
 #
 # Pinning: the server under test (hintq serve, hintq proxy, either nginx) on $SRV_CPU; wrk
 # and the upstream hintq serve on $LOAD_CPU (this machine has two cores). Load: wrk -t1
@@ -30,7 +33,8 @@
 # Usage: crates/hintq-serve/bench/sizes-vs-nginx.sh
 #   [env: SIZES="1k 16k 64k 256k 1m" KINDS="static proxy" C=50 RUNS=3 DUR=5 PORT=18400 SRV_CPU=0 LOAD_CPU=1
 #    BACKEND= (hintq's default) HINTQ=path/to/hintq OUT=rows.csv
-#    PROXY_ARGS= (more flags for hintq proxy, e.g. "--splice-above off" to copy every body)]
+#    PROXY_ARGS= (more flags for hintq proxy, e.g. "--splice-above off" to copy every body)
+#    NGINX_PROXY_LARGE= (nginx directives for bodies above 16 KiB; default in bench/lib.sh)]
 set -euo pipefail
 
 SIZES=${SIZES:-1k 16k 64k 256k 1m}
@@ -70,10 +74,12 @@ NGINX_ON=127.0.0.1:$((PORT + 2))  # nginx static, sendfile on (larger files)
 UP=127.0.0.1:$((PORT + 3))        # hintq serve behind both proxies
 PROXY=127.0.0.1:$((PORT + 4))     # hintq proxy under test
 NGINX_PROXY=127.0.0.1:$((PORT + 5))
+NGINX_LARGE=127.0.0.1:$((PORT + 6)) # nginx proxy for bodies above NGINX_LARGE_ABOVE
 
 nginx_template static "${NGINX_OFF#*:}" 1024 off >"$TMP/nginx-off.conf"
 nginx_template static "${NGINX_ON#*:}" 1024 on >"$TMP/nginx-on.conf"
 nginx_template proxy "${NGINX_PROXY#*:}" 1024 "$UP" >"$TMP/nginx-proxy.conf"
+NGINX_EXTRA="    $NGINX_PROXY_LARGE" nginx_template proxy "${NGINX_LARGE#*:}" 1024 "$UP" >"$TMP/nginx-large.conf"
 
 taskset -c "$LOAD_CPU" "$HINTQ" serve --root "$TMP/www" --listen "$UP" "${backend_flag[@]}" \
     --idle-timeout 3600s 2>"$TMP/logs/up.log" &
@@ -96,12 +102,14 @@ nginx_start "$SRV_CPU" "$NGINX_ON" "$TMP/nginx-on.conf"
 WORKER[on]=$NGINX_WORKER
 nginx_start "$SRV_CPU" "$NGINX_PROXY" "$TMP/nginx-proxy.conf"
 WORKER[proxy]=$NGINX_WORKER
+nginx_start "$SRV_CPU" "$NGINX_LARGE" "$TMP/nginx-large.conf"
+WORKER[large]=$NGINX_WORKER
 
 {
     rows_stamp nginx hintq
     echo "# server under test on cpu $SRV_CPU; wrk -t1 -c$C -d${DUR}s (keep-alive) and the upstream hintq serve on cpu $LOAD_CPU; backend ${BACKEND:-default}; sizes $SIZES; kinds $KINDS"
     echo "# hintq: serve --threads 1 --idle-timeout 3600s; proxy --threads 1 --idle-timeout 3600s ${PROXY_ARGS:-} --upstream (hintq serve, defaults); defaults otherwise"
-    for k in off on proxy; do
+    for k in off on proxy large; do
         echo "# nginx config ($k): $(tr -s ' \n' ' ' <"$TMP/nginx-$k.conf")"
     done
     echo "# loadavg before: $(cat /proc/loadavg)"
@@ -122,7 +130,9 @@ measure() {
     elif [ "$server" = hintq ]; then
         addr=$PROXY pid=$PROXY_PID conf=-
     else
-        addr=$NGINX_PROXY pid=${WORKER[proxy]} conf=proxy
+        conf=proxy addr=$NGINX_PROXY
+        if [ "$(bytes "$size")" -gt "$NGINX_LARGE_ABOVE" ]; then conf=large addr=$NGINX_LARGE; fi
+        pid=${WORKER[$conf]}
     fi
     if [ "$round" = 0 ]; then # warm-up: caches, the upstream pools
         taskset -c "$LOAD_CPU" wrk -t1 -c"$C" -d1s "http://$addr/$size.html" >/dev/null
