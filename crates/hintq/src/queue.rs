@@ -511,8 +511,8 @@ impl Queue {
 
     /// [`Queue::lean`] on epoll: each registration is reported at most once per wait, so the
     /// reports need no coalescing among themselves. An array of [`HARVEST_MIN`] events or
-    /// more takes the kernel's records itself ([`epoll::IN_PLACE`]), each turned into its
-    /// event where it lies; a shorter one is filled from the set's own buffer of
+    /// more takes the kernel's records itself ([`epoll::IN_PLACE`]), each its event where it
+    /// lies once its token is checked (an event keeps the kernel's bits); a shorter one is filled from the set's own buffer of
     /// `HARVEST_MIN`, the rest going to the FIFO.
     ///
     /// A report's state is not limited to the interest here: the kernel reports only the
@@ -540,36 +540,44 @@ impl Queue {
             }
             Err(e) => return Err(e),
         };
-        // Every access to `events` below is through this pointer, reads of the kernel's
-        // records in it as well as writes of events.
-        let out = events.as_mut_ptr();
-        let reports: *const libc::epoll_event = match in_place {
-            true => out.cast_const().cast(),
-            false => ep.reports(0, got).as_ptr(),
-        };
-        // Reports past the array (only from the set's buffer) go the usual way.
-        let end = if in_place { got } else { got.min(events.len()) };
         let slots = &self.slots[..];
-        let mut n = 0;
-        while n < end {
-            // SAFETY: `n < got` reports were written, in the caller's array or the set's
-            // buffer; in the array, events were written only below `n` so far.
-            let k = unsafe { reports.add(n).read_unaligned() };
+        // The report's registration is live and of the token's generation (an internal
+        // token's high half has INTERNAL, which no key has). The kernel reports only the bits
+        // the watch asks for, plus `ERR` and `HUP` (see above).
+        let current = |k: &libc::epoll_event| {
             let tok = k.u64;
-            match slots.get(tok as u32 as usize) {
-                // An internal token's high half has INTERNAL, which no key has.
-                Some(slot) if slot.key == (tok >> 32) as u32 | LIVE => {
-                    debug_assert!(!sys::state_from_epoll(k.events).visible(slot.interest).is_empty());
-                    let state = sys::state_from_epoll(k.events);
-                    let ev = Event { state, fd: tok as u32 as RawFd, gen: (tok >> 32) as u32 };
-                    // SAFETY: `n < events.len()`; the record read from there is not read again.
-                    unsafe { out.add(n).write(ev) };
-                    n += 1;
+            slots.get(tok as u32 as usize).is_some_and(|slot| {
+                let live = slot.key == (tok >> 32) as u32 | LIVE;
+                debug_assert!(!live || !sys::state_from_epoll(k.events).visible(slot.interest).is_empty());
+                live
+            })
+        };
+        let mut n = 0;
+        if in_place {
+            // Each report is its event already (the layouts agree, and an event keeps the
+            // kernel's bits): only its registration is checked.
+            while n < got {
+                // SAFETY: the kernel wrote `got` records into `events`; none was overwritten.
+                let k = unsafe { epoll::report_in(events.as_ptr(), n) };
+                if !current(&k) {
+                    break;
                 }
-                // A report of the queue's own watches, or a stale one.
-                _ => return self.lean_rest(events, n, got, in_place, timeout, deadline),
+                n += 1;
+            }
+        } else {
+            // Reports past the array go the usual way.
+            let reports = ep.reports(0, got);
+            let end = got.min(events.len());
+            while n < end {
+                let k = reports[n];
+                if !current(&k) {
+                    break;
+                }
+                events[n] = Event { bits: k.events, fd: k.u64 as u32 as RawFd, gen: (k.u64 >> 32) as u32 };
+                n += 1;
             }
         }
+        // A report of the queue's own watches, a stale one, or more than the array holds.
         if n < got {
             return self.lean_rest(events, n, got, in_place, timeout, deadline);
         }
@@ -621,7 +629,7 @@ impl Queue {
             debug_assert_eq!(state, state.visible(slot.interest));
             if slot.seen == batch {
                 if let Some(ev) = events[..n].iter_mut().rev().find(|e| e.fd == fd) {
-                    ev.state |= state;
+                    ev.add(state);
                     stats.coalesced += 1;
                     return true;
                 }
@@ -634,7 +642,7 @@ impl Queue {
                 stats.stale += 1;
                 return true;
             }
-            events[n] = Event { state, fd, gen: slot.key & !LIVE };
+            events[n] = Event::new(fd, state, slot.key & !LIVE);
             slot.seen = batch;
             n += 1;
             true
@@ -845,7 +853,7 @@ impl Queue {
             // `deliver_now`) joins it, and its registration is no longer pending.
             for ev in &mut out[..n] {
                 let slot = &mut self.slots[ev.fd as usize];
-                ev.state |= self.fifo.release(slot).visible(slot.interest);
+                ev.add(self.fifo.release(slot).visible(slot.interest));
             }
         }
         Ok(n)
@@ -943,7 +951,7 @@ impl Queue {
             return None;
         }
         self.delivered_one(fd, gen);
-        Some(Event { fd, state, gen })
+        Some(Event::new(fd, state, gen))
     }
 
     /// The overflow scan ([`Fifo::scan`]) into `out`; each registration found is handed out.
@@ -1116,7 +1124,7 @@ mod tests {
             }
             let high = pairs.last().unwrap().0.as_raw_fd();
             // An event of the highest registration, as the application would hold it.
-            let old = Event { fd: high, gen: q.generation(high).unwrap(), state: State::READ };
+            let old = Event::new(high, State::READ, q.generation(high).unwrap());
             let room = q.slots.capacity() * std::mem::size_of::<Slot>();
             let resident = |q: &Queue| hintq_sys::resident_pages(q.slots.as_ptr().cast(), room).unwrap();
             let before = resident(&q);
@@ -1142,7 +1150,7 @@ mod tests {
                 !q.is_current(&old),
                 "{backend}: an event from before the trim passed for a new registration"
             );
-            let new = Event { fd: high, gen: q.generation(high).unwrap(), state: State::READ };
+            let new = Event::new(high, State::READ, q.generation(high).unwrap());
             assert!(q.is_current(&new), "{backend}");
             write_byte(&pairs.last().unwrap().1);
             let mut evs = [Event::default(); 8];
