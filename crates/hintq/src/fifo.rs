@@ -138,14 +138,15 @@ impl Fifo {
 
     /// The registration of `slot` was revoked (it was `pending`; `slots` is the table after
     /// the revoke): its element, if any, is stale. Stale elements are dropped once they
-    /// outnumber the live ones by far.
+    /// outnumber the live ones by far: looked at only when one became stale (a revoke of a
+    /// registration not pending leaves the elements as they were).
     #[inline]
     pub(crate) fn revoked(&mut self, pending: bool, slots: &[Slot]) {
         if pending {
             self.live -= 1;
-        }
-        if self.entries.len() > 2 * self.live + 64 {
-            self.compact(slots);
+            if self.entries.len() > 2 * self.live + 64 {
+                self.compact(slots);
+            }
         }
     }
 

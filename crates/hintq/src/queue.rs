@@ -45,6 +45,16 @@ mod unusual {
     pub(super) const WOKEN: u32 = 1 << 6;
 }
 
+/// The deadline of a lean call's positive timeout (the clock is read only for one), for what
+/// remains if the call goes on ([`Queue::lean_again`]).
+#[inline(always)]
+fn lean_deadline(timeout: Option<Duration>) -> Option<Instant> {
+    match timeout {
+        Some(t) if !t.is_zero() => Instant::now().checked_add(t),
+        _ => None,
+    }
+}
+
 /// Counters a queue keeps about itself; see [`Queue::stats`]. More may be added: read the
 /// fields, do not build or destructure the whole value.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -318,12 +328,16 @@ impl Queue {
             false => interest,
         };
         if interest.is_empty() {
-            if self.slots.get(i).is_some_and(Slot::live) {
-                let gen = self.slots[i].gen();
+            // The slot is held across the backend's call (a field of its own), so that it is
+            // looked up once.
+            if let Some(slot) = self.slots.get_mut(i).filter(|s| s.live()) {
+                let gen = slot.gen();
                 // The backend first: a revoke it refuses (a uring queue used from another
                 // thread while a send is in flight) changes nothing here either.
                 self.poller.delete(fd, token(fd, gen))?;
-                self.revoke_slot(i);
+                let pending = slot.pending;
+                *slot = Slot { key: gen, ..Slot::default() };
+                self.forget(pending);
                 // Only the highest registration's revoke can shorten the slots.
                 if i + 1 == self.slots.len() {
                     self.shorten();
@@ -331,17 +345,19 @@ impl Queue {
             }
             return Ok(None);
         }
-        if i >= self.slots.len() {
-            if self.slots.capacity() == 0 {
-                self.slots.reserve(sys::fd_table_reserve().max(i + 1));
+        let slot = match self.slots.get_mut(i) {
+            Some(slot) => slot,
+            None => self.slots.grown(i),
+        };
+        let fresh = !slot.live();
+        let gen = match fresh {
+            // A fresh registration's generation is taken even if the backend refuses it.
+            true => {
+                slot.key = next_gen(slot.gen());
+                slot.key
             }
-            self.slots.grow(i);
-        }
-        let fresh = !self.slots[i].live();
-        if fresh {
-            self.slots[i].key = next_gen(self.slots[i].gen());
-        }
-        let gen = self.slots[i].gen();
+            false => slot.gen(),
+        };
         if let Err(e) = self.poller.set(fd, token(fd, gen), interest, Arm::new(fresh)) {
             // A fresh slot left empty on top would stop the slots from ever shortening.
             if fresh && i + 1 == self.slots.len() {
@@ -349,10 +365,7 @@ impl Queue {
             }
             return Err(e);
         }
-        let slot = &mut self.slots[i];
-        slot.key = gen | LIVE;
-        slot.interest = interest;
-        slot.disarmed = false;
+        *slot = Slot { key: gen | LIVE, interest, disarmed: false, ..*slot };
         if fresh {
             self.registered += 1;
             if self.slots.registered(self.registered) {
@@ -470,8 +483,16 @@ impl Queue {
     /// `InvalidInput` if `events` is empty; the backend's OS errors otherwise.
     #[inline]
     pub fn get_next_event(&mut self, events: &mut [Event], timeout: Option<Duration>) -> io::Result<usize> {
-        if self.unusual == 0 && !events.is_empty() {
-            return self.lean(events, timeout);
+        if self.unusual == 0 {
+            match self.poller {
+                // The common call on epoll, with an array long enough to take the kernel's
+                // records itself: tested first, with the array's length alone.
+                Any::Epoll(_) if epoll::IN_PLACE && events.len() >= HARVEST_MIN => {
+                    return self.lean_epoll(events, timeout, lean_deadline(timeout))
+                }
+                _ if !events.is_empty() => return self.lean(events, timeout),
+                _ => {}
+            }
         }
         self.get_next_usual(events, timeout)
     }
@@ -497,11 +518,7 @@ impl Queue {
     /// [`Queue::get_next_usual`] with what remains of the timeout.
     #[inline(always)]
     fn lean(&mut self, events: &mut [Event], timeout: Option<Duration>) -> io::Result<usize> {
-        // A positive timeout's deadline, read only for one, for what remains if the call goes on.
-        let deadline = match timeout {
-            Some(t) if !t.is_zero() => Instant::now().checked_add(t),
-            _ => None,
-        };
+        let deadline = lean_deadline(timeout);
         match self.poller {
             Any::Epoll(_) => self.lean_epoll(events, timeout, deadline),
             Any::Uring(_) => self.lean_uring(events, timeout, deadline),
@@ -1076,6 +1093,12 @@ impl Queue {
         let slot = &mut self.slots[i];
         let pending = slot.pending;
         *slot = Slot { key: slot.gen(), ..Slot::default() };
+        self.forget(pending);
+    }
+
+    /// The count's and the FIFO's part of a revoke, once the slot is cleared (it was `pending`).
+    #[inline(always)]
+    fn forget(&mut self, pending: bool) {
         self.registered -= 1;
         self.fifo.revoked(pending, &self.slots);
     }
