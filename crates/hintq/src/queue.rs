@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 /// too, as the paper's kernel queue could).
 const HARVEST_MIN: usize = 64;
 
-/// Bits of [`Queue::unusual`]: what the common call ([`Queue::lean`]) cannot handle. While
+/// Bits of [`Queue::unusual`]: what the common call ([`Queue::lean_epoll`], [`Queue::lean_uring`]) cannot handle. While
 /// none is set, `get_next_event` tests that one word and runs only what the contract asks of
 /// every call: one wait, each report's registration, generation and liveness checked by one
 /// compare, its state converted and stored in the caller's array.
@@ -213,7 +213,7 @@ impl Builder {
 /// flight that move is refused with `ResourceBusy` and the call changes nothing. Make a
 /// queue on the thread that will wait on it, or move it before its first use.
 pub struct Queue {
-    /// Bits of [`unusual`]: zero in the common case, which [`Queue::lean`] serves.
+    /// Bits of [`unusual`]: zero in the common case, which the lean paths serve ([`Queue::lean_epoll`], [`Queue::lean_uring`]).
     unusual: u32,
     /// The lean path's calls on io_uring, counted (wrapping) for [`Slot::seen`](crate::slots::Slot).
     batch: u16,
@@ -490,7 +490,10 @@ impl Queue {
                 Any::Epoll(_) if epoll::IN_PLACE && events.len() >= HARVEST_MIN => {
                     return self.lean_epoll(events, timeout, lean_deadline(timeout))
                 }
-                _ if !events.is_empty() => return self.lean(events, timeout),
+                Any::Uring(_) if !events.is_empty() => {
+                    return self.lean_uring(events, timeout, lean_deadline(timeout))
+                }
+                Any::Epoll(_) if !events.is_empty() => return self.lean_epoll_short(events, timeout),
                 _ => {}
             }
         }
@@ -510,27 +513,26 @@ impl Queue {
         r
     }
 
-    /// The common call ([`unusual`] is zero: an epoll backend, nothing pending, no group, no
-    /// bound, no hand-off): one wait whose reports become the caller's events in place. A
+    /// [`Queue::lean_epoll`] for an array shorter than [`HARVEST_MIN`] (or where the kernel's
+    /// records are not events, [`epoll::IN_PLACE`]): out of line, so that the common call's
+    /// body is inlined once.
+    #[inline(never)]
+    fn lean_epoll_short(&mut self, events: &mut [Event], timeout: Option<Duration>) -> io::Result<usize> {
+        self.lean_epoll(events, timeout, lean_deadline(timeout))
+    }
+
+    /// The common call ([`unusual`] is zero: nothing pending, no group, no bound, no
+    /// hand-off) on epoll: one wait whose reports become the caller's events in place. A
     /// report of the queue's own watches (the waker), or more than `events` holds, and what
     /// follows it go the usual way ([`Queue::lean_rest`]). An interrupted wait, or one that
     /// brought only stale reports before its time was up, goes on in
     /// [`Queue::get_next_usual`] with what remains of the timeout.
-    #[inline(always)]
-    fn lean(&mut self, events: &mut [Event], timeout: Option<Duration>) -> io::Result<usize> {
-        let deadline = lean_deadline(timeout);
-        match self.poller {
-            Any::Epoll(_) => self.lean_epoll(events, timeout, deadline),
-            Any::Uring(_) => self.lean_uring(events, timeout, deadline),
-            _ => self.get_next_usual(events, timeout),
-        }
-    }
-
-    /// [`Queue::lean`] on epoll: each registration is reported at most once per wait, so the
-    /// reports need no coalescing among themselves. An array of [`HARVEST_MIN`] events or
-    /// more takes the kernel's records itself ([`epoll::IN_PLACE`]), each its event where it
-    /// lies once its token is checked (an event keeps the kernel's bits); a shorter one is filled from the set's own buffer of
-    /// `HARVEST_MIN`, the rest going to the FIFO.
+    ///
+    /// Each registration is reported at most once per wait, so the reports need no
+    /// coalescing among themselves. An array of [`HARVEST_MIN`] events or more takes the
+    /// kernel's records itself ([`epoll::IN_PLACE`]), each its event where it lies once its
+    /// token is checked (an event keeps the kernel's bits); a shorter one is filled from the
+    /// set's own buffer of `HARVEST_MIN`, the rest going to the FIFO.
     ///
     /// A report's state is not limited to the interest here: the kernel reports only the
     /// bits the watch asks for (`ep_item_poll` masks with the watch's events at each wait),
@@ -603,7 +605,7 @@ impl Queue {
         Ok(n)
     }
 
-    /// [`Queue::lean`] on io_uring: the completions of one view of the ring become the
+    /// The common call on io_uring: the completions of one view of the ring become the
     /// caller's events in place, a registration's later completions in the same view
     /// coalesced into its event ([`Slot::seen`](crate::slots::Slot)). Any other completion (a poll that ended, a
     /// send, a receive, the waker) and those after it go the usual way
