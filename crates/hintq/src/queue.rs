@@ -23,10 +23,11 @@ use std::time::{Duration, Instant};
 /// too, as the paper's kernel queue could).
 const HARVEST_MIN: usize = 64;
 
-/// Bits of [`Queue::unusual`]: what the common call ([`Queue::lean_epoll`], [`Queue::lean_uring`]) cannot handle. While
-/// none is set, `get_next_event` tests that one word and runs only what the contract asks of
-/// every call: one wait, each report's registration, generation and liveness checked by one
-/// compare, its state converted and stored in the caller's array.
+/// Bits of [`Queue::unusual`]: what the common call ([`Queue::lean_epoll`],
+/// [`Queue::lean_uring`]) cannot handle. While none is set, `get_next_event` tests that one
+/// word and runs only what the contract asks of every call: one wait, each report's
+/// registration, generation and liveness checked by one compare, and the report as the
+/// caller's event (on epoll the kernel's record is the event, where it lies).
 mod unusual {
     /// The backend is not one the lean path waits on (epoll, level or edge, and io_uring
     /// without a coalescing window).
