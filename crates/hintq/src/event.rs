@@ -63,29 +63,125 @@ impl State {
 }
 
 /// One dequeued event: the paper's `event_descr_t` plus the registration's generation.
-// Laid out as the kernel's `epoll_event` with a registration's token (the state where its
-// bits are, then the token's descriptor and generation halves), so that an epoll wait can
-// write straight into the caller's array and each report be turned into an event in place
-// (`backend::epoll::Epoll::wait_into`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+// Laid out as the kernel's `epoll_event` with a registration's token (the kernel's event bits,
+// then the token's descriptor and generation halves), so that an epoll wait can write straight
+// into the caller's array and each report be an event where it lies, checked and not rewritten
+// (`backend::epoll::Epoll::wait_into`). The state is kept in the kernel's epoll bits
+// ([`Event::bits`]) and turned into a [`State`] only when asked for ([`Event::state`]), as mio's
+// events are read.
+#[derive(Clone, Copy, Default)]
 #[repr(C)]
 pub struct Event {
-    pub(crate) state: State,
+    /// The state in epoll's bits ([`raw_of`]): what an epoll wait wrote, or a [`State`] stored so.
+    pub(crate) bits: u32,
     pub(crate) fd: RawFd,
     pub(crate) gen: u32,
 }
 
+/// In an [`Event`]'s bits: [`State::SENT`], in a place the kernel never reports to an epoll
+/// set (0x20 is `POLLNVAL`, which epoll does not report: a wait's bits are masked with the
+/// watch's events, and no watch asks for it), so that it reads back unchanged.
+const RAW_SENT: u32 = 0x20;
+
+/// A [`State`]'s bits as an [`Event`] keeps them: epoll's (`READ` is `EPOLLIN`, `WRITE`
+/// `EPOLLOUT`, `EXCEPT` `EPOLLPRI`, `HUP` `EPOLLHUP`, `ERR` `EPOLLERR`), and `SENT` as
+/// [`RAW_SENT`]. Through a table of the 64 combinations: one load per event stored.
+#[inline(always)]
+pub(crate) fn raw_of(state: State) -> u32 {
+    const RAW: [u8; 64] = {
+        let mut t = [0u8; 64];
+        let mut s = 0;
+        while s < 64 {
+            let e = (s & 0x1) | ((s & 0x2) << 1) | ((s & 0x4) >> 1) | ((s & 0x8) << 1) | ((s & 0x10) >> 1);
+            t[s] = (e | (s & 0x20)) as u8;
+            s += 1;
+        }
+        t
+    };
+    const _: () = assert!(
+        State::all().bits() == 0x3f
+            && RAW_SENT == State::SENT.bits()
+            && libc::EPOLLIN == 0x1
+            && libc::EPOLLPRI == 0x2
+            && libc::EPOLLOUT == 0x4
+            && libc::EPOLLERR == 0x8
+            && libc::EPOLLHUP == 0x10
+    );
+    u32::from(RAW[(state.bits() & 0x3f) as usize])
+}
+
 impl Event {
+    /// An event of `fd`'s registration of generation `gen` in `state`.
+    #[inline(always)]
+    pub(crate) fn new(fd: RawFd, state: State, gen: u32) -> Event {
+        Event { bits: raw_of(state), fd, gen }
+    }
+    /// Adds `state` to the event's (a report coalesced into it).
+    #[inline(always)]
+    pub(crate) fn add(&mut self, state: State) {
+        self.bits |= raw_of(state);
+    }
     /// The descriptor the event is for.
     pub fn fd(&self) -> RawFd {
         self.fd
     }
     /// The state of the descriptor when the event was collected.
+    #[inline]
     pub fn state(&self) -> State {
-        self.state
+        crate::sys::state_from_epoll(self.bits) | State::from_bits_retain(self.bits & RAW_SENT)
     }
     /// The generation of the registration that produced the event; see [`crate::Queue::is_current`].
     pub fn generation(&self) -> u32 {
         self.gen
+    }
+}
+
+impl PartialEq for Event {
+    /// Events are equal when their descriptor, generation and [`Event::state`] are.
+    fn eq(&self, other: &Event) -> bool {
+        (self.fd, self.gen, self.state()) == (other.fd, other.gen, other.state())
+    }
+}
+
+impl Eq for Event {}
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Event")
+            .field("state", &self.state())
+            .field("fd", &self.fd)
+            .field("gen", &self.gen)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every state reads back from an event as it was stored, and the kernel's bits of an
+    /// epoll report read as the state the other paths make of them.
+    #[test]
+    fn an_events_state_reads_back_as_stored_and_as_the_kernel_reported_it() {
+        for s in 0..64u32 {
+            let state = State::from_bits_retain(s);
+            let ev = Event::new(3, state, 7);
+            assert_eq!(ev.state(), state, "{s:#x}");
+            let mut e = Event::new(3, State::empty(), 7);
+            e.add(state);
+            assert_eq!(e, ev);
+        }
+        let kernel =
+            [libc::EPOLLIN, libc::EPOLLPRI, libc::EPOLLOUT, libc::EPOLLERR, libc::EPOLLHUP, libc::EPOLLRDHUP];
+        for combo in 0u32..64 {
+            let e = kernel
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| combo & (1 << k) != 0)
+                .fold(0, |e, (_, &b)| e | b as u32);
+            let ev = Event { bits: e, fd: 3, gen: 7 };
+            assert_eq!(ev.state(), crate::sys::state_from_epoll(e), "{e:#x}");
+            assert!(!ev.state().contains(State::SENT), "{e:#x}: a kernel report read as SENT");
+        }
     }
 }

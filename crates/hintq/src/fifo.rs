@@ -138,14 +138,15 @@ impl Fifo {
 
     /// The registration of `slot` was revoked (it was `pending`; `slots` is the table after
     /// the revoke): its element, if any, is stale. Stale elements are dropped once they
-    /// outnumber the live ones by far.
+    /// outnumber the live ones by far: looked at only when one became stale (a revoke of a
+    /// registration not pending leaves the elements as they were).
     #[inline]
     pub(crate) fn revoked(&mut self, pending: bool, slots: &[Slot]) {
         if pending {
             self.live -= 1;
-        }
-        if self.entries.len() > 2 * self.live + 64 {
-            self.compact(slots);
+            if self.entries.len() > 2 * self.live + 64 {
+                self.compact(slots);
+            }
         }
     }
 
@@ -227,7 +228,7 @@ impl Fifo {
                 let extra = if held(p.fd) { State::READ } else { State::empty() };
                 let state = (sys::state_from_poll(p.revents) | extra).visible(slot.interest);
                 if !state.is_empty() {
-                    out[n] = Event { fd: p.fd, state, gen: slot.gen() };
+                    out[n] = Event::new(p.fd, state, slot.gen());
                     n += 1;
                 }
             }
@@ -400,7 +401,7 @@ mod tests {
                 break;
             }
             let n = f.scan(&slots, fds.len(), &mut out, |_| false).unwrap();
-            found.extend(out[..n].iter().map(|e| (e.fd, e.state, e.gen)));
+            found.extend(out[..n].iter().map(|e| (e.fd, e.state(), e.gen)));
             // The application reads what it was told of.
             out[..n].iter().for_each(|e| read_byte(e.fd));
         }
@@ -411,6 +412,9 @@ mod tests {
         f.overflow(fds.len());
         let mut out = [Event::default(); 8];
         let n = f.scan(&slots, fds.len(), &mut out, |fd| fd == fds[5]).unwrap();
-        assert!(out[..n].iter().any(|e| e.fd == fds[5] && e.state == State::READ), "held data not reported");
+        assert!(
+            out[..n].iter().any(|e| e.fd == fds[5] && e.state() == State::READ),
+            "held data not reported"
+        );
     }
 }

@@ -250,7 +250,7 @@ impl GroupLink {
         let reg = self.inner.lock().regs.get(&fd).copied().filter(|r| r.gen == gen)?;
         self.rearm.push(tok);
         let state = state.visible(reg.interest);
-        (!state.is_empty()).then_some(Event { fd, state, gen: gen | GROUP_GEN })
+        (!state.is_empty()).then_some(Event::new(fd, state, gen | GROUP_GEN))
     }
 
     /// Re-arms what the previous call delivered; returns how many.

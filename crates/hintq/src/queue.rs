@@ -23,10 +23,11 @@ use std::time::{Duration, Instant};
 /// too, as the paper's kernel queue could).
 const HARVEST_MIN: usize = 64;
 
-/// Bits of [`Queue::unusual`]: what the common call ([`Queue::lean`]) cannot handle. While
-/// none is set, `get_next_event` tests that one word and runs only what the contract asks of
-/// every call: one wait, each report's registration, generation and liveness checked by one
-/// compare, its state converted and stored in the caller's array.
+/// Bits of [`Queue::unusual`]: what the common call ([`Queue::lean_epoll`],
+/// [`Queue::lean_uring`]) cannot handle. While none is set, `get_next_event` tests that one
+/// word and runs only what the contract asks of every call: one wait, each report's
+/// registration, generation and liveness checked by one compare, and the report as the
+/// caller's event (on epoll the kernel's record is the event, where it lies).
 mod unusual {
     /// The backend is not one the lean path waits on (epoll, level or edge, and io_uring
     /// without a coalescing window).
@@ -43,6 +44,16 @@ mod unusual {
     pub(super) const HANDOFF: u32 = 1 << 5;
     /// A [`crate::Waker`] fired and the next call returns at once.
     pub(super) const WOKEN: u32 = 1 << 6;
+}
+
+/// The deadline of a lean call's positive timeout (the clock is read only for one), for what
+/// remains if the call goes on ([`Queue::lean_again`]).
+#[inline(always)]
+fn lean_deadline(timeout: Option<Duration>) -> Option<Instant> {
+    match timeout {
+        Some(t) if !t.is_zero() => Instant::now().checked_add(t),
+        _ => None,
+    }
 }
 
 /// Counters a queue keeps about itself; see [`Queue::stats`]. More may be added: read the
@@ -203,7 +214,7 @@ impl Builder {
 /// flight that move is refused with `ResourceBusy` and the call changes nothing. Make a
 /// queue on the thread that will wait on it, or move it before its first use.
 pub struct Queue {
-    /// Bits of [`unusual`]: zero in the common case, which [`Queue::lean`] serves.
+    /// Bits of [`unusual`]: zero in the common case, which the lean paths serve ([`Queue::lean_epoll`], [`Queue::lean_uring`]).
     unusual: u32,
     /// The lean path's calls on io_uring, counted (wrapping) for [`Slot::seen`](crate::slots::Slot).
     batch: u16,
@@ -318,12 +329,16 @@ impl Queue {
             false => interest,
         };
         if interest.is_empty() {
-            if self.slots.get(i).is_some_and(Slot::live) {
-                let gen = self.slots[i].gen();
+            // The slot is held across the backend's call (a field of its own), so that it is
+            // looked up once.
+            if let Some(slot) = self.slots.get_mut(i).filter(|s| s.live()) {
+                let gen = slot.gen();
                 // The backend first: a revoke it refuses (a uring queue used from another
                 // thread while a send is in flight) changes nothing here either.
                 self.poller.delete(fd, token(fd, gen))?;
-                self.revoke_slot(i);
+                let pending = slot.pending;
+                *slot = Slot { key: gen, ..Slot::default() };
+                self.forget(pending);
                 // Only the highest registration's revoke can shorten the slots.
                 if i + 1 == self.slots.len() {
                     self.shorten();
@@ -331,17 +346,19 @@ impl Queue {
             }
             return Ok(None);
         }
-        if i >= self.slots.len() {
-            if self.slots.capacity() == 0 {
-                self.slots.reserve(sys::fd_table_reserve().max(i + 1));
+        let slot = match self.slots.get_mut(i) {
+            Some(slot) => slot,
+            None => self.slots.grown(i),
+        };
+        let fresh = !slot.live();
+        let gen = match fresh {
+            // A fresh registration's generation is taken even if the backend refuses it.
+            true => {
+                slot.key = next_gen(slot.gen());
+                slot.key
             }
-            self.slots.grow(i);
-        }
-        let fresh = !self.slots[i].live();
-        if fresh {
-            self.slots[i].key = next_gen(self.slots[i].gen());
-        }
-        let gen = self.slots[i].gen();
+            false => slot.gen(),
+        };
         if let Err(e) = self.poller.set(fd, token(fd, gen), interest, Arm::new(fresh)) {
             // A fresh slot left empty on top would stop the slots from ever shortening.
             if fresh && i + 1 == self.slots.len() {
@@ -349,10 +366,7 @@ impl Queue {
             }
             return Err(e);
         }
-        let slot = &mut self.slots[i];
-        slot.key = gen | LIVE;
-        slot.interest = interest;
-        slot.disarmed = false;
+        *slot = Slot { key: gen | LIVE, interest, disarmed: false, ..*slot };
         if fresh {
             self.registered += 1;
             if self.slots.registered(self.registered) {
@@ -470,8 +484,19 @@ impl Queue {
     /// `InvalidInput` if `events` is empty; the backend's OS errors otherwise.
     #[inline]
     pub fn get_next_event(&mut self, events: &mut [Event], timeout: Option<Duration>) -> io::Result<usize> {
-        if self.unusual == 0 && !events.is_empty() {
-            return self.lean(events, timeout);
+        if self.unusual == 0 {
+            match self.poller {
+                // The common call on epoll, with an array long enough to take the kernel's
+                // records itself: tested first, with the array's length alone.
+                Any::Epoll(_) if epoll::IN_PLACE && events.len() >= HARVEST_MIN => {
+                    return self.lean_epoll(events, timeout, lean_deadline(timeout))
+                }
+                Any::Uring(_) if !events.is_empty() => {
+                    return self.lean_uring(events, timeout, lean_deadline(timeout))
+                }
+                Any::Epoll(_) if !events.is_empty() => return self.lean_epoll_short(events, timeout),
+                _ => {}
+            }
         }
         self.get_next_usual(events, timeout)
     }
@@ -489,31 +514,26 @@ impl Queue {
         r
     }
 
-    /// The common call ([`unusual`] is zero: an epoll backend, nothing pending, no group, no
-    /// bound, no hand-off): one wait whose reports become the caller's events in place. A
+    /// [`Queue::lean_epoll`] for an array shorter than [`HARVEST_MIN`] (or where the kernel's
+    /// records are not events, [`epoll::IN_PLACE`]): out of line, so that the common call's
+    /// body is inlined once.
+    #[inline(never)]
+    fn lean_epoll_short(&mut self, events: &mut [Event], timeout: Option<Duration>) -> io::Result<usize> {
+        self.lean_epoll(events, timeout, lean_deadline(timeout))
+    }
+
+    /// The common call ([`unusual`] is zero: nothing pending, no group, no bound, no
+    /// hand-off) on epoll: one wait whose reports become the caller's events in place. A
     /// report of the queue's own watches (the waker), or more than `events` holds, and what
     /// follows it go the usual way ([`Queue::lean_rest`]). An interrupted wait, or one that
     /// brought only stale reports before its time was up, goes on in
     /// [`Queue::get_next_usual`] with what remains of the timeout.
-    #[inline(always)]
-    fn lean(&mut self, events: &mut [Event], timeout: Option<Duration>) -> io::Result<usize> {
-        // A positive timeout's deadline, read only for one, for what remains if the call goes on.
-        let deadline = match timeout {
-            Some(t) if !t.is_zero() => Instant::now().checked_add(t),
-            _ => None,
-        };
-        match self.poller {
-            Any::Epoll(_) => self.lean_epoll(events, timeout, deadline),
-            Any::Uring(_) => self.lean_uring(events, timeout, deadline),
-            _ => self.get_next_usual(events, timeout),
-        }
-    }
-
-    /// [`Queue::lean`] on epoll: each registration is reported at most once per wait, so the
-    /// reports need no coalescing among themselves. An array of [`HARVEST_MIN`] events or
-    /// more takes the kernel's records itself ([`epoll::IN_PLACE`]), each turned into its
-    /// event where it lies; a shorter one is filled from the set's own buffer of
-    /// `HARVEST_MIN`, the rest going to the FIFO.
+    ///
+    /// Each registration is reported at most once per wait, so the reports need no
+    /// coalescing among themselves. An array of [`HARVEST_MIN`] events or more takes the
+    /// kernel's records itself ([`epoll::IN_PLACE`]), each its event where it lies once its
+    /// token is checked (an event keeps the kernel's bits); a shorter one is filled from the
+    /// set's own buffer of `HARVEST_MIN`, the rest going to the FIFO.
     ///
     /// A report's state is not limited to the interest here: the kernel reports only the
     /// bits the watch asks for (`ep_item_poll` masks with the watch's events at each wait),
@@ -540,36 +560,44 @@ impl Queue {
             }
             Err(e) => return Err(e),
         };
-        // Every access to `events` below is through this pointer, reads of the kernel's
-        // records in it as well as writes of events.
-        let out = events.as_mut_ptr();
-        let reports: *const libc::epoll_event = match in_place {
-            true => out.cast_const().cast(),
-            false => ep.reports(0, got).as_ptr(),
-        };
-        // Reports past the array (only from the set's buffer) go the usual way.
-        let end = if in_place { got } else { got.min(events.len()) };
         let slots = &self.slots[..];
-        let mut n = 0;
-        while n < end {
-            // SAFETY: `n < got` reports were written, in the caller's array or the set's
-            // buffer; in the array, events were written only below `n` so far.
-            let k = unsafe { reports.add(n).read_unaligned() };
+        // The report's registration is live and of the token's generation (an internal
+        // token's high half has INTERNAL, which no key has). The kernel reports only the bits
+        // the watch asks for, plus `ERR` and `HUP` (see above).
+        let current = |k: &libc::epoll_event| {
             let tok = k.u64;
-            match slots.get(tok as u32 as usize) {
-                // An internal token's high half has INTERNAL, which no key has.
-                Some(slot) if slot.key == (tok >> 32) as u32 | LIVE => {
-                    debug_assert!(!sys::state_from_epoll(k.events).visible(slot.interest).is_empty());
-                    let state = sys::state_from_epoll(k.events);
-                    let ev = Event { state, fd: tok as u32 as RawFd, gen: (tok >> 32) as u32 };
-                    // SAFETY: `n < events.len()`; the record read from there is not read again.
-                    unsafe { out.add(n).write(ev) };
-                    n += 1;
+            slots.get(tok as u32 as usize).is_some_and(|slot| {
+                let live = slot.key == (tok >> 32) as u32 | LIVE;
+                debug_assert!(!live || !sys::state_from_epoll(k.events).visible(slot.interest).is_empty());
+                live
+            })
+        };
+        let mut n = 0;
+        if in_place {
+            // Each report is its event already (the layouts agree, and an event keeps the
+            // kernel's bits): only its registration is checked.
+            while n < got {
+                // SAFETY: the kernel wrote `got` records into `events`; none was overwritten.
+                let k = unsafe { epoll::report_in(events.as_ptr(), n) };
+                if !current(&k) {
+                    break;
                 }
-                // A report of the queue's own watches, or a stale one.
-                _ => return self.lean_rest(events, n, got, in_place, timeout, deadline),
+                n += 1;
+            }
+        } else {
+            // Reports past the array go the usual way.
+            let reports = ep.reports(0, got);
+            let end = got.min(events.len());
+            while n < end {
+                let k = reports[n];
+                if !current(&k) {
+                    break;
+                }
+                events[n] = Event { bits: k.events, fd: k.u64 as u32 as RawFd, gen: (k.u64 >> 32) as u32 };
+                n += 1;
             }
         }
+        // A report of the queue's own watches, a stale one, or more than the array holds.
         if n < got {
             return self.lean_rest(events, n, got, in_place, timeout, deadline);
         }
@@ -578,7 +606,7 @@ impl Queue {
         Ok(n)
     }
 
-    /// [`Queue::lean`] on io_uring: the completions of one view of the ring become the
+    /// The common call on io_uring: the completions of one view of the ring become the
     /// caller's events in place, a registration's later completions in the same view
     /// coalesced into its event ([`Slot::seen`](crate::slots::Slot)). Any other completion (a poll that ended, a
     /// send, a receive, the waker) and those after it go the usual way
@@ -624,7 +652,7 @@ impl Queue {
             debug_assert_eq!(state, state.visible(slot.interest));
             if many && slot.seen == batch {
                 if let Some(ev) = events[..n].iter_mut().rev().find(|e| e.fd == fd) {
-                    ev.state |= state;
+                    ev.add(state);
                     stats.coalesced += 1;
                     return true;
                 }
@@ -632,7 +660,7 @@ impl Queue {
             if n == events.len() {
                 return false;
             }
-            events[n] = Event { state, fd, gen: slot.key & !LIVE };
+            events[n] = Event::new(fd, state, slot.key & !LIVE);
             if many {
                 slot.seen = batch;
             }
@@ -848,7 +876,7 @@ impl Queue {
             // `deliver_now`) joins it, and its registration is no longer pending.
             for ev in &mut out[..n] {
                 let slot = &mut self.slots[ev.fd as usize];
-                ev.state |= self.fifo.release(slot).visible(slot.interest);
+                ev.add(self.fifo.release(slot).visible(slot.interest));
             }
         }
         Ok(n)
@@ -946,7 +974,7 @@ impl Queue {
             return None;
         }
         self.delivered_one(fd, gen);
-        Some(Event { fd, state, gen })
+        Some(Event::new(fd, state, gen))
     }
 
     /// The overflow scan ([`Fifo::scan`]) into `out`; each registration found is handed out.
@@ -1071,6 +1099,12 @@ impl Queue {
         let slot = &mut self.slots[i];
         let pending = slot.pending;
         *slot = Slot { key: slot.gen(), ..Slot::default() };
+        self.forget(pending);
+    }
+
+    /// The count's and the FIFO's part of a revoke, once the slot is cleared (it was `pending`).
+    #[inline(always)]
+    fn forget(&mut self, pending: bool) {
         self.registered -= 1;
         self.fifo.revoked(pending, &self.slots);
     }
@@ -1119,7 +1153,7 @@ mod tests {
             }
             let high = pairs.last().unwrap().0.as_raw_fd();
             // An event of the highest registration, as the application would hold it.
-            let old = Event { fd: high, gen: q.generation(high).unwrap(), state: State::READ };
+            let old = Event::new(high, State::READ, q.generation(high).unwrap());
             let room = q.slots.capacity() * std::mem::size_of::<Slot>();
             let resident = |q: &Queue| hintq_sys::resident_pages(q.slots.as_ptr().cast(), room).unwrap();
             let before = resident(&q);
@@ -1145,7 +1179,7 @@ mod tests {
                 !q.is_current(&old),
                 "{backend}: an event from before the trim passed for a new registration"
             );
-            let new = Event { fd: high, gen: q.generation(high).unwrap(), state: State::READ };
+            let new = Event::new(high, State::READ, q.generation(high).unwrap());
             assert!(q.is_current(&new), "{backend}");
             write_byte(&pairs.last().unwrap().1);
             let mut evs = [Event::default(); 8];

@@ -64,11 +64,11 @@ pub(crate) struct Table {
     pub(crate) trims: u64,
     /// The most slots since pages were last given back ([`Table::trim`]).
     dirty: usize,
-    /// The most registrations at once since the last trim (at a trim, those left): the slots
-    /// are dropped back only while a peak of [`TRIM_PEAK`] or more ends ([`Table::shorten`]),
+    /// [`TRIM_PEAK`] registrations or more were live at once since the last trim (or were
+    /// left at it): the slots are dropped back only while such a peak ends ([`Table::shorten`]),
     /// so that a few connections coming and going at high numbers (a shard whose neighbours
     /// hold the low ones) do not refill and drop thousands of slots each.
-    peak: usize,
+    peaked: bool,
 }
 
 impl Deref for Table {
@@ -100,13 +100,26 @@ impl Table {
         self.dirty = self.dirty.max(i + 1);
     }
 
-    /// A registration was made; `registered` are live now. True when a peak of
-    /// [`TRIM_PEAK`] begins: slots left empty on top before it should go now
-    /// ([`Table::shorten`]).
+    /// Slot `i`, made to exist ([`Table::grow`]): for a number past the slots.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn grown(&mut self, i: usize) -> &mut Slot {
+        self.grow(i);
+        &mut self.slots[i]
+    }
+
+    /// A registration was made; `registered` are live now (one more than before). True when a
+    /// peak of [`TRIM_PEAK`] begins: slots left empty on top before it should go now
+    /// ([`Table::shorten`]). Registrations rise by one at a time, so a peak begins when they
+    /// reach [`TRIM_PEAK`]: one compare per registration.
+    #[inline(always)]
     pub(crate) fn registered(&mut self, registered: usize) -> bool {
-        let begins = registered == TRIM_PEAK && self.peak < TRIM_PEAK;
-        self.peak = self.peak.max(registered);
-        begins
+        registered == TRIM_PEAK && self.peak_begins()
+    }
+
+    #[cold]
+    fn peak_begins(&mut self) -> bool {
+        !std::mem::replace(&mut self.peaked, true)
     }
 
     /// Keeps the slots ending at the highest registered number: called when that
@@ -125,7 +138,7 @@ impl Table {
     /// ones (a shard whose neighbours hold the numbers between) would refill and drop every
     /// slot between them, each time.
     pub(crate) fn shorten(&mut self, registered: usize) -> bool {
-        if self.peak < TRIM_PEAK {
+        if !self.peaked {
             return false;
         }
         let used = self.slots.iter().rposition(|s| s.live() || s.pending).map_or(0, |i| i + 1);
@@ -134,7 +147,7 @@ impl Table {
         if self.dirty >= TRIM_PEAK && used * 2 <= self.dirty {
             self.trim();
             // What is left is the new peak: under TRIM_PEAK it is over.
-            self.peak = registered;
+            self.peaked = registered >= TRIM_PEAK;
             return true;
         }
         false

@@ -189,9 +189,9 @@ impl Epoll {
     }
 
     /// One `epoll_wait` straight into the caller's array (at most [`WAIT_MAX`] reports):
-    /// returns how many the kernel wrote. They are the kernel's records, not events yet:
-    /// read them through [`report_in`] and overwrite each with its event (the layouts
-    /// agree: [`IN_PLACE`]), or leave them (any bytes are a valid `Event`).
+    /// returns how many the kernel wrote. Each record is its event where it lies (the
+    /// layouts agree, [`IN_PLACE`], and an event keeps the kernel's bits) once its token is
+    /// checked; read them through [`report_in`] (any bytes are a valid `Event`).
     #[inline(always)]
     pub(crate) fn wait_into(&mut self, events: &mut [Event], timeout_ms: libc::c_int) -> io::Result<usize> {
         if !IN_PLACE {
@@ -209,11 +209,11 @@ impl Epoll {
 }
 
 /// True where an [`Event`] is an `epoll_event` with a registration's token (x86-64, where
-/// the kernel's record is packed): the kernel's `events` where the state goes, then the
+/// the kernel's record is packed): the kernel's `events` where the event's bits go, then the
 /// token's low half (the descriptor) and high half (the generation). Only then does
 /// [`Epoll::wait_into`] run; elsewhere the reports go through the set's own buffer.
 pub(crate) const IN_PLACE: bool = std::mem::size_of::<Event>() == std::mem::size_of::<libc::epoll_event>()
-    && std::mem::offset_of!(Event, state) == 0
+    && std::mem::offset_of!(Event, bits) == 0
     && std::mem::offset_of!(Event, fd) == 4
     && std::mem::offset_of!(Event, gen) == 8
     && std::mem::align_of::<Event>() >= std::mem::align_of::<libc::epoll_event>()

@@ -1246,7 +1246,7 @@ impl Uring {
 
     /// Whether an enter is due even with CQEs in hand: entries wait in the SQ ring, or
     /// overflowed CQEs wait in the kernel (quirk c).
-    #[inline]
+    #[inline(always)]
     fn must_enter(&mut self) -> bool {
         let sq = self.ring.submission();
         !sq.is_empty() || sq.cq_overflow() || sq.taskrun()
