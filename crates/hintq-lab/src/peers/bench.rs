@@ -4,7 +4,7 @@
 use clap::Args;
 use hintq::{Backend, Event, Interest, Queue};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 /// `hintq lab peer-bench`.
@@ -43,7 +43,7 @@ pub struct BenchArgs {
 
 /// An event loop as the method sees it: re-arm one watcher, make one non-blocking pass.
 trait Loop {
-    fn rearm(&mut self, i: usize, fd: RawFd) -> io::Result<()>;
+    fn rearm(&mut self, i: usize, fd: BorrowedFd<'_>) -> io::Result<()>;
     /// Calls `ready(i)` for each readable pair found by one non-blocking pass.
     fn pass(&mut self, ready: &mut dyn FnMut(usize)) -> io::Result<()>;
 }
@@ -56,17 +56,18 @@ struct HintqLoop {
 }
 
 impl Loop for HintqLoop {
-    fn rearm(&mut self, i: usize, fd: RawFd) -> io::Result<()> {
+    fn rearm(&mut self, i: usize, borrowed: BorrowedFd<'_>) -> io::Result<()> {
+        let fd = borrowed.as_raw_fd();
         if self.index.len() <= fd as usize {
             self.index.resize(fd as usize + 1, usize::MAX);
         }
         if self.index[fd as usize] != usize::MAX {
-            self.q.declare_interest(fd, Interest::empty())?;
+            self.q.declare_interest(borrowed, Interest::empty())?;
         }
         self.index[fd as usize] = i;
         // The state is not wanted (the flush pass takes whatever is ready): the paper's call
         // with a NULL statemask, as libevent's `event_add` and mio's `register` are.
-        self.q.declare(fd, Interest::READ)
+        self.q.declare(borrowed, Interest::READ)
     }
     fn pass(&mut self, ready: &mut dyn FnMut(usize)) -> io::Result<()> {
         let n = self.q.get_next_event(&mut self.evs, Some(Duration::ZERO))?;
@@ -82,7 +83,8 @@ struct MioLoop {
 }
 
 impl Loop for MioLoop {
-    fn rearm(&mut self, i: usize, fd: RawFd) -> io::Result<()> {
+    fn rearm(&mut self, i: usize, fd: BorrowedFd<'_>) -> io::Result<()> {
+        let fd = fd.as_raw_fd();
         let reg = self.poll.registry();
         let mut src = mio::unix::SourceFd(&fd);
         if self.registered[i] {
@@ -141,7 +143,7 @@ fn one_run(
 ) -> io::Result<(f64, u64)> {
     if rearm {
         for (i, p) in pairs.iter().enumerate() {
-            lp.rearm(i, p.0.as_raw_fd())?;
+            lp.rearm(i, p.0.as_fd())?;
         }
     }
     let mut ring = Ring { pairs, got: 0, sent: 0, left: 0, failures: 0 };
