@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod bench_patterns;
+mod lab_args;
 
 #[derive(Parser)]
 #[command(
@@ -26,7 +27,7 @@ enum Command {
     /// List the event backends and whether this kernel supports each.
     Backends,
     /// Run the papers' experiments (E1-E12) on this machine and write the report with plots.
-    Lab(hintq_lab::LabArgs),
+    Lab(lab_args::LabCli),
     /// Run benchmarks.
     Bench {
         #[command(subcommand)]
@@ -193,7 +194,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Backends => backends(),
-        Command::Lab(args) => hintq_lab::main(args),
+        Command::Lab(args) => hintq_lab::main(args.into()),
         Command::Load(args) => load(*args),
         Command::LoadWorker => load_worker(),
         Command::Proxy(args) => proxy(args),

@@ -1,43 +1,30 @@
 //! libevent's `test/bench.c` method over hintq (any backend) and over mio, for E9: the same
 //! method as `peers/bench_method.c` (see there), so every peer is timed alike.
 
-use clap::Args;
 use hintq::{Backend, Event, Interest, Queue};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
-/// `hintq lab peer-bench`.
-#[derive(Args, Debug, Clone)]
+/// What `hintq lab peer-bench` was asked (the binary's flags, `src/lab_args.rs`).
+#[derive(Debug, Clone)]
 pub struct BenchArgs {
-    /// The library under the method: `hintq` or `mio`.
-    #[arg(long, value_name = "hintq|mio")]
+    /// `--lib`: `hintq` or `mio`.
     pub lib: String,
-    /// The hintq backend (ignored for mio, which is epoll).
-    #[arg(long, default_value = "epoll", value_name = "NAME")]
+    /// `--backend`: hintq's backend.
     pub backend: String,
-    /// Socket pairs.
-    #[arg(short = 'n', default_value_t = 100)]
+    /// `-n`: socket pairs.
     pub pairs: usize,
-    /// Pairs written to at the start of a run.
-    #[arg(short = 'a', default_value_t = 1)]
+    /// `-a`: pairs written to at the start of a run.
     pub active: usize,
-    /// Writes passed on in a run.
-    #[arg(short = 'w', default_value_t = 100)]
+    /// `-w`: writes passed on in a run.
     pub writes: usize,
-    /// Runs (one line each).
-    #[arg(short = 'r', default_value_t = 25)]
+    /// `-r`: runs.
     pub runs: usize,
-    /// Not used by the method: the launch's number in the lab's plan (E9 starts each point
-    /// several times, as separate processes), so that every launch has a command line of its
-    /// own and is run, not answered from the runner's record of an identical command.
-    #[arg(short = 'l', long, default_value_t = 0)]
+    /// `-l`: the launch's number in the lab's plan, unused by the method (it makes each
+    /// launch's command line its own).
     pub launch: u32,
-    /// A diagnostic, not the method: watchers are registered before the first run only and
-    /// never re-armed, which is what libev's stop and start with an unchanged mask amount to
-    /// in the kernel. Set beside a normal launch, it shows how much of the cost's growth with
-    /// the pairs comes from the re-registration before each run.
-    #[arg(long)]
+    /// `--keep`, a diagnostic: watchers registered before the first run only, never re-armed.
     pub keep: bool,
 }
 
