@@ -15,7 +15,7 @@ use hintq::{Backend, Event, Interest, Queue};
 use std::collections::HashMap;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 fn main() {
@@ -46,7 +46,7 @@ fn run() -> io::Result<()> {
     // HINTQ_BACKEND picks the backend by name; unset, io_uring where the kernel allows it.
     let backend = Backend::from_env()?;
     let mut q = Queue::new(backend)?;
-    q.declare_interest(listener.as_raw_fd(), Interest::READ)?;
+    q.declare_interest(listener.as_fd(), Interest::READ)?;
     println!("echo server on {addr} ({backend} backend)");
 
     // Bounded demo: three clients of our own; the server stops once they are done.
@@ -120,7 +120,7 @@ impl Server {
             };
             stream.set_nonblocking(true)?;
             let fd = stream.as_raw_fd();
-            let state = self.q.declare_interest(fd, Interest::READ)?;
+            let state = self.q.declare_interest(stream.as_fd(), Interest::READ)?;
             self.conns.insert(fd, Conn { stream, unsent: Vec::new(), writing: false });
             println!("connection {fd} accepted");
             if state.is_readable() {
@@ -176,7 +176,7 @@ impl Server {
         if c.writing != writing {
             c.writing = writing;
             let interest = if writing { Interest::READ | Interest::WRITE } else { Interest::READ };
-            self.q.declare_interest(fd, interest)?;
+            self.q.declare_interest(c.stream.as_fd(), interest)?;
         }
         Ok(())
     }

@@ -19,7 +19,7 @@
 
 use hintq::{Backend, Delivery, Event, Group, Interest};
 use std::io::{self, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
@@ -81,7 +81,7 @@ fn run() -> io::Result<()> {
         .collect();
 
     ready.wait();
-    group.declare_interest(rdfd, Interest::READ, Delivery::One)?;
+    group.declare_interest(rd.as_fd(), Interest::READ, Delivery::One)?;
     println!("{MEMBERS} threads wait on one pipe ({backend} backend, Delivery::One)");
     for i in 0..READINESSES {
         wr.write_all(b"x")?;

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod bench_patterns;
+mod lab_args;
+mod serve_args;
 
 #[derive(Parser)]
 #[command(
@@ -26,7 +28,7 @@ enum Command {
     /// List the event backends and whether this kernel supports each.
     Backends,
     /// Run the papers' experiments (E1-E12) on this machine and write the report with plots.
-    Lab(hintq_lab::LabArgs),
+    Lab(lab_args::LabCli),
     /// Run benchmarks.
     Bench {
         #[command(subcommand)]
@@ -44,13 +46,13 @@ enum Command {
     /// sharded and sharded-shared only (a proxied connection has two descriptors; the pool
     /// patterns would hand them to two threads, needing a per-session lock and a cross-core
     /// wake-up per request).
-    Proxy(hintq_serve::proxy::ProxyArgs),
+    Proxy(serve_args::ProxyCli),
     /// Static HTTP/1.1 server for the files under a directory.
     ///
     /// GET and HEAD of files under --root, keep-alive and pipelining, sendfile, ETag and
     /// Last-Modified validators, byte ranges, directory index.html, timeouts, graceful
     /// shutdown on SIGINT/SIGTERM.
-    Serve(hintq_serve::serve::ServeArgs),
+    Serve(serve_args::ServeCli),
     /// Internal: a worker process of `hintq load` (reads its share on stdin).
     #[command(name = "__load-worker", hide = true)]
     LoadWorker,
@@ -193,11 +195,11 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Backends => backends(),
-        Command::Lab(args) => hintq_lab::main(args),
+        Command::Lab(args) => hintq_lab::main(args.into()),
         Command::Load(args) => load(*args),
         Command::LoadWorker => load_worker(),
-        Command::Proxy(args) => proxy(args),
-        Command::Serve(args) => serve(&args),
+        Command::Proxy(args) => proxy(args.into()),
+        Command::Serve(args) => serve(&args.into()),
         Command::Bench { what: BenchCommand::Micro(args) } => bench_micro(args),
         Command::Bench { what: BenchCommand::Rtsig(args) } => bench_hist("rtsig", args),
         Command::Bench { what: BenchCommand::Gooch(args) } => bench_hist("gooch", args),

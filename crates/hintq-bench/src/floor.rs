@@ -26,7 +26,7 @@ use hintq_sys::{cvt, BufRing};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use std::io;
 use std::net::TcpListener;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
 
 /// The mechanism the floor server waits with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,11 +132,6 @@ fn accept(listener: RawFd) -> io::Result<RawFd> {
     Ok(fd)
 }
 
-/// A new epoll instance (never closed: the loops end with the process).
-pub(crate) fn epoll_create() -> io::Result<RawFd> {
-    hintq_sys::epoll_create().map(std::os::fd::IntoRawFd::into_raw_fd)
-}
-
 /// Watches `fd` for input, level-triggered, its number as the event's data.
 pub(crate) fn epoll_add(ep: RawFd, fd: RawFd) -> io::Result<()> {
     crate::sys::epoll_add(ep, fd, libc::EPOLLIN as u32, fd as u64)
@@ -148,7 +143,8 @@ pub(crate) fn epoll_wait(ep: RawFd, events: &mut [libc::epoll_event]) -> io::Res
 }
 
 fn epoll(listener: &TcpListener, response: &[u8]) -> io::Result<()> {
-    let ep = epoll_create()?;
+    // Never closed: the loop ends with the process.
+    let ep = hintq_sys::epoll_create()?.into_raw_fd();
     let add = |fd: RawFd| epoll_add(ep, fd);
     let lfd = listener.as_raw_fd();
     add(lfd)?;

@@ -33,7 +33,7 @@ use crate::row::Row;
 use crate::sys;
 use hintq::{Backend, Builder, Event, GoochPolicy, Interest, Queue};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 /// Gooch's figure: about 3 us per descriptor per `poll(2)` (Pentium 100, Linux 2.1.x).
@@ -183,7 +183,7 @@ fn perfd(plan: &Plan, rep: u32, rows: &mut Vec<Rec>) -> io::Result<()> {
 /// A queue on `b` with `idle` then the watched ends of `pairs` registered.
 fn registered(t: Target, idle: &[OwnedFd], pairs: &[(OwnedFd, OwnedFd)]) -> io::Result<Queue> {
     let mut q = t.queue()?;
-    for fd in idle.iter().map(AsRawFd::as_raw_fd).chain(pairs.iter().map(|p| p.0.as_raw_fd())) {
+    for fd in idle.iter().map(AsFd::as_fd).chain(pairs.iter().map(|p| p.0.as_fd())) {
         q.declare_interest(fd, Interest::READ)?;
     }
     Ok(q)
@@ -288,7 +288,7 @@ fn wake(
     let mut phase = 0x9e37_79b9_u32.wrapping_mul(rep + 1);
     for t in rotated(&TARGETS, rep) {
         let mut q = registered(t, &idle[..WAKE_N - a - 1], &pairs[..a])?;
-        q.declare_interest(quiet.0.as_raw_fd(), Interest::READ)?;
+        q.declare_interest(quiet.0.as_fd(), Interest::READ)?;
         let mut busy = Busy::new(&pairs[..a], true);
         for _ in 0..plan.samples {
             // A phase of 0..INTERVAL on top of the quiet time (xorshift), so writes fall

@@ -6,7 +6,7 @@ use crate::row::{self, Row, Spread};
 use crate::sys::{self, RawEpoll, RawUring};
 use hintq::{Backend, Event, Interest, Queue};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 /// fig6a: `array_max` values.
@@ -170,8 +170,8 @@ fn ns(d: Duration) -> u64 {
     d.as_nanos() as u64
 }
 
-fn raw_of(fds: &[OwnedFd]) -> impl Iterator<Item = RawFd> + '_ {
-    fds.iter().map(AsRawFd::as_raw_fd)
+fn raw_of(fds: &[OwnedFd]) -> impl Iterator<Item = BorrowedFd<'_>> + '_ {
+    fds.iter().map(AsFd::as_fd)
 }
 
 /// The targets in the order of repetition `rep`: rotated by one each time.
@@ -184,7 +184,11 @@ fn rotated(targets: &[Target], rep: u32) -> Vec<Target> {
     t
 }
 
-fn queue_with(b: Backend, uring_defer: bool, fds: impl Iterator<Item = RawFd>) -> io::Result<Queue> {
+fn queue_with<'a>(
+    b: Backend,
+    uring_defer: bool,
+    fds: impl Iterator<Item = BorrowedFd<'a>>,
+) -> io::Result<Queue> {
     let mut q = hintq::Builder::new(b).uring_defer(uring_defer).build()?;
     for fd in fds {
         q.declare_interest(fd, Interest::READ)?;
@@ -192,10 +196,10 @@ fn queue_with(b: Backend, uring_defer: bool, fds: impl Iterator<Item = RawFd>) -
     Ok(q)
 }
 
-fn raw_with(max: usize, fds: impl Iterator<Item = RawFd>) -> io::Result<RawEpoll> {
+fn raw_with<'a>(max: usize, fds: impl Iterator<Item = BorrowedFd<'a>>) -> io::Result<RawEpoll> {
     let ep = RawEpoll::new(max)?;
     for fd in fds {
-        ep.add(fd)?;
+        ep.add(fd.as_raw_fd())?;
     }
     Ok(ep)
 }
@@ -217,7 +221,7 @@ pub fn fig6a(plan: &Plan, out: &mut Output) -> io::Result<()> {
         eprintln!("fig6a rep {}/{}", rep + 1, plan.reps);
         for &k in &ARRAY_MAX {
             let active = &pairs[..k];
-            let watched = || active.iter().map(|p| p.0.as_raw_fd());
+            let watched = || active.iter().map(|p| p.0.as_fd());
             for t in rotated(&targets, rep) {
                 let write_all = || active.iter().try_for_each(|p| sys::write1(p.1.as_raw_fd()));
                 let named = |e: io::Error| {
@@ -299,7 +303,7 @@ pub fn fig6b(plan: &Plan, fds: &Fds, out: &mut Output) -> io::Result<()> {
         eprintln!("fig6b rep {}/{}", rep + 1, plan.reps);
         for &idle in &plan.idle {
             // Idle first, the active one last: state-based backends scan past every idle one.
-            let registered = || raw_of(&fds.idle[..idle]).chain([watched]);
+            let registered = || raw_of(&fds.idle[..idle]).chain([fds.active.0.as_fd()]);
             for t in rotated(&targets, rep) {
                 let r = match t {
                     Target::Raw => {
@@ -319,7 +323,7 @@ pub fn fig6b(plan: &Plan, fds: &Fds, out: &mut Output) -> io::Result<()> {
                     }
                     Target::RawUring => {
                         let mut ring = RawUring::new(plan.uring_defer)?;
-                        registered().try_for_each(|fd| ring.add(fd))?;
+                        registered().try_for_each(|fd| ring.add(fd.as_raw_fd()))?;
                         cycles(plan.target, peer, watched, || match ring.wait()? {
                             0 => Err(nothing("io_uring_enter")),
                             _ => Ok(()),
@@ -366,7 +370,12 @@ pub fn fig7(plan: &Plan, fds: &Fds, out: &mut Output) -> io::Result<()> {
                 match t {
                     Target::Raw => {
                         let ep = raw_with(1, registered())?;
-                        let r = declare_revoke(plan.target, |fd| ep.add(fd), |fd| ep.del(fd), extra)?;
+                        let r = declare_revoke(
+                            plan.target,
+                            |fd| ep.add(fd.as_raw_fd()),
+                            |fd| ep.del(fd.as_raw_fd()),
+                            extra,
+                        )?;
                         r.push(out, ("fig7", "declare", 0), t, rep, n);
                         r.push(out, ("fig7", "revoke", 1), t, rep, n);
                     }
@@ -392,10 +401,10 @@ pub fn fig7(plan: &Plan, fds: &Fds, out: &mut Output) -> io::Result<()> {
 }
 
 /// Rounds of: `declare` every extra descriptor (timed), then `revoke` each (timed apart).
-fn declare_revoke<I: Iterator<Item = RawFd>>(
+fn declare_revoke<'a, I: Iterator<Item = BorrowedFd<'a>>>(
     target: Duration,
-    mut declare: impl FnMut(RawFd) -> io::Result<()>,
-    mut revoke: impl FnMut(RawFd) -> io::Result<()>,
+    mut declare: impl FnMut(BorrowedFd<'a>) -> io::Result<()>,
+    mut revoke: impl FnMut(BorrowedFd<'a>) -> io::Result<()>,
     extra: impl Fn() -> I,
 ) -> io::Result<Run<2>> {
     measure(target, |n| {

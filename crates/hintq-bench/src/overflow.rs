@@ -23,7 +23,7 @@ use crate::row::{self, Row};
 use crate::sys;
 use hintq::{Backend, Builder, Event, Hybrid, Interest, Queue};
 use std::io::{self, Write};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 /// The environment variable that makes `hintq bench rtsig` a child: `<limit> rep=<n>`.
@@ -233,7 +233,7 @@ fn bursts(
 /// A queue for `t` with `idle` then `pairs` registered (idle first: a scan passes them all).
 fn registered(t: Target, idle: &[OwnedFd], pairs: &[(OwnedFd, OwnedFd)]) -> io::Result<Queue> {
     let mut q = t.queue()?;
-    for fd in idle.iter().map(AsRawFd::as_raw_fd).chain(pairs.iter().map(|p| p.0.as_raw_fd())) {
+    for fd in idle.iter().map(AsFd::as_fd).chain(pairs.iter().map(|p| p.0.as_fd())) {
         q.declare_interest(fd, Interest::READ)?;
     }
     Ok(q)

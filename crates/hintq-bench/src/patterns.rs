@@ -26,7 +26,7 @@ use hintq_patterns::{start, Config, Counters, Handler, Next, Pattern, Role};
 use std::cell::RefCell;
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -303,7 +303,7 @@ impl Client {
             s.set_nodelay(true)?;
             s.set_nonblocking(true)?;
             let fd = high(OwnedFd::from(s))?;
-            q.declare(fd.as_raw_fd(), Interest::READ)?;
+            q.declare(fd.as_fd(), Interest::READ)?;
             conns.push(fd);
         }
         Ok(Client { q, conns })

@@ -95,7 +95,8 @@ fn short_send(fd: RawFd, sent: isize, want: usize, pairs: &mut Pairs) {
 }
 
 fn epoll(listener: &TcpListener, upstream: SocketAddr) -> io::Result<()> {
-    let ep = floor::epoll_create()?;
+    // Never closed: the loop ends with the process.
+    let ep = hintq_sys::epoll_create()?.into_raw_fd();
     let add = |fd: RawFd| floor::epoll_add(ep, fd);
     let lfd = listener.as_raw_fd();
     add(lfd)?;

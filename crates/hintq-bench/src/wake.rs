@@ -23,7 +23,7 @@ use crate::row::{self, Row};
 use crate::sys;
 use hintq::{Backend, Delivery, Event, Group, Interest, Waker};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
@@ -179,7 +179,7 @@ fn point(plan: &Plan, target: Target, members: usize, rep: u32) -> io::Result<Co
     let group = match target {
         Target::Group(b) => {
             let g = Group::new(b)?;
-            g.declare_interest(fd, Interest::READ, Delivery::One)?;
+            g.declare_interest(watched.as_fd(), Interest::READ, Delivery::One)?;
             Some(g)
         }
         _ => None,

@@ -38,7 +38,7 @@ impl hq_group {
         };
         let fd = valid_fd(fd)?;
         let holder = Holder::Group(self.me.clone());
-        let state = self.group.declare_interest(fd, interest, delivery)?;
+        let state = self.group.declare_interest(crate::borrowed(fd), interest, delivery)?;
         if interest.is_empty() {
             revoke::remove(fd, &holder);
         } else {
@@ -56,7 +56,7 @@ impl hq_group {
         // `epoll_ctl(DEL)` failing on a set the group owns, which leaves nothing to undo: the
         // registration is gone from the group's table either way, so no event of it is
         // delivered.
-        let _ = self.group.declare_interest(fd, Interest::empty(), Delivery::One);
+        let _ = self.group.declare_interest(crate::borrowed(fd), Interest::empty(), Delivery::One);
     }
 }
 

@@ -49,6 +49,17 @@ fn valid_fd(fd: c_int) -> io::Result<c_int> {
     Ok(fd)
 }
 
+/// A C caller's descriptor number (not negative: [`valid_fd`]) as the `BorrowedFd` the core
+/// takes. C has no borrow to give: its contract is the paper's, the caller keeps `fd` open
+/// for the call (or revokes a number it closed behind the queue's back, [`revoke`]).
+fn borrowed(fd: c_int) -> std::os::fd::BorrowedFd<'static> {
+    debug_assert!(fd >= 0, "valid_fd first");
+    // SAFETY: `fd` is not -1 (valid_fd refused negatives, and the revokes pass numbers that
+    // were declared). The core never closes it and only hands the number to the kernel,
+    // which answers `EBADF` for one that is not open; the borrow ends with the call.
+    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+}
+
 /// C's `interestmask`: `EVENT_READ|EVENT_WRITE|EVENT_EXCEPT` bits only (`Interest::RECEIVE`
 /// is not offered to C: the header has no call to take what the ring received).
 fn interest(mask: c_int) -> io::Result<Interest> {

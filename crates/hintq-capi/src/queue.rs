@@ -187,8 +187,8 @@ impl hq_queue {
         // Without one, readiness that predates the call must arrive as an event instead,
         // which is what `Queue::declare` guarantees (and it saves the state query).
         match statemask {
-            Some(out) => *out = core.queue.declare_interest(fd, interest)?.bits() as c_int,
-            None => core.queue.declare(fd, interest)?,
+            Some(out) => *out = core.queue.declare_interest(crate::borrowed(fd), interest)?.bits() as c_int,
+            None => core.queue.declare(crate::borrowed(fd), interest)?,
         }
         let i = fd as usize;
         let was = core.declared.get(i).copied().unwrap_or(false);
@@ -301,7 +301,7 @@ impl Core {
     fn forget(&mut self, fd: RawFd) {
         let Some(d) = self.declared.get_mut(fd as usize).filter(|d| **d) else { return };
         *d = false;
-        if let Err(e) = self.queue.declare_interest(fd, Interest::empty()) {
+        if let Err(e) = self.queue.declare_interest(crate::borrowed(fd), Interest::empty()) {
             self.failed.get_or_insert(e);
         }
     }

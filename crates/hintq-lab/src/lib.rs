@@ -34,54 +34,36 @@ pub mod report;
 pub mod runner;
 pub mod verdict;
 
-use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// `hintq lab`.
-#[derive(Args, Debug, Clone)]
-#[command(args_conflicts_with_subcommands = true)]
+/// What `hintq lab` was asked (the binary's flags, `src/lab_args.rs`, fill it in).
+#[derive(Debug, Clone, Default)]
 pub struct LabArgs {
-    /// Fewer points and repetitions: a few minutes.
-    #[arg(long)]
+    /// `--quick`: fewer points and repetitions.
     pub quick: bool,
-    /// Output directory [default: lab-<date>].
-    #[arg(long, value_name = "DIR")]
+    /// `--out`: the output directory (`None`: `lab-<date>`).
     pub out: Option<PathBuf>,
-    /// Experiments to run, comma-separated (E1..E12) [default: all].
-    #[arg(long, value_name = "E1,E3,...", value_delimiter = ',')]
+    /// `--only`: the experiments to run (`None`: all).
     pub only: Option<Vec<String>>,
-    /// Measure nothing: print each experiment's points and estimated time, and the total
-    /// (never installs).
-    #[arg(long)]
+    /// `--plan`: measure nothing, print the points and the estimated time.
     pub plan: bool,
-    /// Do not install missing peers. By default the lab first installs what is missing of
-    /// nginx, libevent-dev, libev-dev and libuv1-dev with apt-get when it runs as root and
-    /// apt-get is there; a peer still missing is named, with why, in the run's first lines.
-    #[arg(long)]
+    /// `--no-install`: do not install missing peers.
     pub no_install: bool,
-    /// Measure nothing: read back the `E<n>.csv` files of the run in DIR and write its plots
-    /// and REPORT.md again with this binary's analyses (after an analysis changed, or to
-    /// check a report). The peers and the points not measured are taken from its REPORT.md.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "only", "no_install"])]
+    /// `--reanalyse`: measure nothing, analyse the run in this directory again.
     pub reanalyse: Option<PathBuf>,
-    /// One tiny point per experiment (for the end-to-end test; never installs).
-    #[arg(long, hide = true)]
+    /// One tiny point per experiment (the end-to-end test).
     pub smoke: bool,
-    /// Internal: the programs the lab runs as separate processes.
-    #[command(subcommand)]
+    /// One of the programs the lab runs as separate processes, instead of the lab.
     pub internal: Option<Internal>,
 }
 
 /// Programs of the lab itself, which it runs as separate processes; a person can run them too
 /// to repeat one point by hand.
-#[derive(Subcommand, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub enum Internal {
-    /// E9's point by hand: libevent's bench.c method over hintq or mio, µs per run.
-    ///
-    /// Socket pairs, a few written to at the start of each run, every write passed on to the
-    /// next pair until the run's writes are done; prints the microseconds of each run, one a
-    /// line. The lab runs it for E9 beside libevent, libev and libuv's own bench.c.
+    /// E9's point by hand (`hintq lab peer-bench`): libevent's bench.c method over hintq or
+    /// mio, µs per run.
     PeerBench(peers::bench::BenchArgs),
 }
 

@@ -25,7 +25,7 @@ use hintq_http::{parse_response, BodyDecoder, HeadWriter, Limits, Side, Version}
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -688,7 +688,8 @@ impl<'a> Worker<'a> {
     fn declare(&mut self, slot: Slot, interest: Interest) -> io::Result<()> {
         let c = self.conn(slot);
         let (fd, gen) = (c.fd, c.gen);
-        let state = self.q.declare_interest(fd, interest)?;
+        // SAFETY: the slot owns `fd` (opened by `sys::connect`, closed only through the queue).
+        let state = self.q.declare_interest(unsafe { BorrowedFd::borrow_raw(fd) }, interest)?;
         if !state.is_empty() {
             self.again.push((slot, gen, state, Instant::now()));
         }

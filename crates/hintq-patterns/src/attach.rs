@@ -18,7 +18,7 @@
 use crate::counters::Meter;
 use hintq::{Interest, Queue};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::AtomicI32;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
@@ -238,7 +238,7 @@ pub(crate) fn revoke(q: Option<&mut Queue>, owner: &[AtomicI32], e: Extra, meter
     match q {
         Some(q) if !e.interest.is_empty() => drop(meter.revoke(q, e.fd.as_raw_fd())),
         // Not watched: nothing to count (revoked all the same, to be sure).
-        Some(q) => drop(q.declare_interest(e.fd.as_raw_fd(), Interest::empty())),
+        Some(q) => drop(q.declare_interest(e.fd.as_fd(), Interest::empty())),
         None => {}
     }
     drop(e.fd);

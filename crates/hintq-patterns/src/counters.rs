@@ -169,7 +169,7 @@ impl Meter<'_> {
     /// that adds `fd` to the interest set).
     pub(crate) fn declare(self, q: &mut Queue, fd: RawFd, interest: Interest, new: bool) -> io::Result<()> {
         let t0 = self.on.then(Instant::now);
-        let r = q.declare(fd, interest);
+        let r = q.declare(crate::held(fd), interest);
         let ns = t0.map_or(0, since);
         let st = self.st;
         if interest.is_empty() {

@@ -8,7 +8,7 @@ use crate::counters::{since, Counter, Meter, ThreadStats, PERSISTENT_WAIT_ERRORS
 use crate::handoff::{InFlight, Leadership};
 use crate::{Config, Handler, Next, Why};
 use hintq::{Accepted, Acceptor, Event, Interest, Queue, Rearm, State, Waker, Wheel};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize};
 use std::sync::{Arc, Mutex};
@@ -323,7 +323,7 @@ impl<H: Handler> Core<H> {
         }
         match ctl {
             // Unwatched (after `Next::Wait`): nothing to count, revoked all the same.
-            Ctl::Own(q, _) if !watched => st.counted(q.declare_interest(raw, Interest::empty())),
+            Ctl::Own(q, _) if !watched => st.counted(q.declare_interest(conn.fd.as_fd(), Interest::empty())),
             Ctl::Own(q, _) => {
                 st.counted(self.meter(st).revoke(q, raw));
                 drop(conn.fd);
@@ -471,7 +471,7 @@ impl<H: Handler> Core<H> {
             Ctl::Shared(_) if next == Next::Wait => {}
             Ctl::Shared(s) if i == conn.interest => {
                 let r0 = self.clock();
-                st.counted(s.rearm.rearm_fd(cfd, conn.gen, i));
+                st.counted(s.rearm.rearm_fd(conn.fd.as_fd(), conn.gen, i));
                 st.add(Counter::Rearms, 1);
                 if let Some(r0) = r0 {
                     st.add(Counter::RearmNs, r0.elapsed().as_nanos() as u64);

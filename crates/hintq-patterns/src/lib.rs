@@ -126,7 +126,7 @@ pub use run::{start, Server};
 use hintq::{Backend, Interest, State};
 use std::fmt;
 use std::net::SocketAddr;
-use std::os::fd::RawFd;
+use std::os::fd::{BorrowedFd, RawFd};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -468,4 +468,15 @@ impl fmt::Debug for Config {
             .field("uring_receives", &self.uring_receives)
             .finish()
     }
+}
+
+/// A descriptor this crate holds open, by number (a connection or an attached descriptor in
+/// a thread's table, a listener its pattern keeps), borrowed for one call to the queue.
+/// The tables key their owners (`OwnedFd`) by number, and a number leaves the queue (revoke)
+/// before its owner is dropped, so the number names the owner's file for the call.
+pub(crate) fn held<'a>(fd: RawFd) -> BorrowedFd<'a> {
+    debug_assert!(fd >= 0, "a held descriptor");
+    // SAFETY: as above: every caller passes the number of a descriptor whose owner it holds
+    // until after the call (and never -1); the queue does not close it.
+    unsafe { BorrowedFd::borrow_raw(fd) }
 }

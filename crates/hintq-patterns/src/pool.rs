@@ -10,7 +10,7 @@ use crate::launch::{builder, first_listener, spawn, Started};
 use crate::{Config, Handler, Pattern, Role};
 use hintq::{Acceptor, Event, Interest, Queue, Wheel};
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicI32};
 use std::sync::{Arc, Mutex};
@@ -23,7 +23,7 @@ pub(crate) fn start_pool<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H>>
     let mut q = builder(cfg).build()?;
     let rearm = q.handoff()?;
     let waker = q.waker()?;
-    q.declare(lfd, Interest::READ)?;
+    q.declare(listener.as_fd(), Interest::READ)?;
     let shared = Arc::new(Shared {
         lead: Leadership::new(q),
         rearm,
@@ -89,13 +89,13 @@ fn holder_chores<H: Handler>(
     if lfd >= 0 && c.draining() {
         *paused = None;
         s.lfd.store(-1, Relaxed);
-        st.counted(q.declare_interest(lfd, Interest::empty()));
+        st.counted(q.declare_interest(crate::held(lfd), Interest::empty()));
         drop(s.listener.lock().unwrap_or_else(|e| e.into_inner()).take());
         drop(paused);
         c.begin_drain(&mut Ctl::Shared(s), (0, home), st);
     } else if paused.is_some_and(|t| Instant::now() >= t) {
         *paused = None;
-        st.counted(q.declare(lfd, Interest::READ));
+        st.counted(q.declare(crate::held(lfd), Interest::READ));
     }
     let ops = std::mem::take(&mut *s.ops.lock().unwrap_or_else(|e| e.into_inner()));
     for op in ops {
@@ -146,10 +146,10 @@ fn hold_and_wait<H: Handler>(
                 let r = match c.accept(&mut acc, (&mut *q, &mut Clock::Shared(&s.timers)), (0, home), st, 64)
                 {
                     Listen::Drained => s.rearm.rearm(&ev, Interest::READ),
-                    Listen::More => q.declare(lfd, Interest::READ),
+                    Listen::More => q.declare(crate::held(lfd), Interest::READ),
                     Listen::Pause(until) => {
                         *s.paused.lock().unwrap_or_else(|e| e.into_inner()) = Some(until);
-                        q.declare_interest(lfd, Interest::empty()).map(drop)
+                        q.declare_interest(crate::held(lfd), Interest::empty()).map(drop)
                     }
                 };
                 st.counted(r);

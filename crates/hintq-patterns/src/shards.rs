@@ -7,7 +7,7 @@ use crate::net;
 use crate::{Config, Handler, Pattern, Role};
 use hintq::{Acceptor, Delivery, Event, Group, Interest, Queue, Waker, Wheel};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 use std::time::Instant;
@@ -24,7 +24,7 @@ pub(crate) fn start_shards<H: Handler>(cfg: &Config, n: usize, core: &Arc<Core<H
         }
     }
     if let Some(g) = &group {
-        g.declare_interest(listeners[0].as_raw_fd(), Interest::READ, Delivery::One)?;
+        g.declare_interest(listeners[0].as_fd(), Interest::READ, Delivery::One)?;
     }
     let mut threads = Vec::new();
     // Each thread makes its queue, its waker and its listener's interest itself, so that the
@@ -123,7 +123,7 @@ impl<H: Handler> Shard<H> {
         };
         let waker = q.waker()?;
         if self.group.is_none() {
-            q.declare(self.listener.as_raw_fd(), Interest::READ)?;
+            q.declare(self.listener.as_fd(), Interest::READ)?;
         }
         Ok((q, waker))
     }
@@ -189,7 +189,7 @@ fn shard<H: Handler>(s: Shard<H>, mut q: Queue) {
 /// Declares interest in a shard's listener, in the group if it is shared.
 fn watch(q: &mut Queue, group: Option<&Group>, lfd: RawFd, interest: Interest) -> io::Result<()> {
     match group {
-        Some(g) => g.declare_interest(lfd, interest, Delivery::One).map(drop),
-        None => q.declare(lfd, interest),
+        Some(g) => g.declare_interest(crate::held(lfd), interest, Delivery::One).map(drop),
+        None => q.declare(crate::held(lfd), interest),
     }
 }

@@ -1,9 +1,9 @@
 //! [`ServerArgs`]: the command-line flags `hintq serve` and `hintq proxy` share
 //! (`--listen`, `--backend`, `--pattern`, `--threads`, `--processes`, `--access-log`, the
-//! timeouts), with [`parse_duration`].
+//! timeouts), as plain options: the binary's flags (`src/serve_args.rs`) fill them in.
 
 use crate::access_log::AccessLog;
-use crate::processes::{WorkerOf, MAX_PROCESSES};
+use crate::processes::WorkerOf;
 use hintq::Backend;
 use hintq_patterns::{Config, Pattern};
 use std::fmt::Write as _;
@@ -11,88 +11,44 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-pub use hintq_sys::parse_duration;
-
-fn parse_threads(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if (1..=1024).contains(&n) => Ok(n),
-        _ => Err(format!("bad thread count {s:?}: expected 1 to 1024")),
-    }
-}
-
-fn parse_on_off(s: &str) -> Result<bool, String> {
-    match s {
-        "on" => Ok(true),
-        "off" => Ok(false),
-        _ => Err(format!("bad switch {s:?}: expected on or off")),
-    }
-}
-
-fn parse_array_max(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if (1..=65_536).contains(&n) => Ok(n),
-        _ => Err(format!("bad array_max {s:?}: expected 1 to 65536")),
-    }
-}
-
-fn parse_processes(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if (1..=MAX_PROCESSES).contains(&n) => Ok(n),
-        _ => Err(format!("bad process count {s:?}: expected 1 to {MAX_PROCESSES}")),
-    }
-}
-
-/// The flags `hintq serve` and `hintq proxy` share.
-#[derive(clap::Args, Clone, Debug)]
+/// What the flags `hintq serve` and `hintq proxy` share asked for.
+#[derive(Clone, Debug)]
 pub struct ServerArgs {
     /// Address to listen on, e.g. 127.0.0.1:8080 (port 0: any free port).
-    #[arg(long, value_name = "ADDR")]
     pub listen: SocketAddr,
     /// Event backend [default: $HINTQ_BACKEND, else uring where it works, else epoll].
-    #[arg(long, value_name = "NAME")]
     pub backend: Option<Backend>,
     /// Thread pattern: reactor, leader-followers, half-sync, sharded, sharded-shared.
-    #[arg(long, value_name = "NAME", default_value = "reactor")]
     pub pattern: Pattern,
     /// Threads (Half-Sync: workers; ignored by the reactor).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_threads)]
     pub threads: usize,
     /// Worker processes, each running the pattern and threads above with its own SO_REUSEPORT
     /// listener on the same address; the kernel spreads connections over them by hashing.
     /// Each process has its own descriptor limit (RLIMIT_NOFILE), so N processes hold N times
     /// the connections of one. SIGINT/SIGTERM drain them all.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_processes)]
     pub processes: usize,
     /// Internal: run as a worker process of a `--processes` supervisor (see
     /// `hintq_serve::processes`).
-    #[arg(long, hide = true, value_name = "PID,FD,ADDR")]
     pub worker: Option<WorkerOf>,
     /// Access log file, or - for standard output [default: none].
-    #[arg(long, value_name = "FILE|-")]
     pub access_log: Option<String>,
     /// Close a keep-alive connection after this long without a request.
-    #[arg(long, value_name = "D", default_value = "60s", value_parser = parse_duration)]
     pub idle_timeout: Duration,
     /// Total time a client has to send a request head, from its first byte (slowloris: 408).
-    #[arg(long, value_name = "D", default_value = "10s", value_parser = parse_duration)]
     pub header_timeout: Duration,
     /// Close a connection whose response made no progress for this long.
-    #[arg(long, value_name = "D", default_value = "30s", value_parser = parse_duration)]
     pub send_timeout: Duration,
     /// On SIGINT/SIGTERM: no new connections, idle keep-alive connections closed at once,
     /// responses in flight finished for up to this long; then what is left is closed. A
     /// second SIGINT/SIGTERM closes everything at once.
-    #[arg(long, value_name = "D", default_value = "10s", value_parser = parse_duration)]
     pub drain_timeout: Duration,
     /// rtsig only: RT signals alone, as Provos & Lever's phhttpd, never switching to
     /// polling under load (a signal-queue overflow still recovers with one poll scan). By
     /// default rtsig is their hybrid, which polls while the load is heavy.
-    #[arg(long)]
     pub no_hybrid: bool,
     /// The most events one get_next_event call returns (Banga's array_max): the length of
     /// each waiting thread's event array. Leader-followers takes one per call whatever this
     /// says.
-    #[arg(long, value_name = "N", default_value_t = Config::ARRAY_MAX, value_parser = parse_array_max)]
     pub array_max: usize,
     /// io_uring: a thread that waits for events sleeps through this window for a batch
     /// (returning early only once 64 completions are in), unless its first event comes after
@@ -100,23 +56,19 @@ pub struct ServerArgs {
     /// time, and each event waits up to the window longer: a trade of latency for CPU, which
     /// loses throughput where few clients wait on each reply (see the README). Needs Linux
     /// 6.12; ignored by other backends [default: 0, off].
-    #[arg(long, value_name = "D", default_value = "0", hide_default_value = true, value_parser = parse_duration)]
     pub coalesce: Duration,
     /// io_uring: the ring sends the replies where the kernel has IORING_OP_SEND (reactor and
     /// sharded patterns); off leaves sending to the server (sendmsg, as on the other
     /// backends; for hintq serve, with their default file-cache hold too). Ignored by other
     /// backends.
-    #[arg(long, value_name = "on|off", default_value = "on", action = clap::ArgAction::Set, value_parser = parse_on_off)]
     pub uring_sends: bool,
     /// io_uring: the ring receives the requests (multishot receive, Linux 6.0) for the
     /// connections that ask; off leaves reading to the server (read, as on the other
     /// backends). Ignored by other backends.
-    #[arg(long, value_name = "on|off", default_value = "on", action = clap::ArgAction::Set, value_parser = parse_on_off)]
     pub uring_receive: bool,
     /// io_uring: a ring entered by one thread only, whose completion work the kernel runs
     /// when that thread waits (SINGLE_ISSUER | DEFER_TASKRUN, Linux 6.1); off builds a ring
     /// any thread may enter (COOP_TASKRUN). Ignored by other backends.
-    #[arg(long, value_name = "on|off", default_value = "on", action = clap::ArgAction::Set, value_parser = parse_on_off)]
     pub uring_defer: bool,
     /// Measure the event API inside the server and write the runtime's counters per thread
     /// as JSON to FILE when it exits (after the drain; with --processes, one FILE.<pid> per
@@ -125,7 +77,6 @@ pub struct ServerArgs {
     /// (blocked_*: sleep included); declares (declares_new: descriptors added to the interest
     /// set) and revokes with their ns (Fig. 7). Costs two clock reads per operation and one
     /// more get_next_event call per wait that blocks; - for standard output [default: off].
-    #[arg(long, value_name = "FILE|-")]
     pub stats: Option<String>,
 }
 
@@ -178,56 +129,5 @@ impl ServerArgs {
             AccessLog::open(p).map_err(|e| io::Error::new(e.kind(), format!("--access-log {p}: {e}")))
         };
         self.access_log.as_deref().map(open).transpose()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[derive(clap::Parser)]
-    struct Cli {
-        #[command(flatten)]
-        server: ServerArgs,
-    }
-
-    #[test]
-    fn rtsig_is_the_hybrid_unless_no_hybrid_is_given() {
-        use clap::Parser as _;
-        let cfg = |extra: &[&str]| {
-            let args = ["x", "--listen", "127.0.0.1:0", "--backend", "rtsig"].iter().chain(extra);
-            Cli::try_parse_from(args).unwrap().server.pattern_config().unwrap()
-        };
-        assert!(cfg(&[]).rtsig_hybrid.enabled);
-        assert!(!cfg(&["--no-hybrid"]).rtsig_hybrid.enabled);
-    }
-
-    #[test]
-    fn array_max_stats_coalesce_and_uring_switches_reach_the_runtime() {
-        use clap::Parser as _;
-        let cfg = |extra: &[&str]| {
-            let args = ["x", "--listen", "127.0.0.1:0", "--backend", "epoll"].iter().chain(extra);
-            Cli::try_parse_from(args).unwrap().server.pattern_config().unwrap()
-        };
-        let plain = cfg(&[]);
-        assert_eq!(plain.array_max, Config::ARRAY_MAX);
-        assert!(!plain.measure && !plain.probe_waits);
-        assert_eq!(plain.coalesce, Duration::ZERO, "coalescing is off unless asked for");
-        let asked = cfg(&["--array-max", "4", "--stats", "s.json", "--coalesce", "50us"]);
-        assert_eq!(asked.array_max, 4);
-        assert!(asked.measure && asked.probe_waits);
-        assert_eq!(asked.coalesce, Duration::from_micros(50));
-        let bad = ["x", "--listen", "127.0.0.1:0", "--array-max", "0"];
-        assert!(Cli::try_parse_from(bad).is_err());
-        assert!(
-            plain.uring_sends && plain.uring_receives && plain.uring_defer,
-            "the ring does all by default"
-        );
-        let off = cfg(&["--uring-sends", "off", "--uring-receive", "off", "--uring-defer", "off"]);
-        assert!(!off.uring_sends && !off.uring_receives && !off.uring_defer);
-        let on = cfg(&["--uring-sends", "on", "--uring-receive", "on", "--uring-defer", "on"]);
-        assert!(on.uring_sends && on.uring_receives && on.uring_defer);
-        let bad = ["x", "--listen", "127.0.0.1:0", "--uring-sends", "0"];
-        assert!(Cli::try_parse_from(bad).is_err(), "on or off, nothing else");
     }
 }

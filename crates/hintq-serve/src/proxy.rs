@@ -83,7 +83,7 @@ pub use buf::{BUF_SIZE, PIPE_SIZE};
 pub use hintq_patterns::Pattern;
 
 use crate::access_log::AccessLog;
-use crate::args::{parse_duration, ServerArgs};
+use crate::args::ServerArgs;
 use crate::lifecycle::Lifecycle;
 use crate::signals::say;
 use crate::sys::set_nodelay;
@@ -459,59 +459,21 @@ pub fn start(cfg: Config) -> io::Result<Proxy> {
     Ok(Proxy { server, relay })
 }
 
-/// [`ProxyArgs::splice_above`]: a size, or `None` for off. (An alias, so that clap takes the
-/// parser's `Option` as the value rather than the flag as optional.)
-pub type SpliceAbove = Option<u64>;
-
-/// `--splice-above`: `off`, or bytes with an optional `k` (KiB) or `m` (MiB).
-fn parse_splice_above(s: &str) -> Result<Option<u64>, String> {
-    let s = s.trim();
-    if s.eq_ignore_ascii_case("off") {
-        return Ok(None);
-    }
-    let (digits, unit) = match s.as_bytes().last() {
-        Some(b'k' | b'K') => (&s[..s.len() - 1], 1 << 10),
-        Some(b'm' | b'M') => (&s[..s.len() - 1], 1 << 20),
-        _ => (s, 1),
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(unit))
-        .map(Some)
-        .ok_or_else(|| format!("bad size {s:?}: bytes, with k or m for KiB or MiB, or off"))
-}
-
-/// `hintq proxy`'s flags: those both servers take, plus the upstream's. `--pattern` and
+/// What `hintq proxy`'s flags asked for: those both servers take, plus the upstream's. `--pattern` and
 /// `--threads` say what they mean for the proxy (see the module docs for the patterns).
-#[derive(clap::Args, Clone, Debug)]
-#[command(mut_arg("pattern", |a| a.help(
-    "Thread pattern: reactor, sharded (a SO_REUSEPORT listener per thread) or sharded-shared (one \
-     listener shared through a hintq::Group); not leader-followers or half-sync: a proxied \
-     connection has two descriptors, which a pool would hand to two threads"
-)))]
-#[command(mut_arg("threads", |a| a.help("Threads for sharded and sharded-shared (the reactor has one)")))]
-#[command(mut_arg("array_max", |a| a.help(
-    "The most events one get_next_event call returns (Banga's array_max): the length of each \
-     thread's event array"
-)))]
+#[derive(Clone, Debug)]
 pub struct ProxyArgs {
     /// The upstream server, e.g. 127.0.0.1:8080.
-    #[arg(long, value_name = "ADDR")]
     pub upstream: SocketAddr,
     /// No upstream progress for this long: 504 (or a cut-short response once it started).
-    #[arg(long, value_name = "D", default_value = "60s", value_parser = parse_duration)]
     pub upstream_timeout: Duration,
     /// Idle upstream connections kept per thread.
-    #[arg(long, value_name = "N", default_value_t = 64)]
     pub max_idle_upstream: usize,
     /// Response bodies with a Content-Length above this many bytes (k and m for KiB and
     /// MiB) go from the upstream to the client by splice(2), never entering the proxy's
     /// memory; off: every body is copied. Chunked bodies are always copied, and every body
     /// on io_uring (the ring receives it).
-    #[arg(long, value_name = "BYTES|off", default_value = "64k", value_parser = parse_splice_above)]
-    pub splice_above: SpliceAbove,
-    #[command(flatten)]
+    pub splice_above: Option<u64>,
     pub server: ServerArgs,
 }
 
@@ -706,37 +668,6 @@ impl Relay {
                 Next::from_interest(s.client_interest(fds.ring_io().is_some_and(|r| r.receiving(s.client))))
             }
             Err(End) => Next::Close,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[derive(clap::Parser)]
-    struct Cli {
-        #[command(flatten)]
-        proxy: ProxyArgs,
-    }
-
-    /// `--splice-above` reaches the configuration: 64 KiB by default, sizes with k and m,
-    /// `off`; anything else is refused.
-    #[test]
-    fn splice_above_parses_and_reaches_the_config() {
-        use clap::Parser as _;
-        let parse = |extra: &[&str]| {
-            let args = ["x", "--listen", "127.0.0.1:0", "--backend", "epoll", "--upstream", "127.0.0.1:1"];
-            Cli::try_parse_from(args.iter().chain(extra)).map(|c| c.proxy.config().unwrap().splice_above)
-        };
-        assert_eq!(parse(&[]).unwrap(), Some(SPLICE_ABOVE));
-        assert_eq!(SPLICE_ABOVE, 64 * 1024);
-        assert_eq!(parse(&["--splice-above", "off"]).unwrap(), None);
-        assert_eq!(parse(&["--splice-above", "256k"]).unwrap(), Some(256 << 10));
-        assert_eq!(parse(&["--splice-above", "1M"]).unwrap(), Some(1 << 20));
-        assert_eq!(parse(&["--splice-above", "0"]).unwrap(), Some(0));
-        for bad in ["", "k", "-1", "1g", "99999999999999999999m", "of"] {
-            assert!(parse(&["--splice-above", bad]).is_err(), "{bad:?}");
         }
     }
 }

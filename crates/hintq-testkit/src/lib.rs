@@ -191,6 +191,16 @@ pub fn reset(s: TcpStream) {
     drop(s);
 }
 
+/// A descriptor number as a `BorrowedFd`, for tests that declare by number as a C caller
+/// does through the C ABI: a number reused after a close, one that is not open (the queue
+/// must answer `EBADF`), an end of a raw `pipe(2)` pair.
+pub fn by_number(fd: std::os::fd::RawFd) -> std::os::fd::BorrowedFd<'static> {
+    assert_ne!(fd, -1, "-1 is no descriptor");
+    // SAFETY: the queue only hands the number to the kernel (which answers `EBADF` for one
+    // that is not open) and never closes it; the test keeps what it names open meanwhile.
+    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,6 +50,11 @@ impl Acceptor {
 
     /// Wraps a listening socket (which the caller keeps owning and must make non-blocking).
     ///
+    /// By number (a `RawFd`): the acceptor keeps it beyond this call, which a
+    /// `BorrowedFd<'_>` would not express; the honest type, `Acceptor<'l>` borrowing the
+    /// listener, cannot be held beside its listener in one struct or sent to pool threads.
+    /// So the caller keeps the listener open while the acceptor lives.
+    ///
     /// # Errors
     /// Opening the spare descriptor.
     pub fn new(listener: RawFd) -> io::Result<Acceptor> {

@@ -51,7 +51,7 @@ use crate::member::{GroupLink, Inner, Member, Reg, Table, ONESHOT};
 use crate::token::{next_gen, token, GROUP_BIT, TOKEN_GROUP_OWN, TOKEN_GROUP_SHARED};
 use crate::{sys, Backend, Interest, Queue, State};
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::sync::{Arc, Mutex};
 
 /// A group of per-thread queues with process-wide interest. Cheap to clone; `Send + Sync`.
@@ -111,7 +111,13 @@ impl Group {
     /// # Errors
     /// `InvalidInput` for a negative descriptor, `EBADF` if it is not open, `epoll_ctl`'s
     /// other errors.
-    pub fn declare_interest(&self, fd: RawFd, interest: Interest, delivery: Delivery) -> io::Result<State> {
+    pub fn declare_interest(
+        &self,
+        fd: BorrowedFd<'_>,
+        interest: Interest,
+        delivery: Delivery,
+    ) -> io::Result<State> {
+        let fd = fd.as_raw_fd();
         if fd < 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("negative descriptor {fd}")));
         }

@@ -8,11 +8,12 @@
 //!
 //! ```no_run
 //! use hintq::{Backend, Event, Interest, Queue};
+//! use std::os::fd::AsFd;
 //! use std::time::Duration;
 //! # fn main() -> std::io::Result<()> {
-//! # let fd = 0;
+//! # let fd = std::io::stdin();
 //! let mut q = Queue::new(Backend::from_env()?)?;
-//! let state = q.declare_interest(fd, Interest::READ)?;
+//! let state = q.declare_interest(fd.as_fd(), Interest::READ)?;
 //! if state.is_readable() { /* read now: readiness that predates the call is in `state` */ }
 //! let mut events = [Event::default(); 64];
 //! let n = q.get_next_event(&mut events, Some(Duration::from_millis(100)))?;

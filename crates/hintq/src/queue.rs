@@ -13,7 +13,7 @@ use crate::slots::{Slot, Table, LIVE};
 use crate::token::{next_gen, token, untoken, GROUP_GEN, TOKEN_GROUP_OWN, TOKEN_WAKER};
 use crate::{sys, Event, Interest, State, Waker};
 use std::io;
-use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -278,12 +278,18 @@ impl Queue {
     /// returned state or arrives as an event (perhaps both: a duplicate, which is allowed).
     /// A revoke returns an empty state.
     ///
+    /// `fd` is borrowed for the call (`stream.as_fd()`): the queue never closes it, and it
+    /// must be open, so revoke before closing (or close through [`Queue::close`]). A
+    /// `BorrowedFd` rather than `impl AsFd`, so that one copy of the code serves every
+    /// descriptor type and a C caller's number (`BorrowedFd::borrow_raw`).
+    ///
     /// # Errors
     /// `InvalidInput` for a negative descriptor; `EBADF` if `fd` is not open; other OS
     /// errors from the backend (`ENOMEM`, `ENOSPC` for the epoll watch limit) with their
     /// errno. (`select` watches any descriptor number: its sets are sized at run time.)
     #[inline]
-    pub fn declare_interest(&mut self, fd: RawFd, interest: Interest) -> io::Result<State> {
+    pub fn declare_interest(&mut self, fd: BorrowedFd<'_>, interest: Interest) -> io::Result<State> {
+        let fd = fd.as_raw_fd();
         match self.register(fd, interest)? {
             None => Ok(State::empty()),
             Some(gen) => self.state_or_undo(fd, gen),
@@ -302,7 +308,8 @@ impl Queue {
     /// either at once (`EBADF`: epoll, rtsig) or as one `ERR` event at the next wait, after
     /// which the backend forgets it (uring, poll, select, gooch).
     #[inline]
-    pub fn declare(&mut self, fd: RawFd, interest: Interest) -> io::Result<()> {
+    pub fn declare(&mut self, fd: BorrowedFd<'_>, interest: Interest) -> io::Result<()> {
+        let fd = fd.as_raw_fd();
         let Some(gen) = self.register(fd, interest)? else { return Ok(()) };
         if !self.caps.reports_existing {
             let state = self.state_or_undo(fd, gen)?;
@@ -402,8 +409,8 @@ impl Queue {
     /// a send is in flight), the ring still holds the file, so the peer sees no end of stream
     /// until the number is revoked on the queue's own thread.
     pub fn close(&mut self, fd: OwnedFd) -> io::Result<()> {
+        let revoked = self.declare_interest(fd.as_fd(), Interest::empty());
         let fd = fd.into_raw_fd();
-        let revoked = self.declare_interest(fd, Interest::empty());
         // SAFETY: `fd` came from an `OwnedFd` the caller gave up; it is closed once, here.
         let closed = sys::cvt(unsafe { libc::close(fd) }).map(drop);
         revoked.and(closed)
@@ -434,6 +441,9 @@ impl Queue {
     /// The generation of `fd`'s live registration (what its events carry, see
     /// [`Event::generation`]), or `None` when this queue has no interest in `fd`. Lets a
     /// thread that hands events to others tell a stale one from the current registration.
+    ///
+    /// By number (a `RawFd`, not a `BorrowedFd`): a look-up in the queue's own table that
+    /// does nothing to the file, so it may be asked after the descriptor was closed.
     pub fn generation(&self, fd: RawFd) -> Option<u32> {
         crate::slots::generation(&self.slots[..], fd)
     }
@@ -1149,7 +1159,7 @@ mod tests {
             let mut q = Queue::new(backend).unwrap();
             let pairs = peak_pairs();
             for (a, _) in &pairs {
-                q.declare(a.as_raw_fd(), Interest::READ).unwrap();
+                q.declare(a.as_fd(), Interest::READ).unwrap();
             }
             let high = pairs.last().unwrap().0.as_raw_fd();
             // An event of the highest registration, as the application would hold it.
@@ -1158,7 +1168,7 @@ mod tests {
             let resident = |q: &Queue| hintq_sys::resident_pages(q.slots.as_ptr().cast(), room).unwrap();
             let before = resident(&q);
             for (a, _) in &pairs[1..] {
-                q.declare(a.as_raw_fd(), Interest::empty()).unwrap();
+                q.declare(a.as_fd(), Interest::empty()).unwrap();
             }
             let keep = pairs[0].0.as_raw_fd() as usize;
             assert_eq!(
@@ -1174,7 +1184,7 @@ mod tests {
                 "{backend}: {after} pages of the slots resident after the peak, {before} at it, {kept} kept"
             );
             // The number registered again: the old event is not current, a new one is.
-            q.declare(high, Interest::READ).unwrap();
+            q.declare(hintq_testkit::by_number(high), Interest::READ).unwrap();
             assert!(
                 !q.is_current(&old),
                 "{backend}: an event from before the trim passed for a new registration"
@@ -1209,14 +1219,14 @@ mod tests {
         let mut q = Queue::new(Backend::Epoll).unwrap();
         let pairs = peak_pairs();
         for (a, _) in &pairs {
-            q.declare(a.as_raw_fd(), Interest::READ).unwrap();
+            q.declare(a.as_fd(), Interest::READ).unwrap();
         }
         let (first, rest) = pairs.split_first().unwrap();
         let (top, middle) = rest.split_last().unwrap();
-        q.declare(top.0.as_raw_fd(), Interest::empty()).unwrap();
+        q.declare(top.0.as_fd(), Interest::empty()).unwrap();
         // Every other one, then the others: the highest left goes at various times.
         for (a, _) in middle.iter().step_by(2).chain(middle.iter().skip(1).step_by(2)) {
-            q.declare(a.as_raw_fd(), Interest::empty()).unwrap();
+            q.declare(a.as_fd(), Interest::empty()).unwrap();
         }
         assert_eq!(q.slots.len(), first.0.as_raw_fd() as usize + 1);
         assert!(q.slots.trims >= 1);
@@ -1234,30 +1244,30 @@ mod tests {
         let mut q = Queue::new(Backend::Epoll).unwrap();
         let pairs = peak_pairs();
         let high = pairs.last().unwrap().0.as_raw_fd();
-        q.declare(high, Interest::READ).unwrap();
+        q.declare(hintq_testkit::by_number(high), Interest::READ).unwrap();
         for _ in 0..500 {
             for (a, _) in &pairs[..2] {
-                q.declare(a.as_raw_fd(), Interest::READ).unwrap();
+                q.declare(a.as_fd(), Interest::READ).unwrap();
             }
             for (a, _) in &pairs[..2] {
-                q.declare(a.as_raw_fd(), Interest::empty()).unwrap();
+                q.declare(a.as_fd(), Interest::empty()).unwrap();
             }
         }
         assert_eq!(q.slots.trims, 0, "scans while two connections came and went");
         // The other way round: one low registration, a connection at a high number.
-        q.declare(pairs[0].0.as_raw_fd(), Interest::READ).unwrap();
+        q.declare(pairs[0].0.as_fd(), Interest::READ).unwrap();
         for _ in 0..200 {
-            q.declare(high, Interest::empty()).unwrap();
+            q.declare(hintq_testkit::by_number(high), Interest::empty()).unwrap();
             assert_eq!(q.slots.len(), high as usize + 1, "slots dropped without a peak");
-            q.declare(high, Interest::READ).unwrap();
+            q.declare(hintq_testkit::by_number(high), Interest::READ).unwrap();
         }
         assert_eq!(q.slots.trims, 0, "trims while a connection came and went at a high number");
         // A peak, then its end: the slots drop back to the low registration, once.
         for (a, _) in &pairs[1..] {
-            q.declare(a.as_raw_fd(), Interest::READ).unwrap();
+            q.declare(a.as_fd(), Interest::READ).unwrap();
         }
         for (a, _) in pairs[1..].iter().rev() {
-            q.declare(a.as_raw_fd(), Interest::empty()).unwrap();
+            q.declare(a.as_fd(), Interest::empty()).unwrap();
         }
         // From the top down: the slots halve, are trimmed once, and then, fewer than
         // TRIM_PEAK registrations being left, keep their length.
@@ -1265,8 +1275,8 @@ mod tests {
         let short = q.slots.len();
         assert!(short <= (high as usize + 2).div_ceil(2), "{short} slots left of {}", high + 1);
         for _ in 0..200 {
-            q.declare(pairs[1].0.as_raw_fd(), Interest::READ).unwrap();
-            q.declare(pairs[1].0.as_raw_fd(), Interest::empty()).unwrap();
+            q.declare(pairs[1].0.as_fd(), Interest::READ).unwrap();
+            q.declare(pairs[1].0.as_fd(), Interest::empty()).unwrap();
         }
         assert_eq!(q.slots.trims, 1, "trims while one connection came and went in short slots");
         assert_eq!(q.slots.len(), short);
@@ -1291,20 +1301,20 @@ mod tests {
             // SAFETY: `high` was just made and is owned by nothing else.
             let file = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(high) };
             let refuse = |q: &mut Queue| {
-                let e = q.declare(file.as_raw_fd(), Interest::READ).unwrap_err();
+                let e = q.declare(file.as_fd(), Interest::READ).unwrap_err();
                 assert_eq!(e.raw_os_error(), Some(libc::EPERM), "{e}");
             };
             if refused_first {
                 refuse(&mut q);
             }
             for (a, _) in &pairs {
-                q.declare(a.as_raw_fd(), Interest::READ).unwrap();
+                q.declare(a.as_fd(), Interest::READ).unwrap();
             }
             if !refused_first {
                 refuse(&mut q);
             }
             for (a, _) in pairs[1..].iter().rev() {
-                q.declare(a.as_raw_fd(), Interest::empty()).unwrap();
+                q.declare(a.as_fd(), Interest::empty()).unwrap();
             }
             assert_eq!(q.slots.trims, 1, "the end of the peak trimmed (refused first: {refused_first})");
             assert!(q.slots.len() < file.as_raw_fd() as usize, "{} slots left", q.slots.len());
@@ -1328,10 +1338,10 @@ mod tests {
                 let pairs: Vec<_> = (0..150).map(|_| hintq_sys::socketpair().unwrap()).collect();
                 let (live, revoked) = pairs.split_at(100);
                 for (a, _) in &pairs {
-                    q.declare(a.as_raw_fd(), Interest::READ).unwrap();
+                    q.declare(a.as_fd(), Interest::READ).unwrap();
                 }
                 for (a, _) in revoked {
-                    q.declare_interest(a.as_raw_fd(), Interest::empty()).unwrap();
+                    q.declare_interest(a.as_fd(), Interest::empty()).unwrap();
                 }
                 waker.wake().unwrap();
                 for (_, b) in &pairs {

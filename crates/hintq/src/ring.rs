@@ -15,6 +15,12 @@ use std::os::fd::RawFd;
 /// the descriptors the queue watches. Borrowed from the queue ([`crate::Queue::ring_io`])
 /// for as long as it is used; a descriptor is named by its number and must have a live
 /// registration in the queue.
+///
+/// Numbers (`RawFd`), not `BorrowedFd`s, in every call: each acts on a registration, not on
+/// a file the caller lends now. The borrow was lent to [`crate::Queue::declare`] and lasts
+/// until the revoke (which the caller makes before closing); a number without a live
+/// registration is answered `None` or `NotFound`, whatever file it names. So a handler given
+/// a number (hintq-patterns) can ask, and a closing connection can ask [`RingIo::sending`].
 pub struct RingIo<'q> {
     ring: &'q mut Uring,
     slots: &'q [Slot],

@@ -44,7 +44,7 @@ use crate::backend::Handoff;
 use crate::token::token;
 use crate::{Event, Interest, Waker};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 
 /// Re-activates, from any thread, a registration a queue in hand-off mode delivered; see
 /// the [module docs](crate::shared). Cheap to clone; `Send + Sync`.
@@ -80,7 +80,7 @@ impl Rearm {
     /// `epoll_ctl`'s errors other than the descriptor being gone (`EBADF`, `ENOENT`: nothing
     /// to re-activate); waking the queue's `select`.
     pub fn rearm(&self, ev: &Event, interest: Interest) -> io::Result<()> {
-        self.rearm_fd(ev.fd, ev.gen, interest)
+        self.how.reactivate(ev.fd, token(ev.fd, ev.gen), interest, self.waker.as_ref())
     }
 
     /// [`Rearm::rearm`] by descriptor and registration generation ([`Event::generation`],
@@ -88,7 +88,8 @@ impl Rearm {
     ///
     /// # Errors
     /// As for [`Rearm::rearm`].
-    pub fn rearm_fd(&self, fd: RawFd, generation: u32, interest: Interest) -> io::Result<()> {
+    pub fn rearm_fd(&self, fd: BorrowedFd<'_>, generation: u32, interest: Interest) -> io::Result<()> {
+        let fd = fd.as_raw_fd();
         self.how.reactivate(fd, token(fd, generation), interest, self.waker.as_ref())
     }
 

@@ -11,7 +11,7 @@ use hintq::{Accepted, Acceptor, Backend, Builder, Delivery, Event, Group, Intere
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
@@ -60,7 +60,7 @@ fn readiness_never_lost(b: Backend) {
     let mut q = queue(b);
     let (a, mut peer) = pair();
     peer.write_all(b"x").unwrap();
-    let state = q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    let state = q.declare_interest(a.as_fd(), Interest::READ).unwrap();
     assert!(state.contains(State::READ), "data queued before declare_interest must be in the state");
     drain(a.as_raw_fd());
     for round in 0..200 {
@@ -77,11 +77,11 @@ fn declare_without_state(b: Backend) {
     let mut q = queue(b);
     let (a, mut peer) = pair();
     peer.write_all(b"early").unwrap();
-    q.declare(a.as_raw_fd(), Interest::READ).unwrap();
+    q.declare(a.as_fd(), Interest::READ).unwrap();
     let s = wait_for(&mut q, a.as_raw_fd(), MS(2000)).expect("readiness before declare must become an event");
     assert!(s.contains(State::READ));
     // A descriptor that is not open: an error now, or one ERR event at the next wait.
-    match q.declare(1999, Interest::READ) {
+    match q.declare(hintq_testkit::by_number(1999), Interest::READ) {
         Err(e) => assert!(e.raw_os_error() == Some(libc::EBADF) || e.kind() == io::ErrorKind::InvalidInput),
         Ok(()) => {
             let s = wait_for(&mut q, 1999, MS(1000)).expect("a bad descriptor must be reported");
@@ -109,7 +109,7 @@ fn statemask_race(b: Backend) {
         });
         let (conn, _) = listener.accept().unwrap();
         conn.set_nonblocking(true).unwrap();
-        let state = q.declare_interest(conn.as_raw_fd(), Interest::READ).unwrap();
+        let state = q.declare_interest(conn.as_fd(), Interest::READ).unwrap();
         let _client = writer.join().unwrap();
         if !state.contains(State::READ) {
             assert!(
@@ -131,7 +131,7 @@ fn statemask_race(b: Backend) {
             }
         }
         assert_eq!(&buf, b"hello");
-        q.declare_interest(conn.as_raw_fd(), Interest::empty()).unwrap();
+        q.declare_interest(conn.as_fd(), Interest::empty()).unwrap();
     }
 }
 
@@ -139,7 +139,7 @@ fn statemask_race(b: Backend) {
 fn coalescing(b: Backend) {
     let mut q = queue(b);
     let (a, mut peer) = pair();
-    q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    q.declare_interest(a.as_fd(), Interest::READ).unwrap();
     for _ in 0..10 {
         peer.write_all(b"z").unwrap();
     }
@@ -157,7 +157,7 @@ fn fifo_order(b: Backend) {
     let (fb, mut pb) = pair();
     let (fc, mut pc) = pair();
     for f in [&fa, &fb, &fc] {
-        q.declare_interest(f.as_raw_fd(), Interest::READ).unwrap();
+        q.declare_interest(f.as_fd(), Interest::READ).unwrap();
     }
     // Arrivals: B, then C. One event per call.
     pb.write_all(b"1").unwrap();
@@ -187,7 +187,7 @@ fn arrival_not_descriptor_order(b: Backend) {
     let mut q = queue(b);
     let pairs: Vec<_> = (0..8).map(|_| pair()).collect();
     for (f, _) in &pairs {
-        q.declare_interest(f.as_raw_fd(), Interest::READ).unwrap();
+        q.declare_interest(f.as_fd(), Interest::READ).unwrap();
     }
     for (_, p) in pairs.iter().rev() {
         (&*p).write_all(b"1").unwrap();
@@ -202,8 +202,8 @@ fn stale_after_revoke_and_reuse(b: Backend) {
     let mut q = queue(b);
     let (x, mut px) = pair();
     let (y, mut py) = pair();
-    q.declare_interest(x.as_raw_fd(), Interest::READ).unwrap();
-    q.declare_interest(y.as_raw_fd(), Interest::READ).unwrap();
+    q.declare_interest(x.as_fd(), Interest::READ).unwrap();
+    q.declare_interest(y.as_fd(), Interest::READ).unwrap();
     px.write_all(b"1").unwrap();
     py.write_all(b"1").unwrap();
     // One event per call: the other stays queued inside hintq (or the kernel).
@@ -213,11 +213,11 @@ fn stale_after_revoke_and_reuse(b: Backend) {
     let num = other.into_raw_fd();
     // Revoke, then reuse the number for a new idle socket: dup2 closes the old file and
     // installs the new one atomically (a close-then-open would race with other threads).
-    q.declare_interest(num, Interest::empty()).unwrap();
+    q.declare_interest(hintq_testkit::by_number(num), Interest::empty()).unwrap();
     let (fresh, _pf) = pair();
     // SAFETY: (test) `num` is ours; dup2 replaces it.
     assert_eq!(unsafe { libc::dup2(fresh.as_raw_fd(), num) }, num);
-    let state = q.declare_interest(num, Interest::READ).unwrap();
+    let state = q.declare_interest(hintq_testkit::by_number(num), Interest::READ).unwrap();
     assert!(!state.contains(State::READ));
     let evs = collect(&mut q, 8, MS(300));
     assert!(evs.iter().all(|e| e.fd() != num), "stale event delivered to the new owner of fd {num}: {evs:?}");
@@ -231,8 +231,8 @@ fn stale_within_batch(b: Backend) {
     let mut q = queue(b);
     let (x, mut px) = pair();
     let (y, mut py) = pair();
-    q.declare_interest(x.as_raw_fd(), Interest::READ).unwrap();
-    q.declare_interest(y.as_raw_fd(), Interest::READ).unwrap();
+    q.declare_interest(x.as_fd(), Interest::READ).unwrap();
+    q.declare_interest(y.as_fd(), Interest::READ).unwrap();
     px.write_all(b"1").unwrap();
     py.write_all(b"1").unwrap();
     thread::sleep(MS(20));
@@ -243,11 +243,11 @@ fn stale_within_batch(b: Backend) {
     let victim = evs[1].fd();
     let owned = if victim == x.as_raw_fd() { x } else { y };
     let victim = owned.into_raw_fd();
-    q.declare_interest(victim, Interest::empty()).unwrap();
+    q.declare_interest(hintq_testkit::by_number(victim), Interest::empty()).unwrap();
     let (fresh, _pf) = pair();
     // SAFETY: (test) `victim` is ours; dup2 closes it and reuses the number atomically.
     assert_eq!(unsafe { libc::dup2(fresh.as_raw_fd(), victim) }, victim);
-    q.declare_interest(victim, Interest::READ).unwrap();
+    q.declare_interest(hintq_testkit::by_number(victim), Interest::READ).unwrap();
     assert!(q.is_current(&evs[0]));
     assert!(!q.is_current(&evs[1]), "the batch's event for the closed descriptor is stale");
     // SAFETY: (test) `victim` is ours (the dup2 above made it a descriptor of its own).
@@ -260,7 +260,7 @@ fn overflow_scan_fairness(b: Backend) {
     let mut q = Builder::new(b).capacity(2).build().unwrap();
     let pairs: Vec<_> = (0..16).map(|_| pair()).collect();
     for (f, p) in &pairs {
-        q.declare_interest(f.as_raw_fd(), Interest::READ).unwrap();
+        q.declare_interest(f.as_fd(), Interest::READ).unwrap();
         (&*p).write_all(b"1").unwrap();
     }
     let mut seen: HashMap<RawFd, usize> = HashMap::new();
@@ -285,7 +285,7 @@ fn overflow_scan_fairness(b: Backend) {
 fn timeouts_and_waker(b: Backend) {
     let mut q = queue(b);
     let (a, _peer) = pair();
-    q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    q.declare_interest(a.as_fd(), Interest::READ).unwrap();
     let mut evs = [Event::default(); 4];
     let t = Instant::now();
     assert_eq!(q.get_next_event(&mut evs, Some(Duration::ZERO)).unwrap(), 0);
@@ -318,7 +318,7 @@ fn eintr_storm(b: Backend) {
     }
     let mut q = queue(b);
     let (a, mut peer) = pair();
-    q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    q.declare_interest(a.as_fd(), Interest::READ).unwrap();
     // SAFETY: (test) pthread_self of this thread.
     let me = unsafe { libc::pthread_self() };
     let stop = Arc::new(AtomicBool::new(false));
@@ -357,7 +357,7 @@ fn is_select(b: Backend) -> bool {
 fn hangup_and_error(b: Backend) {
     let mut q = queue(b);
     let (a, peer) = pair();
-    q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    q.declare_interest(a.as_fd(), Interest::READ).unwrap();
     drop(peer);
     let s = wait_for(&mut q, a.as_raw_fd(), MS(2000)).expect("hang-up must be reported");
     assert!(s.is_readable());
@@ -378,7 +378,7 @@ fn hangup_and_error(b: Backend) {
     };
     // SAFETY: (test) `sa` is a valid sockaddr_in.
     unsafe { libc::connect(fd, (&sa as *const libc::sockaddr_in).cast(), std::mem::size_of_val(&sa) as u32) };
-    let declared = q.declare_interest(fd, Interest::WRITE).unwrap();
+    let declared = q.declare_interest(hintq_testkit::by_number(fd), Interest::WRITE).unwrap();
     // The failure may predate the declaration: then it is in the returned state.
     let s = if declared.is_empty() { wait_for(&mut q, fd, MS(2000)) } else { Some(declared) };
     let s = s.expect("connect failure must be reported");
@@ -397,7 +397,7 @@ fn dup_then_close(b: Backend) {
     let (a, mut peer) = pair();
     let dup = a.try_clone().unwrap();
     let num = a.as_raw_fd();
-    q.declare_interest(num, Interest::READ).unwrap();
+    q.declare_interest(hintq_testkit::by_number(num), Interest::READ).unwrap();
     q.close(a.into()).unwrap();
     peer.write_all(b"after").unwrap();
     let evs = collect(&mut q, 8, MS(200));
@@ -410,7 +410,7 @@ fn closed_without_revoke(b: Backend) {
     let mut q = queue(b);
     let (a, _peer) = pair();
     let num = a.as_raw_fd();
-    q.declare_interest(num, Interest::READ).unwrap();
+    q.declare_interest(hintq_testkit::by_number(num), Interest::READ).unwrap();
     drop(a);
     let evs = collect(&mut q, 8, MS(300));
     assert!(evs.iter().filter(|e| e.fd() == num).count() <= 1, "{evs:?}");
@@ -438,8 +438,8 @@ fn high_descriptor(b: Backend) {
     let mut q = queue(b);
     // A low descriptor too, so the sets span both ends.
     let (low, mut low_peer) = pair();
-    q.declare_interest(low.as_raw_fd(), Interest::READ).unwrap();
-    let s = q.declare_interest(high.as_raw_fd(), Interest::READ).unwrap();
+    q.declare_interest(low.as_fd(), Interest::READ).unwrap();
+    let s = q.declare_interest(high.as_fd(), Interest::READ).unwrap();
     assert!(!s.is_readable(), "nothing sent yet: {s:?}");
     peer.write_all(b"1").unwrap();
     let s = wait_for(&mut q, high.as_raw_fd(), MS(2000))
@@ -447,8 +447,8 @@ fn high_descriptor(b: Backend) {
     assert!(s.is_readable(), "{s:?}");
     low_peer.write_all(b"1").unwrap();
     assert!(wait_for(&mut q, low.as_raw_fd(), MS(2000)).is_some(), "the low descriptor still watched");
-    assert!(q.declare_interest(-1, Interest::READ).is_err(), "negative descriptors are refused");
-    let e = q.declare_interest(1999, Interest::READ).unwrap_err();
+    // A negative number is no `BorrowedFd`: the C ABI refuses it (`hq_declare_interest`).
+    let e = q.declare_interest(hintq_testkit::by_number(1999), Interest::READ).unwrap_err();
     assert!(e.raw_os_error() == Some(libc::EBADF) || e.kind() == io::ErrorKind::InvalidInput, "{e}");
     q.close(high).unwrap();
     drop(a);
@@ -459,7 +459,7 @@ fn spurious_readiness(b: Backend) {
     let mut q = queue(b);
     let (a, mut peer) = pair();
     let thief = a.try_clone().unwrap();
-    q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    q.declare_interest(a.as_fd(), Interest::READ).unwrap();
     peer.write_all(b"1").unwrap();
     assert!(wait_for(&mut q, a.as_raw_fd(), MS(2000)).is_some());
     assert_eq!(drain(thief.as_raw_fd()), 1, "another reader takes the byte first");
@@ -487,7 +487,7 @@ fn emfile_body(b: Backend) {
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap();
     let mut q = queue(b);
-    q.declare_interest(listener.as_raw_fd(), Interest::READ).unwrap();
+    q.declare_interest(listener.as_fd(), Interest::READ).unwrap();
     let mut acc = Acceptor::new(listener.as_raw_fd()).unwrap();
     let client = TcpStream::connect(addr).unwrap();
     let mut old = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
@@ -553,7 +553,7 @@ fn reset_before_accept(b: Backend) {
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap();
     let mut q = queue(b);
-    q.declare_interest(listener.as_raw_fd(), Interest::READ).unwrap();
+    q.declare_interest(listener.as_fd(), Interest::READ).unwrap();
     let rst = TcpStream::connect(addr).unwrap();
     let linger = libc::linger { l_onoff: 1, l_linger: 0 };
     // SAFETY: (test) setsockopt with a live linger struct.
@@ -619,7 +619,7 @@ fn wake_one_exactly_once(b: Backend) {
         })
         .collect();
     barrier.wait();
-    group.declare_interest(rdfd, Interest::READ, Delivery::One).unwrap();
+    group.declare_interest(hintq_testkit::by_number(rdfd), Interest::READ, Delivery::One).unwrap();
     for round in 0..ROUNDS {
         wr.write_all(b"1").unwrap();
         let deadline = Instant::now() + MS(3000);
@@ -645,7 +645,7 @@ fn shared_listener_accepts_once(b: Backend) {
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap();
     let group = Group::new(b).unwrap();
-    group.declare_interest(listener.as_raw_fd(), Interest::READ, Delivery::One).unwrap();
+    group.declare_interest(listener.as_fd(), Interest::READ, Delivery::One).unwrap();
     let accepted = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let lfd = listener.as_raw_fd();
@@ -695,7 +695,7 @@ fn wake_one_wakes_one(b: Backend) {
     let group = Group::new(b).unwrap();
     let (rd, mut wr) = pair();
     let rdfd = rd.as_raw_fd();
-    group.declare_interest(rdfd, Interest::READ, Delivery::One).unwrap();
+    group.declare_interest(hintq_testkit::by_number(rdfd), Interest::READ, Delivery::One).unwrap();
     let consumed = Arc::new(AtomicUsize::new(0));
     let duplicates = Arc::new(AtomicUsize::new(0));
     let inside = Arc::new(AtomicUsize::new(0));
@@ -783,7 +783,7 @@ fn wake_one_short_waits(b: Backend) {
     let group = Group::new(b).unwrap();
     let (rd, mut wr) = pair();
     let rdfd = rd.as_raw_fd();
-    group.declare_interest(rdfd, Interest::READ, Delivery::One).unwrap();
+    group.declare_interest(hintq_testkit::by_number(rdfd), Interest::READ, Delivery::One).unwrap();
     let consumed = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let members: Vec<_> = (0..MEMBERS)
@@ -825,8 +825,8 @@ fn wake_one_nothing_lost_while_busy(b: Backend) {
     let group = Group::new(b).unwrap();
     let (rd1, mut wr1) = pair();
     let (rd2, mut wr2) = pair();
-    group.declare_interest(rd1.as_raw_fd(), Interest::READ, Delivery::One).unwrap();
-    group.declare_interest(rd2.as_raw_fd(), Interest::READ, Delivery::One).unwrap();
+    group.declare_interest(rd1.as_fd(), Interest::READ, Delivery::One).unwrap();
+    group.declare_interest(rd2.as_fd(), Interest::READ, Delivery::One).unwrap();
     let mut a = group.queue().unwrap();
     let mut b_ = group.queue().unwrap();
     // `a` waits first, `b_` after it; then both are busy when the readiness comes.
@@ -848,7 +848,7 @@ fn wake_one_taker_drops(b: Backend) {
     let group = Group::new(b).unwrap();
     let (rd, mut wr) = pair();
     let rdfd = rd.as_raw_fd();
-    group.declare_interest(rdfd, Interest::READ, Delivery::One).unwrap();
+    group.declare_interest(hintq_testkit::by_number(rdfd), Interest::READ, Delivery::One).unwrap();
     let mut taker = group.queue().unwrap();
     wr.write_all(b"1").unwrap();
     assert!(wait_for(&mut taker, rdfd, MS(2000)).is_some());
@@ -870,14 +870,14 @@ fn deliver_to_all(b: Backend) {
     let (rd, mut wr) = pair();
     let rdfd = rd.as_raw_fd();
     let mut queues: Vec<Queue> = (0..3).map(|_| group.queue().unwrap()).collect();
-    group.declare_interest(rdfd, Interest::READ, Delivery::All).unwrap();
+    group.declare_interest(hintq_testkit::by_number(rdfd), Interest::READ, Delivery::All).unwrap();
     let late = group.queue().unwrap();
     queues.push(late);
     wr.write_all(b"1").unwrap();
     for (i, q) in queues.iter_mut().enumerate() {
         assert!(wait_for(q, rdfd, MS(2000)).is_some(), "member {i} did not hear of the readiness");
     }
-    group.declare_interest(rdfd, Interest::empty(), Delivery::All).unwrap();
+    group.declare_interest(hintq_testkit::by_number(rdfd), Interest::empty(), Delivery::All).unwrap();
     for q in &mut queues {
         let evs = collect(q, 8, MS(100));
         assert!(evs.iter().all(|e| e.fd() != rdfd), "event after a group revoke");
@@ -890,7 +890,7 @@ fn close_from_other_thread(b: Backend) {
     let mut q = queue(b);
     let (a, _peer) = pair();
     let num = a.into_raw_fd();
-    q.declare_interest(num, Interest::READ).unwrap();
+    q.declare_interest(hintq_testkit::by_number(num), Interest::READ).unwrap();
     let closer = thread::spawn(move || {
         thread::sleep(MS(50));
         // SAFETY: (test) this thread owns `num` now.
@@ -906,7 +906,7 @@ fn close_from_other_thread(b: Backend) {
         }
     }
     closer.join().unwrap();
-    let revoked = q.declare_interest(num, Interest::empty());
+    let revoked = q.declare_interest(hintq_testkit::by_number(num), Interest::empty());
     assert!(revoked.is_ok(), "revoking a descriptor closed behind our back: {revoked:?}");
 }
 
@@ -919,7 +919,7 @@ fn half_close_does_not_wake_a_writer(b: Backend) {
     let chunk = [0u8; 65536];
     while (&a).write(&chunk).is_ok() {} // fill the send buffer: not writable
     peer.shutdown(std::net::Shutdown::Write).unwrap(); // the peer half-closes, reads nothing
-    q.declare(a.as_raw_fd(), Interest::WRITE).unwrap();
+    q.declare(a.as_fd(), Interest::WRITE).unwrap();
     let evs = collect(&mut q, 8, MS(300));
     let mine = evs.iter().filter(|e| e.fd() == a.as_raw_fd()).count();
     assert!(mine <= 1, "a half-close must not keep waking a writer: {evs:?}");
@@ -932,11 +932,11 @@ fn half_close_does_not_wake_a_writer(b: Backend) {
 fn change_interest(b: Backend) {
     let mut q = queue(b);
     let (a, mut peer) = pair();
-    let s = q.declare_interest(a.as_raw_fd(), Interest::WRITE).unwrap();
+    let s = q.declare_interest(a.as_fd(), Interest::WRITE).unwrap();
     assert!(s.contains(State::WRITE));
     let evs = collect(&mut q, 8, MS(100));
     assert!(evs.iter().all(|e| !e.state().contains(State::READ)));
-    q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    q.declare_interest(a.as_fd(), Interest::READ).unwrap();
     let _ = collect(&mut q, 8, MS(50));
     peer.write_all(b"1").unwrap();
     let s = wait_for(&mut q, a.as_raw_fd(), MS(2000)).expect("read readiness after widening");
@@ -1004,7 +1004,7 @@ fn receive_in_order(b: Backend) {
     let mut q = queue(b);
     let (a, peer) = pair();
     let fd = a.as_raw_fd();
-    q.declare(fd, Interest::READ | Interest::RECEIVE).unwrap();
+    q.declare(hintq_testkit::by_number(fd), Interest::READ | Interest::RECEIVE).unwrap();
     // Whether this backend receives (a take of at most 0 bytes consumes nothing).
     let receives = q.ring_io().and_then(|mut r| r.take_received(fd, &mut Vec::new(), 0)).is_some();
     assert_eq!(q.ring_io().is_some_and(|r| r.receiving(fd)), receives, "{b}");
@@ -1049,7 +1049,7 @@ fn receive_in_order(b: Backend) {
     // Bytes received, then the interest changes: still reported and handed out first.
     write_fully(&peer, b"before");
     assert!(wait_for(&mut q, fd, MS(2000)).is_some_and(|s| s.contains(State::READ)));
-    q.declare(fd, Interest::READ | Interest::WRITE | Interest::RECEIVE).unwrap();
+    q.declare(hintq_testkit::by_number(fd), Interest::READ | Interest::WRITE | Interest::RECEIVE).unwrap();
     // Polled now, but bytes are held: a revoke would drop them, so it still says receiving.
     assert_eq!(
         q.ring_io().is_some_and(|r| r.receiving(fd)),
@@ -1059,7 +1059,7 @@ fn receive_in_order(b: Backend) {
     let mut got = Vec::new();
     take_until(&mut q, fd, &mut got, 6);
     assert_eq!(got, b"before", "{b}: what came before the change of interest");
-    q.declare(fd, Interest::READ | Interest::RECEIVE).unwrap();
+    q.declare(hintq_testkit::by_number(fd), Interest::READ | Interest::RECEIVE).unwrap();
     write_fully(&peer, b"after");
     let mut got = Vec::new();
     take_until(&mut q, fd, &mut got, 5);
@@ -1075,14 +1075,14 @@ fn receive_in_order(b: Backend) {
     // `stale_after_revoke_and_reuse`): none of them reaches the new registration.
     let (c, cpeer) = pair();
     let num = c.into_raw_fd();
-    q.declare(num, Interest::READ | Interest::RECEIVE).unwrap();
+    q.declare(hintq_testkit::by_number(num), Interest::READ | Interest::RECEIVE).unwrap();
     write_fully(&cpeer, b"old");
     assert!(wait_for(&mut q, num, MS(2000)).is_some());
-    q.declare(num, Interest::empty()).unwrap();
+    q.declare(hintq_testkit::by_number(num), Interest::empty()).unwrap();
     let (fresh, fpeer) = pair();
     // SAFETY: (test) `num` is ours; dup2 replaces it.
     assert_eq!(unsafe { libc::dup2(fresh.as_raw_fd(), num) }, num);
-    q.declare(num, Interest::READ | Interest::RECEIVE).unwrap();
+    q.declare(hintq_testkit::by_number(num), Interest::READ | Interest::RECEIVE).unwrap();
     write_fully(&fpeer, b"new");
     let mut got = Vec::new();
     take_until(&mut q, num, &mut got, 3);
@@ -1100,7 +1100,7 @@ fn received_end_after_bytes_is_reported_again(b: Backend) {
     let mut q = queue(b);
     let (a, mut peer) = pair();
     let fd = a.as_raw_fd();
-    q.declare(fd, Interest::READ | Interest::RECEIVE).unwrap();
+    q.declare(hintq_testkit::by_number(fd), Interest::READ | Interest::RECEIVE).unwrap();
     peer.write_all(b"abc").unwrap();
     drop(peer);
     thread::sleep(MS(50));
@@ -1125,7 +1125,7 @@ fn received_bytes_taken_in_parts(b: Backend) {
     let mut q = queue(b);
     let (a, mut peer) = pair();
     let fd = a.as_raw_fd();
-    q.declare(fd, Interest::READ | Interest::RECEIVE).unwrap();
+    q.declare(hintq_testkit::by_number(fd), Interest::READ | Interest::RECEIVE).unwrap();
     peer.write_all(b"0123456789").unwrap();
     assert!(wait_for(&mut q, fd, MS(2000)).is_some(), "{b}: readable");
     let mut got = Vec::with_capacity(16);
@@ -1147,7 +1147,7 @@ fn receive_reset(b: Backend) {
     let (server, _) = l.accept().unwrap();
     server.set_nonblocking(true).unwrap();
     let fd = server.as_raw_fd();
-    q.declare(fd, Interest::READ | Interest::RECEIVE).unwrap();
+    q.declare(hintq_testkit::by_number(fd), Interest::READ | Interest::RECEIVE).unwrap();
     (&client).write_all(b"x").unwrap();
     let mut got = Vec::new();
     take_until(&mut q, fd, &mut got, 1);
@@ -1233,7 +1233,7 @@ fn every_backend_is_named_and_parsed() {
 fn group_on_epoll_takes_100_members_and_refuses_the_101st() {
     let group = Group::new(Backend::Epoll).unwrap();
     let (rd, mut wr) = pair();
-    group.declare_interest(rd.as_raw_fd(), Interest::READ, Delivery::One).unwrap();
+    group.declare_interest(rd.as_fd(), Interest::READ, Delivery::One).unwrap();
     let mut members: Vec<Queue> =
         (0..100).map(|i| group.queue().unwrap_or_else(|e| panic!("member {i}: {e}"))).collect();
     let refused = group.queue().map(drop).unwrap_err();
@@ -1268,7 +1268,7 @@ fn hand_off_to_a_ready_set_wakes(b: Backend) {
         a_tx.send((thread_id(), n)).unwrap();
     });
     for (rd, _) in &pipes {
-        group.declare_interest(rd.as_raw_fd(), Interest::READ, Delivery::One).unwrap();
+        group.declare_interest(rd.as_fd(), Interest::READ, Delivery::One).unwrap();
     }
     let deadline = Instant::now() + MS(5000);
     thread::sleep(MS(100)); // A's first wait is under way (a late start only delays it)

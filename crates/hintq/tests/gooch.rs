@@ -7,7 +7,7 @@ mod common;
 use common::{drain, pair, MS};
 use hintq::{Backend, Builder, Event, GoochPolicy, Interest, Queue};
 use std::io::Write;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
@@ -40,7 +40,7 @@ fn quiet_descriptors_migrate_and_wake_up() {
     let mut q = Builder::new(Backend::Gooch).gooch_policy(policy).build().unwrap();
     let pairs: Vec<_> = (0..10).map(|_| pair()).collect();
     for (a, _) in &pairs {
-        q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+        q.declare_interest(a.as_fd(), Interest::READ).unwrap();
     }
     let (busy, quiet) = (&pairs[0], &pairs[7]);
     let migrations = |q: &Queue| q.stats().migrations;

@@ -3,7 +3,7 @@
 
 use hintq::{Backend, Event, Interest, Queue};
 use std::io::Write;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
@@ -25,7 +25,7 @@ fn delivered_descriptor_stays_quiet_until_rearmed_from_another_thread() {
         let mut q = Queue::new(backend).unwrap();
         let rearm = q.handoff().unwrap();
         let (watched, mut peer) = pair();
-        q.declare(watched.as_raw_fd(), Interest::READ).unwrap();
+        q.declare(watched.as_fd(), Interest::READ).unwrap();
         peer.write_all(b"x").unwrap();
         let mut ev = [Event::default(); 4];
         assert_eq!(q.get_next_event(&mut ev, Some(Duration::from_secs(5))).unwrap(), 1, "{backend}");

@@ -7,7 +7,7 @@ mod common;
 use hintq::{Backend, Builder, Event, Hybrid, Interest, Queue, State};
 use std::collections::HashMap;
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use common::{drain, pair, MS};
@@ -72,7 +72,7 @@ fn e9_overflow_recovers_every_fd_exactly_once() {
         let mut q = Builder::new(Backend::Rtsig).rtsig_hybrid(hybrid_off()).build().unwrap();
         let pairs: Vec<_> = (0..200).map(|_| pair()).collect();
         for (a, _) in &pairs {
-            assert!(!q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap().contains(State::READ));
+            assert!(!q.declare_interest(a.as_fd(), Interest::READ).unwrap().contains(State::READ));
         }
         for (_, p) in &pairs {
             (&*p).write_all(b"x").unwrap();
@@ -100,7 +100,7 @@ fn e9_overflow_switches_hybrid_to_polling_and_back() {
         let mut q = Builder::new(Backend::Rtsig).rtsig_hybrid(hybrid).build().unwrap();
         let pairs: Vec<_> = (0..100).map(|_| pair()).collect();
         for (a, _) in &pairs {
-            q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+            q.declare_interest(a.as_fd(), Interest::READ).unwrap();
         }
         for (_, p) in &pairs {
             (&*p).write_all(b"x").unwrap();
@@ -126,7 +126,7 @@ fn hybrid_switches_on_load_without_overflow() {
     let mut q = Builder::new(Backend::Rtsig).rtsig_hybrid(hybrid).build().unwrap();
     let pairs: Vec<_> = (0..40).map(|_| pair()).collect();
     for (a, _) in &pairs {
-        q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+        q.declare_interest(a.as_fd(), Interest::READ).unwrap();
     }
     for round in 0..3 {
         for (_, p) in &pairs {
@@ -153,7 +153,7 @@ fn waker_wakes_a_queue_in_polling_mode() {
     let mut q = Builder::new(Backend::Rtsig).rtsig_hybrid(hybrid).build().unwrap();
     let pairs: Vec<_> = (0..40).map(|_| pair()).collect();
     for (a, _) in &pairs {
-        q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+        q.declare_interest(a.as_fd(), Interest::READ).unwrap();
     }
     for (_, p) in &pairs {
         (&*p).write_all(b"x").unwrap();
@@ -181,16 +181,16 @@ fn e10_queued_signal_of_closed_fd_is_discarded() {
     for revoke_first in [true, false] {
         let mut q = Builder::new(Backend::Rtsig).rtsig_hybrid(hybrid_off()).build().unwrap();
         let (old, mut peer) = pair();
-        q.declare_interest(old.as_raw_fd(), Interest::READ).unwrap();
+        q.declare_interest(old.as_fd(), Interest::READ).unwrap();
         peer.write_all(b"stale").unwrap(); // queues a signal for the old file
         let num = old.into_raw_fd();
         if revoke_first {
-            q.declare_interest(num, Interest::empty()).unwrap();
+            q.declare_interest(hintq_testkit::by_number(num), Interest::empty()).unwrap();
         }
         let (fresh, _p2) = pair();
         // SAFETY: (test) `num` is ours; dup2 closes the old file and reuses the number.
         assert_eq!(unsafe { libc::dup2(fresh.as_raw_fd(), num) }, num);
-        let state = q.declare_interest(num, Interest::READ).unwrap();
+        let state = q.declare_interest(hintq_testkit::by_number(num), Interest::READ).unwrap();
         assert!(!state.contains(State::READ), "the new file has nothing to read");
         let seen = serve(&mut q, MS(300));
         assert_eq!(
@@ -211,8 +211,8 @@ fn two_queues_on_one_thread_do_not_steal_signals() {
     let mut q2 = Queue::new(Backend::Rtsig).unwrap();
     let (a1, mut p1) = pair();
     let (a2, mut p2) = pair();
-    q1.declare_interest(a1.as_raw_fd(), Interest::READ).unwrap();
-    q2.declare_interest(a2.as_raw_fd(), Interest::READ).unwrap();
+    q1.declare_interest(a1.as_fd(), Interest::READ).unwrap();
+    q2.declare_interest(a2.as_fd(), Interest::READ).unwrap();
     p2.write_all(b"2").unwrap();
     p1.write_all(b"1").unwrap();
     let s1 = serve(&mut q1, MS(1000));
@@ -234,7 +234,7 @@ fn two_queues_on_one_thread_do_not_steal_signals() {
 fn queue_moved_to_another_thread_keeps_delivering() {
     let mut q = Builder::new(Backend::Rtsig).rtsig_hybrid(hybrid_off()).build().unwrap();
     let (a, mut p) = pair();
-    q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    q.declare_interest(a.as_fd(), Interest::READ).unwrap();
     p.write_all(b"before").unwrap(); // pending on the creating thread
     let fd = a.as_raw_fd();
     let (seen, mut q, mut p) = std::thread::spawn(move || {
@@ -264,13 +264,13 @@ fn dropping_a_queue_leaves_a_reused_number_alone() {
     let mut stale = Queue::new(Backend::Rtsig).unwrap();
     let (old, _old_peer) = pair();
     let num = old.into_raw_fd();
-    stale.declare_interest(num, Interest::READ).unwrap();
+    stale.declare_interest(hintq_testkit::by_number(num), Interest::READ).unwrap();
     let mut live = Builder::new(Backend::Rtsig).rtsig_hybrid(hybrid_off()).build().unwrap();
     let (fresh, mut peer) = pair();
     // SAFETY: (test) `num` is ours; dup2 closes the old file behind `stale`'s back.
     assert_eq!(unsafe { libc::dup2(fresh.as_raw_fd(), num) }, num);
-    live.declare_interest(num, Interest::READ).unwrap();
-    stale.declare_interest(num, Interest::empty()).unwrap();
+    live.declare_interest(hintq_testkit::by_number(num), Interest::READ).unwrap();
+    stale.declare_interest(hintq_testkit::by_number(num), Interest::empty()).unwrap();
     drop(stale);
     peer.write_all(b"mine").unwrap();
     assert_eq!(serve(&mut live, MS(2000)).get(&num), Some(&1), "the live queue lost its signals");

@@ -9,7 +9,7 @@ use hintq::{Backend, Event, Interest, Queue, State};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
@@ -52,7 +52,7 @@ fn classic_and_improved_report_the_same_events_on_a_mixed_workload() {
     };
     for q in [&mut improved, &mut classic] {
         for (i, (a, _)) in pairs.iter().enumerate() {
-            q.declare_interest(a.as_raw_fd(), interest(i)).unwrap();
+            q.declare_interest(a.as_fd(), interest(i)).unwrap();
         }
     }
     // An exceptional condition: TCP urgent data.
@@ -67,9 +67,9 @@ fn classic_and_improved_report_the_same_events_on_a_mixed_workload() {
         hintq_testkit::skip("the high descriptor of the mixed workload", "RLIMIT_NOFILE below 1300");
     }
     for q in [&mut improved, &mut classic] {
-        q.declare_interest(urgent.as_raw_fd(), Interest::EXCEPT).unwrap();
+        q.declare_interest(urgent.as_fd(), Interest::EXCEPT).unwrap();
         if let Some(h) = &high {
-            q.declare_interest(h.as_raw_fd(), Interest::READ).unwrap();
+            q.declare_interest(h.as_fd(), Interest::READ).unwrap();
         }
     }
 
@@ -87,7 +87,7 @@ fn classic_and_improved_report_the_same_events_on_a_mixed_workload() {
     urgent_peer.flush().unwrap();
     for q in [&mut improved, &mut classic] {
         for (i, (a, _)) in pairs.iter().enumerate().filter(|(i, _)| i % 4 == 3) {
-            assert_eq!(q.declare_interest(a.as_raw_fd(), Interest::empty()).unwrap(), State::empty(), "{i}");
+            assert_eq!(q.declare_interest(a.as_fd(), Interest::empty()).unwrap(), State::empty(), "{i}");
         }
     }
 

@@ -11,7 +11,7 @@ use hintq::{Backend, Builder, Event, Interest, Queue};
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
@@ -74,7 +74,7 @@ fn e11_ended_multishot_polls_keep_delivering() {
     let mut q = tiny_ring(2);
     let pairs = pairs(16);
     for (a, _) in &pairs {
-        q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+        q.declare_interest(a.as_fd(), Interest::READ).unwrap();
     }
     for round in 0..5 {
         let missing = missing_after_burst(&mut q, &pairs);
@@ -92,7 +92,7 @@ fn e12_cq_overflow_loses_nothing() {
     let mut q = tiny_ring(4);
     let pairs = pairs(64);
     for (a, _) in &pairs {
-        q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+        q.declare_interest(a.as_fd(), Interest::READ).unwrap();
     }
     let missing = missing_after_burst(&mut q, &pairs);
     assert!(missing.is_empty(), "never reported: {missing:?}");
@@ -135,7 +135,7 @@ fn e13_close_cancels_the_poll_and_old_events_never_return() {
     let mut q = Queue::new(Backend::Uring).unwrap();
     let (mut server, mut client) = tcp_pair();
     let fd = server.as_raw_fd();
-    q.declare_interest(fd, Interest::READ).unwrap();
+    q.declare_interest(hintq_testkit::by_number(fd), Interest::READ).unwrap();
     client.write_all(b"hello").unwrap();
     let old = event_for(&mut q, fd, |_, _| {}).expect("no event for the first socket");
     // Read it all: closing with unread data would send RST instead of FIN.
@@ -164,7 +164,7 @@ fn e13_close_cancels_the_poll_and_old_events_never_return() {
         spare.push((a, b));
     };
     reused.set_nonblocking(true).unwrap();
-    q.declare_interest(fd, Interest::READ).unwrap();
+    q.declare_interest(hintq_testkit::by_number(fd), Interest::READ).unwrap();
     // The old peer stirs: were the old poll alive, it would report its file now.
     let _ = client.write_all(b"late");
     let _ = client.shutdown(Shutdown::Both);
@@ -194,7 +194,7 @@ fn fallback_works() {
     assert_eq!(Queue::new(Backend::Uring).unwrap().backend(), Backend::Epoll);
     let (a, b) = UnixStream::pair().unwrap();
     a.set_nonblocking(true).unwrap();
-    q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    q.declare_interest(a.as_fd(), Interest::READ).unwrap();
     (&b).write_all(b"x").unwrap();
     let ev = event_for(&mut q, a.as_raw_fd(), |_, _| {}).expect("no event on the fallback queue");
     assert!(ev.state().is_readable());
@@ -276,9 +276,9 @@ fn close_racing_a_wakeup_does_not_hang() {
         for _ in 0..400 {
             let c = TcpStream::connect(addr).unwrap();
             c.set_nonblocking(true).unwrap();
-            q.declare(c.as_raw_fd(), Interest::WRITE).unwrap();
+            q.declare(c.as_fd(), Interest::WRITE).unwrap();
             event_for(&mut q, c.as_raw_fd(), |_, _| {}).expect("writable");
-            q.declare(c.as_raw_fd(), Interest::READ).unwrap();
+            q.declare(c.as_fd(), Interest::READ).unwrap();
             (&c).write_all(b"GET /f HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
             let mut got = Vec::new();
             while !got.ends_with(b"ok") && event_for(&mut q, c.as_raw_fd(), |_, _| {}).is_some() {
@@ -352,7 +352,7 @@ fn readiness_caused_while_the_thread_runs_user_code_is_reported_at_once() {
     for _ in 0..50 {
         let (a, b) = UnixStream::pair().unwrap();
         a.set_nonblocking(true).unwrap();
-        q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+        q.declare_interest(a.as_fd(), Interest::READ).unwrap();
         let written = Arc::new(AtomicBool::new(false));
         let w = Arc::clone(&written);
         let writer = std::thread::spawn(move || {
@@ -371,7 +371,7 @@ fn readiness_caused_while_the_thread_runs_user_code_is_reported_at_once() {
             missed += 1;
         }
         let _b = writer.join().unwrap();
-        q.declare_interest(a.as_raw_fd(), Interest::empty()).unwrap();
+        q.declare_interest(a.as_fd(), Interest::empty()).unwrap();
     }
     assert_eq!(missed, 0, "readiness already caused was not reported by a zero-timeout wait");
 }
@@ -396,7 +396,7 @@ fn coalescing_holds_a_wait_for_its_window_and_no_longer() {
     assert_eq!(Queue::new(Backend::Uring).unwrap().coalescing(), None, "off unless asked for");
     let (a, b) = UnixStream::pair().unwrap();
     a.set_nonblocking(true).unwrap();
-    q.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    q.declare_interest(a.as_fd(), Interest::READ).unwrap();
     let mut events = [Event::default(); 4];
 
     // Nothing comes: the caller's timeout, shorter than the window, ends the wait.
@@ -430,7 +430,7 @@ fn coalescing_holds_a_wait_for_its_window_and_no_longer() {
 
     // Without coalescing, the same pending event is returned at once.
     let mut plain = Queue::new(Backend::Uring).unwrap();
-    plain.declare_interest(a.as_raw_fd(), Interest::READ).unwrap();
+    plain.declare_interest(a.as_fd(), Interest::READ).unwrap();
     (&b).write_all(b"z").unwrap();
     let t = Instant::now();
     assert_eq!(plain.get_next_event(&mut events, Some(PATIENCE)).unwrap(), 1);

@@ -30,7 +30,7 @@ fn wait_for(q: &mut Queue, fd: RawFd, want: State) -> Option<Event> {
 fn sends_arrive_whole_and_in_order() {
     let Some(mut q) = ring_queue("sends_arrive_whole_and_in_order") else { return };
     let (sock, fd, mut client) = tcp();
-    q.declare(fd, Interest::READ).unwrap();
+    q.declare(hintq_testkit::by_number(fd), Interest::READ).unwrap();
     // 200 sends of 5,000 bytes each, numbered: each waits for the one before (one in
     // flight per descriptor), so the order is the application's.
     let reader = std::thread::spawn(move || {
@@ -89,7 +89,7 @@ fn sends_arrive_whole_and_in_order() {
 fn a_send_that_succeeds_is_silent_unless_asked() {
     let Some(mut q) = ring_queue("a_send_that_succeeds_is_silent_unless_asked") else { return };
     let (sock, fd, mut client) = tcp();
-    q.declare(fd, Interest::READ).unwrap();
+    q.declare(hintq_testkit::by_number(fd), Interest::READ).unwrap();
     q.ring_io().expect("a ring").send(fd, b"hello".to_vec()).unwrap();
     // The wait submits it; nothing is reported for it.
     let mut evs = [Event::default(); 4];
@@ -108,7 +108,7 @@ fn a_send_that_succeeds_is_silent_unless_asked() {
 fn a_failed_send_is_reported_with_its_error() {
     let Some(mut q) = ring_queue("a_failed_send_is_reported_with_its_error") else { return };
     let (sock, fd, client) = tcp();
-    q.declare(fd, Interest::READ).unwrap();
+    q.declare(hintq_testkit::by_number(fd), Interest::READ).unwrap();
     // The peer resets the connection (SO_LINGER 0), so the send fails.
     common::reset(client);
     std::thread::sleep(Duration::from_millis(20));
@@ -143,7 +143,7 @@ fn a_failed_send_is_reported_with_its_error() {
 fn revoking_cancels_a_send_stuck_on_a_full_socket() {
     let Some(mut q) = ring_queue("revoking_cancels_a_send_stuck_on_a_full_socket") else { return };
     let (sock, fd, mut client) = tcp();
-    q.declare(fd, Interest::READ).unwrap();
+    q.declare(hintq_testkit::by_number(fd), Interest::READ).unwrap();
     // 64 MiB: far more than the socket buffers hold, and the client does not read.
     q.ring_io().expect("a ring").send(fd, vec![1u8; 64 << 20]).unwrap();
     let mut evs = [Event::default(); 4];
@@ -218,7 +218,7 @@ fn drop_with_a_send_stuck(case: &str, elsewhere: bool) -> Option<usize> {
         q = hintq::Builder::new(Backend::Uring).uring_defer(true).build().unwrap();
     }
     let (sock, fd, mut client) = tcp();
-    q.declare(fd, Interest::READ).unwrap();
+    q.declare(hintq_testkit::by_number(fd), Interest::READ).unwrap();
     let ring = *rings().iter().find(|r| !before.contains(r)).expect("the queue's ring among the descriptors");
     // The socket buffers, filled: the send below cannot go.
     let mut filled = 0usize;
@@ -323,7 +323,7 @@ fn a_builder_turns_ring_sends_and_receives_off() {
     assert_eq!(q.backend(), Backend::Uring);
     assert!(!q.ring_io().is_some_and(|r| r.can_send()), "sends off, yet the queue can send");
     let (sock, fd, mut client) = tcp();
-    q.declare(fd, Interest::READ | Interest::RECEIVE).unwrap();
+    q.declare(hintq_testkit::by_number(fd), Interest::READ | Interest::RECEIVE).unwrap();
     let (e, buf) = q.ring_io().expect("a ring").send(fd, b"abc".to_vec()).unwrap_err().into_parts();
     assert_eq!((e.kind(), buf.as_slice()), (ErrorKind::Unsupported, &b"abc"[..]));
     std::io::Write::write_all(&mut client, b"ping").unwrap();
@@ -354,7 +354,7 @@ fn a_queue_moved_off_its_one_thread_ring_keeps_that_rings_receive_buffers() {
         let before = rings();
         let mut q = hintq::Builder::new(Backend::Uring).uring_defer(true).build().unwrap();
         let (sock, fd, mut client) = tcp();
-        q.declare(fd, Interest::READ | Interest::RECEIVE).unwrap();
+        q.declare(hintq_testkit::by_number(fd), Interest::READ | Interest::RECEIVE).unwrap();
         let mut evs = [Event::default(); 4];
         // This thread enters first (a wait that enters the kernel): it owns a one-thread ring
         // from now on.

@@ -63,8 +63,8 @@ fn registrations_follow_the_queue_from_thread_to_thread() {
     let Some(mut q) = ring_queue(case) else { return };
     let (_a, fa, mut ca) = tcp();
     let (_b, fb, mut cb) = tcp();
-    q.declare(fa, Interest::READ | Interest::RECEIVE).unwrap();
-    q.declare(fb, Interest::READ).unwrap();
+    q.declare(hintq_testkit::by_number(fa), Interest::READ | Interest::RECEIVE).unwrap();
+    q.declare(hintq_testkit::by_number(fb), Interest::READ).unwrap();
     if !q.ring_io().is_some_and(|r| r.receiving(fa)) {
         hintq_testkit::runs(case, Err("io_uring receives unavailable here".to_string()));
         return;
@@ -87,7 +87,9 @@ fn registrations_follow_the_queue_from_thread_to_thread() {
 
     // Declared on another thread, used back on this one.
     let (_c, fc, mut cc) = tcp();
-    let (q2, ()) = elsewhere(q, move |q| q.declare(fc, Interest::READ | Interest::RECEIVE).unwrap());
+    let (q2, ()) = elsewhere(q, move |q| {
+        q.declare(hintq_testkit::by_number(fc), Interest::READ | Interest::RECEIVE).unwrap()
+    });
     q = q2;
     cc.write_all(b"back").unwrap();
     assert_eq!(receive(&mut q, fc, 4), b"back");
@@ -119,7 +121,7 @@ fn a_move_with_a_send_in_flight_is_refused_and_changes_nothing() {
         return;
     }
     let (sock, fd, client) = tcp();
-    q.declare(fd, Interest::READ).unwrap();
+    q.declare(hintq_testkit::by_number(fd), Interest::READ).unwrap();
     let mut evs = [Event::default(); 4];
     q.get_next_event(&mut evs, Some(Duration::ZERO)).unwrap();
     // More than the socket buffers hold, to a peer that does not read: it stays in flight.
@@ -134,8 +136,8 @@ fn a_move_with_a_send_in_flight_is_refused_and_changes_nothing() {
         // A wait that enters the kernel (a zero timeout with nothing due from the kernel
         // enters nothing, and so claims nothing).
         let waited = q.get_next_event(&mut [Event::default(); 4], Some(Duration::from_millis(10))).map(drop);
-        let declared = q.declare(fd2, Interest::READ);
-        (waited, declared, q.declare(fd, Interest::empty()))
+        let declared = q.declare(hintq_testkit::by_number(fd2), Interest::READ);
+        (waited, declared, q.declare(hintq_testkit::by_number(fd), Interest::empty()))
     });
     for (what, r) in [("get_next_event", waited), ("declare", declared), ("revoke", revoked)] {
         let e = r.expect_err(&format!("{what} on another thread worked with a send in flight"));
@@ -169,7 +171,7 @@ fn a_ring_built_for_any_thread_moves_with_a_send_in_flight() {
         return;
     }
     let (sock, fd, _client) = tcp();
-    q.declare(fd, Interest::READ).unwrap();
+    q.declare(hintq_testkit::by_number(fd), Interest::READ).unwrap();
     q.ring_io().expect("a ring").send(fd, vec![7; 64 << 20]).unwrap();
     q.get_next_event(&mut [Event::default(); 4], Some(Duration::ZERO)).unwrap();
     assert!(

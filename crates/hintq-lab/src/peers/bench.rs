@@ -1,49 +1,36 @@
 //! libevent's `test/bench.c` method over hintq (any backend) and over mio, for E9: the same
 //! method as `peers/bench_method.c` (see there), so every peer is timed alike.
 
-use clap::Args;
 use hintq::{Backend, Event, Interest, Queue};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
-/// `hintq lab peer-bench`.
-#[derive(Args, Debug, Clone)]
+/// What `hintq lab peer-bench` was asked (the binary's flags, `src/lab_args.rs`).
+#[derive(Debug, Clone)]
 pub struct BenchArgs {
-    /// The library under the method: `hintq` or `mio`.
-    #[arg(long, value_name = "hintq|mio")]
+    /// `--lib`: `hintq` or `mio`.
     pub lib: String,
-    /// The hintq backend (ignored for mio, which is epoll).
-    #[arg(long, default_value = "epoll", value_name = "NAME")]
+    /// `--backend`: hintq's backend.
     pub backend: String,
-    /// Socket pairs.
-    #[arg(short = 'n', default_value_t = 100)]
+    /// `-n`: socket pairs.
     pub pairs: usize,
-    /// Pairs written to at the start of a run.
-    #[arg(short = 'a', default_value_t = 1)]
+    /// `-a`: pairs written to at the start of a run.
     pub active: usize,
-    /// Writes passed on in a run.
-    #[arg(short = 'w', default_value_t = 100)]
+    /// `-w`: writes passed on in a run.
     pub writes: usize,
-    /// Runs (one line each).
-    #[arg(short = 'r', default_value_t = 25)]
+    /// `-r`: runs.
     pub runs: usize,
-    /// Not used by the method: the launch's number in the lab's plan (E9 starts each point
-    /// several times, as separate processes), so that every launch has a command line of its
-    /// own and is run, not answered from the runner's record of an identical command.
-    #[arg(short = 'l', long, default_value_t = 0)]
+    /// `-l`: the launch's number in the lab's plan, unused by the method (it makes each
+    /// launch's command line its own).
     pub launch: u32,
-    /// A diagnostic, not the method: watchers are registered before the first run only and
-    /// never re-armed, which is what libev's stop and start with an unchanged mask amount to
-    /// in the kernel. Set beside a normal launch, it shows how much of the cost's growth with
-    /// the pairs comes from the re-registration before each run.
-    #[arg(long)]
+    /// `--keep`, a diagnostic: watchers registered before the first run only, never re-armed.
     pub keep: bool,
 }
 
 /// An event loop as the method sees it: re-arm one watcher, make one non-blocking pass.
 trait Loop {
-    fn rearm(&mut self, i: usize, fd: RawFd) -> io::Result<()>;
+    fn rearm(&mut self, i: usize, fd: BorrowedFd<'_>) -> io::Result<()>;
     /// Calls `ready(i)` for each readable pair found by one non-blocking pass.
     fn pass(&mut self, ready: &mut dyn FnMut(usize)) -> io::Result<()>;
 }
@@ -56,17 +43,18 @@ struct HintqLoop {
 }
 
 impl Loop for HintqLoop {
-    fn rearm(&mut self, i: usize, fd: RawFd) -> io::Result<()> {
+    fn rearm(&mut self, i: usize, borrowed: BorrowedFd<'_>) -> io::Result<()> {
+        let fd = borrowed.as_raw_fd();
         if self.index.len() <= fd as usize {
             self.index.resize(fd as usize + 1, usize::MAX);
         }
         if self.index[fd as usize] != usize::MAX {
-            self.q.declare_interest(fd, Interest::empty())?;
+            self.q.declare_interest(borrowed, Interest::empty())?;
         }
         self.index[fd as usize] = i;
         // The state is not wanted (the flush pass takes whatever is ready): the paper's call
         // with a NULL statemask, as libevent's `event_add` and mio's `register` are.
-        self.q.declare(fd, Interest::READ)
+        self.q.declare(borrowed, Interest::READ)
     }
     fn pass(&mut self, ready: &mut dyn FnMut(usize)) -> io::Result<()> {
         let n = self.q.get_next_event(&mut self.evs, Some(Duration::ZERO))?;
@@ -82,7 +70,8 @@ struct MioLoop {
 }
 
 impl Loop for MioLoop {
-    fn rearm(&mut self, i: usize, fd: RawFd) -> io::Result<()> {
+    fn rearm(&mut self, i: usize, fd: BorrowedFd<'_>) -> io::Result<()> {
+        let fd = fd.as_raw_fd();
         let reg = self.poll.registry();
         let mut src = mio::unix::SourceFd(&fd);
         if self.registered[i] {
@@ -141,7 +130,7 @@ fn one_run(
 ) -> io::Result<(f64, u64)> {
     if rearm {
         for (i, p) in pairs.iter().enumerate() {
-            lp.rearm(i, p.0.as_raw_fd())?;
+            lp.rearm(i, p.0.as_fd())?;
         }
     }
     let mut ring = Ring { pairs, got: 0, sent: 0, left: 0, failures: 0 };
