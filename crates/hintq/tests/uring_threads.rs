@@ -199,7 +199,7 @@ fn a_wait_before_anything_is_declared_claims_the_ring() {
         assert_eq!(q.get_next_event(&mut evs, Some(timeout)).unwrap(), 0, "a wait on an empty queue");
     }
     let (a, fa, mut ca) = tcp();
-    q.declare(fa, Interest::READ).unwrap();
+    q.declare(hintq_testkit::by_number(fa), Interest::READ).unwrap();
     ca.write_all(b"x").unwrap();
     assert!(wait_for(&mut q, fa, State::READ), "no event after the first wait");
     // Read, so that the move's fresh arm has nothing to report.
@@ -207,7 +207,7 @@ fn a_wait_before_anything_is_declared_claims_the_ring() {
     let (mut q, waited) = elsewhere(q, |q| {
         let waited = q.get_next_event(&mut [Event::default(); 4], Some(Duration::from_millis(20)));
         let (_b, fb, mut cb) = tcp();
-        q.declare(fb, Interest::READ).unwrap();
+        q.declare(hintq_testkit::by_number(fb), Interest::READ).unwrap();
         cb.write_all(b"y").unwrap();
         (waited.map_err(|e| e.to_string()), wait_for(q, fb, State::READ))
     });
