@@ -463,8 +463,8 @@ struct Table {
     removed: Option<i32>,
     /// Sends by descriptor: in flight, or failed and not taken yet (quirk k).
     sends: FdMap<Send>,
-    /// Cleared buffers of completed sends, for [`Uring::send_buffer`].
-    pool: Vec<Vec<u8>>,
+    /// Cleared buffers of completed sends and taken inboxes, for [`Uring::send_buffer`].
+    pool: SendPool,
     /// The result of our last `ASYNC_CANCEL`, once its CQE came.
     cancelled: Option<i32>,
     /// What receives brought and was not taken yet, by descriptor (quirk l).
@@ -535,18 +535,78 @@ struct Send {
     failed: Option<i32>,
 }
 
-/// Keeps `buf` in `pool` for a later send or receive, if the pool has room and it is not too
-/// large.
-fn recycle(pool: &mut Vec<Vec<u8>>, mut buf: Vec<u8>) {
-    if pool.len() < POOL && buf.capacity() <= POOL_BUF_MAX {
-        buf.clear();
-        pool.push(buf);
-    }
+/// Cleared buffers kept for later sends and receives' inboxes, so that replies cost no
+/// allocation: up to [`POOL`] of at most [`POOL_BUF_MAX`] bytes (a reply, a relay buffer, an
+/// inbox), and larger ones (a large file's reply) up to [`LARGE_MAX`] each and
+/// [`LARGE_BYTES`] in all, which [`SendPool::take_for`] hands out by size. Per queue, not
+/// per connection: an idle connection holds none of them.
+#[derive(Default)]
+struct SendPool {
+    small: Vec<Vec<u8>>,
+    large: Vec<Vec<u8>>,
+    /// The capacity of `large`'s buffers together.
+    large_bytes: usize,
+    /// Buffers over [`POOL_BUF_MAX`] that [`SendPool::take_for`] had to allocate or grow.
+    made: u64,
 }
 
-/// Buffers kept for reuse by later sends and receives' inboxes, and the largest one kept.
+/// Small buffers kept, and the largest one that counts as small.
 const POOL: usize = 256;
 const POOL_BUF_MAX: usize = 64 * 1024;
+/// The largest buffer kept, and what the larger ones kept hold in all (per queue).
+const LARGE_MAX: usize = 4 << 20;
+const LARGE_BYTES: usize = 16 << 20;
+
+impl SendPool {
+    /// Keeps `buf` if there is room for it, cleared.
+    fn put(&mut self, mut buf: Vec<u8>) {
+        let cap = buf.capacity();
+        if cap == 0 {
+            return;
+        }
+        buf.clear();
+        if cap <= POOL_BUF_MAX {
+            if self.small.len() < POOL {
+                self.small.push(buf);
+            }
+        } else if cap <= LARGE_MAX && self.large_bytes + cap <= LARGE_BYTES {
+            self.large_bytes += cap;
+            self.large.push(buf);
+        }
+    }
+
+    /// A small buffer, kept or new (empty, allocated on first use).
+    fn take(&mut self) -> Vec<u8> {
+        self.small.pop().unwrap_or_default()
+    }
+
+    /// A buffer that holds `len` bytes without growing: for more than [`POOL_BUF_MAX`], the
+    /// smallest large one kept that fits, else the largest grown (or a new one), counted.
+    fn take_for(&mut self, len: usize) -> Vec<u8> {
+        if len <= POOL_BUF_MAX {
+            let mut b = self.take();
+            b.reserve(len);
+            return b;
+        }
+        let fit = (0..self.large.len())
+            .filter(|&i| self.large[i].capacity() >= len)
+            .min_by_key(|&i| self.large[i].capacity())
+            .or_else(|| (0..self.large.len()).max_by_key(|&i| self.large[i].capacity()));
+        let mut b = match fit {
+            Some(i) => {
+                let b = self.large.swap_remove(i);
+                self.large_bytes -= b.capacity();
+                b
+            }
+            None => Vec::new(),
+        };
+        if b.capacity() < len {
+            self.made += 1;
+            b.reserve_exact(len);
+        }
+        b
+    }
+}
 
 impl Table {
     /// Takes one CQE into account (quirks a, b, e). The results of our own removes and
@@ -636,7 +696,7 @@ impl Table {
                 let inbox = Table::inbox_of(&mut self.inbox, fd, token);
                 if inbox.data.capacity() == 0 {
                     // A buffer given back by a take or a send, not a fresh allocation.
-                    inbox.data = self.pool.pop().unwrap_or_default();
+                    inbox.data = self.pool.take();
                 }
                 let bufs = self.bufs.as_ref().expect("a receive completed: its buffer ring exists");
                 inbox.data.extend_from_slice(bufs.bytes(bid, res as usize));
@@ -678,9 +738,9 @@ impl Table {
         }
     }
 
-    /// Keeps `buf` for a later send or receive, if the pool has room and it is not too large.
+    /// Keeps `buf` for a later send or receive, if the pool has room for it.
     fn recycle(&mut self, buf: Vec<u8>) {
-        recycle(&mut self.pool, buf);
+        self.pool.put(buf);
     }
 
     fn is_live(&self, token: u64) -> bool {
@@ -1442,7 +1502,7 @@ impl Uring {
         } else {
             buf.extend_from_slice(&inbox.data);
             let data = std::mem::take(&mut inbox.data);
-            recycle(&mut self.table.pool, data);
+            self.table.pool.put(data);
         }
         let rearm = std::mem::take(&mut inbox.throttled) && inbox.data.len() < INBOX_MAX;
         if inbox.data.len() >= INBOX_MAX {
@@ -1548,7 +1608,18 @@ impl Uring {
     }
 
     pub(crate) fn send_buffer(&mut self) -> Vec<u8> {
-        self.table.pool.pop().unwrap_or_default()
+        self.table.pool.take()
+    }
+
+    pub(crate) fn send_buffer_for(&mut self, len: usize) -> Vec<u8> {
+        self.table.pool.take_for(len)
+    }
+
+    /// Buffers over [`POOL_BUF_MAX`] allocated or grown for sends, and those kept now with
+    /// their bytes.
+    pub(crate) fn large_send_buffers(&self) -> (u64, usize, usize) {
+        let p = &self.table.pool;
+        (p.made, p.large.len(), p.large_bytes)
     }
 
     /// Submits what is queued (sends, re-arms); nothing to do, and no call, when the
