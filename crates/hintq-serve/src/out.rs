@@ -166,7 +166,8 @@ impl Out {
         }
         let Some(mut ring) = fds.ring_io() else { return self.flush(fd) };
         // What goes in this send: the pieces up to the first file range.
-        let len: usize = self.items.iter().take_while(|i| !matches!(i, Item::File { .. })).map(Item::unsent).sum();
+        let len: usize =
+            self.items.iter().take_while(|i| !matches!(i, Item::File { .. })).map(Item::unsent).sum();
         let alone = matches!(self.items.front(), Some(Item::Bytes(b, 0)) if b.len() == len);
         // A large reply (a held file over 64 KiB) is gathered in a buffer the ring kept from
         // an earlier one of about its size, not one allocated (and freed) per send.

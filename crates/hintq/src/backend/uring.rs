@@ -81,10 +81,12 @@
 //! l. Receives ([`crate::Interest::RECEIVE`]): for a registration that asks, and whose interest
 //!    is reading alone, the ring receives the data too. Instead of a poll, the descriptor gets
 //!    a multishot `IORING_OP_RECV` (6.0) that takes its buffers from a ring of provided buffers
-//!    (`IORING_REGISTER_PBUF_RING`, 5.19; [`RECV_BUFS`] of [`RECV_BUF`] bytes, made at the
-//!    queue's first such registration). Each completion's bytes are copied out at once into
-//!    the registration's inbox and the buffer is given back, so no buffer waits on the
-//!    application; the completion is reported as `READ` and the application takes the bytes
+//!    (`IORING_REGISTER_PBUF_RING`, 5.19; [`RECV_BUFS`] of [`RECV_BUF`] bytes consumed
+//!    incrementally, `IOU_PBUF_RING_INC`, 6.12, else [`RECV_BUFS_WHOLE`] of
+//!    [`RECV_BUF_WHOLE`]; made at the queue's first such registration). Each completion's
+//!    bytes are copied out at once into the registration's inbox and the buffer is given
+//!    back once the kernel is done with it (no `IORING_CQE_F_BUF_MORE`), so no buffer waits
+//!    on the application; the completion is reported as `READ` and the application takes the bytes
 //!    with [`Uring::take_received`], without a system call. End of stream (`res == 0`) and
 //!    errors end the receive and are kept for `take_received` too. `-ENOBUFS` (every buffer
 //!    taken between two reaps) ends it quietly; it is re-armed like a poll (a): the bytes are
@@ -223,9 +225,16 @@ const THROTTLE: u64 = BACKEND_BIT | 2;
 /// In [`Watch::events`], above every poll bit: the registration asked for receives (quirk l).
 const RECV: u16 = 0x8000;
 /// Provided buffers of the receive ring, and their size (quirk l): 512 KiB per queue that
-/// receives, given back as soon as each completion is reaped.
-const RECV_BUFS: u16 = 128;
-const RECV_BUF: usize = 4096;
+/// receives, consumed incrementally where the kernel can (6.12: a completion takes from the
+/// head buffer only the bytes it received, so a 64 KiB buffer serves many small receives
+/// and a large body comes in 64 KiB pieces), each given back once the kernel is done with
+/// it and its bytes are copied out.
+const RECV_BUFS: u16 = 8;
+const RECV_BUF: usize = 64 * 1024;
+/// Where buffers cannot be consumed incrementally: each completion takes a whole buffer, so
+/// small ones, many more of them (as many receives may complete between two reaps).
+const RECV_BUFS_WHOLE: u16 = 128;
+const RECV_BUF_WHOLE: usize = 4096;
 /// The buffer group of the receive ring.
 const BGID: u16 = 0;
 /// Bytes an inbox holds before its receive is stopped until they are taken (quirk l).
@@ -236,6 +245,14 @@ const SEND: u64 = BACKEND_BIT;
 const DEFAULT_CQ: u32 = 4096;
 /// Submission-ring size: arms and removes between two enters.
 const SQ: u32 = 256;
+
+/// The receive buffer ring of `ring` (quirk l): [`RECV_BUFS`] of [`RECV_BUF`] bytes consumed
+/// incrementally, or where the kernel refuses that (before 6.12), [`RECV_BUFS_WHOLE`] of
+/// [`RECV_BUF_WHOLE`].
+fn recv_buffers(ring: &IoUring) -> io::Result<BufRing> {
+    BufRing::incremental(ring, RECV_BUFS, RECV_BUF, BGID)
+        .or_else(|_| BufRing::new(ring, RECV_BUFS_WHOLE, RECV_BUF_WHOLE, BGID))
+}
 
 /// Whether this kernel runs the backend, and if not why; asked once per process.
 pub(crate) fn probe() -> &'static Result<(), ProbeError> {
@@ -546,7 +563,8 @@ struct SendPool {
     large: Vec<Vec<u8>>,
     /// The capacity of `large`'s buffers together.
     large_bytes: usize,
-    /// Buffers over [`POOL_BUF_MAX`] that [`SendPool::take_for`] had to allocate or grow.
+    /// Buffers over [`POOL_BUF_MAX`] that [`SendPool::take_for`] had to allocate or grow (for
+    /// sends, and inboxes past a small buffer).
     made: u64,
 }
 
@@ -658,7 +676,10 @@ impl Table {
             return;
         }
         if let (Some(bid), Some(bufs)) = (cqueue::buffer_select(flags), self.bufs.as_mut()) {
-            bufs.give(bid);
+            bufs.received(bid, res.max(0) as usize);
+            if !hintq_sys::buf_more(flags) {
+                bufs.give(bid);
+            }
             return;
         }
         let Some(w) = w else { return };
@@ -694,12 +715,17 @@ impl Table {
         if let Some(bid) = cqueue::buffer_select(flags) {
             if res > 0 {
                 let inbox = Table::inbox_of(&mut self.inbox, fd, token);
-                if inbox.data.capacity() == 0 {
-                    // A buffer given back by a take or a send, not a fresh allocation.
-                    inbox.data = self.pool.take();
+                let need = inbox.data.len() + res as usize;
+                if need > inbox.data.capacity() {
+                    // A buffer given back by a take or a send, not a fresh allocation; past
+                    // a small one, one that holds a full inbox and a receive's piece.
+                    let want = if need > POOL_BUF_MAX { INBOX_MAX + RECV_BUF } else { need };
+                    let mut b = self.pool.take_for(want);
+                    b.extend_from_slice(&inbox.data);
+                    self.pool.put(std::mem::replace(&mut inbox.data, b));
                 }
-                let bufs = self.bufs.as_ref().expect("a receive completed: its buffer ring exists");
-                inbox.data.extend_from_slice(bufs.bytes(bid, res as usize));
+                let bufs = self.bufs.as_mut().expect("a receive completed: its buffer ring exists");
+                inbox.data.extend_from_slice(bufs.received(bid, res as usize));
                 if inbox.data.len() >= INBOX_MAX {
                     inbox.throttled = true;
                     // Asked again at every completion past the bound while the receive goes
@@ -709,7 +735,10 @@ impl Table {
                     }
                 }
             }
-            self.bufs.as_mut().expect("a receive completed: its buffer ring exists").give(bid);
+            // Kept while the kernel still fills it (incremental consumption).
+            if !hintq_sys::buf_more(flags) {
+                self.bufs.as_mut().expect("a receive completed: its buffer ring exists").give(bid);
+            }
         }
         let inbox_throttled = self.inbox.get(fd).is_some_and(|i| i.token == token && i.throttled);
         let mut state = State::READ;
@@ -924,7 +953,7 @@ impl Uring {
         // The new ring and its buffers first: if either cannot be made (EMFILE, ENOMEM), the
         // queue stays as it was, on the old ring.
         let new = ring(self.cq, run)?;
-        let bufs = if receives { Some(BufRing::new(&new, RECV_BUFS, RECV_BUF, BGID)?) } else { None };
+        let bufs = if receives { Some(recv_buffers(&new)?) } else { None };
         // The old ring's receives are cancelled and reaped before it closes, as a drop does
         // (a closed ring lives on while its teardown runs, or while a forked child holds a
         // descriptor of it, and a receive of it would write into its buffers); the watches
@@ -1158,7 +1187,7 @@ impl Uring {
     /// Makes the receive buffer ring if there is none yet; false if the kernel refused it.
     fn receive_buffers(&mut self) -> bool {
         if self.table.bufs.is_none() && self.recvs {
-            self.table.bufs = BufRing::new(&self.ring, RECV_BUFS, RECV_BUF, BGID).ok();
+            self.table.bufs = recv_buffers(&self.ring).ok();
         }
         self.table.bufs.is_some()
     }
