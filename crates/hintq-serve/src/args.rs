@@ -20,7 +20,7 @@ fn parse_threads(s: &str) -> Result<usize, String> {
     }
 }
 
-fn parse_on_off(s: &str) -> Result<bool, String> {
+pub(crate) fn parse_on_off(s: &str) -> Result<bool, String> {
     match s {
         "on" => Ok(true),
         "off" => Ok(false),
