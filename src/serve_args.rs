@@ -201,9 +201,13 @@ pub(crate) struct ProxyCli {
     /// Response bodies with a Content-Length above this many bytes (k and m for KiB and
     /// MiB) go from the upstream to the client by splice(2), never entering the proxy's
     /// memory; off: every body is copied. Chunked bodies are always copied, and every body
-    /// on io_uring (the ring receives it).
+    /// on io_uring (the ring receives it) unless --uring-splice on.
     #[arg(long, value_name = "BYTES|off", default_value = "64k", value_parser = parse_splice_above)]
     pub splice_above: SpliceAbove,
+    /// io_uring: splice bodies as --splice-above says (off: the ring receives every body
+    /// and the proxy copies it, fewer system calls per response).
+    #[arg(long, value_name = "on|off", default_value = "off", action = ArgAction::Set, value_parser = parse_on_off)]
+    pub uring_splice: bool,
     #[command(flatten)]
     pub server: ServerCli,
 }
@@ -252,6 +256,7 @@ impl From<ProxyCli> for hintq_serve::proxy::ProxyArgs {
             upstream_timeout: c.upstream_timeout,
             max_idle_upstream: c.max_idle_upstream,
             splice_above: c.splice_above,
+            uring_splice: c.uring_splice,
             server: c.server.into(),
         }
     }

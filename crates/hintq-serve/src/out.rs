@@ -71,6 +71,9 @@ const MAX_KEPT_ITEMS: usize = 64;
 const SPARES_KEPT: usize = 64;
 /// The largest buffer the pool keeps (a head and a small body fit many times over).
 const SPARE_MAX: usize = 16 * 1024;
+/// The largest send the ring's small buffers hold ([`hintq::RingIo::send_buffer`]); a larger
+/// one asks the ring for a buffer of its size ([`hintq::RingIo::send_buffer_for`]).
+const RING_SMALL: usize = 64 * 1024;
 
 impl Out {
     /// For a connection going idle with nothing queued: gives its spare buffer to the
@@ -162,12 +165,19 @@ impl Out {
             return self.flush(fd);
         }
         let Some(mut ring) = fds.ring_io() else { return self.flush(fd) };
-        let mut buf = ring.send_buffer();
+        // What goes in this send: the pieces up to the first file range.
+        let len: usize =
+            self.items.iter().take_while(|i| !matches!(i, Item::File { .. })).map(Item::unsent).sum();
+        let alone = matches!(self.items.front(), Some(Item::Bytes(b, 0)) if b.len() == len);
+        // A large reply (a held file over 64 KiB) is gathered in a buffer the ring kept from
+        // an earlier one of about its size, not one allocated (and freed) per send.
+        let large = len > RING_SMALL && !alone;
+        let mut buf = if large { ring.send_buffer_for(len) } else { ring.send_buffer() };
         while let Some(item) = self.items.pop_front() {
             match item {
                 // A whole run first: it goes to the ring as it is (no copy), and the ring's
                 // empty buffer becomes the spare for the next response.
-                Item::Bytes(b, 0) if buf.is_empty() => {
+                Item::Bytes(b, 0) if buf.is_empty() && !large => {
                     let empty = std::mem::replace(&mut buf, b);
                     if self.spare.capacity() == 0 {
                         self.spare = empty;
@@ -175,7 +185,7 @@ impl Out {
                 }
                 Item::Bytes(mut b, sent) => {
                     buf.extend_from_slice(&b[sent..]);
-                    if b.capacity() <= 64 * 1024 {
+                    if b.capacity() <= RING_SMALL {
                         b.clear();
                         self.spare = b;
                     }

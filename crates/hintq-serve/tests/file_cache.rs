@@ -115,6 +115,8 @@ fn the_hold_limit_decides_which_bodies_are_served_from_memory() {
         (true, Backend::Uring, Pattern::Reactor, Some(16), [16, 17], [true, false]),
         (true, Backend::Uring, Pattern::Reactor, Some(0), [16, 17], [false, false]),
         (true, Backend::Uring, Pattern::Reactor, None, [20 * 1024, 40 * 1024], [uring_sends, false]),
+        // A held body over 64 KiB leaves in one of the ring's large send buffers.
+        (true, Backend::Uring, Pattern::Reactor, Some(1 << 20), [300 * 1024, 2 << 20], [uring_sends, false]),
         (false, Backend::Uring, Pattern::Reactor, None, [20 * 1024, 40 * 1024], [false, false]),
         (true, Backend::Uring, Pattern::LeaderFollowers, None, [20 * 1024, 40 * 1024], [false, false]),
     ];

@@ -1,7 +1,13 @@
 //! A ring of provided buffers for io_uring receives (`IORING_REGISTER_PBUF_RING`, 5.19): the
 //! ring of entries the kernel reads (page-aligned, as it asks) and the buffers themselves.
 //! A multishot `IORING_OP_RECV` with buffer selection takes one per completion; the owner
-//! copies the bytes out ([`BufRing::bytes`]) and gives the buffer back ([`BufRing::give`]).
+//! copies the bytes out ([`BufRing::received`]) and gives the buffer back ([`BufRing::give`]).
+//! An incrementally consumed ring ([`BufRing::incremental`], `IOU_PBUF_RING_INC`, 6.12) lets
+//! each completion take only the bytes it received from the head buffer, the next one
+//! continuing where it stopped: large buffers then cost no more memory per small receive, and
+//! a large body comes in a few completions. The kernel says a buffer is still in use with
+//! `IORING_CQE_F_BUF_MORE` ([`buf_more`]); it is given back only once a completion without it
+//! came.
 
 use io_uring::{types, IoUring};
 use std::io;
@@ -15,6 +21,18 @@ pub struct BufRing {
     count: u16,
     /// Our copy of the tail; the kernel's is in the first entry.
     tail: u16,
+    /// Per buffer, the bytes completions took from it since it was given (incremental
+    /// consumption: where the next completion's bytes start).
+    taken: Box<[u32]>,
+}
+
+/// `IOU_PBUF_RING_INC`: the kernel consumes each buffer incrementally (6.12).
+const IOU_PBUF_RING_INC: u16 = 2;
+
+/// `IORING_CQE_F_BUF_MORE`: the completion's buffer is still the kernel's (incremental
+/// consumption): more completions will put bytes in it after these.
+pub fn buf_more(flags: u32) -> bool {
+    flags & (1 << 4) != 0
 }
 
 impl BufRing {
@@ -29,6 +47,21 @@ impl BufRing {
     /// # Errors
     /// Allocation, or the kernel refusing the registration (before 5.19: `EINVAL`).
     pub fn new(ring: &IoUring, count: u16, size: usize, bgid: u16) -> io::Result<BufRing> {
+        BufRing::register(ring, count, size, bgid, 0)
+    }
+
+    /// As [`BufRing::new`], consumed incrementally (`IOU_PBUF_RING_INC`, see the module docs).
+    ///
+    /// # Errors
+    /// As [`BufRing::new`]; a kernel before 6.12 refuses the flag (`EINVAL`).
+    pub fn incremental(ring: &IoUring, count: u16, size: usize, bgid: u16) -> io::Result<BufRing> {
+        BufRing::register(ring, count, size, bgid, IOU_PBUF_RING_INC)
+    }
+
+    fn register(ring: &IoUring, count: u16, size: usize, bgid: u16, flags: u16) -> io::Result<BufRing> {
+        if u32::try_from(size).is_err() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "buffer size over 4 GiB"));
+        }
         if !count.is_power_of_two() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "buffer count must be a power of two"));
         }
@@ -48,18 +81,34 @@ impl BufRing {
             size,
             count,
             tail: 0,
+            taken: vec![0; usize::from(count)].into(),
         };
         // SAFETY: the entries stay allocated until `r` drops, which its owner does only after
         // the ring is gone (the contract of `new`).
-        unsafe { ring.submitter().register_buf_ring_with_flags(raw as u64, count, bgid, 0) }?;
+        unsafe { ring.submitter().register_buf_ring_with_flags(raw as u64, count, bgid, flags) }?;
         (0..count).for_each(|bid| r.give(bid));
         Ok(r)
     }
 
-    /// Buffer `bid`'s first `len` bytes, as a completion left them.
+    /// Buffer `bid`'s first `len` bytes, as a completion of a ring not consumed
+    /// incrementally left them.
     pub fn bytes(&self, bid: u16, len: usize) -> &[u8] {
         let at = usize::from(bid) * self.size;
         &self.bufs[at..at + len.min(self.size)]
+    }
+
+    /// The `len` bytes a completion left in buffer `bid`: its first ones, or on an
+    /// incrementally consumed ring those after what earlier completions took from it since
+    /// it was given. Every completion that names a buffer is passed here (with its result,
+    /// 0 for none), in order, so that the next one's bytes are found. An id out of range
+    /// gives nothing.
+    pub fn received(&mut self, bid: u16, len: usize) -> &[u8] {
+        let Some(taken) = self.taken.get_mut(usize::from(bid)) else { return &[] };
+        let from = (*taken as usize).min(self.size);
+        let len = len.min(self.size - from);
+        *taken += len as u32;
+        let at = usize::from(bid) * self.size + from;
+        &self.bufs[at..at + len]
     }
 
     /// Gives buffer `bid` back to the kernel; an id out of range is ignored.
@@ -67,6 +116,7 @@ impl BufRing {
         if bid >= self.count {
             return;
         }
+        self.taken[usize::from(bid)] = 0;
         let i = usize::from(self.tail & (self.count - 1));
         let addr = self.bufs.as_ptr() as u64 + u64::from(bid) * self.size as u64;
         // SAFETY: `i` < count, inside the allocation; the kernel reads an entry only once the

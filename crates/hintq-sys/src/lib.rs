@@ -7,7 +7,7 @@
 //! a caller that waits with a deadline must recompute its timeout first.
 
 mod bufring;
-pub use bufring::BufRing;
+pub use bufring::{buf_more, BufRing};
 
 use std::io;
 use std::mem;

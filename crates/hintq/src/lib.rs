@@ -84,7 +84,7 @@ pub use backend::{
 pub use event::{Event, Interest, State};
 pub use group::{Delivery, Group};
 pub use queue::{Builder, Queue, Stats};
-pub use ring::{RingIo, SendError};
+pub use ring::{RingIo, SendBuffers, SendError};
 pub use shared::Rearm;
 pub use timer::{TimerId, Timers, Wheel};
 pub use waker::Waker;

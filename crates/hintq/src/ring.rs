@@ -27,6 +27,19 @@ pub struct RingIo<'q> {
     handoff: bool,
 }
 
+/// The ring's send buffers over 64 KiB ([`RingIo::send_buffers`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SendBuffers {
+    /// Allocated, or grown, by [`RingIo::send_buffer_for`] since the queue was made: not
+    /// found among those kept.
+    pub made: u64,
+    /// Kept for reuse now.
+    pub kept: usize,
+    /// Their capacity together (16 MiB at most).
+    pub kept_bytes: usize,
+}
+
 /// A send the ring did not take ([`RingIo::send`]): why, and the buffer back.
 pub struct SendError {
     error: io::Error,
@@ -169,6 +182,22 @@ impl<'q> RingIo<'q> {
     /// the ring kept it, so that replies cost no allocation.
     pub fn send_buffer(&mut self) -> Vec<u8> {
         self.ring.send_buffer()
+    }
+
+    /// An empty buffer that holds `len` bytes without growing, to fill and give to
+    /// [`RingIo::send`]: for a reply over 64 KiB (a large file), one the ring kept from an
+    /// earlier send of about that size when it has one, so that large replies are not
+    /// allocated and freed on every send. The ring keeps such buffers up to 4 MiB each and
+    /// 16 MiB in all, per queue ([`RingIo::send_buffers`] counts them).
+    pub fn send_buffer_for(&mut self, len: usize) -> Vec<u8> {
+        self.ring.send_buffer_for(len)
+    }
+
+    /// The ring's large send buffers (over 64 KiB): how many were allocated or grown, and
+    /// what it keeps now.
+    pub fn send_buffers(&self) -> SendBuffers {
+        let (made, kept, kept_bytes) = self.ring.large_send_buffers();
+        SendBuffers { made, kept, kept_bytes }
     }
 }
 

@@ -423,3 +423,128 @@ fn a_queue_moved_off_its_one_thread_ring_keeps_that_rings_receive_buffers() {
         drop(sock);
     });
 }
+
+/// Sends `len` bytes of `fill` on each of `fds` through the ring at once, from buffers of
+/// [`hintq::RingIo::send_buffer_for`], and waits until every one completed; `readers` drain
+/// the peers.
+fn send_large_at_once(q: &mut Queue, fds: &[RawFd], len: usize, fill: u8) {
+    for &fd in fds {
+        let mut buf = q.ring_io().expect("a ring").send_buffer_for(len);
+        assert!(buf.is_empty() && buf.capacity() >= len);
+        buf.resize(len, fill);
+        q.ring_io().expect("a ring").send(fd, buf).unwrap();
+    }
+    for &fd in fds {
+        while q.ring_io().is_some_and(|mut r| r.sending(fd)) {
+            let ev = wait_for(q, fd, State::SENT).expect("a large send was not reported");
+            assert!(!ev.state().contains(State::ERR), "send failed");
+        }
+    }
+}
+
+/// Reads `len` bytes of `fill` from `client`, on a thread.
+fn drain(mut client: std::net::TcpStream, len: usize, fill: u8) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        client.set_read_timeout(Some(PATIENCE)).unwrap();
+        let mut got = vec![0u8; len];
+        client.read_exact(&mut got).unwrap();
+        assert!(got.iter().all(|&b| b == fill), "garbled");
+    })
+}
+
+/// Replies over 64 KiB reuse the buffer of an earlier one of about their size instead of
+/// allocating one per send (a 256 KiB reply, 20 times: one buffer made); what the ring keeps
+/// of them is bounded (40 replies of 1 MiB at once: 16 MiB kept at most, the rest freed).
+#[test]
+fn large_send_buffers_are_reused_and_bounded() {
+    let Some(mut q) = ring_queue("large_send_buffers_are_reused_and_bounded") else { return };
+    const LEN: usize = 256 << 10;
+    let (sock, fd, client) = tcp();
+    q.declare(hintq_testkit::by_number(fd), Interest::READ).unwrap();
+    let reader = drain(client, 20 * LEN, 3);
+    for _ in 0..20 {
+        send_large_at_once(&mut q, &[fd], LEN, 3);
+    }
+    reader.join().unwrap();
+    let b = q.ring_io().expect("a ring").send_buffers();
+    assert_eq!((b.made, b.kept), (1, 1), "one 256 KiB buffer, reused: {b:?}");
+    assert!(b.kept_bytes >= LEN, "{b:?}");
+    // A smaller large reply takes the same buffer; a small one does not.
+    assert!(q.ring_io().expect("a ring").send_buffer().capacity() < LEN);
+    let mid = q.ring_io().expect("a ring").send_buffer_for(100 << 10);
+    assert!(mid.capacity() >= LEN && q.ring_io().expect("a ring").send_buffers().kept == 0);
+    drop(mid);
+    q.close(sock).unwrap();
+
+    const BIG: usize = 1 << 20;
+    let conns: Vec<_> = (0..40).map(|_| tcp()).collect();
+    let fds: Vec<RawFd> = conns.iter().map(|c| c.1).collect();
+    for &fd in &fds {
+        q.declare(hintq_testkit::by_number(fd), Interest::READ).unwrap();
+    }
+    let mut socks = Vec::new();
+    let mut readers = Vec::new();
+    for (sock, _, client) in conns {
+        socks.push(sock);
+        readers.push(drain(client, BIG, 9));
+    }
+    send_large_at_once(&mut q, &fds, BIG, 9);
+    readers.into_iter().for_each(|r| r.join().unwrap());
+    let b = q.ring_io().expect("a ring").send_buffers();
+    assert!(b.kept_bytes <= 16 << 20 && b.kept <= 16 && b.kept >= 8, "{b:?}");
+    assert_eq!(b.made, 1 + 40, "{b:?}");
+    for sock in socks {
+        q.close(sock).unwrap();
+    }
+}
+
+/// Many connections receiving at once share the ring's few large receive buffers (consumed
+/// incrementally where the kernel can): 24 senders of 200 KB each in 1000-byte writes, all
+/// interleaved, and every connection gets its own bytes, whole and in order.
+#[test]
+fn many_connections_receive_through_shared_buffers_byte_exact() {
+    let Some(mut q) = ring_queue("many_connections_receive_through_shared_buffers_byte_exact") else {
+        return;
+    };
+    const LEN: usize = 200 * 1000;
+    let conns: Vec<_> = (0..24).map(|_| tcp()).collect();
+    let mut writers = Vec::new();
+    let mut socks = Vec::new();
+    for (i, (sock, fd, mut client)) in conns.into_iter().enumerate() {
+        q.declare(hintq_testkit::by_number(fd), Interest::READ | Interest::RECEIVE).unwrap();
+        socks.push((sock, fd, Vec::new()));
+        writers.push(std::thread::spawn(move || {
+            use std::io::Write;
+            let bytes: Vec<u8> = (0..LEN).map(|k| (k * 7 + i * 13) as u8).collect();
+            for chunk in bytes.chunks(1000) {
+                client.write_all(chunk).unwrap();
+            }
+            client
+        }));
+    }
+    assert!(
+        q.ring_io().is_some_and(|r| r.receiving(socks[0].1)),
+        "io_uring runs here but the queue does not receive"
+    );
+    let deadline = std::time::Instant::now() + 4 * PATIENCE;
+    let mut evs = [Event::default(); 64];
+    while socks.iter().any(|s| s.2.len() < LEN) {
+        assert!(std::time::Instant::now() < deadline, "not all bytes came");
+        let n = q.get_next_event(&mut evs, Some(Duration::from_millis(100))).unwrap();
+        for ev in &evs[..n] {
+            let Some(s) = socks.iter_mut().find(|s| s.1 == ev.fd()) else { continue };
+            match q.ring_io().and_then(|mut r| r.take_received(s.1, &mut s.2, usize::MAX)) {
+                Some(Ok(n)) => assert!(n > 0, "end of stream before the bytes"),
+                Some(Err(e)) if e.kind() == ErrorKind::WouldBlock => {}
+                other => panic!("take: {other:?}"),
+            }
+        }
+    }
+    let clients: Vec<_> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+    for (i, (sock, _, got)) in socks.into_iter().enumerate() {
+        assert_eq!(got.len(), LEN);
+        assert!(got.iter().enumerate().all(|(k, &b)| b == (k * 7 + i * 13) as u8), "connection {i} garbled");
+        q.close(sock).unwrap();
+    }
+    drop(clients);
+}

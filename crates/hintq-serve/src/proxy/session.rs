@@ -663,15 +663,23 @@ impl Session {
         };
         let Resp::Body(body) = &mut ex.resp else { return Ok(false) };
         let Some(left) = body.dec.length_remaining().filter(|&n| n > 0) else { return Ok(false) };
-        if !self.uin.is_empty() || up.eof || pipe.room() == 0 || (!up.readable && pipe.tried) {
+        let ring = ctx.fds.ring_io();
+        // On io_uring the socket is tried whenever the pipe has room, whatever its last
+        // report said: a whole body often arrives at once, so its one report (an edge) may
+        // have been taken while the pipe was full or the ring's inbox was being emptied, and
+        // no other comes while nothing more arrives. Trusting the report there stalled a
+        // third of the 1 MiB responses with 10 connections (bytes left in the upstream's
+        // socket, an empty pipe, no report); an `EAGAIN` splice per pass is its price.
+        let edge_lost = ring.is_some();
+        if !self.uin.is_empty() || up.eof || pipe.room() == 0 || (!up.readable && pipe.tried && !edge_lost) {
             return Ok(false);
         }
-        if ctx.fds.ring_io().is_some_and(|r| r.receiving(up.fd)) {
+        if ring.is_some_and(|r| r.receiving(up.fd)) {
             return Ok(false);
         }
-        // The socket itself is tried once whatever its last report said: on io_uring the
-        // report of its bytes (an edge) may have come while the ring's inbox was being
-        // emptied, and no other comes while a full socket holds the sender back.
+        // The socket itself is tried once whatever its last report said, on every backend:
+        // the report of its bytes may have come while the ring's inbox was being emptied,
+        // and no other comes while a full socket holds the sender back.
         pipe.tried = true;
         match pipe.fill_from(up.fd, usize::try_from(left).unwrap_or(usize::MAX)) {
             Ok(0) => {
@@ -1104,14 +1112,14 @@ impl Session {
         };
         // A large Content-Length body goes by splice; chunked and until-close bodies, whose
         // framing is read (or written) in user space, keep the copy. Without a pipe (out of
-        // descriptors, say) it is copied too. Not on io_uring: there the ring has received
-        // much of a body by the time its head is read, and leaving the ring's receive for a
-        // poll and back cost more system calls than it saved (5.4 against 1.6 per 256 KiB
-        // response), and under load (10 connections, 1 MiB bodies) stalled about a third of
-        // the responses (not diagnosed). The ring's own IORING_OP_SPLICE is the way there.
+        // descriptors, say) it is copied too. On io_uring only when asked
+        // (`Config::uring_splice`): there the ring has received much of a body by the time
+        // its head is read, and leaving the ring's receive for a poll and back costs more
+        // system calls than it saves (4.77 against 1.84 per 256 KiB response).
         let above =
             ctx.cfg.splice_above.is_some_and(|min| matches!(head.framing, Framing::Length(n) if n > min));
-        if above && enc == Enc::Plain && self.pipe.is_none() && ctx.fds.ring_io().is_none() {
+        let ring = ctx.fds.ring_io().is_some();
+        if above && enc == Enc::Plain && self.pipe.is_none() && (!ring || ctx.cfg.uring_splice) {
             if let Ok(p) = ctx.pool.pipe() {
                 self.pipe = Some(p);
                 ctx.stats.spliced_responses.fetch_add(1, Relaxed);

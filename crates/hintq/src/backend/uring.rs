@@ -85,10 +85,12 @@
 //! l. Receives ([`crate::Interest::RECEIVE`]): for a registration that asks, and whose interest
 //!    is reading alone, the ring receives the data too. Instead of a poll, the descriptor gets
 //!    a multishot `IORING_OP_RECV` (6.0) that takes its buffers from a ring of provided buffers
-//!    (`IORING_REGISTER_PBUF_RING`, 5.19; [`RECV_BUFS`] of [`RECV_BUF`] bytes, made at the
-//!    queue's first such registration). Each completion's bytes are copied out at once into
-//!    the registration's inbox and the buffer is given back, so no buffer waits on the
-//!    application; the completion is reported as `READ` and the application takes the bytes
+//!    (`IORING_REGISTER_PBUF_RING`, 5.19; [`RECV_BUFS`] of [`RECV_BUF`] bytes consumed
+//!    incrementally, `IOU_PBUF_RING_INC`, 6.12, else [`RECV_BUFS_WHOLE`] of
+//!    [`RECV_BUF_WHOLE`]; made at the queue's first such registration). Each completion's
+//!    bytes are copied out at once into the registration's inbox and the buffer is given
+//!    back once the kernel is done with it (no `IORING_CQE_F_BUF_MORE`), so no buffer waits
+//!    on the application; the completion is reported as `READ` and the application takes the bytes
 //!    with [`Uring::take_received`], without a system call. End of stream (`res == 0`) and
 //!    errors end the receive and are kept for `take_received` too. `-ENOBUFS` (every buffer
 //!    taken between two reaps) ends it quietly; it is re-armed like a poll (a): the bytes are
@@ -379,9 +381,16 @@ const THROTTLE: u64 = BACKEND_BIT | 2;
 /// In [`Watch::events`], above every poll bit: the registration asked for receives (quirk l).
 const RECV: u16 = 0x8000;
 /// Provided buffers of the receive ring, and their size (quirk l): 512 KiB per queue that
-/// receives, given back as soon as each completion is reaped.
-const RECV_BUFS: u16 = 128;
-const RECV_BUF: usize = 4096;
+/// receives, consumed incrementally where the kernel can (6.12: a completion takes from the
+/// head buffer only the bytes it received, so a 64 KiB buffer serves many small receives
+/// and a large body comes in 64 KiB pieces), each given back once the kernel is done with
+/// it and its bytes are copied out.
+const RECV_BUFS: u16 = 8;
+const RECV_BUF: usize = 64 * 1024;
+/// Where buffers cannot be consumed incrementally: each completion takes a whole buffer, so
+/// small ones, many more of them (as many receives may complete between two reaps).
+const RECV_BUFS_WHOLE: u16 = 128;
+const RECV_BUF_WHOLE: usize = 4096;
 /// The buffer group of the receive ring.
 const BGID: u16 = 0;
 /// Bytes an inbox holds before its receive is stopped until they are taken (quirk l).
@@ -392,6 +401,14 @@ const SEND: u64 = BACKEND_BIT;
 const DEFAULT_CQ: u32 = 4096;
 /// Submission-ring size: arms and removes between two enters.
 const SQ: u32 = 256;
+
+/// The receive buffer ring of `ring` (quirk l): [`RECV_BUFS`] of [`RECV_BUF`] bytes consumed
+/// incrementally, or where the kernel refuses that (before 6.12), [`RECV_BUFS_WHOLE`] of
+/// [`RECV_BUF_WHOLE`].
+fn recv_buffers(ring: &IoUring) -> io::Result<BufRing> {
+    BufRing::incremental(ring, RECV_BUFS, RECV_BUF, BGID)
+        .or_else(|_| BufRing::new(ring, RECV_BUFS_WHOLE, RECV_BUF_WHOLE, BGID))
+}
 
 /// Whether this kernel runs the backend, and if not why; asked once per process.
 pub(crate) fn probe() -> &'static Result<(), ProbeError> {
@@ -627,8 +644,8 @@ struct Table {
     removed: Option<i32>,
     /// Sends by descriptor: in flight, or failed and not taken yet (quirk k).
     sends: FdMap<Send>,
-    /// Cleared buffers of completed sends, for [`Uring::send_buffer`].
-    pool: Vec<Vec<u8>>,
+    /// Cleared buffers of completed sends and taken inboxes, for [`Uring::send_buffer`].
+    pool: SendPool,
     /// The result of our last `ASYNC_CANCEL`, once its CQE came.
     cancelled: Option<i32>,
     /// What receives brought and was not taken yet, by descriptor (quirk l).
@@ -705,18 +722,79 @@ struct Send {
     failed: Option<i32>,
 }
 
-/// Keeps `buf` in `pool` for a later send or receive, if the pool has room and it is not too
-/// large.
-fn recycle(pool: &mut Vec<Vec<u8>>, mut buf: Vec<u8>) {
-    if pool.len() < POOL && buf.capacity() <= POOL_BUF_MAX {
-        buf.clear();
-        pool.push(buf);
-    }
+/// Cleared buffers kept for later sends and receives' inboxes, so that replies cost no
+/// allocation: up to [`POOL`] of at most [`POOL_BUF_MAX`] bytes (a reply, a relay buffer, an
+/// inbox), and larger ones (a large file's reply) up to [`LARGE_MAX`] each and
+/// [`LARGE_BYTES`] in all, which [`SendPool::take_for`] hands out by size. Per queue, not
+/// per connection: an idle connection holds none of them.
+#[derive(Default)]
+struct SendPool {
+    small: Vec<Vec<u8>>,
+    large: Vec<Vec<u8>>,
+    /// The capacity of `large`'s buffers together.
+    large_bytes: usize,
+    /// Buffers over [`POOL_BUF_MAX`] that [`SendPool::take_for`] had to allocate or grow (for
+    /// sends, and inboxes past a small buffer).
+    made: u64,
 }
 
-/// Buffers kept for reuse by later sends and receives' inboxes, and the largest one kept.
+/// Small buffers kept, and the largest one that counts as small.
 const POOL: usize = 256;
 const POOL_BUF_MAX: usize = 64 * 1024;
+/// The largest buffer kept, and what the larger ones kept hold in all (per queue).
+const LARGE_MAX: usize = 4 << 20;
+const LARGE_BYTES: usize = 16 << 20;
+
+impl SendPool {
+    /// Keeps `buf` if there is room for it, cleared.
+    fn put(&mut self, mut buf: Vec<u8>) {
+        let cap = buf.capacity();
+        if cap == 0 {
+            return;
+        }
+        buf.clear();
+        if cap <= POOL_BUF_MAX {
+            if self.small.len() < POOL {
+                self.small.push(buf);
+            }
+        } else if cap <= LARGE_MAX && self.large_bytes + cap <= LARGE_BYTES {
+            self.large_bytes += cap;
+            self.large.push(buf);
+        }
+    }
+
+    /// A small buffer, kept or new (empty, allocated on first use).
+    fn take(&mut self) -> Vec<u8> {
+        self.small.pop().unwrap_or_default()
+    }
+
+    /// A buffer that holds `len` bytes without growing: for more than [`POOL_BUF_MAX`], the
+    /// smallest large one kept that fits, else the largest grown (or a new one), counted.
+    fn take_for(&mut self, len: usize) -> Vec<u8> {
+        if len <= POOL_BUF_MAX {
+            let mut b = self.take();
+            b.reserve(len);
+            return b;
+        }
+        let fit = (0..self.large.len())
+            .filter(|&i| self.large[i].capacity() >= len)
+            .min_by_key(|&i| self.large[i].capacity())
+            .or_else(|| (0..self.large.len()).max_by_key(|&i| self.large[i].capacity()));
+        let mut b = match fit {
+            Some(i) => {
+                let b = self.large.swap_remove(i);
+                self.large_bytes -= b.capacity();
+                b
+            }
+            None => Vec::new(),
+        };
+        if b.capacity() < len {
+            self.made += 1;
+            b.reserve_exact(len);
+        }
+        b
+    }
+}
 
 impl Table {
     /// Takes one CQE into account (quirks a, b, e). The results of our own removes and
@@ -769,7 +847,10 @@ impl Table {
             return;
         }
         if let (Some(bid), Some(bufs)) = (cqueue::buffer_select(flags), self.bufs.as_mut()) {
-            bufs.give(bid);
+            bufs.received(bid, res.max(0) as usize);
+            if !hintq_sys::buf_more(flags) {
+                bufs.give(bid);
+            }
             return;
         }
         let Some(w) = w else { return };
@@ -805,12 +886,17 @@ impl Table {
         if let Some(bid) = cqueue::buffer_select(flags) {
             if res > 0 {
                 let inbox = Table::inbox_of(&mut self.inbox, fd, token);
-                if inbox.data.capacity() == 0 {
-                    // A buffer given back by a take or a send, not a fresh allocation.
-                    inbox.data = self.pool.pop().unwrap_or_default();
+                let need = inbox.data.len() + res as usize;
+                if need > inbox.data.capacity() {
+                    // A buffer given back by a take or a send, not a fresh allocation; past
+                    // a small one, one that holds a full inbox and a receive's piece.
+                    let want = if need > POOL_BUF_MAX { INBOX_MAX + RECV_BUF } else { need };
+                    let mut b = self.pool.take_for(want);
+                    b.extend_from_slice(&inbox.data);
+                    self.pool.put(std::mem::replace(&mut inbox.data, b));
                 }
-                let bufs = self.bufs.as_ref().expect("a receive completed: its buffer ring exists");
-                inbox.data.extend_from_slice(bufs.bytes(bid, res as usize));
+                let bufs = self.bufs.as_mut().expect("a receive completed: its buffer ring exists");
+                inbox.data.extend_from_slice(bufs.received(bid, res as usize));
                 if inbox.data.len() >= INBOX_MAX {
                     inbox.throttled = true;
                     // Asked again at every completion past the bound while the receive goes
@@ -820,7 +906,10 @@ impl Table {
                     }
                 }
             }
-            self.bufs.as_mut().expect("a receive completed: its buffer ring exists").give(bid);
+            // Kept while the kernel still fills it (incremental consumption).
+            if !hintq_sys::buf_more(flags) {
+                self.bufs.as_mut().expect("a receive completed: its buffer ring exists").give(bid);
+            }
         }
         let inbox_throttled = self.inbox.get(fd).is_some_and(|i| i.token == token && i.throttled);
         let mut state = State::READ;
@@ -849,9 +938,9 @@ impl Table {
         }
     }
 
-    /// Keeps `buf` for a later send or receive, if the pool has room and it is not too large.
+    /// Keeps `buf` for a later send or receive, if the pool has room for it.
     fn recycle(&mut self, buf: Vec<u8>) {
-        recycle(&mut self.pool, buf);
+        self.pool.put(buf);
     }
 
     fn is_live(&self, token: u64) -> bool {
@@ -1055,7 +1144,7 @@ impl Uring {
         // queue stays as it was, on the old ring.
         let new = ring(self.cq, run)?;
         let new_sq = RawSq::new(&new)?;
-        let bufs = if receives { Some(BufRing::new(&new, RECV_BUFS, RECV_BUF, BGID)?) } else { None };
+        let bufs = if receives { Some(recv_buffers(&new)?) } else { None };
         // The old ring's receives are cancelled and reaped before it closes, as a drop does
         // (a closed ring lives on while its teardown runs, or while a forked child holds a
         // descriptor of it, and a receive of it would write into its buffers); the watches
@@ -1346,7 +1435,7 @@ impl Uring {
     /// Makes the receive buffer ring if there is none yet; false if the kernel refused it.
     fn receive_buffers(&mut self) -> bool {
         if self.table.bufs.is_none() && self.recvs {
-            self.table.bufs = BufRing::new(&self.ring, RECV_BUFS, RECV_BUF, BGID).ok();
+            self.table.bufs = recv_buffers(&self.ring).ok();
         }
         self.table.bufs.is_some()
     }
@@ -1870,7 +1959,7 @@ impl Uring {
         } else {
             buf.extend_from_slice(&inbox.data);
             let data = std::mem::take(&mut inbox.data);
-            recycle(&mut self.table.pool, data);
+            self.table.pool.put(data);
         }
         let rearm = std::mem::take(&mut inbox.throttled) && inbox.data.len() < INBOX_MAX;
         if inbox.data.len() >= INBOX_MAX {
@@ -1978,7 +2067,18 @@ impl Uring {
     }
 
     pub(crate) fn send_buffer(&mut self) -> Vec<u8> {
-        self.table.pool.pop().unwrap_or_default()
+        self.table.pool.take()
+    }
+
+    pub(crate) fn send_buffer_for(&mut self, len: usize) -> Vec<u8> {
+        self.table.pool.take_for(len)
+    }
+
+    /// Buffers over [`POOL_BUF_MAX`] allocated or grown for sends, and those kept now with
+    /// their bytes.
+    pub(crate) fn large_send_buffers(&self) -> (u64, usize, usize) {
+        let p = &self.table.pool;
+        (p.made, p.large.len(), p.large_bytes)
     }
 
     /// Submits what is queued (sends, re-arms); nothing to do, and no call, when the
