@@ -647,7 +647,7 @@ impl Queue {
         let batch = self.batch;
         let (slots, stats) = (&mut self.slots, &mut self.stats);
         let mut n = 0;
-        let (all, many) = u.lean_reap(|tok, state, many| {
+        let (all, many) = u.lean_reap(|tok, bits, many| {
             let fd = tok as u32 as RawFd;
             // Not a live registration's (the queue's own watches, whose tokens no key matches,
             // or a stale one): the table and the usual way take it.
@@ -658,11 +658,15 @@ impl Queue {
             // events it asked for (and `ERR`, `HUP`, `RDHUP`, `NVAL`), and every completion
             // here is of the poll armed for the slot's interest (a change of interest cancels
             // the old poll and reaps its last completion first, into the table). Not empty:
-            // `lean_reap` sends a state without a bit to the table.
-            debug_assert_eq!(state, state.visible(slot.interest));
+            // `lean_reap` sends a state without a bit to the table. The state comes in an
+            // event's bits, as it is stored.
+            debug_assert!({
+                let state = Event { bits, fd, gen: 0 }.state();
+                state == state.visible(slot.interest)
+            });
             if many && slot.seen == batch {
                 if let Some(ev) = events[..n].iter_mut().rev().find(|e| e.fd == fd) {
-                    ev.add(state);
+                    ev.bits |= bits;
                     stats.coalesced += 1;
                     return true;
                 }
@@ -670,7 +674,7 @@ impl Queue {
             if n == events.len() {
                 return false;
             }
-            events[n] = Event::new(fd, state, slot.key & !LIVE);
+            events[n] = Event { bits, fd, gen: slot.key & !LIVE };
             if many {
                 slot.seen = batch;
             }

@@ -153,6 +153,7 @@
 
 use super::fdmap::FdMap;
 use super::{Arm, Capabilities, Handoff, Poller, ProbeError, ProbeErrorKind, Ready};
+use crate::event::raw_of;
 use crate::token::{is_internal, untoken, BACKEND_BIT};
 use crate::{sys, Interest, State};
 use hintq_sys::BufRing;
@@ -1763,14 +1764,15 @@ impl Uring {
 
     /// Takes the completions in the ring in one view of it: those of the common shape (a
     /// multishot poll's readiness, `F_MORE` alone and a result that maps to a state) go to
-    /// `take`, which consumes one by answering true (it answers false for a token not of a
+    /// `take`, with their state in an [`crate::Event`]'s bits ([`raw_of`], never 0), which
+    /// consumes one by answering true (it answers false for a token not of a
     /// live registration: the queue's own watches', a stale one); the first it refuses, any
     /// of another shape and all that follow are taken into the table as [`Uring::reap`]
     /// would. `take`'s third argument, and the second of the answer, say whether the view
     /// holds more than one completion: only then may a registration come twice in it. The
     /// first of the answer: `take` consumed them all.
     #[inline(always)]
-    pub(crate) fn lean_reap(&mut self, mut take: impl FnMut(u64, State, bool) -> bool) -> (bool, bool) {
+    pub(crate) fn lean_reap(&mut self, mut take: impl FnMut(u64, u32, bool) -> bool) -> (bool, bool) {
         let mut cq = self.ring.completion();
         if cq.overflow() != self.dropped {
             self.dropped = cq.overflow();
@@ -1785,12 +1787,13 @@ impl Uring {
         while let Some(cqe) = cq.next() {
             let (ud, res, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
             if flags == F_MORE && res > 0 {
-                // `POLLIN` alone first: one compare, and a state known not to be empty.
-                let state = match res == i32::from(libc::POLLIN) {
-                    true => State::READ,
-                    false => poll_state(res),
+                // `POLLIN` alone first: one compare, and bits known (`EPOLLIN`, `READ`'s)
+                // with no conversion.
+                let bits = match res == i32::from(libc::POLLIN) {
+                    true => libc::EPOLLIN as u32,
+                    false => raw_of(poll_state(res)),
                 };
-                if !state.is_empty() && take(ud, state, many) {
+                if bits != 0 && take(ud, bits, many) {
                     continue;
                 }
             }
