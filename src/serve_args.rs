@@ -344,6 +344,20 @@ mod tests {
         }
     }
 
+    /// `--uring-splice` reaches the proxy's configuration: off unless asked, on or off only.
+    #[test]
+    fn uring_splice_reaches_the_config() {
+        let parse = |extra: &[&str]| {
+            let args = ["x", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1"];
+            ProxyOnly::try_parse_from(args.iter().chain(extra))
+                .map(|c| hintq_serve::proxy::ProxyArgs::from(c.proxy).config().unwrap().uring_splice)
+        };
+        assert!(!parse(&[]).unwrap(), "io_uring copies unless asked to splice");
+        assert!(parse(&["--uring-splice", "on"]).unwrap());
+        assert!(!parse(&["--uring-splice", "off"]).unwrap());
+        assert!(parse(&["--uring-splice", "yes"]).is_err(), "on or off, nothing else");
+    }
+
     #[test]
     fn help_lists_the_features() {
         let help = ServeCli::augment_args(clap::Command::new("serve")).render_help().to_string();
