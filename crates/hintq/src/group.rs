@@ -109,8 +109,7 @@ impl Group {
     /// group and returns its current state, as [`Queue::declare_interest`] does.
     ///
     /// # Errors
-    /// `InvalidInput` for a negative descriptor, `EBADF` if it is not open, `epoll_ctl`'s
-    /// other errors.
+    /// `EBADF` if `fd` is not open, `epoll_ctl`'s other errors.
     pub fn declare_interest(
         &self,
         fd: BorrowedFd<'_>,
@@ -118,9 +117,6 @@ impl Group {
         delivery: Delivery,
     ) -> io::Result<State> {
         let fd = fd.as_raw_fd();
-        if fd < 0 {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("negative descriptor {fd}")));
-        }
         let mut t = self.inner.lock();
         if let Some(old) = t.regs.remove(&fd) {
             self.unwatch(&mut t, fd, old.delivery)?;

@@ -284,7 +284,7 @@ impl Queue {
     /// descriptor type and a C caller's number (`BorrowedFd::borrow_raw`).
     ///
     /// # Errors
-    /// `InvalidInput` for a negative descriptor; `EBADF` if `fd` is not open; other OS
+    /// `EBADF` if `fd` is not open; other OS
     /// errors from the backend (`ENOMEM`, `ENOSPC` for the epoll watch limit) with their
     /// errno. (`select` watches any descriptor number: its sets are sized at run time.)
     #[inline]
@@ -324,9 +324,8 @@ impl Queue {
     /// Inline, so that a caller's constant interest (a revoke, say) leaves only its branch.
     #[inline(always)]
     fn register(&mut self, fd: RawFd, interest: Interest) -> io::Result<Option<u32>> {
-        if fd < 0 {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("negative descriptor {fd}")));
-        }
+        // Never negative: it came from a `BorrowedFd`, whose valid values are 0..=i32::MAX - 1
+        // (the C ABI refuses a negative number before borrowing it).
         let i = fd as usize;
         // RECEIVE is a way of reading; hand-off mode has several threads on one ring, whose
         // inbox could be taken by any: there the application reads.
