@@ -88,10 +88,13 @@
 //!    (`IORING_REGISTER_PBUF_RING`, 5.19; [`RECV_BUFS`] of [`RECV_BUF`] bytes consumed
 //!    incrementally, `IOU_PBUF_RING_INC`, 6.12, else [`RECV_BUFS_WHOLE`] of
 //!    [`RECV_BUF_WHOLE`]; made at the queue's first such registration). Each completion's
-//!    bytes are copied out at once into the registration's inbox and the buffer is given
-//!    back once the kernel is done with it (no `IORING_CQE_F_BUF_MORE`), so no buffer waits
-//!    on the application; the completion is reported as `READ` and the application takes the bytes
-//!    with [`Uring::take_received`], without a system call. End of stream (`res == 0`) and
+//!    bytes are copied out at once into the registration's inbox (a run of [`CHUNK`]-byte
+//!    buffers, filled in turn, so a growing inbox never moves what it holds) and the buffer is
+//!    given back once the kernel is done with it (no `IORING_CQE_F_BUF_MORE`), so no buffer
+//!    waits on the application; the completion is reported as `READ` and the application
+//!    takes the bytes with [`Uring::take_received`], without a system call and, where it
+//!    takes a whole buffer into an empty vector, without a copy (the vector gets the
+//!    inbox's buffer, the ring's pool the vector's). End of stream (`res == 0`) and
 //!    errors end the receive and are kept for `take_received` too. `-ENOBUFS` (every buffer
 //!    taken between two reaps) ends it quietly; it is re-armed like a poll (a): the bytes are
 //!    still in the socket. An inbox over [`INBOX_MAX`] stops the receive (an `ASYNC_CANCEL`,
@@ -158,6 +161,7 @@ use crate::token::{is_internal, untoken, BACKEND_BIT};
 use crate::{sys, Interest, State};
 use hintq_sys::BufRing;
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
+use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -688,7 +692,11 @@ impl Table {
 struct Inbox {
     /// The registration's token.
     token: u64,
-    data: Vec<u8>,
+    /// The bytes in order: buffers of [`CHUNK`] bytes' capacity, each full but the last, so
+    /// that a take of a whole one hands the buffer over and appending never moves bytes.
+    chunks: VecDeque<Vec<u8>>,
+    /// The bytes in `chunks` together.
+    len: usize,
     /// The peer ended its stream.
     eof: bool,
     /// The receive failed with this `-errno`.
@@ -700,7 +708,54 @@ struct Inbox {
 impl Inbox {
     /// Something to report readable for.
     fn holds(&self) -> bool {
-        !self.data.is_empty() || self.eof || self.err != 0
+        self.len > 0 || self.eof || self.err != 0
+    }
+
+    /// Appends `bytes` after what it holds: into the last buffer while it has room, then into
+    /// [`CHUNK`]-byte buffers from `pool`.
+    fn append(&mut self, mut bytes: &[u8], pool: &mut SendPool) {
+        self.len += bytes.len();
+        while !bytes.is_empty() {
+            let last = match self.chunks.back_mut() {
+                Some(c) if c.len() < c.capacity() => c,
+                _ => {
+                    self.chunks.push_back(pool.chunk());
+                    self.chunks.back_mut().expect("just pushed")
+                }
+            };
+            let k = (last.capacity() - last.len()).min(bytes.len());
+            last.extend_from_slice(&bytes[..k]);
+            bytes = &bytes[k..];
+        }
+    }
+
+    /// Moves up to `max` bytes (at least one; some held) from the front to the end of `buf`;
+    /// returns how many. A full buffer taken whole into an empty `buf`, or any buffer into a
+    /// `buf` with no room of its own, is not copied: `buf` gets the inbox's buffer and `pool`
+    /// the one `buf` had. A part-filled one is copied, so that a caller that keeps small
+    /// buffers (a request's) keeps them small. Emptied buffers go to `pool`.
+    fn take(&mut self, buf: &mut Vec<u8>, max: usize, pool: &mut SendPool) -> usize {
+        let mut taken = 0;
+        while taken < max {
+            let Some(front) = self.chunks.front_mut() else { break };
+            let want = max - taken;
+            if front.len() > want {
+                buf.extend_from_slice(&front[..want]);
+                front.drain(..want);
+                taken += want;
+                break;
+            }
+            let mut c = self.chunks.pop_front().expect("looked at");
+            taken += c.len();
+            if buf.is_empty() && (c.len() == c.capacity() || buf.capacity() == 0) {
+                std::mem::swap(buf, &mut c);
+            } else {
+                buf.extend_from_slice(&c);
+            }
+            pool.put(c);
+        }
+        self.len -= taken;
+        taken
     }
 
     /// The report for what it holds.
@@ -735,13 +790,16 @@ struct SendPool {
     /// The capacity of `large`'s buffers together.
     large_bytes: usize,
     /// Buffers over [`POOL_BUF_MAX`] that [`SendPool::take_for`] had to allocate or grow (for
-    /// sends, and inboxes past a small buffer).
+    /// large sends).
     made: u64,
 }
 
 /// Small buffers kept, and the largest one that counts as small.
 const POOL: usize = 256;
 const POOL_BUF_MAX: usize = 64 * 1024;
+/// The capacity of each buffer of an inbox: the largest small one, so that a relay whose own
+/// buffers are of this size (the proxy's) can take them and send them on as they are.
+pub(crate) const CHUNK: usize = POOL_BUF_MAX;
 /// The largest buffer kept, and what the larger ones kept hold in all (per queue).
 const LARGE_MAX: usize = 4 << 20;
 const LARGE_BYTES: usize = 16 << 20;
@@ -767,6 +825,16 @@ impl SendPool {
     /// A small buffer, kept or new (empty, allocated on first use).
     fn take(&mut self) -> Vec<u8> {
         self.small.pop().unwrap_or_default()
+    }
+
+    /// An empty buffer of exactly [`CHUNK`] bytes' capacity for an inbox: a kept one (grown
+    /// to it if it was smaller: the pool's small buffers then settle at that size), else new.
+    fn chunk(&mut self) -> Vec<u8> {
+        let mut b = self.take();
+        if b.capacity() < CHUNK {
+            b.reserve_exact(CHUNK);
+        }
+        b
     }
 
     /// A buffer that holds `len` bytes without growing: for more than [`POOL_BUF_MAX`], the
@@ -887,18 +955,9 @@ impl Table {
         if let Some(bid) = cqueue::buffer_select(flags) {
             if res > 0 {
                 let inbox = Table::inbox_of(&mut self.inbox, fd, token);
-                let need = inbox.data.len() + res as usize;
-                if need > inbox.data.capacity() {
-                    // A buffer given back by a take or a send, not a fresh allocation; past
-                    // a small one, one that holds a full inbox and a receive's piece.
-                    let want = if need > POOL_BUF_MAX { INBOX_MAX + RECV_BUF } else { need };
-                    let mut b = self.pool.take_for(want);
-                    b.extend_from_slice(&inbox.data);
-                    self.pool.put(std::mem::replace(&mut inbox.data, b));
-                }
                 let bufs = self.bufs.as_mut().expect("a receive completed: its buffer ring exists");
-                inbox.data.extend_from_slice(bufs.received(bid, res as usize));
-                if inbox.data.len() >= INBOX_MAX {
+                inbox.append(bufs.received(bid, res as usize), &mut self.pool);
+                if inbox.len >= INBOX_MAX {
                     inbox.throttled = true;
                     // Asked again at every completion past the bound while the receive goes
                     // on: a cancel that met it running (`-EALREADY`) did not take.
@@ -1942,7 +2001,7 @@ impl Uring {
         let Some(inbox) = self.table.inbox.get_mut(fd).filter(|i| i.token == token) else {
             return receiving.then(|| Err(io::Error::from(io::ErrorKind::WouldBlock)));
         };
-        if inbox.data.is_empty() {
+        if inbox.len == 0 {
             return Some(match inbox.err {
                 0 if inbox.eof => Ok(0),
                 0 => Err(io::Error::from(io::ErrorKind::WouldBlock)),
@@ -1952,20 +2011,9 @@ impl Uring {
         if max == 0 {
             return Some(Err(io::Error::from(io::ErrorKind::WouldBlock)));
         }
-        let n = inbox.data.len().min(max);
-        if n < inbox.data.len() {
-            buf.extend_from_slice(&inbox.data[..n]);
-            inbox.data.drain(..n);
-        } else if buf.capacity() == 0 {
-            // Moved, not copied: the caller has no buffer of its own yet.
-            std::mem::swap(buf, &mut inbox.data);
-        } else {
-            buf.extend_from_slice(&inbox.data);
-            let data = std::mem::take(&mut inbox.data);
-            self.table.pool.put(data);
-        }
-        let rearm = std::mem::take(&mut inbox.throttled) && inbox.data.len() < INBOX_MAX;
-        if inbox.data.len() >= INBOX_MAX {
+        let n = inbox.take(buf, max, &mut self.table.pool);
+        let rearm = std::mem::take(&mut inbox.throttled) && inbox.len < INBOX_MAX;
+        if inbox.len >= INBOX_MAX {
             inbox.throttled = true;
         }
         if inbox.holds() {
@@ -2106,5 +2154,71 @@ impl Uring {
         let lost = std::mem::take(&mut self.lost);
         self.recheck();
         lost
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pattern(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i % 251) as u8).collect()
+    }
+
+    /// Received pieces of any size come out in order; a whole buffer taken into an empty
+    /// vector is that buffer (no copy), and the vector's own goes to the pool for the next.
+    #[test]
+    fn an_inbox_hands_whole_buffers_over_and_keeps_the_bytes_in_order() {
+        let (mut pool, mut inbox) = (SendPool::default(), Inbox::default());
+        let bytes = pattern(1000 + 70_000 + CHUNK + 5);
+        let mut at = 0;
+        for n in [1000, 70_000, CHUNK, 5] {
+            inbox.append(&bytes[at..at + n], &mut pool);
+            at += n;
+        }
+        assert_eq!(inbox.len, bytes.len());
+        assert!(inbox.chunks.iter().all(|c| c.capacity() == CHUNK), "buffers of CHUNK bytes");
+        let full = inbox.chunks.iter().rev().skip(1).all(|c| c.len() == CHUNK);
+        assert!(full, "every buffer full but the last: appending never left a gap");
+
+        let first = inbox.chunks[0].as_ptr();
+        let mut out = Vec::with_capacity(16);
+        assert_eq!(inbox.take(&mut out, CHUNK, &mut pool), CHUNK);
+        assert_eq!(out.as_ptr(), first, "a whole buffer into an empty vector is moved");
+        assert_eq!(pool.small.len(), 1, "the vector's own buffer kept for the next");
+        // Into a vector that holds bytes: copied, across the buffers' border.
+        assert_eq!(inbox.take(&mut out, CHUNK + 7, &mut pool), CHUNK + 7);
+        let mut rest = Vec::new();
+        assert_eq!(inbox.take(&mut rest, usize::MAX, &mut pool), bytes.len() - 2 * CHUNK - 7);
+        assert_eq!(inbox.len, 0);
+        assert!(inbox.chunks.is_empty());
+        out.extend_from_slice(&rest);
+        assert!(out == bytes, "the bytes, in order");
+    }
+
+    /// A take smaller than the front buffer leaves the rest for the next take, in order.
+    #[test]
+    fn a_partial_take_leaves_the_rest_in_order() {
+        let (mut pool, mut inbox) = (SendPool::default(), Inbox::default());
+        let bytes = pattern(3000);
+        inbox.append(&bytes, &mut pool);
+        let mut out = Vec::new();
+        assert_eq!(inbox.take(&mut out, 1000, &mut pool), 1000);
+        assert_eq!(inbox.len, 2000);
+        assert_eq!(inbox.take(&mut out, 5000, &mut pool), 2000);
+        assert!(out == bytes);
+    }
+
+    /// A part-filled buffer is copied into a caller's empty buffer, which keeps its size: a
+    /// server's small request buffers do not become the inbox's large ones.
+    #[test]
+    fn a_small_receive_is_copied_into_the_callers_own_buffer() {
+        let (mut pool, mut inbox) = (SendPool::default(), Inbox::default());
+        inbox.append(b"GET / HTTP/1.1\r\n\r\n", &mut pool);
+        let mut out = Vec::with_capacity(512);
+        let own = out.as_ptr();
+        assert_eq!(inbox.take(&mut out, usize::MAX, &mut pool), 18);
+        assert_eq!((out.as_ptr(), out.capacity()), (own, 512), "the caller's buffer, not a {CHUNK}-byte one");
+        assert_eq!(out, b"GET / HTTP/1.1\r\n\r\n");
     }
 }
