@@ -201,12 +201,13 @@ pub(crate) struct ProxyCli {
     /// Response bodies with a Content-Length above this many bytes (k and m for KiB and
     /// MiB) go from the upstream to the client by splice(2), never entering the proxy's
     /// memory; off: every body is copied. Chunked bodies are always copied, and every body
-    /// on io_uring (the ring receives it) unless --uring-splice on.
+    /// on io_uring too unless --uring-splice off.
     #[arg(long, value_name = "BYTES|off", default_value = "64k", value_parser = parse_splice_above)]
     pub splice_above: SpliceAbove,
-    /// io_uring: splice bodies as --splice-above says (off: the ring receives every body
-    /// and the proxy copies it, fewer system calls per response).
-    #[arg(long, value_name = "on|off", default_value = "off", action = ArgAction::Set, value_parser = parse_on_off)]
+    /// io_uring: splice bodies as --splice-above says, upstreams read as on epoll (off: the
+    /// ring receives every upstream byte and the proxy copies bodies: fewer system calls,
+    /// more CPU per large body).
+    #[arg(long, value_name = "on|off", default_value = "on", action = ArgAction::Set, value_parser = parse_on_off)]
     pub uring_splice: bool,
     #[command(flatten)]
     pub server: ServerCli,
@@ -344,7 +345,7 @@ mod tests {
         }
     }
 
-    /// `--uring-splice` reaches the proxy's configuration: off unless asked, on or off only.
+    /// `--uring-splice` reaches the proxy's configuration: on unless turned off, on or off only.
     #[test]
     fn uring_splice_reaches_the_config() {
         let parse = |extra: &[&str]| {
@@ -352,7 +353,7 @@ mod tests {
             ProxyOnly::try_parse_from(args.iter().chain(extra))
                 .map(|c| hintq_serve::proxy::ProxyArgs::from(c.proxy).config().unwrap().uring_splice)
         };
-        assert!(!parse(&[]).unwrap(), "io_uring copies unless asked to splice");
+        assert!(parse(&[]).unwrap(), "io_uring splices unless turned off");
         assert!(parse(&["--uring-splice", "on"]).unwrap());
         assert!(!parse(&["--uring-splice", "off"]).unwrap());
         assert!(parse(&["--uring-splice", "yes"]).is_err(), "on or off, nothing else");

@@ -27,10 +27,10 @@
 //!
 //! A Content-Length body above [`Config::splice_above`] (64 KiB by default) goes from the
 //! upstream's socket to the client's by `splice(2)` through a pipe (a per-thread pool of
-//! [`PIPE_SIZE`] pipes, one per session while its body crosses), on every backend, on
-//! io_uring only with [`Config::uring_splice`] (see `parse_response_head`): each splice asks
-//! for no more than the length has left, and the pipe empties into the client only after
-//! what was copied before it.
+//! [`PIPE_SIZE`] pipes, one per session while its body crosses), on every backend (on
+//! io_uring unless [`Config::uring_splice`] is off: then the upstream is polled and read as on
+//! epoll, not received by the ring): each splice asks for no more than the length has left,
+//! and the pipe empties into the client only after what was copied before it.
 //!
 //! # Threads: `reactor`, `sharded` and `sharded-shared`, and why not the pools
 //!
@@ -144,10 +144,12 @@ pub struct Config {
     /// `None`: every body is copied. Default [`SPLICE_ABOVE`]. On io_uring only with
     /// [`Config::uring_splice`].
     pub splice_above: Option<u64>,
-    /// On io_uring, splice as [`Config::splice_above`] says too (default false: there the
-    /// ring receives every body and the proxy copies it, which cost fewer system calls per
-    /// response: 1.84 against 4.77 at 256 KiB, 4.30 against 12.86 at 1 MiB; which costs
-    /// less CPU is for a timed comparison to say).
+    /// On io_uring, splice as [`Config::splice_above`] says too (default true). The upstream
+    /// connections are then polled and read with `recv(2)` and `splice(2)` as on epoll; with
+    /// false the ring receives every upstream byte into its buffers and the proxy copies
+    /// bodies (fewer system calls, more CPU: `crates/hintq-serve/bench/sizes-vs-nginx.sh`,
+    /// 2026-11-28, CPU per request ÷ nginx's with false then true: 1 KiB 0.76 / 0.77,
+    /// 64 KiB 0.93 / 0.88, 256 KiB 1.25 / 0.71, 1 MiB 1.08 / 0.58).
     pub uring_splice: bool,
 }
 
@@ -180,7 +182,7 @@ impl Config {
             array_max: hintq_patterns::Config::ARRAY_MAX,
             measure: false,
             splice_above: Some(SPLICE_ABOVE),
-            uring_splice: false,
+            uring_splice: true,
         }
     }
 }
@@ -482,7 +484,7 @@ pub struct ProxyArgs {
     /// Response bodies with a Content-Length above this many bytes (k and m for KiB and
     /// MiB) go from the upstream to the client by splice(2), never entering the proxy's
     /// memory; off: every body is copied. Chunked bodies are always copied, and every body
-    /// on io_uring (the ring receives it) unless --uring-splice on.
+    /// on io_uring too unless --uring-splice off.
     pub splice_above: Option<u64>,
     /// io_uring: splice bodies as --splice-above says (off: the ring receives every body
     /// and the proxy copies it, fewer system calls per response).
@@ -563,6 +565,20 @@ struct Local {
     date: DateCache,
 }
 
+impl Relay {
+    /// What an upstream's reading interest adds: the ring's receive, unless bodies are
+    /// spliced on io_uring ([`Config::uring_splice`]): then the upstream is polled and read
+    /// by `recv(2)` and `splice(2)` as on epoll, so that no body is in the ring's inbox by
+    /// the time its head says it is to be spliced.
+    fn upstream_receive(&self) -> Interest {
+        if self.cfg.uring_splice {
+            Interest::empty()
+        } else {
+            Interest::RECEIVE
+        }
+    }
+}
+
 impl Handler for Relay {
     type Conn = Box<Session>;
     type Local = Local;
@@ -594,9 +610,16 @@ impl Handler for Relay {
     }
 
     fn local_event(&self, cx: &mut Cx<'_, Local>, fd: RawFd, _state: State) {
-        // An idle upstream connection spoke or closed: it cannot be used any more.
+        // An idle upstream connection spoke or closed: it cannot be used any more. The report
+        // is a hint: on io_uring one for the last bytes of a spliced body can come after the
+        // splice took them and the connection was parked; one with nothing to read and still
+        // open is kept (were its interest one-shot and now spent, a later close is found by
+        // the peek `Ctx::upstream` makes before reusing a connection idle that long).
         let (local, fds) = cx.split();
         if let Some(i) = local.idle.iter().position(|u| u.fd == fd) {
+            if sys::idle_alive(fd) {
+                return;
+            }
             local.idle.swap_remove(i);
             self.stats.stale_idle.fetch_add(1, Relaxed);
         }
@@ -659,7 +682,7 @@ impl Relay {
             if keep
                 && !fds.draining()
                 && idle.len() < self.cfg.max_idle_upstream
-                && fds.declare(fd, Interest::READ | Interest::RECEIVE).is_ok()
+                && fds.declare(fd, Interest::READ | self.upstream_receive()).is_ok()
             {
                 fds.park(fd);
                 idle.push(up);
@@ -673,7 +696,11 @@ impl Relay {
         let r = r.and_then(|()| match s.upstream_fd() {
             Some(ufd) => {
                 let receiving = fds.ring_io().is_some_and(|r| r.receiving(ufd));
-                fds.declare(ufd, s.upstream_interest(receiving)).map_err(|_| End)
+                let mut want = s.upstream_interest(receiving);
+                if want.contains(Interest::RECEIVE) {
+                    want = (want - Interest::RECEIVE) | self.upstream_receive();
+                }
+                fds.declare(ufd, want).map_err(|_| End)
             }
             None => Ok(()),
         });

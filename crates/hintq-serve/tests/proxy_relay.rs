@@ -103,9 +103,9 @@ fn large_bodies_relay_byte_exact_both_ways_with_bounded_buffers() {
         assert_eq!(String::from_utf8_lossy(&r.body), format!("chunked {BIG} {sum}"));
 
         let st = px.stats();
-        // The Content-Length body went by splice (above 64 KiB by default; not on io_uring),
+        // The Content-Length body went by splice (above 64 KiB by default, on every backend),
         // but for what came with its head; the chunked one by copy.
-        let spliced = u64::from(b != hintq::Backend::Uring);
+        let spliced = 1;
         assert_eq!(st.spliced_responses, spliced, "the CL body by splice");
         assert!(
             (BIG as u64 * spliced / 2..=BIG as u64 * spliced).contains(&st.spliced_bytes),
