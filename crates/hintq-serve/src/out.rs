@@ -74,6 +74,12 @@ const SPARE_MAX: usize = 16 * 1024;
 /// The largest send the ring's small buffers hold ([`hintq::RingIo::send_buffer`]); a larger
 /// one asks the ring for a buffer of its size ([`hintq::RingIo::send_buffer_for`]).
 const RING_SMALL: usize = 64 * 1024;
+/// On io_uring, a response whose file range is at most this many bytes is sent at once, head
+/// and file (`Out::flush`), not head by the ring and file after its completion.
+/// `crates/hintq-serve/bench/sizes-vs-nginx.sh` (KINDS=static RUNS=3 DUR=3, 2026-11-28), CPU
+/// per request ÷ nginx's, by the ring then at once: 64 KiB 0.88 / 0.75, 256 KiB 1.13 / 1.72,
+/// 1 MiB 1.00 / 1.41.
+const DIRECT_FILE_MAX: i64 = 128 * 1024;
 
 impl Out {
     /// For a connection going idle with nothing queued: gives its spare buffer to the
@@ -145,7 +151,9 @@ impl Out {
     /// [`Out::flush`], with the byte pieces given to the queue's ring when the connection
     /// can send that way ([`hintq::RingIo::can_send`]): copied into one buffer that the thread's next
     /// wait sends together with the other connections' replies (one system call for the
-    /// batch). A file range waits for the ring's send before it, then goes by `sendfile`.
+    /// batch). A response with a file range of at most `DIRECT_FILE_MAX` bytes is sent at
+    /// once instead ([`Out::flush`]: head with `MSG_MORE`, then `sendfile`); a larger file range
+    /// waits for the ring's send before it, then goes by `sendfile`.
     /// `done` then means given to the ring, not yet sent: a connection that closes after
     /// its reply waits for [`Out::settled`].
     ///
@@ -160,6 +168,17 @@ impl Out {
         let waiting = Flushed { done: false, progress: false, ring: true };
         if !self.settled(fds, fd)? {
             return Ok(waiting);
+        }
+        // A file range of at most DIRECT_FILE_MAX bytes queued: everything goes by `flush`
+        // now, the head with `MSG_MORE` and the file by `sendfile` in the same pass, as on
+        // epoll, where given to the ring the head made the file wait for its send's
+        // completion. Larger files keep that wait: sent at once they cost more (below).
+        let file = self.items.iter().find_map(|i| match i {
+            Item::File { off, end, .. } => Some(end - off),
+            _ => None,
+        });
+        if file.is_some_and(|n| n <= DIRECT_FILE_MAX) {
+            return self.flush(fd);
         }
         if !matches!(self.items.front(), Some(Item::Bytes(..) | Item::Shared(..))) {
             return self.flush(fd);
