@@ -200,8 +200,8 @@ pub(crate) struct ProxyCli {
     pub max_idle_upstream: usize,
     /// Response bodies with a Content-Length above this many bytes (k and m for KiB and
     /// MiB) go from the upstream to the client by splice(2), never entering the proxy's
-    /// memory; off: every body is copied. Chunked bodies are always copied, and every body
-    /// on io_uring too unless --uring-splice off.
+    /// memory; off: every body is copied. Chunked bodies are always copied, and so is every
+    /// body on io_uring with --uring-splice off.
     #[arg(long, value_name = "BYTES|off", default_value = "64k", value_parser = parse_splice_above)]
     pub splice_above: SpliceAbove,
     /// io_uring: splice bodies as --splice-above says, upstreams read as on epoll (off: the

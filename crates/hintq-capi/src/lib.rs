@@ -41,7 +41,8 @@ use std::time::Duration;
 /// Timeouts with more seconds than this (about 136 years) mean "no limit".
 const FOREVER_SECS: libc::time_t = u32::MAX as libc::time_t;
 
-/// A negative descriptor is `EBADF`, as for `close(2)`: refused here, before [`borrowed`] (the core takes a `BorrowedFd`, which is never negative).
+/// A negative descriptor is `EBADF`, as for `close(2)`: refused here, before [`borrowed`]
+/// (the core takes a `BorrowedFd`, which is never negative).
 fn valid_fd(fd: c_int) -> io::Result<c_int> {
     if fd < 0 {
         return Err(io::Error::from_raw_os_error(libc::EBADF));

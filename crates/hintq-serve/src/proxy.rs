@@ -483,11 +483,12 @@ pub struct ProxyArgs {
     pub max_idle_upstream: usize,
     /// Response bodies with a Content-Length above this many bytes (k and m for KiB and
     /// MiB) go from the upstream to the client by splice(2), never entering the proxy's
-    /// memory; off: every body is copied. Chunked bodies are always copied, and every body
-    /// on io_uring too unless --uring-splice off.
+    /// memory; off: every body is copied. Chunked bodies are always copied, and so is every
+    /// body on io_uring with --uring-splice off.
     pub splice_above: Option<u64>,
-    /// io_uring: splice bodies as --splice-above says (off: the ring receives every body
-    /// and the proxy copies it, fewer system calls per response).
+    /// io_uring: splice bodies as --splice-above says, upstreams read as on epoll (off: the
+    /// ring receives every upstream byte and the proxy copies bodies: fewer system calls,
+    /// more CPU per large body).
     pub uring_splice: bool,
     pub server: ServerArgs,
 }
@@ -565,20 +566,6 @@ struct Local {
     date: DateCache,
 }
 
-impl Relay {
-    /// What an upstream's reading interest adds: the ring's receive, unless bodies are
-    /// spliced on io_uring ([`Config::uring_splice`]): then the upstream is polled and read
-    /// by `recv(2)` and `splice(2)` as on epoll, so that no body is in the ring's inbox by
-    /// the time its head says it is to be spliced.
-    fn upstream_receive(&self) -> Interest {
-        if self.cfg.uring_splice {
-            Interest::empty()
-        } else {
-            Interest::RECEIVE
-        }
-    }
-}
-
 impl Handler for Relay {
     type Conn = Box<Session>;
     type Local = Local;
@@ -650,6 +637,18 @@ impl Handler for Relay {
 }
 
 impl Relay {
+    /// What an upstream's reading interest adds: the ring's receive, unless bodies are
+    /// spliced on io_uring ([`Config::uring_splice`]): then the upstream is polled and read
+    /// by `recv(2)` and `splice(2)` as on epoll, so that no body is in the ring's inbox by
+    /// the time its head says it is to be spliced.
+    fn upstream_receive(&self) -> Interest {
+        if self.cfg.uring_splice {
+            Interest::empty()
+        } else {
+            Interest::RECEIVE
+        }
+    }
+
     /// Runs `f` on the session, then its pump; settles the upstream connections it gave up
     /// and declares the interest it wants on its upstream descriptor; returns the one it
     /// wants on the client's.
@@ -696,11 +695,7 @@ impl Relay {
         let r = r.and_then(|()| match s.upstream_fd() {
             Some(ufd) => {
                 let receiving = fds.ring_io().is_some_and(|r| r.receiving(ufd));
-                let mut want = s.upstream_interest(receiving);
-                if want.contains(Interest::RECEIVE) {
-                    want = (want - Interest::RECEIVE) | self.upstream_receive();
-                }
-                fds.declare(ufd, want).map_err(|_| End)
+                fds.declare(ufd, s.upstream_interest(receiving, self.upstream_receive())).map_err(|_| End)
             }
             None => Ok(()),
         });

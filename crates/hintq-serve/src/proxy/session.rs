@@ -427,8 +427,10 @@ impl Session {
         i
     }
 
-    /// The interest the upstream descriptor should have now; `receiving` as for the client.
-    pub(crate) fn upstream_interest(&mut self, receiving: bool) -> Interest {
+    /// The interest the upstream descriptor should have now; `receiving` as for the client;
+    /// `receive`: what reading adds, [`Interest::RECEIVE`] where the ring receives upstream
+    /// bytes, else nothing (the proxy's `Relay::upstream_receive`).
+    pub(crate) fn upstream_interest(&mut self, receiving: bool, receive: Interest) -> Interest {
         let Some(up) = &self.up else { return Interest::empty() };
         let mut i = Interest::empty();
         if up.connecting || (!self.to_up.is_empty() && !up.writable) {
@@ -452,9 +454,9 @@ impl Session {
             && !up.eof
             && (receiving || self.uin.data().is_empty() || self.uin.room() > 0)
         {
-            // Received by the ring where it can (see `Buf::read_from`); the same interest as
+            // Received by the ring where it does (see `Buf::read_from`); the same interest as
             // an idle upstream's in the pool, so that taking one from it changes nothing.
-            i |= Interest::READ | Interest::RECEIVE;
+            i |= Interest::READ | receive;
         }
         if up.in_ring && i.is_empty() {
             // As for the client: revoking would cancel the send in flight.
