@@ -922,7 +922,17 @@ impl Table {
             return;
         }
         if let (Some(bid), Some(bufs)) = (cqueue::buffer_select(flags), self.bufs.as_mut()) {
-            bufs.received(bid, res.max(0) as usize);
+            let bytes = bufs.received(bid, res.max(0) as usize);
+            // The registration still watches the descriptor, now with a poll: the kernel took
+            // these bytes from its socket, so they are the stream's next ones and go to the
+            // inbox, where the application takes them before reading the socket itself
+            // (`receiving` says so while the inbox holds them). A revoked one's are dropped
+            // with its inbox.
+            if res > 0 && w.is_some() {
+                let inbox = Table::inbox_of(&mut self.inbox, untoken(user_data).0, user_data);
+                inbox.append(bytes, &mut self.pool);
+                self.pending.push(Ready { token: user_data, state: State::READ });
+            }
             if !hintq_sys::buf_more(flags) {
                 bufs.give(bid);
             }
@@ -2213,6 +2223,55 @@ mod tests {
         assert_eq!(inbox.len, 2000);
         assert_eq!(inbox.take(&mut out, 5000, &mut pool), 2000);
         assert!(out == bytes);
+    }
+
+    /// A receive's completion that comes after its watch became a poll (its cancel cut short,
+    /// quirk d) still brings the stream's bytes: they wait in the inbox for the application,
+    /// in order, and are reported, not given back with the buffer and lost.
+    #[test]
+    fn a_receive_that_completes_after_its_watch_became_a_poll_keeps_its_bytes() {
+        let Ok(()) = probe() else { return };
+        let mut ring = Uring::new(&crate::backend::Config::default()).expect("a ring");
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors.
+        assert_eq!(unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) }, 0);
+        let (ours, peer) = (fds[0], fds[1]);
+        let token = crate::token::token(ours, 1);
+        ring.set(ours, token, Interest::READ | Interest::RECEIVE, Arm::Fresh).expect("watched");
+        if !ring.table.watches.get(token).is_some_and(Watch::receives) {
+            return; // no receives on this kernel
+        }
+        // The receive is armed; now its watch turns into a poll of the same token, as when a
+        // change of interest could not wait for the receive's cancel.
+        ring.table.watches.get_mut(token).expect("watched").events &= !RECV;
+        let sent = pattern(3000);
+        // SAFETY: writes from a live buffer of that length.
+        assert_eq!(unsafe { libc::write(peer, sent.as_ptr().cast(), sent.len()) }, 3000);
+        let mut got = Vec::new();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while got.len() < sent.len() && std::time::Instant::now() < deadline {
+            let mut out = Vec::new();
+            ring.wait(&mut out, 64, Some(Duration::from_millis(100))).expect("wait");
+            if out.iter().any(|r| r.token == token && r.state.contains(State::READ)) {
+                while let Some(Ok(1..)) = ring.take_received(ours, token, &mut got, usize::MAX) {}
+            }
+        }
+        let mut left = [0u8; 4096];
+        // SAFETY: reads into a live buffer of that length; the socket is blocking, so only
+        // after checking that nothing is there would it block: MSG_DONTWAIT.
+        let n = unsafe { libc::recv(ours, left.as_mut_ptr().cast(), left.len(), libc::MSG_DONTWAIT) };
+        if n > 0 {
+            got.extend_from_slice(&left[..n as usize]);
+        }
+        assert!(got == sent, "{} of {} bytes came through, in order", got.len(), sent.len());
+        // The receive is still armed: revoked as one (a poll's remove would not find it).
+        ring.table.watches.get_mut(token).expect("watched").events |= RECV;
+        ring.delete(ours, token).expect("revoked");
+        // SAFETY: both descriptors are ours and closed once.
+        unsafe {
+            libc::close(ours);
+            libc::close(peer);
+        }
     }
 
     /// A part-filled buffer is copied into a caller's empty buffer, which keeps its size: a
