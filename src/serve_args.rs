@@ -202,7 +202,7 @@ pub(crate) struct ProxyCli {
     /// MiB) go from the upstream to the client by splice(2), never entering the proxy's
     /// memory; off: every body is copied. Chunked bodies are always copied, and so is every
     /// body on io_uring with --uring-splice off.
-    #[arg(long, value_name = "BYTES|off", default_value = "64k", value_parser = parse_splice_above)]
+    #[arg(long, value_name = "BYTES|off", default_value = "16k", value_parser = parse_splice_above)]
     pub splice_above: SpliceAbove,
     /// io_uring: splice bodies as --splice-above says, upstreams read as on epoll (off: the
     /// ring receives every upstream byte and the proxy copies bodies: fewer system calls,
@@ -323,7 +323,7 @@ mod tests {
         assert!(Cli::try_parse_from(bad).is_err(), "on or off, nothing else");
     }
 
-    /// `--splice-above` reaches the configuration: 64 KiB by default, sizes with k and m,
+    /// `--splice-above` reaches the configuration: 16 KiB by default, sizes with k and m,
     /// `off`; anything else is refused.
     #[test]
     fn splice_above_parses_and_reaches_the_config() {
@@ -335,7 +335,7 @@ mod tests {
             })
         };
         assert_eq!(parse(&[]).unwrap(), Some(hintq_serve::proxy::SPLICE_ABOVE));
-        assert_eq!(hintq_serve::proxy::SPLICE_ABOVE, 64 * 1024);
+        assert_eq!(hintq_serve::proxy::SPLICE_ABOVE, 16 * 1024);
         assert_eq!(parse(&["--splice-above", "off"]).unwrap(), None);
         assert_eq!(parse(&["--splice-above", "256k"]).unwrap(), Some(256 << 10));
         assert_eq!(parse(&["--splice-above", "1M"]).unwrap(), Some(1 << 20));

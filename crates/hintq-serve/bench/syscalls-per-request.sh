@@ -4,7 +4,7 @@
 # count of each call ÷ N. A count, not a time: bounded by N requests, it does not depend on the
 # machine's noise (the tracing slows the proxy; what it does per request stays the same), so
 # it may run on a busy machine. One line per call and a total, for each PROXY_ARGS variant
-# (default: the splice on, then off: "--splice-above 64k" and "--splice-above off").
+# (default: the splice on, then off: "--splice-above 16k" and "--splice-above off").
 #
 #   load (hintq load, N requests) -> hintq proxy (strace -c -f) -> hintq serve (epoll)
 #
@@ -12,7 +12,7 @@
 #
 # Usage: crates/hintq-serve/bench/syscalls-per-request.sh
 #   [env: BACKEND=uring SIZE=256k N=2000 C=10 PORT=18470 HINTQ=path/to/hintq
-#    VARIANTS="--splice-above 64k|--splice-above off" (PROXY_ARGS variants, | apart)]
+#    VARIANTS="--splice-above 16k|--splice-above off" (PROXY_ARGS variants, | apart)]
 set -euo pipefail
 
 BACKEND=${BACKEND:-uring}
@@ -20,7 +20,7 @@ SIZE=${SIZE:-256k}
 N=${N:-2000}
 C=${C:-10}
 PORT=${PORT:-18470}
-VARIANTS=${VARIANTS:---splice-above 64k|--splice-above off}
+VARIANTS=${VARIANTS:---splice-above 16k|--splice-above off}
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 # shellcheck source=../../../bench/lib.sh
 . "$ROOT/bench/lib.sh"

@@ -25,12 +25,14 @@
 //! delimited by the upstream's close is chunked for HTTP/1.1 clients, and HTTP/1.0 clients
 //! get chunked or close-delimited bodies de-chunked with a close.
 //!
-//! A Content-Length body above [`Config::splice_above`] (64 KiB by default) goes from the
+//! A Content-Length body above [`Config::splice_above`] (16 KiB by default) goes from the
 //! upstream's socket to the client's by `splice(2)` through a pipe (a per-thread pool of
 //! [`PIPE_SIZE`] pipes, one per session while its body crosses), on every backend (on
 //! io_uring unless [`Config::uring_splice`] is off: then the upstream is polled and read as on
 //! epoll, not received by the ring): each splice asks for no more than the length has left,
-//! and the pipe empties into the client only after what was copied before it.
+//! and the pipe empties into the client only after what was copied before it. The first read
+//! of a response takes no more than the threshold and room for a head, so a body that came
+//! with its head in one write is copied only that far.
 //!
 //! # Threads: `reactor`, `sharded` and `sharded-shared`, and why not the pools
 //!
@@ -153,14 +155,19 @@ pub struct Config {
     pub uring_splice: bool,
 }
 
-/// The default of [`Config::splice_above`]: bodies larger than one relay buffer
-/// ([`BUF_SIZE`]). A body that fits one buffer is received, and sent, as one piece by the
-/// copy path, whose receive on io_uring costs no system call; a splice costs two (in and
-/// out) per pipe's worth, one more to find the socket drained, and on io_uring changing the
-/// upstream's interest (its receive stopped, a poll armed). Above a buffer the copy path
-/// copies every byte twice in user space (from the ring's buffers, into the send), and
-/// a 256 KiB body takes four passes of the session and 64 of the ring's 4 KiB receives.
-pub const SPLICE_ABOVE: u64 = BUF_SIZE as u64;
+/// The default of [`Config::splice_above`]: bodies larger than 16 KiB (HAProxy's buffer, past
+/// which it splices too). A response's first read stops at the threshold and a little room for
+/// the head, so a larger body is copied only as far as that read took it and spliced from
+/// there on, even when it came with its head in one write. Measured with
+/// `crates/hintq-serve/bench/sizes-vs-nginx.sh` (KINDS=proxy RUNS=3 DUR=4, 2026-11-29), CPU
+/// per request ÷ nginx's, this default then `--splice-above 64k` (the old default, whose
+/// first read took a whole buffer), 1 KiB / 16 KiB / 64 KiB / 256 KiB / 1 MiB: io_uring
+/// 0.77 / 0.66 / 0.67 / 0.49 / 0.65 then 0.77 / 0.65 / 1.24 / 0.67 / 0.52 (256 KiB and 1 MiB
+/// again, two runs each: 0.53, 0.77 / 0.49, 0.55 then 0.62, 0.65 / 0.59, 0.53: within the
+/// noise); epoll 0.84 / 0.70 / 0.72 / 0.58 / 0.45 then 0.96 / 0.71 / 0.95 / 0.75 / 0.54.
+/// Splicing 64 KiB bodies without the shorter first read changed nothing (0.93, 0.94): that
+/// read had taken the whole body.
+pub const SPLICE_ABOVE: u64 = 16 * 1024;
 
 impl Config {
     /// Defaults: reactor, 60 s upstream timeout, 60 s idle, 10 s header, 30 s send (those of

@@ -36,8 +36,16 @@ pub enum Read {
 /// Socket errors other than `EAGAIN` (`ECONNRESET` and the like).
 pub fn read_into(fd: RawFd, buf: &mut Vec<u8>, min_room: usize) -> io::Result<Read> {
     buf.reserve(min_room);
+    read_into_at_most(fd, buf, usize::MAX)
+}
+
+/// [`read_into`] of at most `max` bytes, into the room `buf` has (never growing it).
+///
+/// # Errors
+/// As [`read_into`].
+pub fn read_into_at_most(fd: RawFd, buf: &mut Vec<u8>, max: usize) -> io::Result<Read> {
     let room = buf.spare_capacity_mut();
-    let want = room.len();
+    let want = room.len().min(max);
     // SAFETY: `room` is writable spare capacity of `want` bytes.
     match retry(|| unsafe { libc::recv(fd, room.as_mut_ptr().cast(), want, 0) }) {
         Ok(0) => Ok(Read::Eof),

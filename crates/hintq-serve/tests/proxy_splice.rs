@@ -24,6 +24,8 @@ const CUT_LEN: usize = 4 << 20;
 const CUT_SENT: usize = 1 << 20;
 /// `/huge`: the body a stalled client asks for.
 const HUGE: usize = 64 << 20;
+/// `/mid`: a body of one relay buffer, written with its head at once.
+const MID: usize = BUF_SIZE;
 /// What `/longer` sends after its body.
 const EXTRA: &[u8] = b"JUNKJUNKJU";
 
@@ -51,6 +53,11 @@ fn origin() -> Fake {
                     out.extend_from_slice(b"\r\n");
                 }
                 out.extend_from_slice(b"0\r\n\r\n");
+                s.write_all(&out).unwrap();
+            }
+            "/mid" => {
+                let mut out = head(MID).into_bytes();
+                out.extend_from_slice(&data[..MID]);
                 s.write_all(&out).unwrap();
             }
             "/longer" => {
@@ -242,6 +249,31 @@ fn a_stalled_reader_of_a_spliced_body_holds_memory_bounded_until_the_send_timeou
         drop(px);
     }
     assert!(!seen.is_empty());
+}
+
+/// A body above the threshold that arrives with its head in one write is spliced past the
+/// response's first read, which takes the head and no more than the threshold's worth of
+/// body: a first read of a whole buffer took all 64 KiB, and the body was copied.
+#[test]
+fn a_body_that_came_with_its_head_is_spliced_past_the_first_read() {
+    let data = big();
+    for (b, p) in combos() {
+        let (_fake, px, mut c) = setup(b, p);
+        for _ in 0..3 {
+            c.send(b"GET /mid HTTP/1.1\r\nHost: t\r\n\r\n");
+            let r = c.response(false);
+            assert!(r.complete && r.body == data[..MID], "{b}/{p}: byte-exact");
+        }
+        let st = px.stats();
+        // At most the threshold and a head's room (1 KiB) of each body copied.
+        let copied_at_most = proxy::SPLICE_ABOVE as usize + 1024;
+        assert!(
+            st.spliced_bytes >= 3 * (MID - copied_at_most) as u64,
+            "{b}/{p}: {} of {} body bytes spliced",
+            st.spliced_bytes,
+            3 * MID
+        );
+    }
 }
 
 /// `--splice-above off`: every body is copied, as before splicing existed.

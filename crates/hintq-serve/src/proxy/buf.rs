@@ -7,7 +7,7 @@
 //! the pace of a slow receiver by TCP itself, never by growing memory. A connection that is
 //! idle between requests gives its buffers back, so an idle client costs no buffer at all.
 
-use crate::sys::{read_into, send_now, Read};
+use crate::sys::{read_into_at_most, send_now, Read};
 use hintq_patterns::Fds;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -180,8 +180,8 @@ impl Buf {
     /// Reads from `fd` into the room left (never growing the buffer): what the queue received
     /// for it where it receives (io_uring, `Interest::RECEIVE`; what does not fit is reported
     /// again), else one `recv`.
-    pub(crate) fn read_from(&mut self, fds: &mut Fds<'_>, fd: RawFd) -> io::Result<Read> {
-        let room = self.room();
+    pub(crate) fn read_from(&mut self, fds: &mut Fds<'_>, fd: RawFd, max: usize) -> io::Result<Read> {
+        let room = self.room().min(max);
         if room == 0 {
             return Ok(Read::Again);
         }
@@ -191,7 +191,7 @@ impl Buf {
             Some(Ok(n)) => Ok(Read::Data { n, short: true }),
             Some(Err(e)) if e.kind() == io::ErrorKind::WouldBlock => Ok(Read::Again),
             Some(Err(e)) => Err(e),
-            None => read_into(fd, &mut self.v, 0),
+            None => read_into_at_most(fd, &mut self.v, room),
         }
     }
 

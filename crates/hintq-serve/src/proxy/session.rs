@@ -48,6 +48,11 @@ use std::time::{Duration, Instant};
 /// wrk, 50 connections, one thread).
 const RING_SEND_MAX: usize = 16 * 1024;
 
+/// Room for a response's head in its first read beside a body of the splice threshold
+/// ([`head_read`]): such a body comes in one read with its head and is copied; a larger one
+/// is spliced from there on.
+const HEAD_ROOM: usize = 1024;
+
 /// Space a chunk's size line and closing CRLF need beside its data.
 const CHUNK_OVERHEAD: usize = 16 + 2 + 2;
 
@@ -563,7 +568,7 @@ impl Session {
         if self.cin.room() == 0 {
             return Ok(false);
         }
-        match self.cin.read_from(ctx.fds, self.client) {
+        match self.cin.read_from(ctx.fds, self.client, usize::MAX) {
             Ok(Read::Eof) => {
                 self.eof = true;
                 self.readable = false;
@@ -887,7 +892,16 @@ impl Session {
         if self.uin.room() == 0 {
             return Ok(false);
         }
-        match self.uin.read_from(ctx.fds, up.fd) {
+        // A response's first read stops short of a body to splice, whose bytes read with the
+        // head are copied (`head_read`); a head longer than that is read on as usual.
+        let max = match ex.resp {
+            Resp::Head => {
+                head_read(ctx.cfg, ctx.fds.ring_io().is_some()).saturating_sub(self.uin.data().len())
+            }
+            _ => 0,
+        };
+        let max = if max == 0 { usize::MAX } else { max };
+        match self.uin.read_from(ctx.fds, up.fd, max) {
             Ok(Read::Eof) => {
                 up.readable = false;
                 up.eof = true;
@@ -1234,6 +1248,20 @@ impl Session {
     /// The descriptor of the upstream connection in use, if any.
     pub(crate) fn upstream_fd(&self) -> Option<RawFd> {
         self.up.as_ref().map(|u| u.fd)
+    }
+}
+
+/// The most bytes the first read of a response takes where its body may be spliced
+/// ([`Settings::splice_above`]; no bound where none is): the threshold and [`HEAD_ROOM`]. What
+/// is read with the head is copied, so a first read of a whole buffer copied the first
+/// 64 KiB of every body, and a body that came with its head in one write (the common case up
+/// to a few hundred KiB on loopback) was copied whatever its size.
+fn head_read(cfg: &Settings, ring: bool) -> usize {
+    match cfg.splice_above {
+        Some(min) if !ring || cfg.uring_splice => {
+            usize::try_from(min).map_or(usize::MAX, |m| m.saturating_add(HEAD_ROOM))
+        }
+        _ => usize::MAX,
     }
 }
 
