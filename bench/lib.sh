@@ -122,6 +122,15 @@ cpu_of() {
     cat "${stats[@]/%//stat}" 2>/dev/null | awk -v hz="$BENCH_HZ" '{ s += $14 + $15 } END { printf "%.4f", s / hz }'
 }
 
+# Seconds of CPU the whole machine has been busy (every CPU: user, system, interrupts), from
+# /proc/stat. Around a run, what the server, its client and the kernel on their behalf cost
+# together: on loopback the kernel charges a stream's receive processing to the sender or to
+# the receiver depending on timing, so a server's own CPU can go up while the machine's goes
+# down (large bodies: see crates/hintq-serve/bench/sizes-vs-nginx.sh).
+machine_busy() {
+    awk -v hz="$BENCH_HZ" '$1 == "cpu" { printf "%.2f", ($2 + $3 + $4 + $7 + $8 + $9) / hz }' /proc/stat
+}
+
 # Resident memory of process $1, in kB.
 rss_kb() { awk '/VmRSS/ { print $2 }' "/proc/$1/status"; }
 
