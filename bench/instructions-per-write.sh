@@ -4,7 +4,9 @@
 # the difference over 20 runs x 1000 writes is what one write costs, start-up and teardown
 # cancelled out. Prints mio, hintq on epoll-et and hintq on io_uring, and hintq's ratios to mio.
 #
-# Usage: bench/instructions-per-write.sh   (HINTQ=path/to/release/hintq to skip the build)
+# Usage: bench/instructions-per-write.sh   (HINTQ=path/to/release/hintq to skip the build;
+#        KEEP=dir keeps the callgrind outputs there, <lib>.20 and <lib>.40, for
+#        `callgrind_annotate` of where the instructions go: the difference of the two / 20,000)
 # Needs valgrind (installed from the system packages if missing).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -13,7 +15,8 @@ if ! command -v valgrind >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q valgrind
 fi
 bench_hintq
-OUTDIR=$(mktemp -d /tmp/hintq-ipw.XXXXXX)
+OUTDIR=${KEEP:-$(mktemp -d /tmp/hintq-ipw.XXXXXX)}
+mkdir -p "$OUTDIR"
 
 # Callgrind's total instructions for `runs` runs of peer-bench with the given library options.
 total() {
@@ -41,4 +44,4 @@ ratio() { awk -v x="$1" -v m="$mio" 'BEGIN { printf "%.2f", x / m }'; }
 echo "mio:            $mio instructions/write"
 echo "hintq epoll-et: $et instructions/write ($(ratio "$et") x mio)"
 echo "hintq uring:    $uring instructions/write ($(ratio "$uring") x mio)"
-rm -rf "$OUTDIR"
+[ -n "${KEEP:-}" ] || rm -rf "$OUTDIR"
