@@ -20,7 +20,7 @@
 #
 # Usage: crates/hintq-serve/bench/instructions.sh [BINARY...]
 #   [env: WHAT=serve|proxy SCOPE=process|handler BACKEND=uring|epoll DUR=4 PORT=18480
-#         VALGRIND=valgrind]
+#         VALGRIND=valgrind FILE=1k (the file asked for: 1k, or a size such as 16k or 64k)]
 set -euo pipefail
 
 WHAT=${WHAT:-serve}
@@ -47,9 +47,15 @@ if [ "$#" -eq 0 ]; then
     set -- "$HINTQ"
 fi
 bench_tmp instructions
+FILE=${FILE:-1k}
+case $FILE in
+    1k) ;;
+    *k) head -c $((${FILE%k} * 1024)) /dev/zero | tr '\0' x >"$TMP/www/$FILE.html" ;;
+    *) echo "FILE=$FILE: expected a size in KiB such as 16k" >&2; exit 2 ;;
+esac
 UP=127.0.0.1:$PORT
 AT=127.0.0.1:$((PORT + 1))
-echo "# $("$VALGRIND" --version); $WHAT on $BACKEND, counting the $SCOPE; wrk -t1 -c10 -d${DUR}s; 1 KB file"
+echo "# $("$VALGRIND" --version); $WHAT on $BACKEND, counting the $SCOPE; wrk -t1 -c10 -d${DUR}s; file $FILE.html"
 if [ "$WHAT" = proxy ]; then
     "$1" serve --root "$TMP/www" --listen "$UP" --backend "$BACKEND" 2>"$TMP/logs/up.log" &
     PIDS+=("$!")
@@ -72,7 +78,7 @@ for bin in "$@"; do
         tail -5 "$TMP/logs/valgrind.log" >&2
         exit 1
     fi
-    wrk -t1 -c10 -d"${DUR}s" "http://$AT/1k.html" >"$TMP/wrk.txt"
+    wrk -t1 -c10 -d"${DUR}s" "http://$AT/$FILE.html" >"$TMP/wrk.txt"
     kill -INT "$pid"
     wait "$pid" || true
     requests=$(awk '/requests in/ { print $1 }' "$TMP/wrk.txt")
