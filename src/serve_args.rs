@@ -198,10 +198,11 @@ pub(crate) struct ProxyCli {
     /// Idle upstream connections kept per thread.
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub max_idle_upstream: usize,
-    /// Response bodies with a Content-Length above this many bytes (k and m for KiB and
-    /// MiB) go from the upstream to the client by splice(2), never entering the proxy's
-    /// memory; off: every body is copied. Chunked bodies are always copied, and so is every
-    /// body on io_uring with --uring-splice off.
+    /// Response bodies with a Content-Length and more than this many bytes still to come
+    /// after the response's first read (k and m for KiB and MiB; that read takes at most this
+    /// and 1 KiB for the head) go from the upstream to the client by splice(2), never entering
+    /// the proxy's memory; off: every body is copied. Chunked bodies are always copied, and so
+    /// is every body on io_uring with --uring-splice off.
     #[arg(long, value_name = "BYTES|off", default_value = "16k", value_parser = parse_splice_above)]
     pub splice_above: SpliceAbove,
     /// io_uring: splice bodies as --splice-above says, upstreams read as on epoll (off: the

@@ -26,7 +26,8 @@
 # processing of the bytes a server sends runs in the sender's context or the receiver's
 # depending on timing (a receiver busy in recv(2) takes it from its socket's backlog), and
 # the server that keeps wrk busier is charged less of it: static 256 KiB on epoll measured
-# hintq 47 / nginx 31 µs of its own per request, but 107 / 130 µs for the machine. Rounds: per size and kind, one run of each server, their
+# hintq 47 / nginx 31 µs of its own per request, but 107 / 130 µs for the machine.
+# Rounds: per size and kind, one run of each server, their
 # order turned each round; the figure is the median of each round's own ratio hintq ÷ nginx
 # (the two ran in the same phase of the machine). Bounded: 2 x KINDS x SIZES x RUNS wrk runs of DUR
 # seconds, plus a 1 s warm-up per server and size (about 6 min with the defaults).
@@ -143,7 +144,7 @@ measure() {
         taskset -c "$LOAD_CPU" wrk -t1 -c"$C" -d1s "http://$addr/$size.html" >/dev/null
         return
     fi
-    local m0 m1 reqs
+    local m0 m1 reqs machine
     m0=$(machine_busy)
     out=$(wrk_cpu_per_request "$pid" "$addr" "$size.html")
     m1=$(machine_busy)

@@ -25,14 +25,16 @@
 //! delimited by the upstream's close is chunked for HTTP/1.1 clients, and HTTP/1.0 clients
 //! get chunked or close-delimited bodies de-chunked with a close.
 //!
-//! A Content-Length body above [`Config::splice_above`] (16 KiB by default) goes from the
+//! A Content-Length body with more than [`Config::splice_above`] (16 KiB by default) bytes
+//! still to come after the response's first read goes from the
 //! upstream's socket to the client's by `splice(2)` through a pipe (a per-thread pool of
 //! [`PIPE_SIZE`] pipes, one per session while its body crosses), on every backend (on
 //! io_uring unless [`Config::uring_splice`] is off: then the upstream is polled and read as on
 //! epoll, not received by the ring): each splice asks for no more than the length has left,
 //! and the pipe empties into the client only after what was copied before it. The first read
-//! of a response takes no more than the threshold and room for a head, so a body that came
-//! with its head in one write is copied only that far.
+//! of a response takes no more than the threshold and room for a head, so a large body that
+//! came with its head in one write is copied only that far, and one with little more left
+//! than that read took is copied whole (a few KiB cost less to copy than two splices).
 //!
 //! # Threads: `reactor`, `sharded` and `sharded-shared`, and why not the pools
 //!
@@ -141,8 +143,10 @@ pub struct Config {
     /// Measure the event API inside the proxy ([`hintq_patterns::Config::measure`] and
     /// [`hintq_patterns::Config::probe_waits`]): see [`Proxy::counters`].
     pub measure: bool,
-    /// A response body with a Content-Length above this many bytes goes from the upstream's
-    /// socket to the client's by `splice(2)` through a pipe, never entering user space;
+    /// A response body with a Content-Length and more than this many bytes still to come
+    /// after the response's first read (which takes at most this and 1 KiB for the head) goes
+    /// from the upstream's socket to the client's by `splice(2)` through a pipe, never
+    /// entering user space;
     /// `None`: every body is copied. Default [`SPLICE_ABOVE`]. On io_uring only with
     /// [`Config::uring_splice`].
     pub splice_above: Option<u64>,
@@ -488,10 +492,11 @@ pub struct ProxyArgs {
     pub upstream_timeout: Duration,
     /// Idle upstream connections kept per thread.
     pub max_idle_upstream: usize,
-    /// Response bodies with a Content-Length above this many bytes (k and m for KiB and
-    /// MiB) go from the upstream to the client by splice(2), never entering the proxy's
-    /// memory; off: every body is copied. Chunked bodies are always copied, and so is every
-    /// body on io_uring with --uring-splice off.
+    /// Response bodies with a Content-Length and more than this many bytes still to come
+    /// after the response's first read (k and m for KiB and MiB; that read takes at most this
+    /// and 1 KiB for the head) go from the upstream to the client by splice(2), never entering
+    /// the proxy's memory; off: every body is copied. Chunked bodies are always copied, and so
+    /// is every body on io_uring with --uring-splice off.
     pub splice_above: Option<u64>,
     /// io_uring: splice bodies as --splice-above says, upstreams read as on epoll (off: the
     /// ring receives every upstream byte and the proxy copies bodies: fewer system calls,

@@ -49,8 +49,8 @@ use std::time::{Duration, Instant};
 const RING_SEND_MAX: usize = 16 * 1024;
 
 /// Room for a response's head in its first read beside a body of the splice threshold
-/// ([`head_read`]): such a body comes in one read with its head and is copied; a larger one
-/// is spliced from there on.
+/// ([`head_read`]): such a body comes in one read with its head and is copied; one with more
+/// than the threshold left after that read is spliced from there on.
 const HEAD_ROOM: usize = 1024;
 
 /// Space a chunk's size line and closing CRLF need beside its data.
@@ -895,12 +895,12 @@ impl Session {
         // A response's first read stops short of a body to splice, whose bytes read with the
         // head are copied (`head_read`); a head longer than that is read on as usual.
         let max = match ex.resp {
-            Resp::Head => {
-                head_read(ctx.cfg, ctx.fds.ring_io().is_some()).saturating_sub(self.uin.data().len())
-            }
-            _ => 0,
+            Resp::Head => head_read(ctx.cfg, ctx.fds.ring_io().is_some())
+                .checked_sub(self.uin.data().len())
+                .filter(|&n| n > 0)
+                .unwrap_or(usize::MAX),
+            _ => usize::MAX,
         };
-        let max = if max == 0 { usize::MAX } else { max };
         match self.uin.read_from(ctx.fds, up.fd, max) {
             Ok(Read::Eof) => {
                 up.readable = false;
@@ -1140,12 +1140,17 @@ impl Session {
             Framing::None => Resp::Done,
             f => Resp::Body(Body::new(f, Side::Response, enc, ctx.cfg)),
         };
-        // A large Content-Length body goes by splice; chunked and until-close bodies, whose
-        // framing is read (or written) in user space, keep the copy. Without a pipe (out of
-        // descriptors, say) it is copied too. On io_uring unless `Config::uring_splice` is
-        // off: then the ring receives the upstream's bytes, and they are copied.
-        let above =
-            ctx.cfg.splice_above.is_some_and(|min| matches!(head.framing, Framing::Length(n) if n > min));
+        // A Content-Length body with more than the threshold still to come (past what the
+        // first read took, `head_read`) goes by splice: a few KiB more cost less to copy than
+        // the splices in and out. Chunked and until-close bodies, whose framing is read (or
+        // written) in user space, keep the copy. Without a pipe (out of descriptors, say) it
+        // is copied too. On io_uring unless `Config::uring_splice` is off: then the ring
+        // receives the upstream's bytes, and they are copied.
+        let read = (self.uin.data().len() - used) as u64;
+        let above = ctx
+            .cfg
+            .splice_above
+            .is_some_and(|min| matches!(head.framing, Framing::Length(n) if n.saturating_sub(read) > min));
         let ring = ctx.fds.ring_io().is_some();
         if above && enc == Enc::Plain && self.pipe.is_none() && (!ring || ctx.cfg.uring_splice) {
             if let Ok(p) = ctx.pool.pipe() {
