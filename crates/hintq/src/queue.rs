@@ -493,17 +493,19 @@ impl Queue {
     /// `InvalidInput` if `events` is empty; the backend's OS errors otherwise.
     #[inline]
     pub fn get_next_event(&mut self, events: &mut [Event], timeout: Option<Duration>) -> io::Result<usize> {
+        let len = events.len();
         if self.unusual == 0 {
             match self.poller {
-                // The common call on epoll, with an array long enough to take the kernel's
-                // records itself: tested first, with the array's length alone.
-                Any::Epoll(_) if epoll::IN_PLACE && events.len() >= HARVEST_MIN => {
-                    return self.lean_epoll(events, timeout, lean_deadline(timeout))
+                // The common call on epoll, with an array that takes the kernel's records
+                // itself (`HARVEST_MIN` to `WAIT_MAX` events): tested first, with one compare
+                // of the array's length.
+                Any::Epoll(_)
+                    if epoll::IN_PLACE && len.wrapping_sub(HARVEST_MIN) <= epoll::WAIT_MAX - HARVEST_MIN =>
+                {
+                    return self.lean_epoll(events, true, timeout, lean_deadline(timeout))
                 }
-                Any::Uring(_) if !events.is_empty() => {
-                    return self.lean_uring(events, timeout, lean_deadline(timeout))
-                }
-                Any::Epoll(_) if !events.is_empty() => return self.lean_epoll_short(events, timeout),
+                Any::Uring(_) if len != 0 => return self.lean_uring(events, timeout, lean_deadline(timeout)),
+                Any::Epoll(_) if len != 0 => return self.lean_epoll_other(events, timeout),
                 _ => {}
             }
         }
@@ -523,12 +525,13 @@ impl Queue {
         r
     }
 
-    /// [`Queue::lean_epoll`] for an array shorter than [`HARVEST_MIN`] (or where the kernel's
-    /// records are not events, [`epoll::IN_PLACE`]): out of line, so that the common call's
-    /// body is inlined once.
+    /// [`Queue::lean_epoll`] for an array shorter than [`HARVEST_MIN`] or longer than
+    /// [`epoll::WAIT_MAX`] (or where the kernel's records are not events,
+    /// [`epoll::IN_PLACE`]): out of line, so that the common call's body is inlined once.
     #[inline(never)]
-    fn lean_epoll_short(&mut self, events: &mut [Event], timeout: Option<Duration>) -> io::Result<usize> {
-        self.lean_epoll(events, timeout, lean_deadline(timeout))
+    fn lean_epoll_other(&mut self, events: &mut [Event], timeout: Option<Duration>) -> io::Result<usize> {
+        let in_place = epoll::IN_PLACE && events.len() >= HARVEST_MIN;
+        self.lean_epoll(events, in_place, timeout, lean_deadline(timeout))
     }
 
     /// The common call ([`unusual`] is zero: nothing pending, no group, no bound, no
@@ -539,8 +542,8 @@ impl Queue {
     /// [`Queue::get_next_usual`] with what remains of the timeout.
     ///
     /// Each registration is reported at most once per wait, so the reports need no
-    /// coalescing among themselves. An array of [`HARVEST_MIN`] events or more takes the
-    /// kernel's records itself ([`epoll::IN_PLACE`]), each its event where it lies once its
+    /// coalescing among themselves. An array of [`HARVEST_MIN`] events or more (`in_place`, which
+    /// the caller works out) takes the kernel's records itself ([`epoll::IN_PLACE`]), each its event where it lies once its
     /// token is checked (an event keeps the kernel's bits); a shorter one is filled from the
     /// set's own buffer of `HARVEST_MIN`, the rest going to the FIFO.
     ///
@@ -552,12 +555,12 @@ impl Queue {
     fn lean_epoll(
         &mut self,
         events: &mut [Event],
+        in_place: bool,
         timeout: Option<Duration>,
         deadline: Option<Instant>,
     ) -> io::Result<usize> {
         let Any::Epoll(ep) = &mut self.poller else { return self.get_next_usual(events, timeout) };
         self.stats.waits += 1;
-        let in_place = epoll::IN_PLACE && events.len() >= HARVEST_MIN;
         let waited = match in_place {
             true => ep.wait_into(events, sys::timeout_ms(timeout)),
             false => ep.wait_raw(HARVEST_MIN, sys::timeout_ms(timeout)).map(<[_]>::len),

@@ -454,6 +454,47 @@ fn high_descriptor(b: Backend) {
     drop(a);
 }
 
+/// More registrations ready at once than one wait takes (epoll's 1,024), with an array longer
+/// than that: each is delivered, once, over as many calls as it takes, and no call returns
+/// more than the array holds.
+fn more_ready_than_one_wait(b: Backend) {
+    if is_select(b) {
+        eprintln!("n/a on {b}: select's sets stop at FD_SETSIZE (1,024 descriptors)");
+        return;
+    }
+    const N: usize = 1100;
+    let (_, limit) = hintq_sys::raise_nofile().unwrap();
+    if limit <= (2 * N + 256) as u64 {
+        hintq_testkit::skip(
+            &format!("more_ready_than_one_wait on {b}"),
+            format!("RLIMIT_NOFILE hard limit {limit}"),
+        );
+        return;
+    }
+    let mut q = queue(b);
+    let pairs: Vec<_> = (0..N).map(|_| pair()).collect();
+    for (f, _) in &pairs {
+        q.declare_interest(f.as_fd(), Interest::READ).unwrap();
+    }
+    for (_, p) in &pairs {
+        (&*p).write_all(b"1").unwrap();
+    }
+    let mine: std::collections::HashSet<RawFd> = pairs.iter().map(|(f, _)| f.as_raw_fd()).collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut evs = vec![Event::default(); 1500];
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while seen.len() < N && Instant::now() < deadline {
+        let n = q.get_next_event(&mut evs, Some(MS(100))).unwrap();
+        assert!(n <= evs.len(), "{n} events for an array of {}", evs.len());
+        for ev in &evs[..n] {
+            assert!(mine.contains(&ev.fd()), "an event for descriptor {}, not one of the pairs", ev.fd());
+            assert!(seen.insert(ev.fd()), "descriptor {} delivered twice, drained in between", ev.fd());
+            assert_eq!(drain(ev.fd()), 1);
+        }
+    }
+    assert_eq!(seen.len(), N, "{} of {N} ready registrations delivered", seen.len());
+}
+
 /// An event whose readiness vanished before the handler ran: EAGAIN, loop goes on (E5).
 fn spurious_readiness(b: Backend) {
     let mut q = queue(b);
@@ -1196,6 +1237,7 @@ macro_rules! suite {
                     wake_one_nothing_lost_while_busy, wake_one_short_waits, wake_one_taker_drops, close_from_other_thread,
                     change_interest, half_close_does_not_wake_a_writer, receive_in_order, receive_reset,
                     received_end_after_bytes_is_reported_again, received_bytes_taken_in_parts,
+                    more_ready_than_one_wait,
                 );
             }
         )*
