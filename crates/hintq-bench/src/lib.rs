@@ -161,7 +161,8 @@ pub fn run_micro(cfg: &Config) -> io::Result<Outcome> {
     micro::fig6b(&plan, &fds, &mut out)?;
     micro::fig7(&plan, &fds, &mut out)?;
     drop(fds);
-    let csv = set.end(cfg, "micro", &out.rows, &format!("\nclock read pair {clock:.1} ns\n"))?;
+    let after = format!("{}\nclock read pair {clock:.1} ns\n", micro::over_raw(&out.rows));
+    let csv = set.end(cfg, "micro", &out.rows, &after)?;
     Ok(Outcome { csv, rows: out.rows })
 }
 
