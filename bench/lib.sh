@@ -116,10 +116,19 @@ wait_port() {
 # that has ended fails the pipeline (pipefail): an assignment of it stops the script, and a
 # sample written with it skips that process.
 BENCH_HZ=$(getconf CLK_TCK)
-cpu_of() {
+cpu_of() { cpu_fields '$14 + $15' "$@"; }
+
+# The same in user space only (utime): what a server's own code costs, apart from the kernel's
+# work on its behalf.
+user_of() { cpu_fields '$14' "$@"; }
+
+# cpu_fields EXPR PID...: EXPR of /proc/PID/stat's fields in clock ticks, summed, in seconds.
+cpu_fields() {
+    local expr=$1
+    shift
     if [ $# -eq 0 ]; then echo 0; return; fi
     local stats=("${@/#//proc/}")
-    cat "${stats[@]/%//stat}" 2>/dev/null | awk -v hz="$BENCH_HZ" '{ s += $14 + $15 } END { printf "%.4f", s / hz }'
+    cat "${stats[@]/%//stat}" 2>/dev/null | awk -v hz="$BENCH_HZ" "{ s += $expr } END { printf \"%.4f\", s / hz }"
 }
 
 # Seconds of CPU the whole machine has been busy (every CPU: user, system, interrupts), from
