@@ -208,7 +208,7 @@ for size in sys.argv[2].split():
         floor = f"; without its user space {statistics.median(bare):.2f}" if bare else ""
         cells.append(f"{m:.2f} {verdict} ({us('hintq'):.1f} / {us('nginx'):.1f} µs{floor}; rounds {' '.join(f'{x:.2f}' for x in per)}; machine {mach:.2f})")
         if verdict != "met":
-            missed.append(f"{kind} {size}: {verdict}, rounds {per[0]:.2f}-{per[-1]:.2f} against {g}")
+            missed.append(f"{kind} {size}: {verdict}, rounds {per[0]:.3f}-{per[-1]:.3f} against {g}")
     print(f"| {size} | {cells[0]} | {cells[1]} |")
 print("(the server's own CPU per request, hintq ÷ nginx, median of the rounds; machine: the whole")
 print(" machine's busy CPU per request, server, wrk, upstream and kernel together, same ratio;")
