@@ -438,65 +438,6 @@ pub fn clock_pair_ns() -> f64 {
     median_of_9(|| (0..100_000).map(|_| Instant::now()).map(|a| ns(a.elapsed())).sum())
 }
 
-/// The goal for `get_next_event`'s readiness cycle over the raw loop of its own mechanism
-/// (issue "The core, lean and layered"): at most this ratio at every idle count.
-pub const OVER_RAW_GOAL: f64 = 1.03;
-
-/// fig6b's cycle of each epoll backend and of `uring` over the raw loop of its mechanism
-/// (`raw-epoll`, `raw-uring`), paired by repetition: both ran in the same repetition, next to
-/// each other, so the machine's drift between repetitions cancels. Per backend and idle count:
-/// the median of the repetitions' own ratios, their range, and the verdict against
-/// [`OVER_RAW_GOAL`]: met when every repetition is within it, missed when none is, "cannot say"
-/// otherwise. Empty when fig6b has no such pair.
-pub fn over_raw(rows: &[Row]) -> String {
-    let value = |series: &str, x: f64, rep: u32| {
-        rows.iter()
-            .find(|r| r.metric == "fig6b_ns_per_cycle" && r.series == series && r.x == x && r.rep == rep)
-            .and_then(|r| r.value)
-    };
-    let mut lines = Vec::new();
-    for (series, raw) in [("epoll", RAW), ("epoll-et", RAW), ("uring", RAW_URING)] {
-        let mut xs: Vec<f64> = Vec::new();
-        for r in rows.iter().filter(|r| r.metric == "fig6b_ns_per_cycle" && r.series == series) {
-            if !xs.contains(&r.x) {
-                xs.push(r.x);
-            }
-        }
-        for x in xs {
-            let reps =
-                rows.iter().filter(|r| r.metric == "fig6b_ns_per_cycle" && r.series == series && r.x == x);
-            let ratios: Vec<f64> = reps.filter_map(|r| Some(r.value? / value(raw, x, r.rep)?)).collect();
-            let Some(sp) = Spread::of(&ratios) else { continue };
-            let verdict = match () {
-                _ if sp.max <= OVER_RAW_GOAL => "met",
-                _ if sp.min > OVER_RAW_GOAL => "missed",
-                _ => "cannot say",
-            };
-            lines.push(format!(
-                "  {series:<10} {raw:<10} {x:>6} {:>7.3} {:>7.3} {:>7.3} {:>3}  {verdict}",
-                sp.median, sp.min, sp.max, sp.n
-            ));
-        }
-    }
-    if lines.is_empty() {
-        return String::new();
-    }
-    format!(
-        "
-E3 fig6b: get_next_event's cycle over its raw loop, per repetition (goal <= {OVER_RAW_GOAL}; \
-         met: every repetition within it, missed: none, cannot say: some each side)\n  \
-         {:<10} {:<10} {:>6} {:>7} {:>7} {:>7} {:>3}  verdict\n{}\n",
-        "series",
-        "raw",
-        "idle",
-        "median",
-        "min",
-        "max",
-        "n",
-        lines.join("\n")
-    )
-}
-
 /// The median of 9 calls of `run`, each giving the ns taken by 100,000 iterations, per iteration.
 fn median_of_9(mut run: impl FnMut() -> u64) -> f64 {
     let runs: Vec<f64> = (0..9).map(|_| run() as f64 / 100_000.0).collect();
@@ -539,40 +480,5 @@ mod tests {
             got[2]
         );
         assert_eq!(got.len(), 3);
-    }
-
-    /// The cycle over its raw loop is paired by repetition, and the verdict is the
-    /// repetitions', not their median's: a median within the goal with one repetition past it
-    /// cannot say; only backends with a raw loop of their mechanism are compared.
-    #[test]
-    fn over_raw_pairs_repetitions_and_says_when_it_cannot_tell() {
-        let cycle = |series: &str, x: f64, rep: u32, ns: f64| Row {
-            rep,
-            ..Row::ok("E3", series, x, "fig6b_ns_per_cycle", ns)
-        };
-        let mut rows = Vec::new();
-        for (rep, raw, epoll) in [(0, 1000.0, 1000.0), (1, 2000.0, 2040.0), (2, 1500.0, 1530.0)] {
-            // Repetition 1 ran on a machine twice as slow: paired, epoll is 1.02 there.
-            rows.push(cycle(RAW, 0.0, rep, raw));
-            rows.push(cycle("epoll", 0.0, rep, epoll));
-            rows.push(cycle(RAW, 1000.0, rep, raw));
-            rows.push(cycle("epoll", 1000.0, rep, raw * if rep == 0 { 1.10 } else { 1.01 }));
-            rows.push(cycle("poll", 0.0, rep, raw * 3.0));
-        }
-        let out = over_raw(&rows);
-        let line = |x: &str| {
-            out.lines()
-                .find(|l| l.split_whitespace().take(3).collect::<Vec<_>>() == ["epoll", RAW, x])
-                .unwrap_or_else(|| panic!("no epoll line at {x}:\n{out}"))
-                .to_string()
-        };
-        assert!(line("0").contains("1.020") && line("0").ends_with("  met"), "{out}");
-        assert!(line("1000").ends_with("cannot say"), "{out}");
-        assert!(
-            !out.lines().any(|l| l.trim_start().starts_with("poll ")),
-            "poll has no raw loop of its own: {out}"
-        );
-        rows.retain(|r| r.series != RAW);
-        assert_eq!(over_raw(&rows), "", "no raw loop, no ratio");
     }
 }
