@@ -45,7 +45,7 @@ pub const BACKENDS: [Backend; 5] =
 pub struct BenchConfig {
     /// Threads 1, 2, 4, one repetition, short windows: under a minute.
     pub quick: bool,
-    /// CSV for the raw rows [default: hintq-patterns-<unix time>.csv].
+    /// CSV for the raw rows (default: `hintq-patterns-<unix time>.csv`).
     pub out: Option<PathBuf>,
     /// Busy-wait per request, microseconds.
     pub work_us: u64,

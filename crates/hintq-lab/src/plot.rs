@@ -8,7 +8,7 @@
 //! measured values is labelled at those values only. A value of 0 on a log axis is drawn
 //! one decade below the least positive value, at a tick labelled 0, and the axis title says so.
 //! Each series has its own colour and marker, the same in every panel and, for the mechanisms
-//! and peers that recur ([`KNOWN`]), in every figure; a line joins a series' points only where
+//! and peers that recur (`KNOWN`), in every figure; a line joins a series' points only where
 //! it has three or more; a y axis in percent runs from 0 to 100. The legend sits under the
 //! chart, where it hides no data.
 

@@ -420,7 +420,7 @@ impl Config {
     /// The default [`Config::array_max`].
     pub const ARRAY_MAX: usize = 64;
 
-    /// True if the threads' queues make the replies' sends themselves ([`crate::Fds::send`]):
+    /// True if the threads' queues make the replies' sends themselves (through [`crate::Fds::ring_io`]):
     /// a backend that sends ([`Backend::sends`]) on a pattern that does not hand off, unless
     /// [`Config::uring_sends`] is false.
     pub fn ring_sends(&self) -> bool {

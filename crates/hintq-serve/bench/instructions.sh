@@ -20,7 +20,8 @@
 #
 # Usage: crates/hintq-serve/bench/instructions.sh [BINARY...]
 #   [env: WHAT=serve|proxy SCOPE=process|handler BACKEND=uring|epoll DUR=4 PORT=18480
-#         VALGRIND=valgrind FILE=1k (the file asked for: 1k, or a size such as 16k or 64k)]
+#         VALGRIND=valgrind FILE=1k (the file asked for: 1k, or a size such as 16k or 64k)
+#         KEEP=path (the last binary's callgrind output kept there, for callgrind_annotate)]
 set -euo pipefail
 
 WHAT=${WHAT:-serve}
@@ -81,6 +82,7 @@ for bin in "$@"; do
     wrk -t1 -c10 -d"${DUR}s" "http://$AT/$FILE.html" >"$TMP/wrk.txt"
     kill -INT "$pid"
     wait "$pid" || true
+    [ -z "${KEEP:-}" ] || cp "$TMP/cg.out" "$KEEP"
     requests=$(awk '/requests in/ { print $1 }' "$TMP/wrk.txt")
     ir=$(awk '/^summary:/ { print $2 }' "$TMP/cg.out")
     echo "$bin: $requests requests, $ir instructions, $((ir / requests)) per request"

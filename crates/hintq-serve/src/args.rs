@@ -71,7 +71,7 @@ pub struct ServerArgs {
     /// any thread may enter (COOP_TASKRUN). Ignored by other backends.
     pub uring_defer: bool,
     /// Measure the event API inside the server and write the runtime's counters per thread
-    /// as JSON to FILE when it exits (after the drain; with --processes, one FILE.<pid> per
+    /// as JSON to FILE when it exits (after the drain; with --processes, one `FILE.<pid>` per
     /// worker): get_next_event calls, events and ns, split into waits whose first,
     /// zero-timeout call found events (ready_*: no blocking, Banga's Fig. 6) and the others
     /// (blocked_*: sleep included); declares (declares_new: descriptors added to the interest

@@ -24,10 +24,10 @@
 //!   within the header timeout of its first byte, whatever the trickle (slowloris, row S11;
 //!   answered 408 when something was sent); a response must make progress within the send
 //!   timeout; a connection between requests closes after the idle timeout (row S12).
-//! * Files come from the open-file cache of [`cache`] (descriptor, metadata and, for a small
+//! * Files come from the open-file cache of `serve/cache.rs` (descriptor, metadata and, for a small
 //!   file, its bytes; revalidated through the fence after `file_cache_valid`). A small file
 //!   leaves with its head in one gathered `sendmsg`; a larger one is sent with `sendfile(2)`
-//!   after a head sent with `MSG_MORE`. Paths go through the two fences of [`path`]: nothing
+//!   after a head sent with `MSG_MORE`. Paths go through the two fences of `serve/path.rs`: nothing
 //!   outside the root is ever opened (row S13).
 //! * The common path allocates nothing and makes one `read` and one `sendmsg` per request:
 //!   the decoded path goes to a reused buffer, the head's header list is inline
@@ -44,7 +44,7 @@
 //! # What a GET or HEAD gets (RFC 9110)
 //!
 //! * Validators (§8.8): `Last-Modified` and a strong `ETag`, `"<inode>-<size>-<mtime ns>"`
-//!   in hex ([`etag`]), on 200, 206 and 304; `Accept-Ranges: bytes` on 200 and 206.
+//!   in hex (`etag`), on 200, 206 and 304; `Accept-Ranges: bytes` on 200 and 206.
 //! * Conditional requests (§13), evaluated by [`hintq_http::select`]: `If-None-Match` (a
 //!   list, `*`, weak comparison) gives 304, and when present `If-Modified-Since` is not
 //!   looked at; otherwise `If-Modified-Since` gives 304 for a file not changed since. A 304
@@ -59,7 +59,7 @@
 //!   (§14.2: range handling is defined for GET only): 200 with the whole file's head. Numbers saturate instead of overflowing; parsing stops at a second range,
 //!   and the field is bounded by the header-line limit like every other field.
 //! * Directories: without the trailing slash, 301 to the same path plus `/`, query kept
-//!   ([`path::location`]: built from the normalised path, so always a local path starting
+//!   (`path::location`: built from the normalised path, so always a local path starting
 //!   with a single `/`, never `//host`); with it, its `index.html`, else 403 (no listings).
 //!   A regular file named with a trailing slash is 404.
 //!

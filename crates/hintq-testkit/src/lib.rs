@@ -24,7 +24,7 @@ pub const REQUIRE: &str = "HINTQ_REQUIRE_TOOLS";
 
 /// The variable naming a file every skip is appended to, one line each: the case (prefixed
 /// with the test that skipped it), the reason and the remedy, separated by tabs (see
-/// [`record`]).
+/// `record`).
 pub const LOG: &str = "HINTQ_SKIP_LOG";
 
 /// Whether skips are failures in this run ([`REQUIRE`] is set).

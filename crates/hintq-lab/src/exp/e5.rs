@@ -158,7 +158,7 @@ pub const REPORT_ARGS: &[&str] =
 const PERIOD_NS: u64 = 1_000_000;
 
 /// The samples in `mechanism`'s event notification ([`Mechanism::counts`]) by the server's
-/// own processes ([`SERVER_COMMANDS`]) in a `perf report` made with [`REPORT_ARGS`] of a
+/// own processes (`SERVER_COMMANDS`) in a `perf report` made with [`REPORT_ARGS`] of a
 /// `perf record -g`: the counts of the call chains that count. `None` if the report has no
 /// call chain.
 pub fn flat_samples(report: &str, mechanism: Mechanism) -> Option<u64> {
@@ -212,7 +212,7 @@ pub fn hot_window(ran: &Ran, json: &serde_json::Value) -> Result<(f64, f64), Str
 
 /// The share (%) of the profiled core's time in `mechanism`'s event notification within
 /// `window`, idle included: [`flat_samples`] of `dir`'s `perf.data` (report kept as
-/// `perf-report.txt`), each [`PERIOD_NS`] of CPU, over the window's length; and the samples it
+/// `perf-report.txt`), each `PERIOD_NS` of CPU, over the window's length; and the samples it
 /// rests on.
 pub fn profile_share(dir: &Path, mechanism: Mechanism, window: (f64, f64)) -> Result<(f64, u64), String> {
     let (from, to) = window;

@@ -116,7 +116,7 @@ impl Lab {
     }
 
     /// How long each quiet window lasts; the runner waits one before and one after every
-    /// point ([`Runner::window`]), a fixed cost per point that estimates count.
+    /// point (`Runner::window`), a fixed cost per point that estimates count.
     pub fn window(&self) -> Duration {
         Duration::from_millis(self.pick(300, 200, 50))
     }

@@ -1,6 +1,6 @@
 //! The peers: libevent, libev and libuv through our C benchmark of libevent's `bench.c`
 //! method (compiled at run time against the system's -dev packages), mio and hintq through
-//! the Rust one ([`bench`]), nginx for the server experiments.
+//! the Rust one ([`mod@bench`]), nginx for the server experiments.
 
 pub mod bench;
 
