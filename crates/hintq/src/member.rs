@@ -184,7 +184,7 @@ impl GroupLink {
             if ev.u64 == TOKEN_GROUP_SHARED {
                 nested = true;
             } else {
-                push(ev.u64, sys::state_from_epoll(ev.events));
+                push(ev.u64, crate::event::state_from_epoll(ev.events));
             }
         }
         if nested {

@@ -580,7 +580,9 @@ impl Queue {
             let tok = k.u64;
             slots.get(tok as u32 as usize).is_some_and(|slot| {
                 let live = slot.key == (tok >> 32) as u32 | LIVE;
-                debug_assert!(!live || !sys::state_from_epoll(k.events).visible(slot.interest).is_empty());
+                debug_assert!(
+                    !live || !crate::event::state_from_epoll(k.events).visible(slot.interest).is_empty()
+                );
                 live
             })
         };
@@ -743,7 +745,8 @@ impl Queue {
         deadline: Option<Instant>,
     ) -> io::Result<usize> {
         let Any::Epoll(ep) = &self.poller else { unreachable!("the lean path waits on epoll") };
-        let ready = |k: libc::epoll_event| Ready { token: k.u64, state: sys::state_from_epoll(k.events) };
+        let ready =
+            |k: libc::epoll_event| Ready { token: k.u64, state: crate::event::state_from_epoll(k.events) };
         if in_place {
             // SAFETY: the kernel wrote `got` records into `events`, and events were written
             // only below `n`.

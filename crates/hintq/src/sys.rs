@@ -3,6 +3,7 @@
 //! the one place that retries it is the wait loop of [`crate::Queue::get_next_event`], which
 //! also recomputes the remaining timeout.
 
+use crate::event::state_from_epoll;
 use crate::State;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -126,39 +127,6 @@ pub(crate) fn epoll_ctl(epfd: RawFd, op: libc::c_int, fd: RawFd, events: u32, da
     let mut ev = libc::epoll_event { events, u64: data };
     // SAFETY: `ev` is a live epoll_event; the kernel only reads it.
     cvt(unsafe { libc::epoll_ctl(epfd, op, fd, &mut ev) }).map(drop)
-}
-
-/// Maps epoll event bits to a [`State`], with shifts and masks rather than a test per bit
-/// (it runs for every event): `EPOLLIN` (0x1) is `READ`, `EPOLLOUT` (0x4) and `EPOLLHUP` (0x10)
-/// move down one place to `WRITE` and `HUP`, `EPOLLPRI` (0x2) and `EPOLLERR` (0x8) up one to
-/// `EXCEPT` and `ERR`, and `EPOLLRDHUP` (0x2000) down ten to `HUP`.
-#[inline]
-pub(crate) fn state_from_epoll(e: u32) -> State {
-    const _: () = assert!(
-        libc::EPOLLIN == 0x1
-            && libc::EPOLLPRI == 0x2
-            && libc::EPOLLOUT == 0x4
-            && libc::EPOLLERR == 0x8
-            && libc::EPOLLHUP == 0x10
-            && libc::EPOLLRDHUP == 0x2000
-    );
-    // The five low bits through a table of their 32 combinations (one load where the shifts
-    // took a dozen instructions, for every event), `EPOLLRDHUP` by its shift.
-    const LOW: [u8; 32] = {
-        let mut t = [0u8; 32];
-        let mut e = 0;
-        while e < 32 {
-            t[e] = epoll_shifts(e as u32) as u8;
-            e += 1;
-        }
-        t
-    };
-    State::from_bits_retain(u32::from(LOW[(e & 0x1f) as usize]) | ((e >> 10) & 0x8))
-}
-
-/// The state bits of epoll bits `e`, by shifts and masks (see [`state_from_epoll`]).
-const fn epoll_shifts(e: u32) -> u32 {
-    (e & 0x1) | ((e >> 1) & 0xA) | ((e << 1) & 0x14) | ((e >> 10) & 0x8)
 }
 
 /// Maps an interest to epoll event bits (without trigger flags); `EPOLLRDHUP` only with

@@ -1,11 +1,18 @@
 //! Waking a queue from another thread.
 
-use crate::backend::WakeSignal;
 use crate::sys;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+/// Where a signal-based backend (`rtsig`) wants its wake-ups: a thread id (kept current when the
+/// queue moves to another thread) and a signal number.
+#[derive(Clone, Debug)]
+pub(crate) struct WakeSignal {
+    pub tid: std::sync::Arc<std::sync::atomic::AtomicI32>,
+    pub signo: libc::c_int,
+}
 
 /// Wakes the [`crate::Queue`] it came from: its blocked (or next) `get_next_event` returns,
 /// with `Ok(0)` if nothing else was pending. Wake-ups before the queue waits again are merged

@@ -163,7 +163,9 @@ impl Poller for Epoll {
 
     fn wait(&mut self, out: &mut Vec<Ready>, max: usize, timeout: Option<Duration>) -> io::Result<()> {
         let got = self.wait_raw(max, sys::timeout_ms(timeout))?;
-        out.extend(got.iter().map(|ev| Ready { token: ev.u64, state: sys::state_from_epoll(ev.events) }));
+        out.extend(
+            got.iter().map(|ev| Ready { token: ev.u64, state: crate::event::state_from_epoll(ev.events) }),
+        );
         Ok(())
     }
 }

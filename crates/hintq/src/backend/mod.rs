@@ -5,6 +5,7 @@
 //! backend. A backend only watches descriptors under a 64-bit token and reports
 //! `(token, state)` pairs.
 
+use crate::waker::WakeSignal;
 use crate::{Interest, State};
 use std::fmt;
 use std::io;
@@ -354,14 +355,6 @@ impl Default for Config {
             gooch: GoochPolicy::default(),
         }
     }
-}
-
-/// Where a signal-based backend wants its wake-ups: a thread id (kept current when the
-/// queue moves to another thread) and a signal number.
-#[derive(Clone, Debug)]
-pub(crate) struct WakeSignal {
-    pub tid: std::sync::Arc<std::sync::atomic::AtomicI32>,
-    pub signo: libc::c_int,
 }
 
 /// The readiness mechanisms hintq can run on.

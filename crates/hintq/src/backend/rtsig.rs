@@ -59,9 +59,10 @@
 //! one `fcntl` per registration; switches are counted in [`crate::Stats::switches`].
 
 use super::pollset::PollSet;
-use super::{Arm, Capabilities, Counters, Poller, Ready, WakeSignal};
+use super::{Arm, Capabilities, Counters, Poller, Ready};
 use crate::sys::{self, Disposition};
 use crate::token::{is_internal, TOKEN_WAKER};
+use crate::waker::WakeSignal;
 use crate::{Interest, State};
 use std::cell::Cell;
 use std::io;
