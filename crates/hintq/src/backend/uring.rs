@@ -793,6 +793,9 @@ struct SendPool {
     /// Buffers over [`POOL_BUF_MAX`] that [`SendPool::take_for`] had to allocate or grow (for
     /// large sends).
     made: u64,
+    /// The emptied lists of taken inboxes (up to [`POOL`]), so that an inbox made for each
+    /// request's bytes costs no allocation: an inbox is removed once taken empty.
+    lists: Vec<VecDeque<Vec<u8>>>,
 }
 
 /// Small buffers kept, and the largest one that counts as small.
@@ -824,6 +827,20 @@ impl SendPool {
             self.large_bytes += cap;
             self.large.push(buf);
         }
+    }
+
+    /// Keeps the list of an inbox taken empty.
+    fn put_list(&mut self, mut list: VecDeque<Vec<u8>>) {
+        debug_assert!(list.is_empty());
+        list.clear();
+        if list.capacity() > 0 && self.lists.len() < POOL {
+            self.lists.push(list);
+        }
+    }
+
+    /// An empty list for an inbox, kept or new.
+    fn take_list(&mut self) -> VecDeque<Vec<u8>> {
+        self.lists.pop().unwrap_or_default()
     }
 
     /// A small buffer, kept or new (empty, allocated on first use).
@@ -929,7 +946,7 @@ impl Table {
             // (`receiving` says so while the inbox holds them). A revoked one's are dropped
             // with its inbox.
             if res > 0 && w.is_some() {
-                let inbox = Table::inbox_of(&mut self.inbox, untoken(user_data).0, user_data);
+                let inbox = Table::inbox_of(&mut self.inbox, &mut self.pool, untoken(user_data).0, user_data);
                 inbox.append(bytes, &mut self.pool);
                 self.pending.push(Ready { token: user_data, state: State::READ });
             }
@@ -954,12 +971,25 @@ impl Table {
         }
     }
 
-    /// The inbox of `fd` for registration `token`; one left by another registration of the
-    /// number is emptied first.
-    fn inbox_of(inboxes: &mut FdMap<Inbox>, fd: RawFd, token: u64) -> &mut Inbox {
+    /// The inbox of `fd` for registration `token`, its list from `pool`; one left by another
+    /// registration of the number is emptied first.
+    fn inbox_of<'a>(
+        inboxes: &'a mut FdMap<Inbox>,
+        pool: &mut SendPool,
+        fd: RawFd,
+        token: u64,
+    ) -> &'a mut Inbox {
         let inbox = inboxes.get_or_default(fd);
         if inbox.token != token {
-            *inbox = Inbox { token, ..Inbox::default() };
+            let chunks = match inbox.chunks.capacity() {
+                0 => pool.take_list(),
+                _ => {
+                    let mut list = std::mem::take(&mut inbox.chunks);
+                    list.drain(..).for_each(|c| pool.put(c));
+                    list
+                }
+            };
+            *inbox = Inbox { token, chunks, ..Inbox::default() };
         }
         inbox
     }
@@ -970,7 +1000,7 @@ impl Table {
         let more = cqueue::more(flags);
         if let Some(bid) = cqueue::buffer_select(flags) {
             if res > 0 {
-                let inbox = Table::inbox_of(&mut self.inbox, fd, token);
+                let inbox = Table::inbox_of(&mut self.inbox, &mut self.pool, fd, token);
                 let bufs = self.bufs.as_mut().expect("a receive completed: its buffer ring exists");
                 inbox.append(bufs.received(bid, res as usize), &mut self.pool);
                 if inbox.len >= INBOX_MAX {
@@ -990,7 +1020,7 @@ impl Table {
         let inbox_throttled = self.inbox.get(fd).is_some_and(|i| i.token == token && i.throttled);
         let mut state = State::READ;
         if res == 0 || (res < 0 && res != -libc::ENOBUFS && res != -libc::ECANCELED) {
-            let inbox = Table::inbox_of(&mut self.inbox, fd, token);
+            let inbox = Table::inbox_of(&mut self.inbox, &mut self.pool, fd, token);
             if res == 0 {
                 inbox.eof = true;
                 state |= State::HUP;
@@ -2038,8 +2068,8 @@ impl Uring {
             // it took never sees it.
             self.table.pending.push(Ready { token, state: inbox.state() });
             self.table.due = true;
-        } else {
-            self.table.inbox.remove(fd);
+        } else if let Some(taken) = self.table.inbox.remove(fd) {
+            self.table.pool.put_list(taken.chunks);
         }
         if rearm && (self.claim().is_err() || self.arm(token).is_err()) {
             // The SQ ring could not take it now, or the queue moved between threads and its
