@@ -22,7 +22,7 @@
 use crate::row::{self, Row};
 use crate::sys;
 use hintq::{Backend, Event, Interest, Queue, State};
-use hintq_patterns::{start, Config, Counters, Handler, Next, Pattern, Role};
+use hintq_patterns::{start, Config, Counters, Cx, Handler, Next, Pattern, Role};
 use std::cell::RefCell;
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -240,7 +240,7 @@ impl Handler for Reply {
     fn accept(&self, _fd: RawFd) -> Option<()> {
         Some(())
     }
-    fn ready(&self, _c: &mut (), fd: RawFd, _s: State) -> Next {
+    fn event(&self, _cx: &mut Cx<'_, ()>, _c: &mut (), fd: RawFd, _s: State) -> Next {
         let slot = self.slot();
         let mut buf = [0u8; 4 * MSG];
         let t0 = Instant::now();

@@ -32,6 +32,7 @@ macro_rules! counters {
 
         /// What one pattern thread did; times are zero unless [`Config::measure`](crate::Config::measure) was set.
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+        #[non_exhaustive]
         pub struct Counters {
             $($(#[doc = $doc])* pub $field: u64,)*
         }
@@ -46,7 +47,7 @@ macro_rules! counters {
 }
 
 counters! {
-    /// Calls of [`Handler::ready`](crate::Handler::ready).
+    /// Calls of [`Handler::event`](crate::Handler::event).
     handled: Handled,
     /// Reports that found their descriptor in flight on another thread (handled again there).
     again: Again,

@@ -18,8 +18,8 @@
 //! The pattern owns the listening socket(s) and accepts (with [`hintq::Acceptor`], so
 //! `EMFILE` sheds instead of spinning): [`Handler::accept`] receives each new non-blocking
 //! connection and returns its per-connection state, which the pattern keeps in a table
-//! indexed by descriptor and hands back, by `&mut`, to [`Handler::ready`] (or
-//! [`Handler::event`]). The pattern keeps the descriptor itself and closes it after
+//! indexed by descriptor and hands back, by `&mut`, to
+//! [`Handler::event`]. The pattern keeps the descriptor itself and closes it after
 //! [`Handler::close`], so no path leaks one.
 //! Accepting is done by the thread that holds the event source (the leader, the
 //! asynchronous thread, each shard), inside the serial section: accepts are rare next to
@@ -223,7 +223,7 @@ impl Next {
 /// Why a connection was closed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Why {
-    /// [`Handler::ready`] returned [`Next::Close`].
+    /// [`Handler::event`] returned [`Next::Close`].
     Handler,
     /// Its [`Handler::deadline`] passed.
     Timeout,
@@ -250,9 +250,10 @@ impl Next {
 /// One handler serves every thread, so it is `Send + Sync`; the per-connection state moves
 /// between threads in the thread-pool patterns, so it is `Send`.
 ///
-/// A handler implements [`Handler::ready`] (one descriptor per connection: the static
-/// server) or [`Handler::event`] (which also gets the thread's [`Cx`]: its
-/// [`Handler::Local`] state and the connection's attached descriptors: the proxy).
+/// A handler implements [`Handler::accept`] and [`Handler::event`], which gets the thread's
+/// [`Cx`] too: its [`Handler::Local`] state and the connection's attached descriptors (the
+/// proxy's upstream sockets); a handler with one descriptor per connection and no per-thread
+/// state ignores it.
 pub trait Handler: Send + Sync + 'static {
     /// Per-connection state.
     type Conn: Send + 'static;
@@ -267,20 +268,11 @@ pub trait Handler: Send + Sync + 'static {
     /// closes it). The pattern then waits for it to become readable.
     fn accept(&self, fd: RawFd) -> Option<Self::Conn>;
 
-    /// The connection is ready (`state` is a hint). Never called for the same connection
-    /// by two threads at once. Called by the default [`Handler::event`]; a handler that
-    /// implements `event` need not implement this one.
-    fn ready(&self, _conn: &mut Self::Conn, _fd: RawFd, _state: State) -> Next {
-        unimplemented!("a hintq_patterns::Handler implements `ready` or `event`")
-    }
-
     /// A descriptor of the connection is ready: its own (`fd == cx.fds().conn_fd()`) or one
     /// it attached with [`Fds::attach`] (`state` is a hint). Returns what to wait for on the
     /// connection's own descriptor; attached ones are changed through [`Cx::fds`]. Never
     /// called for the same connection by two threads at once, whichever descriptor fired.
-    fn event(&self, _cx: &mut Cx<'_, Self::Local>, conn: &mut Self::Conn, fd: RawFd, state: State) -> Next {
-        self.ready(conn, fd, state)
-    }
+    fn event(&self, cx: &mut Cx<'_, Self::Local>, conn: &mut Self::Conn, fd: RawFd, state: State) -> Next;
 
     /// A descriptor the thread holds outside any connection ([`Fds::park`]) is ready. The
     /// default closes it.

@@ -4,7 +4,7 @@
 //! without descriptor leaks.
 
 use hintq::{Backend, State};
-use hintq_patterns::{open_fds, start, Adaptive, Config, Handler, Next, Pattern, Why};
+use hintq_patterns::{open_fds, start, Adaptive, Config, Cx, Handler, Next, Pattern, Why};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -55,7 +55,7 @@ impl Handler for Echo {
         self.by_id.lock().unwrap().insert(id, 0);
         Some(Conn { id, busy: Arc::new(AtomicBool::new(false)), last: Instant::now() })
     }
-    fn ready(&self, conn: &mut Conn, fd: RawFd, _state: State) -> Next {
+    fn event(&self, _cx: &mut Cx<'_, ()>, conn: &mut Conn, fd: RawFd, _state: State) -> Next {
         if conn.busy.swap(true, SeqCst) {
             self.overlaps.fetch_add(1, SeqCst);
         }
@@ -331,10 +331,10 @@ impl Handler for Slow {
     fn accept(&self, _fd: RawFd) -> Option<()> {
         Some(())
     }
-    fn ready(&self, _c: &mut (), fd: RawFd, s: State) -> Next {
+    fn event(&self, cx: &mut Cx<'_, ()>, _c: &mut (), fd: RawFd, s: State) -> Next {
         let t = Instant::now();
         while t.elapsed() < Duration::from_micros(300) {}
-        Echo::default().ready(&mut Conn { id: 0, busy: Arc::default(), last: t }, fd, s)
+        Echo::default().event(cx, &mut Conn { id: 0, busy: Arc::default(), last: t }, fd, s)
     }
 }
 
@@ -424,7 +424,7 @@ impl Handler for RingEcho {
     fn receives(&self) -> bool {
         true
     }
-    fn event(&self, cx: &mut hintq_patterns::Cx<'_, ()>, _conn: &mut (), fd: RawFd, state: State) -> Next {
+    fn event(&self, cx: &mut Cx<'_, ()>, _conn: &mut (), fd: RawFd, state: State) -> Next {
         let fds = cx.fds();
         if state.contains(State::SENT) {
             return Next::Read;

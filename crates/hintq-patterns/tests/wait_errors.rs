@@ -3,7 +3,7 @@
 //! Alone in its test binary: it breaks the one epoll descriptor of the process.
 
 use hintq::{Backend, State};
-use hintq_patterns::{start, Config, Handler, Next, Pattern, PERSISTENT_WAIT_ERRORS};
+use hintq_patterns::{start, Config, Cx, Handler, Next, Pattern, PERSISTENT_WAIT_ERRORS};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
@@ -20,7 +20,7 @@ impl Handler for Ok1 {
         Some(())
     }
 
-    fn ready(&self, _conn: &mut (), fd: RawFd, _state: State) -> Next {
+    fn event(&self, _cx: &mut Cx<'_, ()>, _conn: &mut (), fd: RawFd, _state: State) -> Next {
         let mut buf = [0u8; 64];
         // SAFETY: (test) reads into, then writes from, live local buffers.
         match unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) } {
