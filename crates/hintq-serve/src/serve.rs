@@ -301,38 +301,25 @@ thread_local! {
     /// Cleared input buffers of connections gone idle ([`Conn::release`]), for the next
     /// connection to read on this thread.
     static INPUTS: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
-    /// The time of the readiness being handled (see [`tick`]).
-    static NOW: Cell<Option<Instant>> = const { Cell::new(None) };
     /// The wall clock's current second (see [`second`]).
     static DATES: Cell<DateCache> = const { Cell::new(DateCache::new()) };
 }
 
-/// Sets the time of the readiness being handled (the runtime's [`Cx::now`]: one clock read
-/// per batch of events): every request it answers uses it (timeouts, `Date`, the cache's
-/// validity), instead of reading a clock five times a request.
-fn tick(at: Instant) -> Instant {
-    NOW.set(Some(at));
-    at
-}
-
-/// The time of the last [`tick`] of this thread.
-fn now() -> Instant {
-    NOW.get().unwrap_or_else(Instant::now)
-}
-
-/// The `Date` of a response made at [`now`], and its whole Unix seconds, from this thread's
-/// [`DateCache`] (one comparison a request while the second lasts).
-fn second() -> (u64, [u8; 29]) {
-    let at = now();
+/// The `Date` of a response made at `at`, and its whole Unix seconds, from this thread's
+/// [`DateCache`] (one comparison a request while the second lasts). The handler passes the
+/// time of the readiness it handles (the runtime's [`Cx::now`]: one clock read per batch of
+/// events) to every request it answers (timeouts, `Date`, the cache's validity), instead of
+/// reading a clock five times a request.
+fn second(at: Instant) -> (u64, [u8; 29]) {
     let mut dates = DATES.get();
     let s = (dates.unix(at), *dates.get(at));
     DATES.set(dates);
     s
 }
 
-/// `Date` for a response made now.
-fn date() -> [u8; 29] {
-    second().1
+/// `Date` for a response made at `at`.
+fn date(at: Instant) -> [u8; 29] {
+    second(at).1
 }
 
 /// Content-Type by file extension: the types a static site needs, else octet-stream.
@@ -431,9 +418,9 @@ impl Files {
         &self.life
     }
 
-    /// Answers every complete request buffered; returns true when it stopped because the
-    /// output queue is full (send, then call again).
-    fn process(&self, c: &mut Conn) -> bool {
+    /// Answers every complete request buffered, as of `now`; returns true when it stopped
+    /// because the output queue is full (send, then call again).
+    fn process(&self, c: &mut Conn, now: Instant) -> bool {
         loop {
             if c.close.is_some() {
                 return false;
@@ -449,11 +436,11 @@ impl Files {
                             return false;
                         }
                         let p = c.body.take().expect("matched above");
-                        if !self.respond(&mut c.out, c.peer, &p.head) {
+                        if !self.respond(&mut c.out, c.peer, &p.head, now) {
                             c.close = Some(c.pos < c.input.len());
                         }
                     }
-                    Err(e) => self.fail(c, e.status()),
+                    Err(e) => self.fail(c, e.status(), now),
                 }
                 continue;
             }
@@ -465,10 +452,10 @@ impl Files {
             // The head is looked at where it is, not moved out (it is most of a kilobyte).
             match parsed {
                 Ok(None) => {
-                    c.head_since.get_or_insert_with(Instant::now);
+                    c.head_since.get_or_insert(now);
                     return false;
                 }
-                Err(e) => self.fail(c, e.status()),
+                Err(e) => self.fail(c, e.status(), now),
                 Ok(Some(ref head)) => {
                     let used = head.head_len;
                     c.head_since = None;
@@ -482,7 +469,7 @@ impl Files {
                         c.pos += used;
                     } else {
                         // The head borrows the input: no copy on the common path.
-                        let keep = self.respond(&mut c.out, c.peer, head);
+                        let keep = self.respond(&mut c.out, c.peer, head, now);
                         c.pos += used;
                         if !keep {
                             c.close = Some(c.pos < c.input.len());
@@ -494,8 +481,8 @@ impl Files {
     }
 
     /// Answers a parse or framing error and closes in stages.
-    fn fail(&self, c: &mut Conn, status: u16) {
-        write_error_response(c.out.buf(), status, Some(&date()), true, false);
+    fn fail(&self, c: &mut Conn, status: u16, now: Instant) {
+        write_error_response(c.out.buf(), status, Some(&date(now)), true, false);
         c.close = Some(true);
         c.pos = c.input.len();
         c.body = None;
@@ -505,14 +492,14 @@ impl Files {
         }
     }
 
-    /// Answers `head`; returns whether the connection stays open after it.
-    fn respond(&self, out: &mut Out, peer: Option<SocketAddr>, head: &RequestHead<'_>) -> bool {
+    /// Answers `head` at `now`; returns whether the connection stays open after it.
+    fn respond(&self, out: &mut Out, peer: Option<SocketAddr>, head: &RequestHead<'_>, now: Instant) -> bool {
         let keep = head.keep_alive && !self.life.draining();
         let a = match &*head.method {
-            "GET" | "HEAD" => self.file(out, head, keep),
+            "GET" | "HEAD" => self.file(out, head, keep, now),
             m => {
                 let status = if KNOWN_METHODS.contains(&m) { 405 } else { 501 };
-                self.short(out, status, head.version, keep, false, &[])
+                Self::short(out, status, head.version, keep, false, &[], now)
             }
         };
         if let Some(log) = &self.cfg.access_log {
@@ -525,17 +512,17 @@ impl Files {
     /// A short response: status line, Date, text/plain body naming the status (`Allow` on 405),
     /// and `extra` fields (`Location`, `Content-Range`).
     fn short(
-        &self,
         out: &mut Out,
         status: u16,
         version: Version,
         keep: bool,
         head_only: bool,
         extra: &[(&str, &[u8])],
+        now: Instant,
     ) -> Answer {
         let body = error_body(status);
         let mut w = HeadWriter::response(out.buf(), Version::Http11, status);
-        w.date(&date())
+        w.date(&date(now))
             .header("Content-Type", b"text/plain; charset=utf-8")
             .content_length(body.len() as u64);
         if status == 405 {
@@ -555,9 +542,9 @@ impl Files {
 
     /// GET or HEAD of a file: validators, conditional requests, a single range, the
     /// redirect of a directory named without its slash.
-    fn file(&self, out: &mut Out, head: &RequestHead<'_>, keep: bool) -> Answer {
+    fn file(&self, out: &mut Out, head: &RequestHead<'_>, keep: bool, now: Instant) -> Answer {
         let short = |out: &mut Out, s, extra: &[(&str, &[u8])]| {
-            self.short(out, s, head.version, keep, head.is_head(), extra)
+            Self::short(out, s, head.version, keep, head.is_head(), extra, now)
         };
         let found = REL.with_borrow_mut(|rel| {
             let target = path::decode_target(&head.target, rel).map_err(Ok)?;
@@ -565,7 +552,7 @@ impl Files {
             rel.push(u8::from(target.dir_form));
             let key = &rel[..];
             let path = &key[..key.len() - 1];
-            self.cache.get(key, now(), || self.entry(path, target.dir_form)).map_err(|m| match m {
+            self.cache.get(key, now, || self.entry(path, target.dir_form)).map_err(|m| match m {
                 Miss::Redirect => Err(path::location(&target, path)),
                 Miss::Status(s) => Ok(s),
             })
@@ -577,11 +564,11 @@ impl Files {
         };
         let len = f.len;
         // One look at the clock's second for the validators and the `Date` both.
-        let (now, date) = second();
+        let (secs, date) = second(now);
         let v = Validators {
             etag: &f.etag,
             last_modified: f.mtime as u64,
-            last_modified_strong: (f.mtime as u64) < now,
+            last_modified_strong: (f.mtime as u64) < secs,
             len,
         };
         // RFC 9110 §14.2: range handling is defined for GET only, and a server MUST ignore a
@@ -749,7 +736,7 @@ impl Handler for Files {
     }
 
     fn event(&self, cx: &mut Cx<'_, ()>, c: &mut Conn, fd: RawFd, state: State) -> Next {
-        let now = tick(cx.now());
+        let now = cx.now();
         if state.is_readable() {
             // New bytes may have come since the last short read (with the ring's receives,
             // they wait in its inbox and are reported once).
@@ -769,7 +756,7 @@ impl Handler for Files {
             return self.linger(fds, c, fd);
         }
         loop {
-            let full = self.process(c);
+            let full = self.process(c, now);
             match c.out.flush_via(fds, fd) {
                 Err(_) => return Next::Close,
                 Ok(f) => {
@@ -846,9 +833,8 @@ impl Handler for Files {
             && c.head_since.is_some()
             && c.head_begun();
         if timed_out_in_head {
-            tick(Instant::now());
             let mut b = Vec::with_capacity(160);
-            write_error_response(&mut b, 408, Some(&date()), true, false);
+            write_error_response(&mut b, 408, Some(&date(Instant::now())), true, false);
             let _ = send_now(fd, &b);
             if let Some(log) = &self.cfg.access_log {
                 log.log(c.peer, "-", 408, b.len() as u64);
