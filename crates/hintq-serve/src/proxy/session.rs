@@ -27,7 +27,9 @@
 //! responses keep the order of requests (RFC 9112 §9.3.2).
 
 use super::buf::{Buf, Pipe, Pool};
-use super::{sys, Cause, Settings, Stats};
+use super::settings::Settings;
+use super::stats::{Cause, Stats};
+use super::sys;
 use crate::sys::{peer_addr, shutdown_write, Read};
 use hintq::{Interest, State};
 use hintq_http::{
@@ -81,6 +83,37 @@ pub(crate) struct Ctx<'a, 'b> {
     pub cfg: &'a Settings,
     pub stats: &'a Stats,
     pub date: &'a mut DateCache,
+    pub spare: &'a mut Spare,
+}
+
+/// Records of exchanges that ended, kept by the thread for its next ones (up to
+/// [`SPARE_MAX`], as many as are in flight at once in a busy batch): an exchange per request
+/// cost an allocation and a free each (about 1.5% of the proxy's instructions per request at
+/// 1 KiB). Per thread, not per connection: an idle session holds none.
+#[derive(Default)]
+#[allow(clippy::vec_box)] // the records are the boxes a session holds, handed back whole
+pub(crate) struct Spare(Vec<Box<Exchange>>);
+
+/// The most ended exchanges' records a thread keeps.
+const SPARE_MAX: usize = 64;
+
+impl Spare {
+    /// `ex` in a kept record (its previous contents dropped now), or in a new one.
+    fn record(&mut self, ex: Exchange) -> Box<Exchange> {
+        match self.0.pop() {
+            Some(mut b) => {
+                *b = ex;
+                b
+            }
+            None => Box::new(ex),
+        }
+    }
+
+    fn keep(&mut self, ex: Box<Exchange>) {
+        if self.0.len() < SPARE_MAX {
+            self.0.push(ex);
+        }
+    }
 }
 
 impl Ctx<'_, '_> {
@@ -776,7 +809,7 @@ impl Session {
             Framing::Chunked => Some(Body::new(Framing::Chunked, Side::Request, Enc::Chunked, ctx.cfg)),
             f => Some(Body::new(f, Side::Request, Enc::Plain, ctx.cfg)),
         };
-        self.ex = Some(Box::new(Exchange {
+        self.ex = Some(ctx.spare.record(Exchange {
             is_head: head.is_head(),
             client_v10: head.version == Version::Http10,
             keep_client: head.keep_alive && !ctx.draining(),
@@ -1219,6 +1252,7 @@ impl Session {
                 } else {
                     self.enter_closing(ctx);
                 }
+                ctx.spare.keep(ex);
                 Ok(true)
             }
             Phase::Closing if !self.client_pending() && self.client_settled(ctx.fds)? => {

@@ -1,7 +1,7 @@
 //! Test support for the proxy: a scripted fake upstream (a thread per connection that reads
 //! each request and then answers, or misbehaves, as the test says), the proxy in process on
-//! every backend × pattern, and a raw client that reads responses by their framing and tells
-//! a complete body from a cut-short one.
+//! every backend × pattern; responses are read with the tests' one raw client,
+//! [`crate::tools::Client`], which tells a complete body from a cut-short one.
 #![allow(dead_code)]
 
 use hintq::Backend;

@@ -1,5 +1,6 @@
-//! Test support: a temporary root, an in-process server per backend × pattern, and a raw
-//! client that reads responses by their framing and tells a closed connection from an open one.
+//! Test support: a temporary root and an in-process server per backend × pattern, read with
+//! the tests' one raw client, [`crate::tools::Client`] (responses by their framing, a closed
+//! connection told from an open one).
 #![allow(dead_code)]
 
 use hintq::Backend;
