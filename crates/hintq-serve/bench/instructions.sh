@@ -32,7 +32,7 @@ VALGRIND=${VALGRIND:-valgrind}
 SCOPE=${SCOPE:-process}
 case $WHAT/$SCOPE in
     serve/process | proxy/process) toggle=() ;;
-    proxy/handler) toggle=(--toggle-collect='hintq_patterns::run::Core<H>::call') ;;
+    proxy/handler) toggle=(--toggle-collect='hintq_patterns::dispatch::Core<H>::call') ;;
     *) echo "WHAT=$WHAT SCOPE=$SCOPE: expected serve or proxy, and process (or handler for proxy)" >&2; exit 2 ;;
 esac
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -85,5 +85,10 @@ for bin in "$@"; do
     [ -z "${KEEP:-}" ] || cp "$TMP/cg.out" "$KEEP"
     requests=$(awk '/requests in/ { print $1 }' "$TMP/wrk.txt")
     ir=$(awk '/^summary:/ { print $2 }' "$TMP/cg.out")
+    if [ "${ir:-0}" -eq 0 ]; then
+        # The function named for SCOPE=handler was renamed or inlined away: say so, not "0".
+        echo "$bin: callgrind counted nothing (SCOPE=$SCOPE: ${toggle[*]:-the whole process})" >&2
+        exit 1
+    fi
     echo "$bin: $requests requests, $ir instructions, $((ir / requests)) per request"
 done
