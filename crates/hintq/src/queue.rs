@@ -111,7 +111,7 @@ impl Builder {
     /// cost). A server with more ready connections per wait than that wants a larger ring;
     /// a smaller one saves memory. Ignored by other backends.
     pub fn uring_entries(mut self, n: u32) -> Builder {
-        self.config.uring_cq = Some(n);
+        self.config.uring.cq = Some(n);
         self
     }
 
@@ -126,7 +126,7 @@ impl Builder {
     /// Linux 6.12 (a minimum wait); ignored elsewhere, by other backends, and for a zero
     /// `window` ([`Queue::coalescing`] says whether it is in effect).
     pub fn coalesce(mut self, window: Duration) -> Builder {
-        self.config.coalesce = (!window.is_zero()).then_some(window);
+        self.config.uring.coalesce = (!window.is_zero()).then_some(window);
         self
     }
 
@@ -136,7 +136,7 @@ impl Builder {
     /// any thread may enter (`COOP_TASKRUN`) from the start, for a queue that moves between
     /// threads while it sends (see [`Queue`]). Ignored by other backends.
     pub fn uring_defer(mut self, on: bool) -> Builder {
-        self.config.uring_defer = on;
+        self.config.uring.defer = on;
         self
     }
 
@@ -144,7 +144,7 @@ impl Builder {
     /// default. `false` leaves sending to the application ([`RingIo::can_send`] is false),
     /// for measuring what ring sends are worth. Ignored by other backends.
     pub fn uring_sends(mut self, on: bool) -> Builder {
-        self.config.uring_sends = on;
+        self.config.uring.sends = on;
         self
     }
 
@@ -152,7 +152,7 @@ impl Builder {
     /// ([`Interest::RECEIVE`], [`RingIo::take_received`]) where the kernel has them: the
     /// default. `false` leaves reading to the application. Ignored by other backends.
     pub fn uring_receives(mut self, on: bool) -> Builder {
-        self.config.uring_receives = on;
+        self.config.uring.receives = on;
         self
     }
 

@@ -24,7 +24,7 @@
 //!    delivered descriptor with `DEL` (a `MOD` to no events would still report `HUP` and
 //!    `ERR`, over and over) and re-activates it with `ADD`; one-shot needs only the `MOD`.
 
-use super::{Arm, Capabilities, Handoff, Poller, Ready};
+use super::poller::{Arm, Capabilities, Handoff, Poller, Ready};
 use crate::{sys, Event, Interest};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};

@@ -30,8 +30,8 @@
 //! Kernel quirks: as for `poll` (closed descriptors report `POLLNVAL` on every call: reported
 //! once as `ERR` and dropped; timeouts rounded up to the millisecond).
 
+use super::poller::{Arm, Poller, Ready};
 use super::pollset::PollSet;
-use super::{Arm, Poller, Ready};
 use crate::{sys, Interest};
 use std::collections::HashSet;
 use std::io;
@@ -179,7 +179,7 @@ impl Poller for Gooch {
         Ok(())
     }
 
-    fn counters(&self) -> super::Counters {
-        super::Counters { migrations: self.migrations, ..Default::default() }
+    fn counters(&self) -> super::poller::Counters {
+        super::poller::Counters { migrations: self.migrations, ..Default::default() }
     }
 }

@@ -12,8 +12,8 @@
 //! c. Timeouts are in milliseconds; a partial millisecond is rounded up so the wait never
 //!    ends before its deadline.
 
+use super::poller::{Arm, Poller, Ready};
 use super::pollset::PollSet;
-use super::{Arm, Poller, Ready};
 use crate::{sys, Interest};
 use std::io;
 use std::os::fd::RawFd;

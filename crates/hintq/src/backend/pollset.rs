@@ -19,7 +19,7 @@
 //!   address space only, resident where used, and never copied as the set grows (a copy
 //!   left the old array behind in the allocator: about as much again).
 
-use super::Ready;
+use super::poller::Ready;
 use crate::token::is_internal;
 use crate::{sys, Interest, State};
 use std::io;

@@ -58,8 +58,8 @@
 //! and scans once so nothing that became ready during the switch is lost. Each switch costs
 //! one `fcntl` per registration; switches are counted in [`crate::Stats::switches`].
 
+use super::poller::{Arm, Capabilities, Counters, Poller, Ready};
 use super::pollset::PollSet;
-use super::{Arm, Capabilities, Counters, Poller, Ready};
 use crate::sys::{self, Disposition};
 use crate::token::{is_internal, TOKEN_WAKER};
 use crate::waker::WakeSignal;

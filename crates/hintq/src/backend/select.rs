@@ -41,13 +41,14 @@
 //!    behind a mutex since they may grow. The classical mode rebuilds its sets from a table
 //!    only its own thread touches, so it has no hand-off path (as `poll`).
 
-use super::{Arm, Handoff, Poller, Ready};
+use super::poller::{Arm, Handoff, Poller, Ready};
+use super::shadow::{bit, grow, Sets, Shadow, KINDS};
 use crate::sys::{self, FdWord, FD_BITS};
 use crate::{Interest, State};
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Which of Banga's two selects.
@@ -57,62 +58,6 @@ pub(crate) enum Mode {
     Improved,
     /// Sets rebuilt from the interest table per call; results tested bit by bit.
     Classic,
-}
-
-/// The read, write and except sets, of run-time size.
-type Sets = [Vec<FdWord>; 3];
-
-/// The interest bit of each set, in order.
-const KINDS: [Interest; 3] = [Interest::READ, Interest::WRITE, Interest::EXCEPT];
-
-fn bit(fd: usize) -> (usize, FdWord) {
-    (fd / FD_BITS, 1 << (fd % FD_BITS))
-}
-
-/// Grows each set to at least `words` words (new ones empty).
-fn grow(sets: &mut Sets, words: usize) {
-    for s in sets.iter_mut().filter(|s| s.len() < words) {
-        s.resize(words, 0);
-    }
-}
-
-/// The improved mode's INTERESTED sets, shared with a [`crate::Rearm`] in hand-off mode.
-pub(crate) struct Shadow {
-    sets: Mutex<Sets>,
-    /// A `select` call is (about to be) blocked on a copy of the sets (quirk e).
-    pub(crate) waiting: AtomicBool,
-}
-
-impl Shadow {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Sets> {
-        // The sets are plain words, never left half-written: a panic elsewhere is no reason
-        // to stop watching.
-        self.sets.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Sets or clears `fd`'s bit in the read, write and except sets per `interest`.
-    pub(crate) fn put(&self, fd: usize, interest: Interest) {
-        let (word, mask) = bit(fd);
-        let mut sets = self.lock();
-        grow(&mut sets, word + 1);
-        for (set, kind) in sets.iter_mut().zip(KINDS) {
-            if interest.contains(kind) {
-                set[word] |= mask;
-            } else {
-                set[word] &= !mask;
-            }
-        }
-    }
-
-    /// Copies the first `words` words of each set into `call`.
-    fn copy_into(&self, call: &mut Sets, words: usize) {
-        let sets = self.lock();
-        for (dst, src) in call.iter_mut().zip(sets.iter()) {
-            let n = words.min(src.len());
-            dst[..n].copy_from_slice(&src[..n]);
-            dst[n..words].fill(0);
-        }
-    }
 }
 
 /// What is declared for one descriptor number.

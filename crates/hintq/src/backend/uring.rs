@@ -155,7 +155,7 @@
 //! neither `REMOVE` nor `CANCEL`.
 
 use super::fdmap::FdMap;
-use super::{Arm, Capabilities, Handoff, Poller, ProbeError, ProbeErrorKind, Ready};
+use super::poller::{Arm, Capabilities, Handoff, Poller, ProbeError, ProbeErrorKind, Ready};
 use crate::event::raw_of;
 use crate::token::{is_internal, untoken, BACKEND_BIT};
 use crate::{sys, Interest, State};
@@ -1157,14 +1157,35 @@ struct Quiet {
     receives: bool,
 }
 
+/// The ring's settings a [`crate::Builder`] passes down.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Settings {
+    /// A one-thread ring with deferred work where the kernel has it (quirk m).
+    pub defer: bool,
+    /// Sends through the ring where the kernel has them (quirk k).
+    pub sends: bool,
+    /// Receives through the ring where asked and the kernel has them (quirk l).
+    pub receives: bool,
+    /// The completion ring's size (`None`: [`DEFAULT_CQ`]).
+    pub cq: Option<u32>,
+    /// The coalescing window (`None`: off); see [`crate::Builder::coalesce`].
+    pub coalesce: Option<Duration>,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings { defer: true, sends: true, receives: true, cq: None, coalesce: None }
+    }
+}
+
 impl Uring {
-    /// A ring whose completion queue has `cq_entries` (rounded up to a power of two by the
-    /// kernel), [`DEFAULT_CQ`] when `None`.
-    /// `coalesce`: the window of quirk n, kept only where the kernel has a minimum wait.
-    pub(crate) fn new(config: &super::Config) -> io::Result<Uring> {
-        let (cq_entries, coalesce) = (config.uring_cq, config.coalesce);
+    /// A ring whose completion queue has `config.cq` entries (rounded up to a power of two
+    /// by the kernel), [`DEFAULT_CQ`] when `None`. `config.coalesce`: the window of quirk n,
+    /// kept only where the kernel has a minimum wait.
+    pub(crate) fn new(config: &Settings) -> io::Result<Uring> {
+        let (cq_entries, coalesce) = (config.cq, config.coalesce);
         let cq = cq_entries.unwrap_or(DEFAULT_CQ).max(1);
-        let (ring, run) = best_ring(cq, config.uring_defer)?;
+        let (ring, run) = best_ring(cq, config.defer)?;
         let window_us = match coalesce {
             Some(w) if ring.params().is_feature_min_timeout() => w.as_micros().min(u32::MAX.into()) as u32,
             _ => 0,
@@ -1185,8 +1206,8 @@ impl Uring {
             owner: 0,
             retired: Vec::new(),
             window_us,
-            sends: sends() && config.uring_sends,
-            recvs: RECVS.get().copied().unwrap_or(false) && config.uring_receives,
+            sends: sends() && config.sends,
+            recvs: RECVS.get().copied().unwrap_or(false) && config.receives,
             skip,
         })
     }
@@ -2261,7 +2282,7 @@ mod tests {
     #[test]
     fn a_receive_that_completes_after_its_watch_became_a_poll_keeps_its_bytes() {
         let Ok(()) = probe() else { return };
-        let mut ring = Uring::new(&crate::backend::Config::default()).expect("a ring");
+        let mut ring = Uring::new(&Settings::default()).expect("a ring");
         let mut fds = [0; 2];
         // SAFETY: `fds` has room for the two descriptors.
         assert_eq!(unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) }, 0);
