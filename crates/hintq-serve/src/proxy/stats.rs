@@ -132,15 +132,15 @@ pub struct ProxyStats {
     pub client_errors: u64,
     /// Responses cut short because the upstream's was (P3).
     pub truncated: u64,
-    /// Responses whose body went by splice ([`Config::splice_above`]).
+    /// Responses whose body went by splice ([`Config::splice_above`](super::Config::splice_above)).
     pub spliced_responses: u64,
     /// Body bytes spliced from upstream sockets into the pipes.
     pub spliced_bytes: u64,
-    /// The most relay buffers one thread held at once (each [`BUF_SIZE`] bytes).
+    /// The most relay buffers one thread held at once (each [`BUF_SIZE`](super::BUF_SIZE) bytes).
     pub peak_buffers: usize,
     /// The most bytes one relay buffer ever held.
     pub peak_buffered: usize,
-    /// The most splice pipes one thread held at once (each [`PIPE_SIZE`] bytes at most, in
+    /// The most splice pipes one thread held at once (each [`PIPE_SIZE`](super::PIPE_SIZE) bytes at most, in
     /// the kernel).
     pub peak_pipes: usize,
 }
