@@ -538,11 +538,15 @@ impl<H: Handler> Core<H> {
         }
     }
 
-    /// The drain began: every connection of source `src` not in flight is handled once
-    /// (a report that arrives for one meanwhile is handled here too).
+    /// The drain began: every connection of source `src` is handled once with the drain
+    /// visible (a report that arrives for one meanwhile is handled here too). One in flight
+    /// on another thread (a pool's) gets a note, so that thread handles it once more after
+    /// its round: skipped, a connection answered just before the drain and re-armed just
+    /// after it stayed open, idle, until the drain's time ran out (`select` with
+    /// Leader/Followers or Half-Sync, about 1 drain in 60).
     fn nudge_all(&self, ctl: &mut Ctl<'_>, (src, home): (usize, &mut Home<H::Local>), st: &ThreadStats) {
         for (fd, slot) in self.slots[..self.high.load(Relaxed).min(self.slots.len())].iter().enumerate() {
-            if slot.src.load(Relaxed) != src || !slot.flight.try_enter() {
+            if slot.src.load(Relaxed) != src || !slot.flight.enter() {
                 continue;
             }
             let g = slot.conn.lock().unwrap_or_else(|e| e.into_inner());
